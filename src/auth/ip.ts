@@ -1,0 +1,54 @@
+import { isIP } from "node:net";
+
+export interface Cidr {
+  v6: boolean;
+  bits: bigint;
+  prefix: number;
+}
+
+export function parseCidr(text: string): Cidr {
+  const [addr, len] = text.trim().split("/");
+  const kind = isIP(addr ?? "");
+  if (!addr || kind === 0) throw new RangeError(`not an IP address or CIDR: ${text}`);
+  const v6 = kind === 6;
+  const max = v6 ? 128 : 32;
+  const prefix = len === undefined ? max : Number(len);
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > max) throw new RangeError(`bad prefix length in ${text}`);
+  return { v6, bits: toBits(addr), prefix };
+}
+
+export const parseCidrList = (list: string[]) => list.map(parseCidr);
+
+export function ipAllowed(list: Cidr[], ip: string): boolean {
+  let addr = ip;
+  // An IPv4 client seen through a dual-stack socket arrives as ::ffff:a.b.c.d.
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(addr);
+  if (mapped) addr = mapped[1]!;
+  const kind = isIP(addr);
+  if (kind === 0) return false;
+  const bits = toBits(addr);
+  const v6 = kind === 6;
+  return list.some((c) => {
+    if (c.v6 !== v6) return false;
+    const width = v6 ? 128n : 32n;
+    const shift = width - BigInt(c.prefix);
+    return bits >> shift === c.bits >> shift;
+  });
+}
+
+function toBits(addr: string): bigint {
+  if (isIP(addr) === 4) return addr.split(".").reduce((acc, p) => (acc << 8n) | BigInt(Number(p)), 0n);
+  let [head, tail] = addr.split("::") as [string, string | undefined];
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(addr);
+  const toGroups = (s: string | undefined) => (s ? s.split(":").filter(Boolean) : []);
+  let headG = toGroups(head);
+  let tailG = toGroups(tail);
+  if (v4) {
+    const n = Number(toBits(v4[1]!));
+    const groups = [(n >>> 16).toString(16), (n & 0xffff).toString(16)];
+    if (tail !== undefined) tailG = [...tailG.slice(0, -1), ...groups];
+    else headG = [...headG.slice(0, -1), ...groups];
+  }
+  const fill = tail === undefined ? [] : Array(8 - headG.length - tailG.length).fill("0");
+  return [...headG, ...fill, ...tailG].reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g, 16)), 0n);
+}

@@ -1,0 +1,132 @@
+import type { Statement } from "bun:sqlite";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import type { Db } from "../db/client.ts";
+import { GatewayError } from "../errors.ts";
+import { parseCidrList, ipAllowed, type Cidr } from "./ip.ts";
+
+export const KEY_PREFIX = "gk_sk_";
+const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+export interface KeyRecord {
+  id: number;
+  accountId: number;
+  name: string;
+  prefix: string;
+  quotaNano: number | null;
+  models: string[] | null;
+  ipAllow: Cidr[] | null;
+  rpm: number | null;
+  expiresAt: number | null;
+  revokedAt: number | null;
+}
+
+export interface NewKey {
+  name?: string;
+  quotaNano?: number | null;
+  models?: string[] | null;
+  ipAllow?: string[] | null;
+  rpm?: number | null;
+  expiresAt?: number | null;
+}
+
+export function generateKey(): string {
+  // 40 characters of base62 ≈ 238 bits; rejection sampling keeps the alphabet uniform.
+  let out = KEY_PREFIX;
+  while (out.length < KEY_PREFIX.length + 40) {
+    for (const b of randomBytes(48)) {
+      if (b < 248 && out.length < KEY_PREFIX.length + 40) out += ALPHABET[b % 62];
+    }
+  }
+  return out;
+}
+
+export const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");
+
+export class Keys {
+  private readonly byHash: Statement;
+  // Parsed restrictions per key id, invalidated when the row's text changes.
+  private readonly parsed = new Map<number, { raw: string; ip: Cidr[] | null; models: string[] | null }>();
+
+  constructor(private readonly db: Db) {
+    this.byHash = db.$client.prepare(
+      "SELECT id, account_id, name, prefix, key_hash, quota_nano, models, ip_allow, rpm, expires_at, revoked_at FROM api_keys WHERE key_hash = ?",
+    );
+  }
+
+  create(accountId: number, opts: NewKey = {}): { key: string; record: KeyRecord } {
+    const key = generateKey();
+    if (opts.ipAllow) parseCidrList(opts.ipAllow); // refuse a bad CIDR before writing anything
+    const row = this.db.$client
+      .prepare(
+        "INSERT INTO api_keys (account_id, name, prefix, key_hash, quota_nano, models, ip_allow, rpm, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+      )
+      .get(
+        accountId,
+        opts.name ?? "",
+        key.slice(0, KEY_PREFIX.length + 6),
+        hashKey(key),
+        opts.quotaNano ?? null,
+        opts.models ? JSON.stringify(opts.models) : null,
+        opts.ipAllow ? JSON.stringify(opts.ipAllow) : null,
+        opts.rpm ?? null,
+        opts.expiresAt ?? null,
+        Date.now(),
+      ) as { id: number };
+    return { key, record: this.lookupHash(hashKey(key))! };
+  }
+
+  lookupHash(hash: string): KeyRecord | null {
+    const r = this.byHash.get(hash) as Record<string, unknown> | null;
+    if (!r) return null;
+    // The index found the row by hash; compare again in constant time so a partial match never short-circuits.
+    if (!timingSafeEqual(Buffer.from(r.key_hash as string), Buffer.from(hash))) return null;
+    const id = r.id as number;
+    const raw = `${r.models}|${r.ip_allow}`;
+    let p = this.parsed.get(id);
+    if (!p || p.raw !== raw) {
+      p = {
+        raw,
+        models: r.models ? (JSON.parse(r.models as string) as string[]) : null,
+        ip: r.ip_allow ? parseCidrList(JSON.parse(r.ip_allow as string) as string[]) : null,
+      };
+      this.parsed.set(id, p);
+    }
+    return {
+      id,
+      accountId: r.account_id as number,
+      name: r.name as string,
+      prefix: r.prefix as string,
+      quotaNano: r.quota_nano as number | null,
+      models: p.models,
+      ipAllow: p.ip,
+      rpm: r.rpm as number | null,
+      expiresAt: r.expires_at as number | null,
+      revokedAt: r.revoked_at as number | null,
+    };
+  }
+
+  /**
+   * Finds the key of a request and applies its account-independent restrictions.
+   * Every unknown or malformed key gets the same 401, so answers never tell which keys exist.
+   */
+  authenticate(presented: string | null, clientIp: string | null, now = Date.now()): KeyRecord {
+    if (!presented) throw new GatewayError("no-key", "Missing API key. Pass it in the x-api-key header or as Authorization: Bearer <key>.");
+    const rec = presented.startsWith(KEY_PREFIX) ? this.lookupHash(hashKey(presented)) : null;
+    if (!rec) throw new GatewayError("no-key", "Invalid API key.");
+    if (rec.revokedAt !== null) throw new GatewayError("inactive", "This API key has been revoked.");
+    if (rec.expiresAt !== null && rec.expiresAt <= now) throw new GatewayError("expired", "This API key has expired.");
+    if (rec.ipAllow && !(clientIp && ipAllowed(rec.ipAllow, clientIp))) {
+      throw new GatewayError("ip", `Requests from ${clientIp ?? "this address"} are not allowed for this API key.`);
+    }
+    return rec;
+  }
+}
+
+/** The key as sent: x-api-key, else Authorization: Bearer. */
+export function presentedKey(headers: Headers): string | null {
+  const x = headers.get("x-api-key");
+  if (x) return x.trim();
+  const auth = headers.get("authorization");
+  if (auth && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, "").trim() || null;
+  return null;
+}

@@ -1,0 +1,74 @@
+import { createHash } from "node:crypto";
+import type { Config } from "../config/load.ts";
+import type { Endpoint, ModelConfig, ProviderConfig } from "../config/schema.ts";
+import { usdToNano, type TokenPrices } from "../ledger/money.ts";
+
+export interface Route {
+  /** Stable name for health and logs: "<provider>/<upstream model>". */
+  key: string;
+  provider: ProviderConfig;
+  upstreamModel: string;
+}
+
+export interface Model {
+  id: string;
+  aliases: string[];
+  displayName: string;
+  ownedBy: string;
+  created: number;
+  modalities: string[];
+  endpoints: Endpoint[];
+  /** Nano-dollars per 1M tokens. */
+  prices: TokenPrices;
+  /** Nano-dollars per image. */
+  perImageNano: number;
+  maxOutputTokens: number;
+  routes: Route[];
+  /** Public USD prices as configured, for /api/pricing. */
+  publicPricing: ModelConfig["pricing"];
+}
+
+export interface Catalog {
+  version: string;
+  models: Model[];
+  /** Canonical id and aliases → model. */
+  lookup(name: string): Model | undefined;
+}
+
+// A fixed date so `created` is stable across restarts when the config names none.
+const DEFAULT_CREATED = 1_767_225_600; // 2026-01-01T00:00:00Z
+
+export function buildCatalog(cfg: Config): Catalog {
+  const providers = new Map(cfg.providers.map((p) => [p.id, p]));
+  const models = cfg.models.map((m): Model => {
+    const price = (v: number | undefined) => usdToNano(v ?? 0);
+    return {
+      id: m.id,
+      aliases: m.aliases ?? [],
+      displayName: m.display_name ?? m.id,
+      ownedBy: m.owned_by ?? m.routes[0]!.provider,
+      created: m.created ?? DEFAULT_CREATED,
+      modalities: m.modalities,
+      endpoints: m.endpoints,
+      prices: {
+        input: price(m.pricing.input),
+        output: price(m.pricing.output),
+        cacheRead: price(m.pricing.cache_read ?? m.pricing.input),
+        cacheWrite: price(m.pricing.cache_write ?? m.pricing.input),
+      },
+      perImageNano: price(m.pricing.per_image),
+      maxOutputTokens: m.max_output_tokens ?? 32_000,
+      routes: m.routes.map((r) => ({ key: `${r.provider}/${r.model}`, provider: providers.get(r.provider)!, upstreamModel: r.model })),
+      publicPricing: m.pricing,
+    };
+  });
+  const byName = new Map<string, Model>();
+  for (const m of models) for (const n of [m.id, ...m.aliases]) byName.set(n, m);
+  const version =
+    cfg.catalogVersion ??
+    createHash("sha256")
+      .update(JSON.stringify(cfg.models))
+      .digest("hex")
+      .slice(0, 12);
+  return { version, models, lookup: (name) => byName.get(name) };
+}

@@ -1,0 +1,95 @@
+import { Type as T, type Static } from "@sinclair/typebox";
+
+const Usd = T.Number({ minimum: 0 });
+
+export const Pricing = T.Object(
+  {
+    input: T.Optional(Usd),
+    output: T.Optional(Usd),
+    cache_read: T.Optional(Usd),
+    cache_write: T.Optional(Usd),
+    per_image: T.Optional(Usd),
+  },
+  { additionalProperties: false },
+);
+
+export const Endpoint = T.Union([
+  T.Literal("messages"),
+  T.Literal("chat.completions"),
+  T.Literal("images.generations"),
+  T.Literal("images.edits"),
+]);
+export type Endpoint = Static<typeof Endpoint>;
+
+export const ProviderKind = T.Union([T.Literal("anthropic"), T.Literal("openai"), T.Literal("demo")]);
+export type ProviderKind = Static<typeof ProviderKind>;
+
+export const ProviderConfig = T.Object(
+  {
+    id: T.String({ minLength: 1 }),
+    kind: ProviderKind,
+    base_url: T.Optional(T.String({ pattern: "^https?://" })),
+    api_key: T.Optional(T.String()),
+    /** Extra headers sent upstream (OpenRouter's HTTP-Referer, …). */
+    headers: T.Optional(T.Record(T.String(), T.String())),
+    /** Milliseconds to wait for the upstream's first byte before trying the next route. */
+    timeout_ms: T.Optional(T.Integer({ minimum: 1 })),
+    /** Chat upstreams: which field carries the output cap (OpenAI wants max_completion_tokens, many compatible servers max_tokens). */
+    max_tokens_field: T.Optional(T.Union([T.Literal("max_tokens"), T.Literal("max_completion_tokens")])),
+  },
+  { additionalProperties: false },
+);
+export type ProviderConfig = Static<typeof ProviderConfig>;
+
+export const RouteConfig = T.Object(
+  { provider: T.String({ minLength: 1 }), model: T.String({ minLength: 1 }) },
+  { additionalProperties: false },
+);
+
+export const ModelConfig = T.Object(
+  {
+    id: T.String({ minLength: 1 }),
+    aliases: T.Optional(T.Array(T.String({ minLength: 1 }))),
+    display_name: T.Optional(T.String()),
+    owned_by: T.Optional(T.String()),
+    created: T.Optional(T.Integer({ minimum: 0 })),
+    modalities: T.Array(T.String({ minLength: 1 }), { minItems: 1 }),
+    endpoints: T.Array(Endpoint, { minItems: 1 }),
+    pricing: Pricing,
+    max_output_tokens: T.Optional(T.Integer({ minimum: 1 })),
+    routes: T.Array(RouteConfig, { minItems: 1 }),
+  },
+  { additionalProperties: false },
+);
+export type ModelConfig = Static<typeof ModelConfig>;
+
+export const ConfigSchema = T.Object(
+  {
+    server: T.Optional(
+      T.Object(
+        {
+          port: T.Optional(T.Integer({ minimum: 0, maximum: 65535 })),
+          host: T.Optional(T.String()),
+          database: T.Optional(T.String({ minLength: 1 })),
+          public_url: T.Optional(T.String()),
+          trust_proxy: T.Optional(T.Boolean()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    limits: T.Optional(
+      T.Object(
+        {
+          default_rpm: T.Optional(T.Integer({ minimum: 1 })),
+          count_tokens_rpm: T.Optional(T.Integer({ minimum: 1 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    catalog: T.Optional(T.Object({ version: T.Optional(T.String({ minLength: 1 })) }, { additionalProperties: false })),
+    providers: T.Optional(T.Array(ProviderConfig)),
+    models: T.Optional(T.Array(ModelConfig)),
+  },
+  { additionalProperties: false },
+);
+export type ConfigFile = Static<typeof ConfigSchema>;

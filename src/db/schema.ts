@@ -1,0 +1,128 @@
+import { sqliteTable, text, integer, index, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+// Money columns end in _nano: integer nano-dollars (1 USD = 1e9). Times are unix milliseconds.
+// Balances are denormalised onto accounts so the hot path never sums the ledger;
+// docs/database.md shows the query that proves balance_nano = SUM(ledger_entries.amount_nano).
+
+export const accounts = sqliteTable("accounts", {
+  id: integer("id").primaryKey({ autoIncrement: true }),
+  email: text("email").notNull().unique(),
+  passwordHash: text("password_hash"),
+  balanceNano: integer("balance_nano").notNull().default(0),
+  reservedNano: integer("reserved_nano").notNull().default(0),
+  createdAt: integer("created_at").notNull(),
+});
+
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    accountId: integer("account_id").notNull().references(() => accounts.id),
+    name: text("name").notNull().default(""),
+    // First characters of the key, enough for an operator to recognise it; never the secret part.
+    prefix: text("prefix").notNull(),
+    keyHash: text("key_hash").notNull(),
+    quotaNano: integer("quota_nano"),
+    spentNano: integer("spent_nano").notNull().default(0),
+    reservedNano: integer("reserved_nano").notNull().default(0),
+    // JSON arrays; null means no restriction.
+    models: text("models"),
+    ipAllow: text("ip_allow"),
+    rpm: integer("rpm"),
+    expiresAt: integer("expires_at"),
+    revokedAt: integer("revoked_at"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("api_keys_key_hash").on(t.keyHash), index("api_keys_account").on(t.accountId)],
+);
+
+// Append-only: a row is never updated or deleted. kind is one of
+// registration_credit, top_up, operator_credit, charge.
+export const ledgerEntries = sqliteTable(
+  "ledger_entries",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    accountId: integer("account_id").notNull().references(() => accounts.id),
+    kind: text("kind").notNull(),
+    amountNano: integer("amount_nano").notNull(),
+    // What the request cost but could not be charged because the balance would have gone negative.
+    shortfallNano: integer("shortfall_nano").notNull().default(0),
+    keyId: integer("key_id"),
+    requestId: text("request_id"),
+    note: text("note"),
+    externalRef: text("external_ref"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    index("ledger_account_time").on(t.accountId, t.createdAt),
+    index("ledger_key_time").on(t.keyId, t.createdAt),
+    uniqueIndex("ledger_external_ref").on(t.externalRef),
+  ],
+);
+
+// Open holds on a balance while a request runs; deleted when it settles or is released.
+// owner_pid lets the next start release holds of a process that died.
+export const reservations = sqliteTable(
+  "reservations",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    requestId: text("request_id").notNull(),
+    accountId: integer("account_id").notNull().references(() => accounts.id),
+    keyId: integer("key_id").notNull().references(() => apiKeys.id),
+    amountNano: integer("amount_nano").notNull(),
+    ownerPid: integer("owner_pid").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("reservations_owner").on(t.ownerPid)],
+);
+
+// One row per /v1 request. No prompt, completion or key material.
+export const requestLogs = sqliteTable(
+  "request_logs",
+  {
+    requestId: text("request_id").primaryKey(),
+    accountId: integer("account_id"),
+    keyId: integer("key_id"),
+    method: text("method").notNull(),
+    path: text("path").notNull(),
+    endpoint: text("endpoint"),
+    model: text("model"),
+    provider: text("provider"),
+    upstreamModel: text("upstream_model"),
+    stream: integer("stream", { mode: "boolean" }).notNull().default(false),
+    status: integer("status").notNull(),
+    errorCode: text("error_code"),
+    inputTokens: integer("input_tokens"),
+    outputTokens: integer("output_tokens"),
+    cacheReadTokens: integer("cache_read_tokens"),
+    cacheWriteTokens: integer("cache_write_tokens"),
+    images: integer("images"),
+    costNano: integer("cost_nano").notNull().default(0),
+    latencyMs: integer("latency_ms").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("request_logs_time").on(t.createdAt), index("request_logs_key_time").on(t.keyId, t.createdAt)],
+);
+
+// Stored answers for Idempotency-Key replays: the one place response content is kept (24 h).
+export const idempotencyRecords = sqliteTable(
+  "idempotency_records",
+  {
+    keyId: integer("key_id").notNull(),
+    idempotencyKey: text("idempotency_key").notNull(),
+    bodySha256: text("body_sha256").notNull(),
+    state: text("state").notNull(), // in_flight | done
+    status: integer("status"),
+    contentType: text("content_type"),
+    responseBody: text("response_body"),
+    requestId: text("request_id").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.idempotencyKey] }), index("idempotency_time").on(t.createdAt)],
+);
+
+export const settings = sqliteTable("settings", {
+  name: text("name").primaryKey(),
+  value: text("value").notNull(),
+});

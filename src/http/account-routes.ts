@@ -1,0 +1,57 @@
+import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
+import { estimateInputTokens } from "../ledger/estimate.ts";
+import { nanoToUsd } from "../ledger/money.ts";
+import { resolveModel } from "../relay/text.ts";
+import { BODY_LIMIT_BYTES } from "./body.ts";
+import type { KeyedCall } from "./pipeline.ts";
+import { json } from "./public-routes.ts";
+import { CountTokensBody, validate } from "./schemas.ts";
+
+/** GET /v1/me: what this key may still spend, and its limits. */
+export function me(call: KeyedCall): Response {
+  const { svc, key } = call;
+  const k = svc.db.$client.query("SELECT spent_nano, reserved_nano FROM api_keys WHERE id = ?").get(key.id) as {
+    spent_nano: number;
+    reserved_nano: number;
+  };
+  const b = svc.ledger.balance(key.accountId);
+  const quota = key.quotaNano;
+  return json({
+    object: "me",
+    key: {
+      id: key.id,
+      name: key.name,
+      prefix: key.prefix,
+      models: key.models,
+      expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
+      quota: {
+        limit_usd: quota === null ? null : nanoToUsd(quota),
+        spent_usd: nanoToUsd(k.spent_nano),
+        reserved_usd: nanoToUsd(k.reserved_nano),
+        remaining_usd: quota === null ? null : nanoToUsd(Math.max(quota - k.spent_nano - k.reserved_nano, 0)),
+      },
+    },
+    balance: {
+      balance_usd: nanoToUsd(b.balanceNano),
+      reserved_usd: nanoToUsd(b.reservedNano),
+      spendable_usd: nanoToUsd(Math.max(b.spendableNano, 0)),
+    },
+    limits: {
+      rpm: key.rpm ?? svc.config.defaultRpm,
+      count_tokens_rpm: svc.config.countTokensRpm,
+      max_body_bytes: BODY_LIMIT_BYTES,
+    },
+  });
+}
+
+/** POST /v1/messages/count_tokens: the byte estimate, free, no reservation. */
+export function countTokens(call: KeyedCall): Response {
+  validate(CountTokensBody, call.json);
+  resolveModel(call, call.json.model, "messages");
+  const hit = findNonTextContent("messages", call.json);
+  if (hit) throw unsupportedContent(hit);
+  return json({
+    input_tokens: estimateInputTokens(call.bytes.byteLength),
+    gateway: { exact: false, method: "byte_estimate", typical_error_pct: null },
+  });
+}

@@ -1,0 +1,60 @@
+import { GatewayError } from "../errors.ts";
+
+export const BODY_LIMIT_BYTES = 20 * 1024 * 1024;
+
+export const tooLarge = () =>
+  new GatewayError("request_too_large", `Request body is larger than the ${BODY_LIMIT_BYTES / 1024 / 1024} MiB limit.`);
+
+/**
+ * Reads the body while counting: an oversized upload is cut off as soon as it passes the limit,
+ * so a 200 MiB upload costs at most 20 MiB of memory and is refused before it finishes.
+ */
+export async function readBodyLimited(request: Request, limit = BODY_LIMIT_BYTES): Promise<Uint8Array> {
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (declared > limit) throw tooLarge();
+  if (!request.body) return new Uint8Array(0);
+  if (Number.isFinite(declared)) {
+    // Known length within the limit: Bun reads it in one go, faster than pulling chunks.
+    const buf = new Uint8Array(await request.arrayBuffer());
+    if (buf.byteLength > limit) throw tooLarge();
+    return buf;
+  }
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+const decoder = new TextDecoder();
+
+/** Parses a JSON object body; anything else is the spec's 400 invalid_request. */
+export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
+  if (bytes.byteLength === 0) throw new GatewayError("invalid_request", "Request body is empty; expected a JSON object.");
+  let value: unknown;
+  try {
+    value = JSON.parse(decoder.decode(bytes));
+  } catch (e) {
+    throw new GatewayError("invalid_request", `Request body is not valid JSON: ${(e as Error).message}`);
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) {
+    throw new GatewayError("invalid_request", "Request body must be a JSON object.");
+  }
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,83 @@
+import type { Model } from "../catalog/catalog.ts";
+import { modelNotFound } from "../errors.ts";
+import type { Services } from "../services.ts";
+import { CORS_HEADERS } from "./routing.ts";
+
+// The four public routes: no key, CORS `*`, read-only views of the catalog and health.
+
+const iso = (unix: number) => new Date(unix * 1000).toISOString();
+
+/** One model in a shape both SDKs' models.list()/retrieve() accept (OpenAI Model + Anthropic ModelInfo). */
+export function modelObject(m: Model) {
+  return {
+    id: m.id,
+    object: "model",
+    type: "model",
+    created: m.created,
+    created_at: iso(m.created),
+    owned_by: m.ownedBy,
+    display_name: m.displayName,
+    modalities: m.modalities,
+    endpoints: m.endpoints,
+    aliases: m.aliases,
+    max_tokens: m.endpoints.includes("messages") || m.endpoints.includes("chat.completions") ? m.maxOutputTokens : null,
+  };
+}
+
+export const json = (data: unknown, status = 200, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(data), { status, headers: { "content-type": "application/json", ...headers } });
+
+export function listModels(svc: Services): Response {
+  const data = svc.catalog.models.map(modelObject);
+  return json(
+    { object: "list", data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null },
+    200,
+    CORS_HEADERS,
+  );
+}
+
+export function getModel(svc: Services, id: string): Response {
+  const m = svc.catalog.lookup(id);
+  if (!m) throw modelNotFound(id);
+  return json(modelObject(m), 200, CORS_HEADERS);
+}
+
+export function pricing(svc: Services): Response {
+  const models = svc.catalog.models.map((m) => ({
+    id: m.id,
+    aliases: m.aliases,
+    endpoints: m.endpoints,
+    currency: "USD",
+    ...(m.endpoints.some((e) => e.startsWith("images."))
+      ? { per_image: m.publicPricing.per_image ?? 0 }
+      : {
+          unit: "per 1M tokens",
+          input: m.publicPricing.input ?? 0,
+          output: m.publicPricing.output ?? 0,
+          cache_read: m.publicPricing.cache_read ?? m.publicPricing.input ?? 0,
+          cache_write: m.publicPricing.cache_write ?? m.publicPricing.input ?? 0,
+        }),
+  }));
+  return json(
+    { catalog_version: svc.catalog.version, currency: "USD", minimum_top_up_usd: 1, starting_balance_usd: 1, models },
+    200,
+    CORS_HEADERS,
+  );
+}
+
+export function status(svc: Services): Response {
+  const models = svc.catalog.models.map((m) => ({ id: m.id, routes: m.routes.map((r) => svc.health.view(r.key)) }));
+  const paused = svc.settings.paused;
+  const degraded = models.some((m) => m.routes.some((r) => r.state !== "healthy"));
+  return json(
+    {
+      status: paused ? "paused" : degraded ? "degraded" : "ok",
+      version: svc.version,
+      catalog_version: svc.catalog.version,
+      time: new Date().toISOString(),
+      models,
+    },
+    200,
+    CORS_HEADERS,
+  );
+}

@@ -1,0 +1,65 @@
+// Money is integer nano-dollars (1 USD = 1e9) everywhere; floats appear only when reading the
+// config file and when rendering cost_usd at the edge.
+
+export const NANO_PER_USD = 1_000_000_000;
+
+/** Exact conversion of a decimal USD amount (as written in TOML or on a command line) to nano-dollars. */
+export function usdToNano(usd: number | string): number {
+  const text = typeof usd === "number" ? numberToPlainString(usd) : usd.trim();
+  const m = /^(\d+)(?:\.(\d{0,9})(\d*))?$/.exec(text);
+  if (!m || (m[3] && /[1-9]/.test(m[3]))) throw new RangeError(`not a USD amount with at most 9 decimals: ${text}`);
+  const nano = Number(m[1]) * NANO_PER_USD + Number((m[2] ?? "").padEnd(9, "0"));
+  if (!Number.isSafeInteger(nano)) throw new RangeError(`USD amount too large: ${text}`);
+  return nano;
+}
+
+function numberToPlainString(n: number): string {
+  if (!Number.isFinite(n) || n < 0) throw new RangeError(`not a USD amount: ${n}`);
+  // toFixed(9) would round 0.1 + float noise correctly but turns 1e21 into exponent form; amounts are far smaller.
+  const fixed = n.toFixed(12).replace(/0+$/, "").replace(/\.$/, "");
+  return fixed;
+}
+
+/** cost_usd as clients see it: the nano amount as a JSON number with at most 9 decimals. */
+export function nanoToUsd(nano: number): number {
+  return nano / NANO_PER_USD;
+}
+
+export function formatUsd(nano: number): string {
+  const sign = nano < 0 ? "-" : "";
+  const abs = Math.abs(nano);
+  const whole = Math.floor(abs / NANO_PER_USD);
+  const frac = String(abs % NANO_PER_USD).padStart(9, "0").replace(/0+$/, "");
+  return `${sign}${whole}${frac ? "." + frac : ""}`;
+}
+
+/** Prices of a text model, in nano-dollars per 1M tokens (so $0.075/M stays an integer). */
+export interface TokenPrices {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+export interface TokenUsage {
+  /** Uncached input tokens. */
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+const MILLION = 1_000_000n;
+
+/**
+ * Sum of every bucket at its own rate, rounded up once to a whole nano-dollar.
+ * BigInt because tokens × nano-per-million passes 2^53 for long contexts.
+ */
+export function tokenCost(prices: TokenPrices, usage: TokenUsage): number {
+  const micro =
+    BigInt(usage.input) * BigInt(prices.input) +
+    BigInt(usage.output) * BigInt(prices.output) +
+    BigInt(usage.cacheRead) * BigInt(prices.cacheRead) +
+    BigInt(usage.cacheWrite) * BigInt(prices.cacheWrite);
+  return Number((micro + MILLION - 1n) / MILLION);
+}

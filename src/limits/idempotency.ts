@@ -1,0 +1,86 @@
+import type { Statement } from "bun:sqlite";
+import type { Db } from "../db/client.ts";
+import { GatewayError } from "../errors.ts";
+
+export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+const WAIT_FOR_FIRST_MS = 30_000;
+
+export interface StoredAnswer {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+export type Begin = { kind: "fresh" } | { kind: "replay"; answer: StoredAnswer };
+
+/**
+ * Idempotency-Key = key + request fingerprint + stored answer (Stripe's model). The in_flight row is
+ * claimed in one transaction, so a concurrent duplicate waits for the first instead of running twice.
+ */
+export class Idempotency {
+  private readonly s: Record<string, Statement>;
+
+  constructor(private readonly db: Db) {
+    const q = (sql: string) => db.$client.prepare(sql);
+    this.s = {
+      get: q("SELECT body_sha256, state, status, content_type, response_body, created_at FROM idempotency_records WHERE key_id = ? AND idempotency_key = ?"),
+      del: q("DELETE FROM idempotency_records WHERE key_id = ? AND idempotency_key = ?"),
+      claim: q("INSERT INTO idempotency_records (key_id, idempotency_key, body_sha256, state, request_id, created_at) VALUES (?, ?, ?, 'in_flight', ?, ?)"),
+      done: q("UPDATE idempotency_records SET state = 'done', status = ?, content_type = ?, response_body = ? WHERE key_id = ? AND idempotency_key = ?"),
+      prune: q("DELETE FROM idempotency_records WHERE created_at < ?"),
+      abandon: q("DELETE FROM idempotency_records WHERE state = 'in_flight'"),
+    };
+  }
+
+  async begin(keyId: number, idemKey: string, bodySha: string, requestId: string): Promise<Begin> {
+    if (idemKey.length > 255) throw new GatewayError("invalid_request", "Idempotency-Key must be at most 255 characters.");
+    const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+    for (;;) {
+      const r = this.tryClaim(keyId, idemKey, bodySha, requestId);
+      if (r !== "in_flight") return r;
+      if (Date.now() > deadline) {
+        throw new GatewayError("idempotency_conflict", "A request with this Idempotency-Key is still in progress. Retry later.");
+      }
+      await Bun.sleep(25);
+    }
+  }
+
+  private tryClaim(keyId: number, idemKey: string, bodySha: string, requestId: string): Begin | "in_flight" {
+    return this.db.$client
+      .transaction((): Begin | "in_flight" => {
+        const row = this.s.get!.get(keyId, idemKey) as
+          | { body_sha256: string; state: string; status: number; content_type: string; response_body: string; created_at: number }
+          | null;
+        if (row && row.created_at < Date.now() - IDEMPOTENCY_TTL_MS) this.s.del!.run(keyId, idemKey);
+        else if (row) {
+          if (row.body_sha256 !== bodySha) {
+            throw new GatewayError(
+              "idempotency_conflict",
+              "This Idempotency-Key was already used with a different request body. Use a new key for a new request.",
+              { headers: { "x-should-retry": "false" } },
+            );
+          }
+          if (row.state === "in_flight") return "in_flight";
+          return { kind: "replay", answer: { status: row.status, contentType: row.content_type, body: row.response_body } };
+        }
+        this.s.claim!.run(keyId, idemKey, bodySha, requestId, Date.now());
+        return { kind: "fresh" };
+      })
+      .immediate();
+  }
+
+  /** Stores a successful answer for replay; a failed request frees the key so a retry runs again. */
+  finish(keyId: number, idemKey: string, answer: StoredAnswer | null): void {
+    if (answer && answer.status >= 200 && answer.status < 300) this.s.done!.run(answer.status, answer.contentType, answer.body, keyId, idemKey);
+    else this.s.del!.run(keyId, idemKey);
+  }
+
+  prune(now = Date.now()): number {
+    return this.s.prune!.run(now - IDEMPOTENCY_TTL_MS).changes;
+  }
+
+  /** At start: claims of a process that died will never finish. */
+  abandonInFlight(): number {
+    return this.s.abandon!.run().changes;
+  }
+}

@@ -1,0 +1,79 @@
+import type { Statement } from "bun:sqlite";
+import type { Db } from "../db/client.ts";
+
+export const LOG_RETENTION_MS = 90 * 24 * 3600 * 1000;
+
+export interface LogRow {
+  requestId: string;
+  accountId?: number | null;
+  keyId?: number | null;
+  method: string;
+  path: string;
+  endpoint?: string | null;
+  model?: string | null;
+  provider?: string | null;
+  upstreamModel?: string | null;
+  stream?: boolean;
+  status: number;
+  errorCode?: string | null;
+  inputTokens?: number | null;
+  outputTokens?: number | null;
+  cacheReadTokens?: number | null;
+  cacheWriteTokens?: number | null;
+  images?: number | null;
+  costNano?: number;
+  latencyMs: number;
+  attempts?: number;
+}
+
+/** One row per /v1 request; content and keys never reach this table. */
+export class RequestLog {
+  private readonly insert: Statement;
+
+  constructor(private readonly db: Db) {
+    this.insert = db.$client.prepare(
+      `INSERT OR REPLACE INTO request_logs (request_id, account_id, key_id, method, path, endpoint, model, provider, upstream_model, stream,
+        status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, images, cost_nano, latency_ms, attempts, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+  }
+
+  write(r: LogRow): void {
+    try {
+      this.insert.run(
+        r.requestId,
+        r.accountId ?? null,
+        r.keyId ?? null,
+        r.method,
+        r.path,
+        r.endpoint ?? null,
+        r.model ?? null,
+        r.provider ?? null,
+        r.upstreamModel ?? null,
+        r.stream ? 1 : 0,
+        r.status,
+        r.errorCode ?? null,
+        r.inputTokens ?? null,
+        r.outputTokens ?? null,
+        r.cacheReadTokens ?? null,
+        r.cacheWriteTokens ?? null,
+        r.images ?? null,
+        r.costNano ?? 0,
+        Math.round(r.latencyMs),
+        r.attempts ?? 0,
+        Date.now(),
+      );
+    } catch (e) {
+      // A log row must never turn a served request into a failure.
+      console.error("gateway: request log write failed:", (e as Error).message);
+    }
+  }
+
+  show(requestId: string): Record<string, unknown> | null {
+    return this.db.$client.query("SELECT * FROM request_logs WHERE request_id = ?").get(requestId) as Record<string, unknown> | null;
+  }
+
+  prune(now = Date.now(), retentionMs = LOG_RETENTION_MS): number {
+    return this.db.$client.prepare("DELETE FROM request_logs WHERE created_at < ?").run(now - retentionMs).changes;
+  }
+}

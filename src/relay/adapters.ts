@@ -1,0 +1,161 @@
+import type { Model } from "../catalog/catalog.ts";
+import { chatRequestToMessages, messagesResponseToChat } from "../dialects/chat-to-messages.ts";
+import { messagesRequestToChat, chatResponseToMessages } from "../dialects/messages-to-chat.ts";
+import { ChatToMessagesStream } from "../dialects/stream-chat-to-messages.ts";
+import { MessagesToChatStream, type ChatStreamItem } from "../dialects/stream-messages-to-chat.ts";
+import { NativeChatStream, NativeMessagesStream } from "../dialects/stream-native.ts";
+import { usageFromChat, usageFromMessages } from "../dialects/usage.ts";
+import type { ChatRequest, ChatResponse, JsonObject, MessagesEvent, MessagesRequest, MessagesResponse } from "../dialects/wire.ts";
+import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
+import { encodeSse, type SseEvent } from "../upstreams/sse.ts";
+import type { Dialect } from "../upstreams/types.ts";
+
+// The four (client dialect, upstream dialect) pairs behind one shape, so the relay never branches on them.
+
+export interface StreamAdapter {
+  /** Text to send to the client for one upstream event. */
+  push(ev: SseEvent): string;
+  /** Upstream ended ([DONE] or EOF). */
+  done(): string;
+  /** Upstream failed after the first byte: the dialect's own error event. */
+  fail(type: string, message: string): string;
+  readonly usage: TokenUsage | null;
+  readonly outputChars: number;
+  /** The upstream signalled an error inside the stream. */
+  readonly upstreamError: boolean;
+  /** The upstream reached its natural end (finish reason / message_stop), not just EOF. */
+  readonly complete: boolean;
+}
+
+export interface PairOptions {
+  model: Model;
+  upstreamModel: string;
+  maxTokensField: "max_tokens" | "max_completion_tokens";
+  estimatedInputTokens: number;
+  costOf: (u: TokenUsage) => number;
+}
+
+export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObject, o: PairOptions): { body: JsonObject; dropped: string[] } {
+  if (client === upstream) {
+    const out: JsonObject = { ...body, model: o.upstreamModel };
+    // Always ask for usage: without it there is nothing to bill (ccs#1574).
+    if (upstream === "chat" && body.stream) out.stream_options = { ...(body.stream_options as JsonObject | undefined), include_usage: true };
+    return { body: out, dropped: [] };
+  }
+  if (client === "messages") return messagesRequestToChat(body as MessagesRequest, { upstreamModel: o.upstreamModel, maxTokensField: o.maxTokensField });
+  return chatRequestToMessages(body as ChatRequest, { upstreamModel: o.upstreamModel });
+}
+
+/** A non-streamed upstream answer in the client's dialect, with its usage for billing. */
+export function clientAnswer(client: Dialect, upstream: Dialect, answer: JsonObject, model: string): { body: JsonObject; usage: TokenUsage | null } {
+  let body: JsonObject;
+  if (client === upstream) body = { ...answer, model };
+  else if (client === "messages") body = chatResponseToMessages(answer as ChatResponse, { model });
+  else body = messagesResponseToChat(answer as MessagesResponse, { model });
+  const raw = body.usage as JsonObject | undefined;
+  const usage = raw ? (client === "messages" ? usageFromMessages(raw as never) : usageFromChat(raw as never)) : null;
+  return { body, usage };
+}
+
+export function withCost(body: JsonObject, costNano: number): JsonObject {
+  const usage = (body.usage as JsonObject | undefined) ?? {};
+  return { ...body, usage: { ...usage, cost_usd: nanoToUsd(costNano) } };
+}
+
+const parse = (data: string): JsonObject | null => {
+  try {
+    return JSON.parse(data) as JsonObject;
+  } catch {
+    return null;
+  }
+};
+
+const encodeMessages = (events: MessagesEvent[]) => events.map((e) => encodeSse(e.event, JSON.stringify(e.data))).join("");
+const encodeChat = (items: ChatStreamItem[]) => items.map((i) => encodeSse(undefined, i === "[DONE]" ? "[DONE]" : JSON.stringify(i))).join("");
+
+interface StreamState {
+  readonly usage: TokenUsage | null;
+  readonly outputChars: number;
+}
+
+function adapt(
+  s: StreamState,
+  f: { push(ev: SseEvent): string; done(): string; fail(t: string, m: string): string; error(): boolean; complete(): boolean },
+): StreamAdapter {
+  return {
+    push: f.push,
+    done: f.done,
+    fail: f.fail,
+    get usage() {
+      return s.usage;
+    },
+    get outputChars() {
+      return s.outputChars;
+    },
+    get upstreamError() {
+      return f.error();
+    },
+    get complete() {
+      return f.complete();
+    },
+  };
+}
+
+const errorOf = (data: JsonObject): { type: string; message: string } => {
+  const e = (data.error ?? data) as { type?: string; message?: string };
+  return { type: e.type ?? "api_error", message: e.message ?? "Upstream error" };
+};
+
+export function streamAdapter(client: Dialect, upstream: Dialect, includeUsage: boolean, o: PairOptions): StreamAdapter {
+  const model = o.model.id;
+  if (client === "messages" && upstream === "messages") {
+    const s = new NativeMessagesStream({ costOf: o.costOf, model });
+    return adapt(s, { push: (ev) => s.push(ev), done: () => s.done(), fail: (t, m) => s.fail(t, m), error: () => s.sawError, complete: () => s.sawStop });
+  }
+  if (client === "chat" && upstream === "chat") {
+    const s = new NativeChatStream({ model, includeUsage, costOf: o.costOf });
+    return adapt(s, { push: (ev) => s.push(ev), done: () => s.done(), fail: (t, m) => s.fail(t, m), error: () => s.sawError, complete: () => s.sawFinish });
+  }
+  let error = false;
+  let end = false;
+  if (client === "messages") {
+    const s = new ChatToMessagesStream({ model, estimatedInputTokens: o.estimatedInputTokens, costOf: o.costOf });
+    return adapt(s, {
+      push(ev) {
+        if (ev.data === "[DONE]") return "";
+        const chunk = parse(ev.data);
+        if (!chunk) return "";
+        if (ev.event === "error" || chunk.error) {
+          error = true;
+          const e = errorOf(chunk);
+          return encodeMessages(s.fail(e.type, e.message));
+        }
+        const choices = chunk.choices as { finish_reason?: string | null }[] | undefined;
+        if (choices?.some((c) => c.finish_reason)) end = true;
+        return encodeMessages(s.push(chunk as never));
+      },
+      done: () => encodeMessages(s.done()),
+      fail: (t, m) => encodeMessages(s.fail(t, m)),
+      error: () => error,
+      complete: () => end,
+    });
+  }
+  const s = new MessagesToChatStream({ model, includeUsage, costOf: o.costOf });
+  return adapt(s, {
+    push(ev) {
+      const data = parse(ev.data);
+      if (!data || !ev.event) return "";
+      if (ev.event === "error") {
+        error = true;
+        const e = errorOf(data);
+        return encodeChat(s.fail(e.type, e.message));
+      }
+      if (ev.event === "message_stop") end = true;
+      return encodeChat(s.push({ event: ev.event, data }));
+    },
+    done: () => encodeChat(s.done()),
+    fail: (t, m) => encodeChat(s.fail(t, m)),
+    error: () => error,
+    complete: () => end,
+  });
+}

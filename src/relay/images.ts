@@ -1,0 +1,74 @@
+import type { JsonObject } from "../dialects/wire.ts";
+import { GatewayError } from "../errors.ts";
+import type { KeyedCall } from "../http/pipeline.ts";
+import { ImageGenerationBody, validate } from "../http/schemas.ts";
+import { nanoToUsd } from "../ledger/money.ts";
+import { attemptRoutes } from "./routes.ts";
+import { resolveModel } from "./text.ts";
+
+export const MAX_EDIT_SOURCES = 4;
+
+type ImageEndpoint = "images.generations" | "images.edits";
+
+/** Reads model, prompt and n from either body kind, with the spec's 400s. */
+function readRequest(call: KeyedCall, endpoint: ImageEndpoint): { model: unknown; n: number; images: File[] } {
+  if (endpoint === "images.generations") {
+    validate(ImageGenerationBody, call.json);
+    if (call.json.stream === true) throw new GatewayError("invalid_request", "stream: streamed image generation is not supported by this gateway; omit stream.");
+    return { model: call.json.model, n: (call.json.n as number | null | undefined) ?? 1, images: [] };
+  }
+  const form = call.form!;
+  const model = form.get("model");
+  if (typeof model !== "string" || !model) throw new GatewayError("invalid_request", "model: Field required");
+  const prompt = form.get("prompt");
+  if (typeof prompt !== "string" || !prompt) throw new GatewayError("invalid_request", "prompt: Field required");
+  if (form.get("stream") === "true") throw new GatewayError("invalid_request", "stream: streamed image edits are not supported by this gateway; omit stream.");
+  const images = [...form.getAll("image"), ...form.getAll("image[]")];
+  if (images.length === 0) throw new GatewayError("invalid_request", "image: Field required (one to four source images)");
+  if (images.length > MAX_EDIT_SOURCES) {
+    throw new GatewayError("invalid_request", `image: at most ${MAX_EDIT_SOURCES} source images can be edited or combined; got ${images.length}.`);
+  }
+  images.forEach((f, i) => {
+    if (typeof f === "string") throw new GatewayError("invalid_request", `image[${i}]: expected a file, got a string.`);
+  });
+  const nRaw = form.get("n");
+  const n = nRaw === null ? 1 : Number(nRaw);
+  if (!Number.isInteger(n) || n < 1 || n > 10) throw new GatewayError("invalid_request", "n: must be an integer from 1 to 10.");
+  return { model, n, images: images as File[] };
+}
+
+export async function serveImages(call: KeyedCall, endpoint: ImageEndpoint): Promise<Response> {
+  const req = readRequest(call, endpoint);
+  const model = resolveModel(call, req.model, endpoint);
+  const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, req.n * model.perImageNano);
+  let settled = false;
+  try {
+    const attempt = await attemptRoutes(call.svc, model, call.request.signal, {
+      send(route, provider, signal) {
+        let body: JsonObject | FormData;
+        if (endpoint === "images.generations") body = { ...call.json, model: route.upstreamModel };
+        else {
+          const form = new FormData();
+          for (const [k, v] of call.form!.entries()) if (k !== "model") form.append(k, v);
+          form.set("model", route.upstreamModel);
+          body = form;
+        }
+        return provider.images({ endpoint, body, signal });
+      },
+    });
+    call.log.provider = attempt.route.provider.id;
+    call.log.upstreamModel = attempt.route.upstreamModel;
+    call.log.attempts = attempt.attempts;
+    const answer = (await attempt.response.json()) as JsonObject;
+    const count = Array.isArray(answer.data) ? answer.data.length : 0;
+    const cost = count * model.perImageNano;
+    call.svc.ledger.settle(hold, cost, call.requestId);
+    settled = true;
+    call.log.images = count;
+    call.log.costNano = cost;
+    const usage = { ...((answer.usage as JsonObject | undefined) ?? {}), cost_usd: nanoToUsd(cost) };
+    return new Response(JSON.stringify({ ...answer, usage }), { headers: { "content-type": "application/json" } });
+  } finally {
+    if (!settled) call.svc.ledger.release(hold);
+  }
+}

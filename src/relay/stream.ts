@@ -1,0 +1,150 @@
+import type { Model } from "../catalog/catalog.ts";
+import type { KeyedCall } from "../http/pipeline.ts";
+import type { Hold } from "../ledger/ledger.ts";
+import { tokenCost, type TokenUsage } from "../ledger/money.ts";
+import { SseParser, type SseEvent } from "../upstreams/sse.ts";
+import type { StreamAdapter } from "./adapters.ts";
+import type { Attempt } from "./routes.ts";
+import { settle } from "./text.ts";
+
+interface ChunkReader {
+  read(): Promise<{ done: boolean; value?: Uint8Array }>;
+  cancel(reason?: unknown): Promise<void>;
+}
+
+interface Prefetch {
+  reader: ChunkReader;
+  parser: SseParser;
+  events: SseEvent[];
+  ended: boolean;
+}
+
+const prefetched = new WeakMap<Attempt, Prefetch>();
+
+/**
+ * Reads until the first complete SSE event. A route that drops or closes before it has not sent the
+ * client anything yet, so the relay may still fall back to the next route (spec Rules 8).
+ */
+export async function firstEvents(a: Attempt): Promise<void> {
+  const reader: ChunkReader = a.response.body!.getReader();
+  const parser = new SseParser();
+  const p: Prefetch = { reader, parser, events: [], ended: false };
+  while (p.events.length === 0) {
+    const { done, value } = await reader.read();
+    if (done) {
+      p.events.push(...parser.end());
+      if (p.events.length === 0) throw new Error("upstream closed the stream before the first event");
+      p.ended = true;
+      break;
+    }
+    p.events.push(...parser.push(value!));
+  }
+  prefetched.set(a, p);
+}
+
+type Outcome = "completed" | "upstream_failed" | "cancelled";
+
+/**
+ * Streams the upstream's events to the client through the adapter, chunk by chunk as they arrive
+ * (pull-based, so a slow client slows the upstream read instead of growing a buffer). Settles once,
+ * whatever the ending: completed → charge the usage; upstream failure → charge nothing;
+ * client cancel → charge what was produced up to the cancel.
+ */
+export function relayStream(
+  call: KeyedCall,
+  a: Attempt,
+  adapter: StreamAdapter,
+  hold: Hold,
+  model: Model,
+  estimatedInputTokens: number,
+  extraHeaders: Record<string, string>,
+): Response {
+  const p = prefetched.get(a)!;
+  const enc = new TextEncoder();
+  let settled = false;
+
+  const finish = (outcome: Outcome) => {
+    if (settled) return;
+    settled = true;
+    const usage = adapter.usage;
+    try {
+      if (outcome === "upstream_failed") {
+        call.svc.ledger.release(hold);
+        call.log.errorCode = "upstream_unavailable";
+      } else {
+        const billed: TokenUsage = usage ?? {
+          input: estimatedInputTokens,
+          output: Math.ceil(adapter.outputChars / 4),
+          cacheRead: 0,
+          cacheWrite: 0,
+        };
+        if (outcome === "cancelled" && !usage) billed.output = Math.ceil(adapter.outputChars / 4);
+        settle(call, hold, tokenCost(model.prices, billed), billed);
+        if (outcome === "cancelled") call.log.errorCode = "client_cancelled";
+      }
+    } finally {
+      call.log.latencyMs = performance.now() - call.started;
+      call.svc.logs.write(call.log);
+    }
+  };
+
+  const emit = (events: SseEvent[], c: ReadableStreamDefaultController<Uint8Array>): boolean => {
+    let out = "";
+    for (const ev of events) out += adapter.push(ev);
+    if (out) c.enqueue(enc.encode(out));
+    return adapter.upstreamError;
+  };
+
+  const body = new ReadableStream<Uint8Array>({
+    start(c) {
+      const first = p.events.splice(0);
+      if (emit(first, c)) return end(c, "upstream_failed");
+    },
+    async pull(c) {
+      if (settled) return;
+      let chunk: { done: boolean; value?: Uint8Array };
+      try {
+        chunk = p.ended ? { done: true, value: undefined } : await p.reader.read();
+      } catch (e) {
+        const text = adapter.fail("api_error", "The upstream connection failed mid-stream; this request was not charged.");
+        if (text) c.enqueue(enc.encode(text));
+        return end(c, "upstream_failed");
+      }
+      if (chunk.done) {
+        const tail = p.parser.end();
+        if (emit(tail, c)) return end(c, "upstream_failed");
+        if (!adapter.complete) {
+          // EOF without the dialect's ending: the upstream dropped us mid-answer.
+          const text = adapter.fail("api_error", "The upstream stream ended early; this request was not charged.");
+          if (text) c.enqueue(enc.encode(text));
+          return end(c, "upstream_failed");
+        }
+        const text = adapter.done();
+        if (text) c.enqueue(enc.encode(text));
+        return end(c, "completed");
+      }
+      if (emit(p.parser.push(chunk.value!), c)) end(c, "upstream_failed");
+    },
+    cancel() {
+      a.abort.abort(new Error("client went away"));
+      p.reader.cancel().catch(() => {});
+      finish("cancelled");
+    },
+  });
+
+  function end(c: ReadableStreamDefaultController<Uint8Array>, outcome: Outcome): void {
+    finish(outcome);
+    c.close();
+    if (outcome !== "completed") a.abort.abort(new Error("stream ended"));
+    p.reader.cancel().catch(() => {});
+  }
+
+  const headers: Record<string, string> = {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+    "x-accel-buffering": "no",
+    ...extraHeaders,
+  };
+  return new Response(body, { headers });
+}

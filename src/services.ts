@@ -1,0 +1,48 @@
+import { Keys } from "./auth/keys.ts";
+import { buildCatalog, type Catalog } from "./catalog/catalog.ts";
+import type { Config } from "./config/load.ts";
+import { migrate, openDatabase, type Db } from "./db/client.ts";
+import { Ledger } from "./ledger/ledger.ts";
+import { RateLimiter } from "./limits/rate-limit.ts";
+import { RequestLog } from "./logs/request-log.ts";
+import { Health } from "./relay/health.ts";
+import { Settings } from "./settings.ts";
+import { buildProviders } from "./upstreams/registry.ts";
+import type { Provider } from "./upstreams/types.ts";
+import { Idempotency } from "./limits/idempotency.ts";
+
+/** Everything a request needs, built once per process. */
+export interface Services {
+  config: Config;
+  catalog: Catalog;
+  db: Db;
+  ledger: Ledger;
+  keys: Keys;
+  limiter: RateLimiter;
+  logs: RequestLog;
+  settings: Settings;
+  health: Health;
+  providers: Map<string, Provider>;
+  idempotency: Idempotency;
+  version: string;
+}
+
+export const VERSION = "0.1.0";
+
+export function buildServices(config: Config, db: Db = openDatabase(config.database)): Services {
+  migrate(db);
+  return {
+    config,
+    catalog: buildCatalog(config),
+    db,
+    ledger: new Ledger(db),
+    keys: new Keys(db),
+    limiter: new RateLimiter(),
+    logs: new RequestLog(db),
+    settings: new Settings(db),
+    health: new Health(),
+    providers: buildProviders(config.providers),
+    idempotency: new Idempotency(db),
+    version: VERSION,
+  };
+}

@@ -1,0 +1,14 @@
+import type { ProviderConfig } from "../config/schema.ts";
+import { demoProvider } from "./demo.ts";
+import { anthropicProvider, openaiProvider } from "./http-providers.ts";
+import type { Provider } from "./types.ts";
+
+const FACTORIES: Record<ProviderConfig["kind"], (c: ProviderConfig) => Provider> = {
+  anthropic: anthropicProvider,
+  openai: openaiProvider,
+  demo: demoProvider,
+};
+
+export function buildProviders(configs: ProviderConfig[]): Map<string, Provider> {
+  return new Map(configs.map((c) => [c.id, FACTORIES[c.kind](c)]));
+}

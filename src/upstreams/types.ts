@@ -1,0 +1,30 @@
+import type { ProviderConfig } from "../config/schema.ts";
+import type { JsonObject } from "../dialects/wire.ts";
+
+export type Dialect = "messages" | "chat";
+
+export interface TextCall {
+  /** Dialect of `body`; the provider must speak it. */
+  dialect: Dialect;
+  body: JsonObject;
+  /** The client's headers, for the ones forwarded on the native path (anthropic-version, anthropic-beta). */
+  clientHeaders: Headers;
+  /** The client's query string on the native Messages path (`?beta=true`). */
+  search: string;
+  signal: AbortSignal;
+}
+
+export interface ImageCall {
+  endpoint: "images.generations" | "images.edits";
+  /** JSON for generations; multipart form for edits. */
+  body: JsonObject | FormData;
+  signal: AbortSignal;
+}
+
+/** One configured provider: speaks one or more dialects over its own transport. */
+export interface Provider {
+  config: ProviderConfig;
+  dialects: readonly Dialect[];
+  text(call: TextCall): Promise<Response>;
+  images(call: ImageCall): Promise<Response>;
+}
