@@ -1,0 +1,73 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseConfig, type Config } from "../../src/config/load.ts";
+import { createAccount } from "../../src/ledger/accounts.ts";
+import { usdToNano } from "../../src/ledger/money.ts";
+import type { NewKey } from "../../src/auth/keys.ts";
+import { startGateway, type RunningGateway } from "../../src/server.ts";
+
+export interface TestGateway extends RunningGateway {
+  config: Config;
+  dir: string;
+  /** A new account with `usd` dollars (default 10) and one key; returns the key text and ids. */
+  account(usd?: number | string, key?: NewKey): { key: string; accountId: number; keyId: number; email: string };
+  /** Another key on an existing account. */
+  key(accountId: number, opts?: NewKey): { key: string; keyId: number };
+  /** balance_nano, reserved_nano and the ledger sum of an account. */
+  money(accountId: number): { balance: number; reserved: number; ledgerSum: number; openHolds: number };
+}
+
+let seq = 0;
+
+/**
+ * Boots the real server on a random port with a fresh SQLite file. `config` is the TOML document as
+ * an object (parsed exactly like a file); without it the built-in demo catalog is served.
+ */
+export async function startTestGateway(config: Record<string, unknown> = {}): Promise<TestGateway> {
+  const dir = mkdtempSync(join(tmpdir(), "gw-test-"));
+  const raw = { ...config, server: { host: "127.0.0.1", ...(config.server as object), database: join(dir, "gateway.db") } };
+  const cfg = parseConfig(raw, "test config");
+  const gw = startGateway(cfg, { port: 0, quiet: true });
+  const svc = gw.services;
+  return {
+    ...gw,
+    config: cfg,
+    dir,
+    account(usd = 10, key = {}) {
+      const email = `user${process.pid}-${++seq}@test.local`;
+      const acc = createAccount(svc.db, svc.ledger, email, { balanceNano: usdToNano(usd) });
+      const k = svc.keys.create(acc.id, key);
+      return { key: k.key, accountId: acc.id, keyId: k.record.id, email };
+    },
+    key(accountId, opts = {}) {
+      const k = svc.keys.create(accountId, opts);
+      return { key: k.key, keyId: k.record.id };
+    },
+    money(accountId) {
+      const q = (sql: string) => svc.db.$client.query(sql).get(accountId) as { v: number | null };
+      return {
+        balance: q("SELECT balance_nano AS v FROM accounts WHERE id = ?").v!,
+        reserved: q("SELECT reserved_nano AS v FROM accounts WHERE id = ?").v!,
+        ledgerSum: q("SELECT coalesce(sum(amount_nano), 0) AS v FROM ledger_entries WHERE account_id = ?").v!,
+        openHolds: q("SELECT count(*) AS v FROM reservations WHERE account_id = ?").v!,
+      };
+    },
+    async stop() {
+      await gw.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Provider + model config pointing a text model at a mock upstream. */
+export function upstreamCatalog(opts: {
+  anthropicUrl?: string;
+  openaiUrl?: string;
+  models?: Record<string, unknown>[];
+}): Record<string, unknown> {
+  const providers: Record<string, unknown>[] = [];
+  if (opts.anthropicUrl) providers.push({ id: "anthropic", kind: "anthropic", base_url: opts.anthropicUrl, api_key: "sk-ant-upstream" });
+  if (opts.openaiUrl) providers.push({ id: "openai", kind: "openai", base_url: opts.openaiUrl, api_key: "sk-openai-upstream" });
+  return { providers, models: opts.models ?? [] };
+}
