@@ -1,0 +1,98 @@
+// Text-only gate (spec Rules 7): find the first non-text block of a request before any translation,
+// so the refusal names the block's position in the client's own request.
+import { GatewayError } from "../errors.ts";
+import { isObject } from "./fields.ts";
+
+export interface ContentHit {
+  /** JSON path in the client's request, e.g. `messages[2].content[0].content[1]`. */
+  path: string;
+  /** What was found: image, audio, video, document, file, or the unknown block type itself. */
+  kind: string;
+}
+
+// Messages block types that carry only text or tool plumbing (messages.md §5). search_result is
+// text with a source; whether a translator can carry it is that translator's business.
+const MESSAGES_TOP: ReadonlySet<string> = new Set(["text", "tool_use", "tool_result", "thinking", "redacted_thinking", "search_result"]);
+// Blocks allowed inside tool_result.content.
+const MESSAGES_NESTED: ReadonlySet<string> = new Set(["text", "search_result", "tool_reference"]);
+// system accepts only text blocks.
+const MESSAGES_SYSTEM: ReadonlySet<string> = new Set(["text"]);
+
+// Chat part types and what they carry; anything not text/refusal is refused.
+const CHAT_TEXT: ReadonlySet<string> = new Set(["text", "refusal"]);
+const CHAT_KIND: ReadonlyMap<string, string> = new Map([
+  ["image_url", "image"],
+  ["input_audio", "audio"],
+  ["audio_url", "audio"], // vLLM
+  ["video_url", "video"], // vLLM, Qwen-compatible servers
+  ["file", "file"],
+]);
+
+const MESSAGES_KIND: ReadonlyMap<string, string> = new Map([
+  ["image", "image"],
+  ["document", "document"],
+]);
+
+function kindOf(type: unknown, kinds: ReadonlyMap<string, string>): string {
+  if (typeof type !== "string") return "untyped";
+  return kinds.get(type) ?? type;
+}
+
+const KINDS = { messages: MESSAGES_KIND, chat: CHAT_KIND } as const;
+
+/** What a block or part type carries, in the words of the refusal ("image_url" → "image"). */
+export function contentKind(dialect: keyof typeof KINDS, type: unknown): string {
+  return kindOf(type, KINDS[dialect]);
+}
+
+function scanBlocks(blocks: unknown, path: string, allowed: ReadonlySet<string>): ContentHit | null {
+  if (!Array.isArray(blocks)) return null;
+  for (const [j, block] of blocks.entries()) {
+    const at = `${path}[${j}]`;
+    const type = isObject(block) ? block.type : undefined;
+    if (typeof type !== "string" || !allowed.has(type)) return { path: at, kind: kindOf(type, MESSAGES_KIND) };
+    if (type === "tool_result" && isObject(block)) {
+      const nested = scanBlocks(block.content, `${at}.content`, MESSAGES_NESTED);
+      if (nested) return nested;
+    }
+  }
+  return null;
+}
+
+function scanMessages(body: Record<string, unknown>): ContentHit | null {
+  const system = scanBlocks(body.system, "system", MESSAGES_SYSTEM);
+  if (system) return system;
+  if (!Array.isArray(body.messages)) return null;
+  for (const [i, m] of body.messages.entries()) {
+    const hit = isObject(m) ? scanBlocks(m.content, `messages[${i}].content`, MESSAGES_TOP) : null;
+    if (hit) return hit;
+  }
+  return null;
+}
+
+function scanChat(body: Record<string, unknown>): ContentHit | null {
+  if (!Array.isArray(body.messages)) return null;
+  for (const [i, m] of body.messages.entries()) {
+    if (!isObject(m)) continue;
+    // An assistant turn that references an earlier audio answer (`audio: {id}`).
+    if (isObject(m.audio)) return { path: `messages[${i}].audio`, kind: "audio" };
+    if (!Array.isArray(m.content)) continue;
+    for (const [j, part] of m.content.entries()) {
+      const type = isObject(part) ? part.type : undefined;
+      if (typeof type !== "string" || !CHAT_TEXT.has(type)) return { path: `messages[${i}].content[${j}]`, kind: kindOf(type, CHAT_KIND) };
+    }
+  }
+  return null;
+}
+
+const SCANNERS = { messages: scanMessages, chat: scanChat } as const;
+
+/** The first non-text block of a request in the given dialect, or null if it is text only. */
+export function findNonTextContent(dialect: keyof typeof SCANNERS, body: unknown): ContentHit | null {
+  return isObject(body) ? SCANNERS[dialect](body) : null;
+}
+
+/** The 400 for a hit; the message starts with the block's path, as Anthropic's own 400s do. */
+export function unsupportedContent(hit: ContentHit): GatewayError {
+  return new GatewayError("unsupported_content_type", `${hit.path}: ${hit.kind} content is not supported; this gateway accepts text only`);
+}

@@ -1,0 +1,52 @@
+// The translators' one way to say no, the shape checks and the field-table walker they share.
+import { GatewayError } from "../errors.ts";
+import type { JsonObject } from "./wire.ts";
+
+/**
+ * A field the other dialect cannot carry: 400 invalid_request whose message starts with the
+ * field's JSON path (translation.md ground rules), the way Anthropic prefixes its own 400s.
+ */
+export function refuse(path: string, reason: string): never {
+  throw new GatewayError("invalid_request", `${path}: ${reason}`);
+}
+
+export function isObject(v: unknown): v is JsonObject {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Clients send `null` for fields they did not set (chat-completions.md §2); treat it as absent. */
+export function isSet(v: unknown): boolean {
+  return v !== null && v !== undefined;
+}
+
+export function objectAt(v: unknown, path: string): JsonObject {
+  return isObject(v) ? v : refuse(path, "must be an object");
+}
+
+export function arrayAt(v: unknown, path: string): unknown[] {
+  return Array.isArray(v) ? v : refuse(path, "must be an array");
+}
+
+export function stringAt(v: unknown, path: string): string {
+  return typeof v === "string" ? v : refuse(path, "must be a string");
+}
+
+/** What one field of a request becomes; `path` is the field's JSON path in the client's request. */
+export type FieldRule<C> = (value: unknown, ctx: C, path: string) => void;
+
+/**
+ * Runs the rule of every set field of `obj`. A field without a rule is refused: translation.md §7
+ * allows dropping only the losses it lists, so an unknown field is never passed or lost silently.
+ */
+export function applyFields<C>(obj: JsonObject, rules: Record<string, FieldRule<C>>, ctx: C, prefix: string, upstream: string): void {
+  for (const [key, value] of Object.entries(obj)) {
+    if (!isSet(value)) continue;
+    const path = prefix ? `${prefix}.${key}` : key;
+    const rule = Object.hasOwn(rules, key) ? rules[key] : undefined;
+    if (!rule) refuse(path, `is not supported when this model is served by a ${upstream} upstream`);
+    rule(value, ctx, path);
+  }
+}
+
+/** A field read together with others by the translator itself. */
+export const handledElsewhere: FieldRule<unknown> = () => {};

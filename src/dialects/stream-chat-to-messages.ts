@@ -1,0 +1,274 @@
+// Chat Completions chunks → Messages SSE events (protocols/translation.md §4). A state machine fed one
+// parsed chunk at a time; it never reads a clock or a socket, so a fixture replays it exactly.
+
+import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
+import { toolIdToMessages } from "./tool-ids.ts";
+import { finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
+import type { ChatChunk, ChatToolCall, JsonObject, MessagesEvent } from "./wire.ts";
+
+export interface ChatToMessagesOptions {
+  /** Public model name shown to the client. */
+  model: string;
+  /** Defaults to `msg_` + the upstream chunk id. */
+  messageId?: string;
+  /** Our reservation estimate: message_start must not say 0 (CLIProxyAPI#1700). */
+  estimatedInputTokens: number;
+  /** Nano-dollars for a usage. */
+  costOf: (u: TokenUsage) => number;
+  /** Output tokens for the produced characters when the upstream reports no usage. */
+  estimateOutputTokens?: (chars: number) => number;
+}
+
+interface ToolState {
+  id: string;
+  name: string;
+  /** Content-block index once started; -1 while waiting for a name. */
+  block: number;
+  /** Arguments received before the block could start (no name yet). */
+  pending: string;
+  closed: boolean;
+  /** Position among the message's tool calls. */
+  ordinal: number;
+}
+
+type BlockKind = "text" | "thinking" | "tool";
+
+const defaultEstimate = (chars: number) => Math.ceil(chars / 4);
+
+export class ChatToMessagesStream {
+  private readonly opts: ChatToMessagesOptions;
+  private messageId: string | undefined;
+  private started = false;
+  private ended = false;
+  private failedFlag = false;
+  private open: { kind: BlockKind; index: number; tool?: ToolState } | null = null;
+  private nextIndex = 0;
+  private readonly tools = new Map<string, ToolState>();
+  private lastToolKey: string | null = null;
+  private toolCount = 0;
+  private finish: string | null = null;
+  private sawRefusal = false;
+  private realUsage: TokenUsage | null = null;
+  private reasoningTokens: number | undefined = undefined;
+  private chars = 0;
+  private billed: TokenUsage | null = null;
+  private cost: number | null = null;
+
+  constructor(opts: ChatToMessagesOptions) {
+    this.opts = opts;
+    this.messageId = opts.messageId;
+  }
+
+  /** The upstream's own usage, converted; null until a chunk carried one. */
+  get usage(): TokenUsage | null {
+    return this.realUsage;
+  }
+  /** Characters of text, thinking and tool arguments produced so far (settlement of cut streams). */
+  get outputChars(): number {
+    return this.chars;
+  }
+  /** message_stop was sent. */
+  get finished(): boolean {
+    return this.ended && !this.failedFlag;
+  }
+  get failed(): boolean {
+    return this.failedFlag;
+  }
+  /** The usage the final message_delta reported (real, else our estimate); null before it. */
+  get billedUsage(): TokenUsage | null {
+    return this.billed;
+  }
+  /** The cost the final message_delta reported, in nano-dollars; null before it. */
+  get costNano(): number | null {
+    return this.cost;
+  }
+
+  push(chunk: ChatChunk): MessagesEvent[] {
+    if (this.ended) return []; // anything after the usage chunk is ignored (§4)
+    const out: MessagesEvent[] = [];
+    if (chunk.error) {
+      const err = (typeof chunk.error === "object" ? chunk.error : {}) as JsonObject;
+      const type = typeof err.type === "string" && err.type ? err.type : "api_error";
+      const message = typeof err.message === "string" ? err.message : String(chunk.error);
+      return this.fail(type, message);
+    }
+    if (!this.started) this.start(chunk, out);
+    if (chunk.usage) {
+      this.realUsage = usageFromChat(chunk.usage);
+      this.reasoningTokens = chunk.usage.completion_tokens_details?.reasoning_tokens;
+    }
+    const choice = chunk.choices?.find((c) => c.index === 0) ?? chunk.choices?.[0];
+    if (choice) {
+      const d = choice.delta ?? {};
+      const reasoning = typeof d.reasoning_content === "string" ? d.reasoning_content : typeof d.reasoning === "string" ? d.reasoning : "";
+      if (reasoning) this.thinking(reasoning, out);
+      if (typeof d.content === "string" && d.content) this.text(d.content, out);
+      if (typeof d.refusal === "string" && d.refusal) {
+        this.sawRefusal = true;
+        this.text(d.refusal, out);
+      }
+      if (Array.isArray(d.tool_calls)) {
+        for (const tc of d.tool_calls) {
+          if (!this.toolCall(tc, out)) return out.concat(this.failNow("upstream_unavailable", "upstream interleaved the arguments of parallel tool calls; the stream cannot be translated"));
+        }
+      }
+      // Content and finish in one chunk: the content above went first (§4, LiteLLM splits these).
+      if (choice.finish_reason && this.finish === null) {
+        this.finish = choice.finish_reason;
+        this.closeAll(out);
+      }
+    }
+    // The usage chunk (choices: []) after the finish ends the message. Usage seen earlier (on the
+    // finish chunk, or on every chunk) waits for [DONE] in case a final total follows.
+    if (this.finish !== null && chunk.usage && (chunk.choices?.length ?? 0) === 0) this.end(out);
+    return out;
+  }
+
+  /** At [DONE] or EOF. Without a finish_reason the upstream was cut off: that is an error, not an end_turn. */
+  done(): MessagesEvent[] {
+    if (this.ended) return [];
+    if (this.finish === null) return this.fail("upstream_unavailable", "upstream stream ended before a finish_reason");
+    const out: MessagesEvent[] = [];
+    this.end(out);
+    return out;
+  }
+
+  /** Mid-stream error: `event: error`, then nothing more (no message_stop; sse.md §3). */
+  fail(type: string, message: string): MessagesEvent[] {
+    if (this.ended) return [];
+    return this.failNow(type, message);
+  }
+
+  private failNow(type: string, message: string): MessagesEvent[] {
+    this.ended = true;
+    this.failedFlag = true;
+    return [{ event: "error", data: { type: "error", error: { type, message } } }];
+  }
+
+  private start(chunk: ChatChunk, out: MessagesEvent[]): void {
+    this.started = true;
+    if (this.messageId === undefined) {
+      const upstream = typeof chunk.id === "string" && chunk.id ? chunk.id.replace(/^chatcmpl-/, "") : crypto.randomUUID().replaceAll("-", "");
+      this.messageId = `msg_${upstream}`;
+    }
+    out.push({
+      event: "message_start",
+      data: {
+        type: "message_start",
+        message: {
+          id: this.messageId,
+          type: "message",
+          role: "assistant",
+          model: this.opts.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: this.opts.estimatedInputTokens, output_tokens: 0 },
+        },
+      },
+    });
+  }
+
+  private openBlock(kind: BlockKind, contentBlock: JsonObject, out: MessagesEvent[], tool?: ToolState): number {
+    this.closeOpen(out);
+    const index = this.nextIndex++;
+    this.open = { kind, index, tool };
+    out.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: contentBlock } });
+    return index;
+  }
+
+  private closeOpen(out: MessagesEvent[]): void {
+    if (!this.open) return;
+    if (this.open.tool) this.open.tool.closed = true;
+    out.push({ event: "content_block_stop", data: { type: "content_block_stop", index: this.open.index } });
+    this.open = null;
+  }
+
+  private delta(index: number, delta: JsonObject, out: MessagesEvent[]): void {
+    out.push({ event: "content_block_delta", data: { type: "content_block_delta", index, delta } });
+  }
+
+  private thinking(text: string, out: MessagesEvent[]): void {
+    this.chars += text.length;
+    if (this.open?.kind !== "thinking") this.openBlock("thinking", { type: "thinking", thinking: "", signature: "" }, out);
+    this.delta(this.open!.index, { type: "thinking_delta", thinking: text }, out);
+  }
+
+  private text(text: string, out: MessagesEvent[]): void {
+    this.chars += text.length;
+    if (this.open?.kind !== "text") this.openBlock("text", { type: "text", text: "" }, out);
+    this.delta(this.open!.index, { type: "text_delta", text }, out);
+  }
+
+  /** Returns false when a fragment arrives for a tool block that is already closed. */
+  private toolCall(tc: ChatToolCall, out: MessagesEvent[]): boolean {
+    const id = typeof tc.id === "string" && tc.id ? tc.id : undefined;
+    const name = typeof tc.function?.name === "string" ? tc.function.name : "";
+    const args = typeof tc.function?.arguments === "string" ? tc.function.arguments : "";
+    // Key by index, else id; a fragment with neither continues the last call.
+    let key = typeof tc.index === "number" ? `i${tc.index}` : id !== undefined ? `d${id}` : this.lastToolKey ?? "i0";
+    let tool = this.tools.get(key);
+    // Some upstreams send every parallel call with index 0 (litellm#5231): a new id is a new call.
+    if (tool && id !== undefined && tool.id !== id && tool.block !== -1) {
+      key = `${key}#${this.toolCount}`;
+      tool = undefined;
+    }
+    if (!tool) {
+      tool = { id: id ?? "", name, block: -1, pending: "", closed: false, ordinal: this.toolCount };
+      this.tools.set(key, tool);
+      this.toolCount++;
+    } else if (tool.block === -1) {
+      if (!tool.id && id) tool.id = id;
+      if (name) tool.name += name;
+    }
+    this.lastToolKey = key;
+    this.chars += args.length;
+    if (tool.block === -1) {
+      tool.pending += args;
+      // content_block_start needs the name; wait for it (emitted at the finish if it never comes).
+      if (tool.name) this.startTool(tool, out);
+      return true;
+    }
+    if (!args) return true;
+    if (tool.closed) return false; // blocks cannot reopen: the upstream broke the in-order assumption
+    this.delta(tool.block, { type: "input_json_delta", partial_json: args }, out);
+    return true;
+  }
+
+  private startTool(tool: ToolState, out: MessagesEvent[]): void {
+    // A missing id is made from the message id (as chatResponseToMessages does), so a replay
+    // produces the same one; other ids are made valid for Anthropic, reversibly (tool-ids.ts).
+    const id = tool.id ? toolIdToMessages(tool.id) : `toolu_gw${tool.ordinal}_${this.messageId!.replace(/^msg_/, "")}`;
+    tool.block = this.openBlock("tool", { type: "tool_use", id, name: tool.name, input: {} }, out, tool);
+    if (tool.pending) this.delta(tool.block, { type: "input_json_delta", partial_json: tool.pending }, out);
+    tool.pending = "";
+  }
+
+  private closeAll(out: MessagesEvent[]): void {
+    for (const tool of this.tools.values()) if (tool.block === -1) this.startTool(tool, out);
+    this.closeOpen(out);
+  }
+
+  private end(out: MessagesEvent[]): void {
+    this.ended = true;
+    this.closeAll(out);
+    const stopReason = this.sawRefusal ? "refusal" : (finishToStop(this.finish) ?? "end_turn");
+    let usage: JsonObject;
+    if (this.realUsage) {
+      this.billed = this.realUsage;
+      this.cost = this.opts.costOf(this.realUsage);
+      usage = messagesUsage(this.realUsage, this.reasoningTokens === undefined ? {} : { thinkingTokens: this.reasoningTokens });
+    } else {
+      // No usage from upstream: the input keys stay out so message_start's estimate is not
+      // overwritten (sse.md §4). output_tokens is always overwritten by the SDK, so it carries the
+      // count we settle on rather than vanishing to undefined.
+      const output = (this.opts.estimateOutputTokens ?? defaultEstimate)(this.chars);
+      this.billed = { input: this.opts.estimatedInputTokens, output, cacheRead: 0, cacheWrite: 0 };
+      this.cost = this.opts.costOf(this.billed);
+      usage = { output_tokens: output };
+    }
+    usage.cost_usd = nanoToUsd(this.cost);
+    out.push({ event: "message_delta", data: { type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null }, usage } });
+    out.push({ event: "message_stop", data: { type: "message_stop" } });
+  }
+}

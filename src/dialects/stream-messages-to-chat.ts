@@ -1,0 +1,232 @@
+// Messages SSE events → Chat Completions chunks (protocols/translation.md §5). A state machine fed one
+// parsed event at a time; the caller encodes each chunk as `data: <json>` and "[DONE]" as `data: [DONE]`.
+
+import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
+import { mergeMessagesUsage } from "./stream-usage.ts";
+import { toolIdFromMessages } from "./tool-ids.ts";
+import { chatUsage, stopToFinish } from "./usage.ts";
+import type { ChatChunk, ChatUsage, JsonObject, MessagesEvent } from "./wire.ts";
+
+export interface MessagesToChatOptions {
+  /** Public model name shown to the client. */
+  model: string;
+  /** The client set stream_options.include_usage. */
+  includeUsage: boolean;
+  /** Nano-dollars for a usage. */
+  costOf: (u: TokenUsage) => number;
+  /** Unix seconds for `created`; defaults to now (fixed here so a replay is exact). */
+  created?: number;
+}
+
+/** What openai-node throws on mid-stream (chat-completions.md §4): a chunk whose `error` is truthy. */
+export interface ChatErrorChunk {
+  error: { message: string; type: string; code: string };
+}
+
+export type ChatStreamItem = ChatChunk | ChatErrorChunk | "[DONE]";
+
+type Delta = ChatChunk["choices"][number]["delta"];
+
+export class MessagesToChatStream {
+  private readonly opts: MessagesToChatOptions;
+  private readonly created: number;
+  private id = "";
+  private started = false;
+  private finishSent = false;
+  private ended = false;
+  private failedFlag = false;
+  /** Messages block index → Chat tool_calls index. T counts tool blocks only (litellm#5231). */
+  private readonly toolIndex = new Map<number, { t: number; bytes: number }>();
+  private toolCount = 0;
+  private realUsage: TokenUsage | null = null;
+  private thinkingTokens: number | undefined = undefined;
+  private chars = 0;
+  private finalUsage: ChatUsage | null = null;
+  private cost: number | null = null;
+
+  constructor(opts: MessagesToChatOptions) {
+    this.opts = opts;
+    this.created = opts.created ?? Math.floor(Date.now() / 1000);
+  }
+
+  /** Usage as the upstream reported it so far (message_start, then message_delta overwrites). */
+  get usage(): TokenUsage | null {
+    return this.realUsage;
+  }
+  get outputChars(): number {
+    return this.chars;
+  }
+  /** [DONE] was sent. */
+  get finished(): boolean {
+    return this.ended && !this.failedFlag;
+  }
+  get failed(): boolean {
+    return this.failedFlag;
+  }
+  /** The cost the stream reported to the client, in nano-dollars; null before message_delta. */
+  get costNano(): number | null {
+    return this.cost;
+  }
+
+  push(ev: MessagesEvent): ChatStreamItem[] {
+    if (this.ended) return [];
+    const data = ev.data ?? {};
+    const name = ev.event || (typeof data.type === "string" ? data.type : "");
+    switch (name) {
+      case "message_start":
+        return this.messageStart(data);
+      case "content_block_start":
+        return this.blockStart(data);
+      case "content_block_delta":
+        return this.blockDelta(data);
+      case "content_block_stop":
+        return this.blockStop(data);
+      case "message_delta":
+        return this.messageDelta(data);
+      case "message_stop":
+        return this.messageStop();
+      case "error": {
+        const err = (data.error ?? {}) as JsonObject;
+        return this.fail(typeof err.type === "string" ? err.type : "api_error", typeof err.message === "string" ? err.message : "upstream error");
+      }
+      default:
+        return []; // ping and event names we do not know
+    }
+  }
+
+  /** At EOF. After message_delta the answer is whole; before it the upstream was cut off. */
+  done(): ChatStreamItem[] {
+    if (this.ended) return [];
+    if (!this.finishSent) return this.fail("upstream_unavailable", "upstream stream ended before message_delta");
+    return this.messageStop();
+  }
+
+  /** Mid-stream error: one `{"error":…}` chunk and no [DONE]. */
+  fail(type: string, message: string): ChatStreamItem[] {
+    if (this.ended) return [];
+    this.ended = true;
+    this.failedFlag = true;
+    return [{ error: { message, type, code: type } }];
+  }
+
+  private chunk(delta: Delta, finish: string | null = null): ChatChunk {
+    return {
+      id: this.id,
+      object: "chat.completion.chunk",
+      created: this.created,
+      model: this.opts.model,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    };
+  }
+
+  private ensureStarted(out: ChatStreamItem[]): void {
+    if (this.started) return;
+    this.started = true;
+    if (!this.id) this.id = `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`;
+    out.push(this.chunk({ role: "assistant", content: "" }));
+  }
+
+  private messageStart(data: JsonObject): ChatStreamItem[] {
+    const msg = (data.message ?? {}) as JsonObject;
+    if (typeof msg.id === "string" && msg.id && !this.started) this.id = `chatcmpl-${msg.id.replace(/^msg_/, "")}`;
+    if (msg.usage && typeof msg.usage === "object") this.realUsage = mergeMessagesUsage(null, msg.usage as JsonObject);
+    const out: ChatStreamItem[] = [];
+    this.ensureStarted(out);
+    return out;
+  }
+
+  private blockStart(data: JsonObject): ChatStreamItem[] {
+    const out: ChatStreamItem[] = [];
+    this.ensureStarted(out);
+    const block = (data.content_block ?? {}) as JsonObject;
+    const index = typeof data.index === "number" ? data.index : -1;
+    if (block.type === "tool_use") {
+      const t = this.toolCount++;
+      this.toolIndex.set(index, { t, bytes: 0 });
+      const name = typeof block.name === "string" ? block.name : "";
+      out.push(this.chunk({ tool_calls: [{ index: t, id: toolIdFromMessages(String(block.id ?? "")), type: "function", function: { name, arguments: "" } }] }));
+    } else if (block.type === "text" && typeof block.text === "string" && block.text) {
+      this.chars += block.text.length;
+      out.push(this.chunk({ content: block.text }));
+    }
+    return out;
+  }
+
+  private blockDelta(data: JsonObject): ChatStreamItem[] {
+    const delta = (data.delta ?? {}) as JsonObject;
+    const out: ChatStreamItem[] = [];
+    switch (delta.type) {
+      case "text_delta":
+        if (typeof delta.text === "string" && delta.text) {
+          this.ensureStarted(out);
+          this.chars += delta.text.length;
+          out.push(this.chunk({ content: delta.text }));
+        }
+        break;
+      case "thinking_delta":
+        if (typeof delta.thinking === "string" && delta.thinking) {
+          this.ensureStarted(out);
+          this.chars += delta.thinking.length;
+          out.push(this.chunk({ reasoning_content: delta.thinking }));
+        }
+        break;
+      case "input_json_delta": {
+        const tool = this.toolIndex.get(typeof data.index === "number" ? data.index : -1);
+        const part = typeof delta.partial_json === "string" ? delta.partial_json : "";
+        if (tool && part) {
+          this.ensureStarted(out);
+          tool.bytes += part.length;
+          this.chars += part.length;
+          out.push(this.chunk({ tool_calls: [{ index: tool.t, function: { arguments: part } }] }));
+        }
+        break;
+      }
+      // signature_delta, citations_delta and unknown deltas have no Chat counterpart (§7 losses).
+    }
+    return out;
+  }
+
+  private blockStop(data: JsonObject): ChatStreamItem[] {
+    const tool = this.toolIndex.get(typeof data.index === "number" ? data.index : -1);
+    // A tool with no argument bytes still needs parseable arguments (one-api sends "{}").
+    if (!tool || tool.bytes > 0) return [];
+    tool.bytes = 2;
+    return [this.chunk({ tool_calls: [{ index: tool.t, function: { arguments: "{}" } }] })];
+  }
+
+  private messageDelta(data: JsonObject): ChatStreamItem[] {
+    if (this.finishSent) return [];
+    const out: ChatStreamItem[] = [];
+    this.ensureStarted(out);
+    const usage = data.usage;
+    if (usage && typeof usage === "object") {
+      this.realUsage = mergeMessagesUsage(this.realUsage, usage as JsonObject);
+      const details = (usage as JsonObject).output_tokens_details as JsonObject | undefined;
+      if (details && typeof details.thinking_tokens === "number") this.thinkingTokens = details.thinking_tokens;
+    }
+    if (this.realUsage) {
+      this.finalUsage = chatUsage(this.realUsage, this.thinkingTokens === undefined ? {} : { reasoningTokens: this.thinkingTokens });
+      this.cost = this.opts.costOf(this.realUsage);
+      this.finalUsage.cost_usd = nanoToUsd(this.cost);
+    }
+    const stop = ((data.delta ?? {}) as JsonObject).stop_reason;
+    const finish = this.chunk({}, stopToFinish(typeof stop === "string" ? stop : null) ?? "stop");
+    // Without include_usage the finish chunk is the only place usage (and cost_usd) can go.
+    if (!this.opts.includeUsage && this.finalUsage) finish.usage = this.finalUsage;
+    out.push(finish);
+    this.finishSent = true;
+    return out;
+  }
+
+  private messageStop(): ChatStreamItem[] {
+    const out: ChatStreamItem[] = [];
+    if (!this.finishSent) out.push(...this.messageDelta({})); // defensive: Anthropic always sends message_delta
+    this.ended = true;
+    if (this.opts.includeUsage && this.finalUsage) {
+      // Same id: the SDK's stream() merges later chunks only when they carry a truthy id.
+      out.push({ id: this.id, object: "chat.completion.chunk", created: this.created, model: this.opts.model, choices: [], usage: this.finalUsage });
+    }
+    out.push("[DONE]");
+    return out;
+  }
+}

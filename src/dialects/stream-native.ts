@@ -1,0 +1,267 @@
+// Native streams (client dialect = upstream dialect): events pass through byte for byte, except the
+// gateway's additions: the public model name, usage.cost_usd on the final usage, and (Chat) the
+// usage merged into the finish chunk when the client did not ask for include_usage.
+
+import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
+import type { SseEvent } from "../upstreams/sse.ts";
+import { encodeSse } from "../upstreams/sse.ts";
+import { mergeMessagesUsage } from "./stream-usage.ts";
+import { usageFromChat } from "./usage.ts";
+import type { ChatUsage, JsonObject } from "./wire.ts";
+
+const parse = (text: string): JsonObject | null => {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as JsonObject) : null;
+  } catch {
+    return null;
+  }
+};
+
+const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
+
+// ---------------------------------------------------------------- Messages
+
+export interface NativeMessagesOptions {
+  costOf: (u: TokenUsage) => number;
+  /** Public model name written into message_start when the upstream's differs. */
+  model?: string;
+}
+
+export class NativeMessagesStream {
+  private readonly opts: NativeMessagesOptions;
+  private tokens: TokenUsage | null = null;
+  private stop = false;
+  private error = false;
+  private chars = 0;
+
+  constructor(opts: NativeMessagesOptions) {
+    this.opts = opts;
+  }
+
+  get usage(): TokenUsage | null {
+    return this.tokens;
+  }
+  get sawStop(): boolean {
+    return this.stop;
+  }
+  get sawError(): boolean {
+    return this.error;
+  }
+  /** Characters of text, thinking and tool input forwarded (settlement of cut streams). */
+  get outputChars(): number {
+    return this.chars;
+  }
+
+  /** The bytes to forward for one upstream event. */
+  push(ev: SseEvent): string {
+    switch (ev.event) {
+      case "message_start":
+        return this.messageStart(ev);
+      case "message_delta":
+        return this.messageDelta(ev);
+      case "content_block_delta":
+        this.countDelta(ev.data);
+        break;
+      case "message_stop":
+        this.stop = true;
+        break;
+      case "error":
+        this.error = true;
+        break;
+    }
+    return encodeSse(ev.event, ev.data);
+  }
+
+  /** At EOF: nothing when the stream ended properly, else an error event (the SDK would hang on finalMessage). */
+  done(): string {
+    if (this.stop || this.error) return "";
+    return this.fail("upstream_unavailable", "upstream stream ended before message_stop");
+  }
+
+  /** A mid-stream failure in the Messages shape (sse.md §3). */
+  fail(type: string, message: string): string {
+    if (this.stop || this.error) return "";
+    this.error = true;
+    return encodeSse("error", JSON.stringify({ type: "error", error: { type, message } }));
+  }
+
+  private messageStart(ev: SseEvent): string {
+    const data = parse(ev.data);
+    const msg = data?.message;
+    if (!data || !isObject(msg)) return encodeSse(ev.event, ev.data);
+    if (isObject(msg.usage)) this.tokens = mergeMessagesUsage(null, msg.usage);
+    if (this.opts.model === undefined || msg.model === this.opts.model) return encodeSse(ev.event, ev.data);
+    msg.model = this.opts.model;
+    return encodeSse(ev.event, JSON.stringify(data));
+  }
+
+  private messageDelta(ev: SseEvent): string {
+    const data = parse(ev.data);
+    if (!data) return encodeSse(ev.event, ev.data);
+    const usage: JsonObject = isObject(data.usage) ? data.usage : {};
+    this.tokens = mergeMessagesUsage(this.tokens, usage);
+    // Cost of the complete usage so far, not of this event's keys alone: message_delta may omit
+    // the input counts that message_start carried.
+    usage.cost_usd = nanoToUsd(this.opts.costOf(this.tokens));
+    data.usage = usage;
+    return encodeSse(ev.event, JSON.stringify(data));
+  }
+
+  private countDelta(text: string): void {
+    const data = parse(text);
+    const d = data?.delta;
+    if (!isObject(d)) return;
+    const piece = d.text ?? d.thinking ?? d.partial_json;
+    if (typeof piece === "string") this.chars += piece.length;
+  }
+}
+
+// ---------------------------------------------------------------- Chat Completions
+
+export interface NativeChatOptions {
+  /** Public model name; each chunk's `model` is rewritten when it differs. */
+  model: string;
+  /** The client set stream_options.include_usage (the gateway always asks the upstream for it). */
+  includeUsage: boolean;
+  costOf: (u: TokenUsage) => number;
+}
+
+const DONE = "data: [DONE]\n\n";
+
+export class NativeChatStream {
+  private readonly opts: NativeChatOptions;
+  private tokens: TokenUsage | null = null;
+  private lastUsage: JsonObject | null = null;
+  /** Without include_usage: the finish chunk, and anything after it, until the usage arrives. */
+  private heldFinish: JsonObject | null = null;
+  private heldAfter: string[] = [];
+  private finish = false;
+  private doneSent = false;
+  private error = false;
+  private chars = 0;
+
+  constructor(opts: NativeChatOptions) {
+    this.opts = opts;
+  }
+
+  get usage(): TokenUsage | null {
+    return this.tokens;
+  }
+  get sawFinish(): boolean {
+    return this.finish;
+  }
+  get sawDone(): boolean {
+    return this.doneSent;
+  }
+  get sawError(): boolean {
+    return this.error;
+  }
+  get outputChars(): number {
+    return this.chars;
+  }
+
+  push(ev: SseEvent): string {
+    if (ev.data === "[DONE]") {
+      const out = this.flush();
+      this.doneSent = true;
+      return out + DONE;
+    }
+    if (ev.event === "error") {
+      this.error = true;
+      return this.flush() + encodeSse(ev.event, ev.data);
+    }
+    const chunk = parse(ev.data);
+    if (!chunk) return this.passOrHold(encodeSse(ev.event, ev.data));
+    if (chunk.error) {
+      this.error = true;
+      return this.flush() + encodeSse(ev.event, ev.data);
+    }
+    let changed = false;
+    if (typeof chunk.model === "string" && chunk.model !== this.opts.model) {
+      chunk.model = this.opts.model;
+      changed = true;
+    }
+    const choices = Array.isArray(chunk.choices) ? (chunk.choices as unknown[]) : null;
+    const hasUsage = isObject(chunk.usage);
+    if (hasUsage) {
+      this.tokens = usageFromChat(chunk.usage as ChatUsage);
+      this.lastUsage = chunk.usage as JsonObject;
+    }
+    let finishHere = false;
+    for (const c of choices ?? []) {
+      if (!isObject(c)) continue;
+      if (c.finish_reason) finishHere = true;
+      this.countDelta(c.delta);
+    }
+
+    if (this.opts.includeUsage) {
+      if (finishHere) this.finish = true;
+      if (hasUsage) {
+        (chunk.usage as JsonObject).cost_usd = nanoToUsd(this.opts.costOf(this.tokens!));
+        changed = true;
+      }
+      return encodeSse(ev.event, changed ? JSON.stringify(chunk) : ev.data);
+    }
+
+    // The client did not ask for usage, so the separate choices:[] chunk would crash code that reads
+    // choices[0] unguarded (chat-completions.md §4): its usage rides on the finish chunk instead.
+    if (hasUsage && choices !== null && choices.length === 0) {
+      return this.heldFinish ? this.flush() : "";
+    }
+    if (finishHere && !this.finish) {
+      this.finish = true;
+      this.heldFinish = chunk;
+      return "";
+    }
+    return this.passOrHold(encodeSse(ev.event, changed ? JSON.stringify(chunk) : ev.data));
+  }
+
+  /** At EOF. Flushes a held finish chunk; adds [DONE] for a complete answer, an error chunk for a cut one. */
+  done(): string {
+    if (this.doneSent || this.error) return this.flush();
+    const out = this.flush();
+    if (this.finish) {
+      this.doneSent = true;
+      return out + DONE;
+    }
+    return out + this.fail("upstream_unavailable", "upstream stream ended before a finish_reason");
+  }
+
+  /** A mid-stream failure in the Chat shape: an `error` chunk, no [DONE]. */
+  fail(type: string, message: string): string {
+    if (this.doneSent || this.error) return "";
+    this.error = true;
+    return this.flush() + encodeSse(undefined, JSON.stringify({ error: { message, type, code: type } }));
+  }
+
+  private passOrHold(bytes: string): string {
+    if (!this.heldFinish) return bytes;
+    this.heldAfter.push(bytes);
+    return "";
+  }
+
+  /** Emits the held finish chunk with the latest usage (and its cost) merged in, then what followed it. */
+  private flush(): string {
+    const held = this.heldFinish;
+    if (!held) return "";
+    this.heldFinish = null;
+    if (this.lastUsage && this.tokens) held.usage = { ...this.lastUsage, cost_usd: nanoToUsd(this.opts.costOf(this.tokens)) };
+    const out = encodeSse(undefined, JSON.stringify(held)) + this.heldAfter.join("");
+    this.heldAfter = [];
+    return out;
+  }
+
+  private countDelta(delta: unknown): void {
+    if (!isObject(delta)) return;
+    if (typeof delta.content === "string") this.chars += delta.content.length;
+    if (typeof delta.reasoning_content === "string") this.chars += delta.reasoning_content.length;
+    else if (typeof delta.reasoning === "string") this.chars += delta.reasoning.length;
+    if (Array.isArray(delta.tool_calls)) {
+      for (const tc of delta.tool_calls) {
+        const args = isObject(tc) && isObject(tc.function) ? tc.function.arguments : undefined;
+        if (typeof args === "string") this.chars += args.length;
+      }
+    }
+  }
+}

@@ -1,0 +1,22 @@
+// The running usage total of a Messages stream. Lives apart from usage.ts because only streams have
+// a total that later events overwrite piece by piece.
+
+import type { TokenUsage } from "../ledger/money.ts";
+import type { JsonObject, MessagesUsage } from "./wire.ts";
+
+const count = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : null);
+
+/**
+ * Applies one event's usage (message_start's, then each message_delta's) to the running totals the
+ * way MessageStream does (sse.md §4): counts are totals, never increments; a key that is absent or
+ * null keeps the previous value.
+ */
+export function mergeMessagesUsage(prev: TokenUsage | null, u: MessagesUsage | JsonObject): TokenUsage {
+  const base = prev ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+  return {
+    input: count(u.input_tokens) ?? base.input,
+    output: count(u.output_tokens) ?? base.output,
+    cacheRead: count(u.cache_read_input_tokens) ?? base.cacheRead,
+    cacheWrite: count(u.cache_creation_input_tokens) ?? base.cacheWrite,
+  };
+}

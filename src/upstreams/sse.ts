@@ -1,0 +1,151 @@
+// Server-sent events: an incremental parser for upstream bodies and the encoder for what we send.
+// Framing rules are the ones the vendors' SDKs accept (protocols/sse.md §1): `\n`, `\r\n` or a lone
+// `\r` ends a line, a blank line ends an event, only `event:` and `data:` are read.
+
+export interface SseEvent {
+  event?: string;
+  data: string;
+}
+
+const LF = 10;
+
+export class SseParser {
+  // stream:true keeps a multi-byte character that straddles two chunks until its last byte arrives.
+  private readonly decoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: false });
+  // Pieces of the current, unfinished line. Kept apart and joined only when a line break arrives,
+  // so a long line spread over many chunks costs one join instead of one copy per chunk.
+  private tail: string[] = [];
+  // A chunk that ended in `\r` may be followed by the `\n` of the same CRLF in the next chunk.
+  private skipLeadingLf = false;
+  private event: string | undefined = undefined;
+  private data: string | null = null;
+
+  push(chunk: Uint8Array | string): SseEvent[] {
+    const text = typeof chunk === "string" ? chunk : this.decoder.decode(chunk, { stream: true });
+    return this.scan(text);
+  }
+
+  /**
+   * Flushes the stream at EOF. An event whose lines all ended is dispatched even without the final
+   * blank line (a server that closed right after `data: …\n` meant it); a half-written last line is
+   * dropped, since it is evidence of truncation, not a complete field.
+   */
+  end(): SseEvent[] {
+    const out = this.scan(this.decoder.decode());
+    this.tail = [];
+    this.skipLeadingLf = false;
+    this.dispatch(out);
+    return out;
+  }
+
+  private scan(text: string): SseEvent[] {
+    const out: SseEvent[] = [];
+    if (text.length === 0) return out;
+    let nextCr = text.indexOf("\r");
+    let nextLf = text.indexOf("\n");
+    if (nextCr === -1 && nextLf === -1) {
+      this.skipLeadingLf = false;
+      this.tail.push(text);
+      return out;
+    }
+    // Offsets found in `text` shift by the length of the unfinished line before it.
+    const head = this.tail.length === 0 ? "" : this.tail.length === 1 ? this.tail[0]! : this.tail.join("");
+    this.tail = [];
+    const buf = head.length === 0 ? text : head + text;
+    if (nextCr !== -1) nextCr += head.length;
+    if (nextLf !== -1) nextLf += head.length;
+    let pos = 0;
+    if (this.skipLeadingLf) {
+      this.skipLeadingLf = false;
+      if (buf.charCodeAt(0) === LF) pos = 1;
+    }
+    // Most streams use `\n` only: once a `\r` search fails, the loop never repeats it.
+    while (true) {
+      if (nextCr !== -1 && nextCr < pos) nextCr = buf.indexOf("\r", pos);
+      if (nextLf !== -1 && nextLf < pos) nextLf = buf.indexOf("\n", pos);
+      let eol: number;
+      if (nextCr === -1) eol = nextLf;
+      else if (nextLf === -1) eol = nextCr;
+      else eol = nextCr < nextLf ? nextCr : nextLf;
+      if (eol === -1) break;
+      this.line(buf, pos, eol, out);
+      pos = eol + 1;
+      if (eol === nextCr) {
+        if (pos === buf.length) this.skipLeadingLf = true;
+        else if (buf.charCodeAt(pos) === LF) pos++;
+      }
+    }
+    if (pos < buf.length) this.tail.push(pos === 0 ? buf : buf.slice(pos));
+    return out;
+  }
+
+  private line(buf: string, start: number, end: number, out: SseEvent[]): void {
+    if (start === end) {
+      this.dispatch(out);
+      return;
+    }
+    const first = buf.charCodeAt(start);
+    if (first === 58 /* ":" comment */) return;
+    // Fast paths for the two fields we read; `data:` dominates every stream.
+    if (first === 100 /* d */ && buf.startsWith("data", start)) {
+      const value = fieldValue(buf, start + 4, end);
+      if (value === null) return;
+      this.data = this.data === null ? value : this.data + "\n" + value;
+      return;
+    }
+    if (first === 101 /* e */ && buf.startsWith("event", start)) {
+      const value = fieldValue(buf, start + 5, end);
+      if (value !== null) this.event = value;
+    }
+    // id:, retry: and unknown fields are ignored, as the SDKs do.
+  }
+
+  private dispatch(out: SseEvent[]): void {
+    if (this.data === null && this.event === undefined) return;
+    const ev: SseEvent = { data: this.data ?? "" };
+    if (this.event !== undefined) ev.event = this.event;
+    out.push(ev);
+    this.data = null;
+    this.event = undefined;
+  }
+}
+
+/** The value after `name` when the line is exactly that field (`name`, `name:` or `name: v`); else null. */
+function fieldValue(buf: string, afterName: number, end: number): string | null {
+  if (afterName === end) return "";
+  if (buf.charCodeAt(afterName) !== 58 /* ":" */) return null; // e.g. `datax: …` is another field
+  let from = afterName + 1;
+  if (from < end && buf.charCodeAt(from) === 32) from++;
+  return buf.slice(from, end);
+}
+
+/** One event in the framing both SDKs parse: `\n` line ends and a `\n\n` terminator. */
+export function encodeSse(event: string | undefined, data: string): string {
+  // A raw newline inside data would end the field early; SSE carries it as several data lines.
+  if (data.indexOf("\n") !== -1 || data.indexOf("\r") !== -1) {
+    data = data.replace(/\r\n|\r|\n/g, "\ndata: ");
+  }
+  return event === undefined ? `data: ${data}\n\n` : `event: ${event}\ndata: ${data}\n\n`;
+}
+
+/**
+ * Parsed events of a response body. Leaving the loop early (client gone) cancels the body so the
+ * upstream connection is released instead of being drained.
+ */
+export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+  const parser = new SseParser();
+  const reader = body.getReader();
+  let finished = false;
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      for (const ev of parser.push(value)) yield ev;
+    }
+    finished = true;
+    for (const ev of parser.end()) yield ev;
+  } finally {
+    if (finished) reader.releaseLock();
+    else await reader.cancel().catch(() => {});
+  }
+}

@@ -1,0 +1,198 @@
+import { describe, expect, it } from "bun:test";
+import { NativeChatStream, NativeMessagesStream, type NativeChatOptions } from "../../src/dialects/stream-native.ts";
+import { encodeSse, SseParser, type SseEvent } from "../../src/upstreams/sse.ts";
+import { costOf, fixtureText, sseEvents } from "./stream-fixtures.ts";
+
+/** The forwarded bytes, parsed back into events. */
+const parsed = (bytes: string): SseEvent[] => {
+  const p = new SseParser();
+  return [...p.push(bytes), ...p.end()];
+};
+const json = (e: SseEvent | undefined) => JSON.parse(e!.data);
+
+describe("NativeMessagesStream", () => {
+  const feed = (s: NativeMessagesStream, name: string) => sseEvents(name).map((e) => s.push(e)).join("") + s.done();
+
+  it("forwards every event byte for byte except message_delta", () => {
+    const out = feed(new NativeMessagesStream({ costOf }), "messages-text.sse");
+    const original = fixtureText("messages-text.sse").split("\n\n");
+    const forwarded = out.split("\n\n");
+    expect(forwarded.length).toBe(original.length);
+    forwarded.forEach((block, i) => {
+      if (block.startsWith("event: message_delta")) expect(block).not.toBe(original[i]);
+      else expect(block).toBe(original[i]!);
+    });
+  });
+
+  it("adds cost_usd of the complete usage so far to message_delta", () => {
+    const out = parsed(feed(new NativeMessagesStream({ costOf }), "messages-text.sse"));
+    // 25 input × $3/M + 100 cache reads × $0.30/M (from message_start) + 12 output × $15/M.
+    expect(json(out.find((e) => e.event === "message_delta"))).toEqual({
+      type: "message_delta",
+      delta: { stop_reason: "end_turn", stop_sequence: null },
+      usage: { output_tokens: 12, cost_usd: 0.000285 },
+    });
+  });
+
+  it("tracks usage with message_delta overwriting output and the input counts it repeats", () => {
+    const s = new NativeMessagesStream({ costOf });
+    feed(s, "messages-text.sse");
+    expect(s.usage).toEqual({ input: 25, output: 12, cacheRead: 100, cacheWrite: 0 });
+    s.push({ event: "message_delta", data: '{"type":"message_delta","delta":{},"usage":{"input_tokens":30,"output_tokens":14}}' });
+    expect(s.usage).toEqual({ input: 30, output: 14, cacheRead: 100, cacheWrite: 0 });
+  });
+
+  it("rewrites the model of message_start to the public name", () => {
+    const s = new NativeMessagesStream({ costOf, model: "claude-sonnet-4-5" });
+    const first = sseEvents("messages-text.sse")[0]!;
+    expect(json(parsed(s.push(first))[0]).message.model).toBe("claude-sonnet-4-5");
+  });
+
+  it("leaves message_start byte-identical when the model already matches", () => {
+    const s = new NativeMessagesStream({ costOf, model: "claude-sonnet-4-5-20250929" });
+    const first = sseEvents("messages-text.sse")[0]!;
+    expect(s.push(first)).toBe(encodeSse(first.event, first.data));
+  });
+
+  it("reports sawStop after message_stop and adds nothing at EOF", () => {
+    const s = new NativeMessagesStream({ costOf });
+    const bytes = sseEvents("messages-text.sse").map((e) => s.push(e)).join("");
+    expect(s.sawStop).toBe(true);
+    expect(s.done()).toBe("");
+    expect(bytes.endsWith('event: message_stop\ndata: {"type":"message_stop"}\n\n')).toBe(true);
+  });
+
+  it("forwards an upstream error event and reports sawError", () => {
+    const s = new NativeMessagesStream({ costOf });
+    const out = parsed(feed(s, "messages-error.sse"));
+    expect(out.at(-1)).toEqual({ event: "error", data: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}' });
+    expect(s.sawError).toBe(true);
+    expect(s.sawStop).toBe(false);
+  });
+
+  it("sends an error event at EOF when message_stop never came", () => {
+    const s = new NativeMessagesStream({ costOf });
+    const out = parsed(feed(s, "messages-cut.sse"));
+    expect(json(out.at(-1))).toEqual({ type: "error", error: { type: "upstream_unavailable", message: "upstream stream ended before message_stop" } });
+    expect(s.outputChars).toBe(3);
+  });
+
+  it("writes fail() as a Messages error event, once", () => {
+    const s = new NativeMessagesStream({ costOf });
+    expect(s.fail("api_error", "connection reset")).toBe('event: error\ndata: {"type":"error","error":{"type":"api_error","message":"connection reset"}}\n\n');
+    expect(s.fail("api_error", "again")).toBe("");
+    expect(s.done()).toBe("");
+  });
+
+  it("forwards a message_delta it cannot parse unchanged", () => {
+    const s = new NativeMessagesStream({ costOf });
+    expect(s.push({ event: "message_delta", data: "{not json" })).toBe("event: message_delta\ndata: {not json\n\n");
+  });
+});
+
+describe("NativeChatStream", () => {
+  const make = (o: Partial<NativeChatOptions> = {}) => new NativeChatStream({ model: "gpt-4o-mini-2024-07-18", includeUsage: false, costOf, ...o });
+  const feed = (s: NativeChatStream, events: SseEvent[]) => events.map((e) => s.push(e)).join("") + s.done();
+  const dataOf = (name: string) => sseEvents(name).map((e) => e.data);
+
+  it("forwards every chunk byte for byte and adds cost_usd to the usage chunk when the client asked for include_usage", () => {
+    const out = parsed(feed(make({ includeUsage: true }), sseEvents("chat-text.sse"))).map((e) => e.data);
+    const input = dataOf("chat-text.sse");
+    expect(out.slice(0, 4)).toEqual(input.slice(0, 4));
+    expect(JSON.parse(out[4]!)).toEqual({ ...JSON.parse(input[4]!), usage: { ...JSON.parse(input[4]!).usage, cost_usd: 0.000879 } });
+    expect(out[5]).toBe("[DONE]");
+    expect(out.length).toBe(6);
+  });
+
+  it("holds the finish chunk until the usage chunk and merges usage with cost_usd into it when include_usage is off", () => {
+    const s = make();
+    const events = sseEvents("chat-text.sse");
+    const input = events.map((e) => e.data);
+    expect(s.push(events[3]!)).toBe(""); // the finish chunk waits
+    const merged = parsed(s.push(events[4]!));
+    expect(merged.length).toBe(1);
+    expect(JSON.parse(merged[0]!.data)).toEqual({ ...JSON.parse(input[3]!), usage: { ...JSON.parse(input[4]!).usage, cost_usd: 0.000879 } });
+    expect(s.push(events[5]!)).toBe("data: [DONE]\n\n");
+  });
+
+  it("never forwards the choices:[] usage chunk when include_usage is off", () => {
+    const out = parsed(feed(make(), sseEvents("chat-text.sse")));
+    expect(out.map((e) => (e.data === "[DONE]" ? "[DONE]" : JSON.parse(e.data).choices.length))).toEqual([1, 1, 1, 1, "[DONE]"]);
+  });
+
+  it("flushes the held finish chunk unchanged at [DONE] when no usage came", () => {
+    const out = parsed(feed(make(), sseEvents("chat-no-usage.sse"))).map((e) => e.data);
+    expect(out).toEqual(dataOf("chat-no-usage.sse"));
+  });
+
+  it("merges usage carried on the finish chunk itself at [DONE]", () => {
+    const s = make();
+    const finish = '{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}';
+    expect(s.push({ data: finish })).toBe("");
+    const out = parsed(s.push({ data: "[DONE]" }));
+    expect(JSON.parse(out[0]!.data).usage).toEqual({ prompt_tokens: 10, completion_tokens: 2, total_tokens: 12, cost_usd: 0.00006 });
+    expect(out[1]!.data).toBe("[DONE]");
+  });
+
+  it("rewrites the model of each chunk to the public name when it differs", () => {
+    const out = parsed(feed(make({ model: "gpt-4o-mini", includeUsage: true }), sseEvents("chat-text.sse")));
+    expect(out.slice(0, -1).map((e) => JSON.parse(e.data).model)).toEqual(Array(5).fill("gpt-4o-mini"));
+  });
+
+  it("tracks usage converted to uncached input and cache reads", () => {
+    const s = make();
+    feed(s, sseEvents("chat-text.sse"));
+    expect(s.usage).toEqual({ input: 86, output: 3, cacheRead: 1920, cacheWrite: 0 });
+  });
+
+  it("forwards an error chunk, reports sawError and adds nothing at EOF", () => {
+    const s = make();
+    const out = parsed(feed(s, sseEvents("chat-error.sse"))).map((e) => e.data);
+    expect(out).toEqual(dataOf("chat-error.sse"));
+    expect(s.sawError).toBe(true);
+  });
+
+  it("forwards an event named error and reports sawError", () => {
+    const s = make();
+    expect(s.push({ event: "error", data: '{"error":{"message":"x"}}' })).toBe('event: error\ndata: {"error":{"message":"x"}}\n\n');
+    expect(s.sawError).toBe(true);
+  });
+
+  it("adds [DONE] at EOF after a finish when the upstream closed without it", () => {
+    const events = sseEvents("chat-text.sse").slice(0, -1);
+    const out = parsed(feed(make(), events)).map((e) => e.data);
+    expect(out.at(-1)).toBe("[DONE]");
+    expect(JSON.parse(out.at(-2)!).usage.cost_usd).toBe(0.000879);
+  });
+
+  it("sends an error chunk at EOF when no finish_reason came", () => {
+    const s = make();
+    const out = feed(s, sseEvents("chat-text.sse").slice(0, 2));
+    expect(out.endsWith('data: {"error":{"message":"upstream stream ended before a finish_reason","type":"upstream_unavailable","code":"upstream_unavailable"}}\n\n')).toBe(true);
+    expect(s.sawDone).toBe(false);
+  });
+
+  it("flushes a held finish chunk before the error of fail()", () => {
+    const s = make();
+    const events = sseEvents("chat-text.sse");
+    s.push(events[3]!);
+    const out = parsed(s.fail("upstream_unavailable", "connection reset"));
+    expect(JSON.parse(out[0]!.data).choices[0].finish_reason).toBe("stop");
+    expect(JSON.parse(out[1]!.data)).toEqual({ error: { message: "connection reset", type: "upstream_unavailable", code: "upstream_unavailable" } });
+  });
+
+  it("keeps chunks that follow a held finish chunk in order behind it", () => {
+    const s = make();
+    const events = sseEvents("chat-text.sse");
+    s.push(events[3]!);
+    expect(s.push({ data: '{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":null}]}' })).toBe("");
+    const out = parsed(s.push(events[4]!));
+    expect(out.map((e) => JSON.parse(e.data).id)).toEqual(["chatcmpl-B9xT1", "x"]);
+  });
+
+  it("counts text, reasoning and tool argument characters in outputChars", () => {
+    const s = make();
+    feed(s, sseEvents("chat-tools.sse"));
+    expect(s.outputChars).toBe("Checking both.".length + '{"city":"Oslo"}'.length + '{"tz":"CET"}'.length);
+  });
+});
