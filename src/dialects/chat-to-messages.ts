@@ -158,7 +158,7 @@ function reasoning(c: Ctx): void {
 }
 
 // Anthropic rejects user_id values that look like personal data; hashing keeps them distinct
-// per user where LiteLLM drops them.
+// per user where LiteLLM drops them. A long numeric id looks like a phone number and is hashed too.
 const PERSONAL = [/^[^\s@]+@[^\s@]+$/, /^\+?[\d\s().-]{7,}$/];
 
 function user(c: Ctx): void {

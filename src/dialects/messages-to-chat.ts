@@ -125,12 +125,12 @@ function reasoning(c: Ctx): void {
   const thinking = isSet(c.req.thinking) ? objectAt(c.req.thinking, "thinking") : undefined;
   const effort = isObject(c.req.output_config) && typeof c.req.output_config.effort === "string" ? c.req.output_config.effort : undefined;
   const type = thinking ? stringAt(thinking.type, "thinking.type") : undefined;
-  const rule = type === undefined ? undefined : Object.hasOwn(THINKING_EFFORT, type) ? THINKING_EFFORT[type] : refuse("thinking.type", `unknown thinking type "${type}"`);
+  if (type !== undefined && !Object.hasOwn(THINKING_EFFORT, type)) refuse("thinking.type", `unknown thinking type "${type}"`);
   // Effort is the whole ask when thinking is absent or adaptive; next to a budget or "disabled" it is lost.
   const usesEffort = type === undefined || type === "adaptive";
   if (effort !== undefined && !(c.caps.reasoning && usesEffort)) c.dropped.push("output_config.effort");
   if (type !== undefined && type !== "disabled" && !c.caps.reasoning) c.dropped.push("thinking");
-  const value = thinking && rule ? rule(thinking, effort) : effort;
+  const value = thinking && type !== undefined ? THINKING_EFFORT[type]!(thinking, effort) : effort;
   if (c.caps.reasoning && value !== undefined) c.out.reasoning_effort = value;
 }
 

@@ -53,7 +53,9 @@ export function clientAnswer(client: Dialect, upstream: Dialect, answer: JsonObj
   else if (client === "messages") body = chatResponseToMessages(answer as ChatResponse, { model });
   else body = messagesResponseToChat(answer as MessagesResponse, { model });
   const raw = body.usage as JsonObject | undefined;
-  const usage = raw ? (client === "messages" ? usageFromMessages(raw as never) : usageFromChat(raw as never)) : null;
+  // A usage object without counts is no usage: billing it would charge zero for a real answer.
+  const counted = raw && Object.values(raw).some((v) => typeof v === "number");
+  const usage = counted ? (client === "messages" ? usageFromMessages(raw as never) : usageFromChat(raw as never)) : null;
   return { body, usage };
 }
 

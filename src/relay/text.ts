@@ -98,9 +98,10 @@ export async function serveText(call: KeyedCall, dialect: Dialect, body: JsonObj
       call.deferLog = true;
       return relayStream(call, attempt, adapter, hold, model, estimatedInputTokens, extra);
     }
-    const answer = (await attempt.response.json()) as JsonObject;
-    const { body: out, usage } = clientAnswer(dialect, upstreamDialect, answer, model.id);
-    if (!usage) throw new GatewayError("upstream_unavailable", "The upstream answer carried no usage, so it cannot be billed; the request was not charged.");
+    const text = await attempt.response.text();
+    const { body: out, usage: reported } = clientAnswer(dialect, upstreamDialect, JSON.parse(text) as JsonObject, model.id);
+    // Some compatible servers report no usage: bill our own count (estimate in, answer bytes out).
+    const usage = reported ?? { input: estimatedInputTokens, output: Math.ceil(text.length / 4), cacheRead: 0, cacheWrite: 0 };
     const cost = tokenCost(model.prices, usage);
     handedOff = true;
     settle(call, hold, cost, usage);
