@@ -42,6 +42,8 @@ export async function firstEvents(a: Attempt): Promise<void> {
   prefetched.set(a, p);
 }
 
+const KEEPALIVE_MS = 15_000;
+
 type Outcome = "completed" | "upstream_failed" | "cancelled";
 
 /**
@@ -61,11 +63,14 @@ export function relayStream(
 ): Response {
   const p = prefetched.get(a)!;
   const enc = new TextEncoder();
+  // Both SDKs skip these: Messages parses and drops `ping`; a `:` line is an SSE comment.
+  const keepAlive = call.log.endpoint === "messages" ? 'event: ping\ndata: {"type":"ping"}\n\n' : ": keep-alive\n\n";
   let settled = false;
 
   const finish = (outcome: Outcome) => {
     if (settled) return;
     settled = true;
+    clearInterval(keepAliveTimer);
     const usage = adapter.usage;
     try {
       if (outcome === "upstream_failed") {
@@ -88,15 +93,25 @@ export function relayStream(
     }
   };
 
+  let quiet = false;
+  let keepAliveTimer: ReturnType<typeof setInterval> | undefined;
   const emit = (events: SseEvent[], c: ReadableStreamDefaultController<Uint8Array>): boolean => {
     let out = "";
     for (const ev of events) out += adapter.push(ev);
-    if (out) c.enqueue(enc.encode(out));
+    if (out) {
+      c.enqueue(enc.encode(out));
+      quiet = false;
+    }
     return adapter.upstreamError;
   };
 
   const body = new ReadableStream<Uint8Array>({
     start(c) {
+      // Silence upstream (a long thinking phase): a ping after a quiet period keeps proxies and clients from timing out.
+      keepAliveTimer = setInterval(() => {
+        if (quiet && !settled) c.enqueue(enc.encode(keepAlive));
+        quiet = true;
+      }, KEEPALIVE_MS);
       const first = p.events.splice(0);
       if (emit(first, c)) return end(c, "upstream_failed");
     },
@@ -104,7 +119,7 @@ export function relayStream(
       if (settled) return;
       let chunk: { done: boolean; value?: Uint8Array };
       try {
-        chunk = p.ended ? { done: true, value: undefined } : await p.reader.read();
+        chunk = p.ended ? { done: true } : await p.reader.read();
       } catch (e) {
         const text = adapter.fail("api_error", "The upstream connection failed mid-stream; this request was not charged.");
         if (text) c.enqueue(enc.encode(text));
