@@ -7,7 +7,7 @@ import { estimateInputTokens } from "../ledger/estimate.ts";
 import type { Hold } from "../ledger/ledger.ts";
 import { tokenCost, type TokenUsage } from "../ledger/money.ts";
 import type { Dialect } from "../upstreams/types.ts";
-import { clientAnswer, streamAdapter, upstreamBody, withCost, type PairOptions } from "./adapters.ts";
+import { clientAnswer, streamAdapter, upstreamBody, withCost, type PairOptions, type StreamAdapter } from "./adapters.ts";
 import { attemptRoutes } from "./routes.ts";
 import { relayStream, firstEvents } from "./stream.ts";
 
@@ -59,16 +59,41 @@ export async function serveText(call: KeyedCall, dialect: Dialect, body: JsonObj
   }
   const hit = findNonTextContent(dialect, body);
   if (hit) throw unsupportedContent(hit);
-  const maxOut = outputCap(dialect, body);
+  const includeUsage = dialect === "chat" && (body.stream_options as JsonObject | undefined)?.include_usage === true;
+  return relayText(call, model, {
+    dialect,
+    body,
+    maxOut: outputCap(dialect, body),
+    stream: body.stream === true,
+    answer: (out, cost) => withCost(out, cost),
+    stream_: (o, upstream) => streamAdapter(dialect, upstream, includeUsage, o),
+  });
+}
+
+/** What differs between the client dialects once the request is valid. */
+export interface ClientSide {
+  /** Dialect of `body`: the relay sends it natively or translates it for each route. */
+  dialect: Dialect;
+  body: JsonObject;
+  maxOut: number;
+  stream: boolean;
+  /** The final JSON from the answer in `dialect` and the settled cost. */
+  answer(out: JsonObject, costNano: number): JsonObject;
+  /** The stream adapter for a route speaking `upstream`. */
+  adapter(o: PairOptions, upstream: Dialect): StreamAdapter;
+  headers?: Record<string, string>;
+}
+
+/** reserve → routes (with fallback) → answer or stream → settle; the hold is released on any failure. */
+export async function relayText(call: KeyedCall, model: Model, client: ClientSide): Promise<Response> {
   const estimatedInputTokens = estimateInputTokens(call.bytes.byteLength);
-  const reserveNano = tokenCost(model.prices, { input: estimatedInputTokens, output: maxOut, cacheRead: 0, cacheWrite: 0 });
-  const stream = body.stream === true;
-  call.log.stream = stream;
+  const reserveNano = tokenCost(model.prices, { input: estimatedInputTokens, output: client.maxOut, cacheRead: 0, cacheWrite: 0 });
+  call.log.stream = client.stream;
 
   const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, reserveNano);
   let handedOff = false;
   try {
-    const pair = (upstreamDialect: Dialect, upstreamModel: string, maxTokensField: PairOptions["maxTokensField"]): PairOptions => ({
+    const pair = (upstreamModel: string, maxTokensField: PairOptions["maxTokensField"]): PairOptions => ({
       model,
       upstreamModel,
       maxTokensField,
@@ -76,36 +101,35 @@ export async function serveText(call: KeyedCall, dialect: Dialect, body: JsonObj
       costOf: costOf(model),
     });
     let dropped: string[] = [];
-    let upstreamDialect: Dialect = dialect;
+    let upstreamDialect: Dialect = client.dialect;
     const attempt = await attemptRoutes(call.svc, model, call.request.signal, {
       send(route, provider, signal) {
-        upstreamDialect = provider.dialects.includes(dialect) ? dialect : provider.dialects[0]!;
-        const o = pair(upstreamDialect, route.upstreamModel, provider.config.max_tokens_field ?? "max_tokens");
-        const out = upstreamBody(dialect, upstreamDialect, body, o);
+        upstreamDialect = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
+        const out = upstreamBody(client.dialect, upstreamDialect, client.body, pair(route.upstreamModel, provider.config.max_tokens_field ?? "max_tokens"));
         dropped = out.dropped;
         return provider.text({ dialect: upstreamDialect, body: out.body, clientHeaders: call.request.headers, search: call.search, signal });
       },
-      confirm: stream ? (a) => firstEvents(a) : undefined,
+      confirm: client.stream ? (a) => firstEvents(a) : undefined,
     });
     call.log.provider = attempt.route.provider.id;
     call.log.upstreamModel = attempt.route.upstreamModel;
     call.log.attempts = attempt.attempts;
-    const extra: Record<string, string> = dropped.length ? { "x-gateway-dropped": dropped.join(", ") } : {};
-    if (stream) {
-      const includeUsage = dialect === "chat" && (body.stream_options as JsonObject | undefined)?.include_usage === true;
-      const adapter = streamAdapter(dialect, upstreamDialect, includeUsage, pair(upstreamDialect, attempt.route.upstreamModel, "max_tokens"));
+    const headers: Record<string, string> = { ...client.headers };
+    if (dropped.length) headers["x-gateway-dropped"] = dropped.join(", ");
+    if (client.stream) {
+      const adapter = client.adapter(pair(attempt.route.upstreamModel, "max_tokens"), upstreamDialect);
       handedOff = true;
       call.deferLog = true;
-      return relayStream(call, attempt, adapter, hold, model, estimatedInputTokens, extra);
+      return relayStream(call, attempt, adapter, hold, model, estimatedInputTokens, headers);
     }
     const text = await attempt.response.text();
-    const { body: out, usage: reported } = clientAnswer(dialect, upstreamDialect, JSON.parse(text) as JsonObject, model.id);
+    const { body: out, usage: reported } = clientAnswer(client.dialect, upstreamDialect, JSON.parse(text) as JsonObject, model.id);
     // Some compatible servers report no usage: bill our own count (estimate in, answer bytes out).
     const usage = reported ?? { input: estimatedInputTokens, output: Math.ceil(text.length / 4), cacheRead: 0, cacheWrite: 0 };
     const cost = tokenCost(model.prices, usage);
     handedOff = true;
     settle(call, hold, cost, usage);
-    return new Response(JSON.stringify(withCost(out, cost)), { headers: { "content-type": "application/json", ...extra } });
+    return new Response(JSON.stringify(client.answer(out, cost)), { headers: { "content-type": "application/json", ...headers } });
   } finally {
     if (!handedOff) call.svc.ledger.release(hold);
   }
