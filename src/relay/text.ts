@@ -66,7 +66,7 @@ export async function serveText(call: KeyedCall, dialect: Dialect, body: JsonObj
     maxOut: outputCap(dialect, body),
     stream: body.stream === true,
     answer: (out, cost) => withCost(out, cost),
-    stream_: (o, upstream) => streamAdapter(dialect, upstream, includeUsage, o),
+    adapter: (o, upstream) => streamAdapter(dialect, upstream, includeUsage, o),
   });
 }
 
