@@ -1,7 +1,93 @@
-import { GatewayError } from "../errors.ts";
+import { MessagesToChatStream } from "../dialects/stream-messages-to-chat.ts";
+import { responsesRequestToChat } from "../dialects/responses/request.ts";
+import { chatResponseToResponses } from "../dialects/responses/response.ts";
+import { ChatToResponsesStream } from "../dialects/responses/stream.ts";
+import type { ResponsesEvent, ResponsesRequest, ToolNameMap } from "../dialects/responses/types.ts";
+import type { ChatChunk, JsonObject } from "../dialects/wire.ts";
 import type { KeyedCall } from "../http/pipeline.ts";
+import { ResponsesBody, validate } from "../http/schemas.ts";
+import { nanoToUsd } from "../ledger/money.ts";
+import { encodeSse, type SseEvent } from "../upstreams/sse.ts";
+import type { Dialect } from "../upstreams/types.ts";
+import type { PairOptions, StreamAdapter } from "./adapters.ts";
+import { relayText, resolveModel } from "./text.ts";
 
-// Placeholder until the Responses adapter lands (issue 6).
-export async function serveResponses(_call: KeyedCall): Promise<Response> {
-  throw new GatewayError("invalid_request", "The Responses dialect is not served yet.");
+// POST /v1/responses: an adapter on Chat Completions. The request becomes a chat request that runs
+// through the same routes, fallbacks, ledger and logs; the answer is turned back into a response.
+
+export async function serveResponses(call: KeyedCall): Promise<Response> {
+  validate(ResponsesBody, call.json);
+  const request = call.json as ResponsesRequest;
+  const model = resolveModel(call, request.model, "chat.completions", "responses");
+  const chat = responsesRequestToChat(request, { upstreamModel: model.id, defaultMaxOutputTokens: model.maxOutputTokens });
+  const headers: Record<string, string> = {};
+  // Hosted tools (Codex offers web_search by default) cannot run here; they were left out, and the client is told.
+  if (chat.droppedTools.length) headers["x-gateway-dropped-tools"] = chat.droppedTools.join(", ");
+  if (chat.droppedFields.length) headers["x-gateway-dropped"] = chat.droppedFields.join(", ");
+  const ctx = { model: model.id, request, toolNames: chat.toolNames };
+  return relayText(call, model, {
+    dialect: "chat",
+    body: chat.body,
+    maxOut: (chat.body.max_completion_tokens ?? chat.body.max_tokens ?? model.maxOutputTokens) as number,
+    stream: request.stream === true,
+    headers,
+    answer: (out, cost) => chatResponseToResponses(out as never, { ...ctx, costUsd: nanoToUsd(cost) }),
+    adapter: (o, upstream) => responsesAdapter(o, upstream, ctx),
+  });
+}
+
+const encode = (events: ResponsesEvent[]) => events.map((e) => encodeSse(e.event, JSON.stringify(e.data))).join("");
+
+function parse(data: string): JsonObject | null {
+  try {
+    return JSON.parse(data) as JsonObject;
+  } catch {
+    return null;
+  }
+}
+
+/** Chat chunks (native, or from a Messages route through the Messages→Chat machine) → Responses events. */
+function responsesAdapter(o: PairOptions, upstream: Dialect, ctx: { model: string; request: ResponsesRequest; toolNames: ToolNameMap }): StreamAdapter {
+  const rs = new ChatToResponsesStream({ ...ctx, costOf: o.costOf });
+  let error = false;
+  let finished = false;
+  let chars = 0;
+  const feed = (chunk: JsonObject): string => {
+    if (chunk.error) error = true;
+    const choices = chunk.choices as { finish_reason?: string | null; delta?: { content?: string } }[] | undefined;
+    for (const c of choices ?? []) {
+      if (c.finish_reason) finished = true;
+      chars += c.delta?.content?.length ?? 0;
+    }
+    return encode(rs.push(chunk as ChatChunk));
+  };
+  const viaMessages = upstream === "messages" ? new MessagesToChatStream({ model: ctx.model, includeUsage: true, costOf: o.costOf }) : null;
+  const push = (ev: SseEvent): string => {
+    if (ev.data === "[DONE]") return "";
+    const data = parse(ev.data);
+    if (!data) return "";
+    if (!viaMessages) return feed(ev.event === "error" ? { error: data.error ?? data } : data);
+    if (!ev.event) return "";
+    const items = ev.event === "error" ? viaMessages.fail("api_error", String((data.error as JsonObject | undefined)?.message ?? "Upstream error")) : viaMessages.push({ event: ev.event, data });
+    let out = "";
+    for (const item of items) if (item !== "[DONE]") out += feed(item as JsonObject);
+    return out;
+  };
+  return {
+    push,
+    done: () => encode(rs.done()),
+    fail: (type, message) => encode(rs.fail(type, message)),
+    get usage() {
+      return rs.usage;
+    },
+    get outputChars() {
+      return chars;
+    },
+    get upstreamError() {
+      return error;
+    },
+    get complete() {
+      return finished;
+    },
+  };
 }

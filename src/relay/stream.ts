@@ -95,14 +95,17 @@ export function relayStream(
 
   let quiet = false;
   let keepAliveTimer: ReturnType<typeof setInterval> | undefined;
+  /** Sends the adapter's text for these events; true when any was sent. */
   const emit = (events: SseEvent[], c: ReadableStreamDefaultController<Uint8Array>): boolean => {
     let out = "";
     for (const ev of events) out += adapter.push(ev);
-    if (out) {
-      c.enqueue(enc.encode(out));
-      quiet = false;
-    }
-    return adapter.upstreamError;
+    if (!out) return false;
+    c.enqueue(enc.encode(out));
+    quiet = false;
+    return true;
+  };
+  const send = (text: string, c: ReadableStreamDefaultController<Uint8Array>) => {
+    if (text) c.enqueue(enc.encode(text));
   };
 
   const body = new ReadableStream<Uint8Array>({
@@ -112,33 +115,34 @@ export function relayStream(
         if (quiet && !settled) c.enqueue(enc.encode(keepAlive));
         quiet = true;
       }, KEEPALIVE_MS);
-      const first = p.events.splice(0);
-      if (emit(first, c)) return end(c, "upstream_failed");
+      emit(p.events.splice(0), c);
+      if (adapter.upstreamError) end(c, "upstream_failed");
     },
+    // Reads until something is sent or the stream ends: a pull that enqueues nothing is not called again.
     async pull(c) {
-      if (settled) return;
-      let chunk: { done: boolean; value?: Uint8Array };
-      try {
-        chunk = p.ended ? { done: true } : await p.reader.read();
-      } catch (e) {
-        const text = adapter.fail("api_error", "The upstream connection failed mid-stream; this request was not charged.");
-        if (text) c.enqueue(enc.encode(text));
-        return end(c, "upstream_failed");
-      }
-      if (chunk.done) {
-        const tail = p.parser.end();
-        if (emit(tail, c)) return end(c, "upstream_failed");
-        if (!adapter.complete) {
-          // EOF without the dialect's ending: the upstream dropped us mid-answer.
-          const text = adapter.fail("api_error", "The upstream stream ended early; this request was not charged.");
-          if (text) c.enqueue(enc.encode(text));
+      while (!settled) {
+        let chunk: { done: boolean; value?: Uint8Array };
+        try {
+          chunk = p.ended ? { done: true } : await p.reader.read();
+        } catch {
+          send(adapter.fail("api_error", "The upstream connection failed mid-stream; this request was not charged."), c);
           return end(c, "upstream_failed");
         }
-        const text = adapter.done();
-        if (text) c.enqueue(enc.encode(text));
-        return end(c, "completed");
+        if (chunk.done) {
+          emit(p.parser.end(), c);
+          if (adapter.upstreamError) return end(c, "upstream_failed");
+          if (!adapter.complete) {
+            // EOF without the dialect's ending: the upstream dropped us mid-answer.
+            send(adapter.fail("api_error", "The upstream stream ended early; this request was not charged."), c);
+            return end(c, "upstream_failed");
+          }
+          send(adapter.done(), c);
+          return end(c, "completed");
+        }
+        const sent = emit(p.parser.push(chunk.value!), c);
+        if (adapter.upstreamError) return end(c, "upstream_failed");
+        if (sent) return;
       }
-      if (emit(p.parser.push(chunk.value!), c)) end(c, "upstream_failed");
     },
     cancel() {
       a.abort.abort(new Error("client went away"));

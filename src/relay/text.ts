@@ -14,15 +14,16 @@ import { relayStream, firstEvents } from "./stream.ts";
 const ENDPOINT: Record<Dialect, "messages" | "chat.completions"> = { messages: "messages", chat: "chat.completions" };
 
 /** Model name → catalog model sold on this endpoint and allowed for this key, or the spec's refusal. */
-export function resolveModel(call: KeyedCall, name: unknown, endpoint: Model["endpoints"][number]): Model {
+/** `route` names the dialect asked for when it differs from what is sold (responses rides on chat.completions). */
+export function resolveModel(call: KeyedCall, name: unknown, endpoint: Model["endpoints"][number], route: string = endpoint): Model {
   const model = typeof name === "string" ? call.svc.catalog.lookup(name) : undefined;
   if (!model) throw modelNotFound(String(name));
   call.log.model = model.id;
-  call.log.endpoint = endpoint;
+  call.log.endpoint = route;
   if (!model.endpoints.includes(endpoint)) {
     throw new GatewayError(
       "model_protocol_mismatch",
-      `The model '${model.id}' is not served on ${endpoint}; it is sold on: ${model.endpoints.join(", ")}.`,
+      `The model '${model.id}' is not served on ${route}; it is sold on: ${model.endpoints.join(", ")}.`,
     );
   }
   if (call.key.models && !call.key.models.some((m) => call.svc.catalog.lookup(m)?.id === model.id)) {
