@@ -3,7 +3,7 @@ import { responsesRequestToChat } from "../../src/dialects/responses/request.ts"
 import { chatResponseToResponses } from "../../src/dialects/responses/response.ts";
 import type { ResponsesRequest, ToolNameMap } from "../../src/dialects/responses/types.ts";
 import type { ChatResponse, JsonObject } from "../../src/dialects/wire.ts";
-import { tokenUsageFromChat } from "../../src/dialects/responses/usage.ts";
+import { usageFromChat as tokenUsageFromChat } from "../../src/dialects/usage.ts";
 import { fixtureJson, jsonResponse, normalize, sdkClient } from "./responses-support.ts";
 
 const NO_TOOLS: ToolNameMap = new Map();

@@ -17,7 +17,8 @@ import { newCallId, newCustomCallId, newFunctionCallId, newMessageId, newReasoni
 import { callItem, finishOf, logprobsOf, messageItem, outputTextPart, reasoningItem, reasoningText, refusalPart, responseShell, type Finish, type ResponseContext } from "./items.ts";
 import { unwrapCustomInput } from "./tools.ts";
 import type { ResponsesEvent, ToolNameMap, ToolTarget } from "./types.ts";
-import { responsesUsage, tokenUsageFromChat } from "./usage.ts";
+import { usageFromChat } from "../usage.ts";
+import { responsesUsage } from "./usage.ts";
 
 export interface ChatToResponsesStreamOptions extends ResponseContext {
   toolNames: ToolNameMap;
@@ -75,7 +76,7 @@ export class ChatToResponsesStream {
 
   /** The ledger buckets of the last usage the upstream reported, or null if it sent none. */
   get usage(): TokenUsage | null {
-    return this.chatUsage ? tokenUsageFromChat(this.chatUsage) : null;
+    return this.chatUsage ? usageFromChat(this.chatUsage) : null;
   }
 
   /** Which terminal event was sent, if any. */
@@ -317,7 +318,7 @@ export class ChatToResponsesStream {
   private terminal(): ResponsesEvent[] {
     const finish = this.finish ?? finishOf(null);
     this.outcome = finish.status;
-    const usage = this.chatUsage ? responsesUsage(this.chatUsage, nanoToUsd(this.opts.costOf(tokenUsageFromChat(this.chatUsage)))) : null;
+    const usage = this.chatUsage ? responsesUsage(this.chatUsage, nanoToUsd(this.opts.costOf(usageFromChat(this.chatUsage)))) : null;
     const response = {
       ...this.shell(),
       status: finish.status,
