@@ -3,7 +3,8 @@ import type { Server } from "bun";
 import type { Services } from "../services.ts";
 import { serveText } from "../relay/text.ts";
 import { countTokens, me } from "./account-routes.ts";
-import { errorResponse, newRequestId } from "./errors.ts";
+import { errorResponse, newRequestId, requestIdHeaders, toGatewayError } from "./errors.ts";
+import type { GatewayError } from "../errors.ts";
 import { runKeyRoute, type KeyRouteOptions, type KeyedCall } from "./pipeline.ts";
 import { getModel, listModels, pricing, status } from "./public-routes.ts";
 import { CORS_HEADERS, endpointNotFound, findRoute, methodNotAllowed, preflight } from "./routing.ts";
@@ -27,14 +28,30 @@ function splitUrl(url: string): { pathname: string; search: string } {
   return q === -1 ? { pathname: url.slice(start), search: "" } : { pathname: url.slice(start, q), search: url.slice(q) };
 }
 
+/** A log row for /v1 requests that never reach a key route (public GETs, unknown paths). */
+function logPlain(svc: Services, request: Request, pathname: string, requestId: string, status: number, errorCode: string | null, started: number): void {
+  if (!pathname.startsWith("/v1/")) return;
+  svc.logs.write({ requestId, method: request.method, path: pathname, status, errorCode, latencyMs: performance.now() - started });
+}
+
 /** Public routes answer errors (unknown model id) with CORS too, since browsers may call them. */
 function publicRoute(fn: (svc: Services, request: Request) => Response, svc: Services) {
   return ({ request }: Ctx) => {
+    const started = performance.now();
+    const requestId = newRequestId();
+    const { pathname } = splitUrl(request.url);
+    let response: Response;
+    let code: string | null = null;
     try {
-      return fn(svc, request);
+      response = fn(svc, request);
+      if (pathname.startsWith("/v1/")) for (const [k, v] of Object.entries(requestIdHeaders(requestId))) response.headers.set(k, v);
     } catch (e) {
-      return errorResponse(e, newRequestId(), { ...CORS_HEADERS });
+      const err = toGatewayError(e);
+      code = err.code;
+      response = errorResponse(err, requestId, { ...CORS_HEADERS });
     }
+    logPlain(svc, request, pathname, requestId, response.status, code, started);
+    return response;
   };
 }
 
@@ -73,20 +90,28 @@ export function buildApp(svc: Services) {
     .head("/", () => new Response(null, { status: 200 }))
     .get("/", () => new Response("gateway: see GET /status and GET /v1/models\n", { headers: { "content-type": "text/plain" } }))
     .onError(({ code, error, request }) => {
-      if (code === "NOT_FOUND") return unrouted(request);
-      return errorResponse(code === "PARSE" ? (error as Error).cause : error, newRequestId());
+      const started = performance.now();
+      const requestId = newRequestId();
+      const err = code === "NOT_FOUND" ? unrouted(request) : toGatewayError(code === "PARSE" ? (error as Error).cause : error);
+      if (err instanceof Response) {
+        if (request.url.includes("/v1/")) for (const [k, v] of Object.entries(requestIdHeaders(requestId))) err.headers.set(k, v);
+        return err;
+      }
+      logPlain(svc, request, splitUrl(request.url).pathname, requestId, err.status, err.code, started);
+      return errorResponse(err, requestId, corsFor(request));
     });
 }
 
-/** Unknown paths and wrong methods: 404 endpoint_not_found, 405 with allow, CORS preflight. */
-function unrouted(request: Request): Response {
+const corsFor = (request: Request): Record<string, string> => (findRoute(splitUrl(request.url).pathname)?.cors ? { ...CORS_HEADERS } : {});
+
+/** Unknown paths and wrong methods: 404 endpoint_not_found, 405 with allow; CORS preflight and HEAD answered. */
+function unrouted(request: Request): Response | GatewayError {
   const { pathname } = splitUrl(request.url);
-  const requestId = newRequestId();
   const route = findRoute(pathname);
   if (route) {
     if (request.method === "OPTIONS" && route.cors) return preflight(request);
     if (request.method === "HEAD" && route.method === "GET") return new Response(null, { status: 200, headers: route.cors ? { ...CORS_HEADERS } : {} });
-    return errorResponse(methodNotAllowed(request.method, route), requestId, route.cors ? { ...CORS_HEADERS } : {});
+    return methodNotAllowed(request.method, route);
   }
-  return errorResponse(endpointNotFound(request.method, pathname), requestId);
+  return endpointNotFound(request.method, pathname);
 }

@@ -4,7 +4,8 @@ import type { Services } from "../services.ts";
 import type { Provider } from "../upstreams/types.ts";
 import { isRetryableStatus, passThrough, readVendorError } from "./upstream-error.ts";
 
-const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 120_000;
+// Non-streamed answers send their headers only when complete, so this must allow a whole long generation (the SDKs wait 10 min).
+const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 600_000;
 
 export interface Attempt {
   route: Route;
