@@ -142,6 +142,13 @@ function reasoning(c: Ctx): void {
   if (effortIsOff(effort)) return;
   const mode = c.caps.thinking ?? "budget";
   if (mode === "none") return void c.dropped.push("reasoning_effort");
+  // With thinking on, Anthropic wants the last assistant turn of a tool loop to start with a signed
+  // thinking block ("Expected `thinking` … but found `tool_use`"); replayed reasoning carries no
+  // signature and is dropped, so such a turn can only be continued without thinking.
+  const lastAssistant = c.out.messages.findLast((m) => m.role === "assistant");
+  if (Array.isArray(lastAssistant?.content) && lastAssistant.content.some((b) => b.type === "tool_use")) {
+    return void c.dropped.push("reasoning_effort");
+  }
   const forced = c.out.tool_choice?.type;
   // Anthropic refuses thinking with a forced tool (llama_index#19641).
   if (forced === "any" || forced === "tool") refuse("tool_choice", "a forced tool choice cannot be combined with reasoning_effort");

@@ -1,0 +1,67 @@
+// Shared by tests/responses/*.test.ts: the text rig plus one model the Responses route must refuse,
+// raw POSTs for what the SDK would not send, and a reader for the SSE body of a raw stream.
+
+import type { JsonObject } from "../../src/dialects/wire.ts";
+import { PRICES, startTextRig, type TextRig } from "../text/setup.ts";
+
+/** Sold only on Messages: /v1/responses rides on chat.completions, so it must refuse this one. */
+export const MESSAGES_ONLY = "claude-messages-only";
+/** Like gpt-native, with its own catalog output cap instead of the 32 000 default. */
+export const CAPPED = { id: "gpt-capped", maxOutputTokens: 64_000 };
+
+export function startResponsesRig(): Promise<TextRig> {
+  return startTextRig([
+    {
+      id: MESSAGES_ONLY,
+      modalities: ["text"],
+      endpoints: ["messages"],
+      pricing: PRICES,
+      routes: [{ provider: "anthropic", model: "claude-upstream-1" }],
+    },
+    {
+      id: CAPPED.id,
+      modalities: ["text"],
+      endpoints: ["messages", "chat.completions"],
+      pricing: PRICES,
+      max_output_tokens: CAPPED.maxOutputTokens,
+      routes: [{ provider: "openai", model: "gpt-upstream-2" }],
+    },
+  ]);
+}
+
+export function request(rig: TextRig, method: string, path: string, body?: unknown, key = rig.acct.key): Promise<Response> {
+  return fetch(`${rig.gw.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+export const postResponses = (rig: TextRig, body: unknown, key?: string) => request(rig, "POST", "/v1/responses", body, key);
+
+export interface SseFrame {
+  event: string | undefined;
+  data: JsonObject;
+}
+
+/** An SSE body → its events, with the JSON of each data line. Comments and [DONE] are skipped. */
+export function sseFrames(text: string): SseFrame[] {
+  const frames: SseFrame[] = [];
+  for (const block of text.split("\n\n")) {
+    const lines = block.split("\n");
+    const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
+    const data = lines.find((l) => l.startsWith("data: "))?.slice(6);
+    if (!data || data === "[DONE]") continue;
+    frames.push({ event, data: JSON.parse(data) as JsonObject });
+  }
+  return frames;
+}
+
+/** The upstream request the gateway sent last. */
+export function lastUpstream(rig: TextRig): JsonObject {
+  return rig.up.requests.at(-1)!.body as JsonObject;
+}
+
+export async function errorOf(res: Response): Promise<Record<string, unknown>> {
+  return ((await res.json()) as { error: Record<string, unknown> }).error;
+}
