@@ -7,13 +7,16 @@ export interface Cidr {
 }
 
 export function parseCidr(text: string): Cidr {
-  const [addr, len] = text.trim().split("/");
+  const parts = text.trim().split("/");
+  const [addr, len] = parts;
   const kind = isIP(addr ?? "");
-  if (!addr || kind === 0) throw new RangeError(`not an IP address or CIDR: ${text}`);
+  if (!addr || kind === 0 || parts.length > 2) throw new RangeError(`not an IP address or CIDR: ${text}`);
   const v6 = kind === 6;
   const max = v6 ? 128 : 32;
+  // Digits only: Number("") is 0, so "10.0.0.0/" would otherwise be /0 and allow every address.
+  if (len !== undefined && !/^\d{1,3}$/.test(len)) throw new RangeError(`bad prefix length in ${text}`);
   const prefix = len === undefined ? max : Number(len);
-  if (!Number.isInteger(prefix) || prefix < 0 || prefix > max) throw new RangeError(`bad prefix length in ${text}`);
+  if (prefix > max) throw new RangeError(`bad prefix length in ${text}`);
   return { v6, bits: toBits(addr), prefix };
 }
 

@@ -56,6 +56,11 @@ export class Keys {
   create(accountId: number, opts: NewKey = {}): { key: string; record: KeyRecord } {
     const key = generateKey();
     if (opts.ipAllow) parseCidrList(opts.ipAllow); // refuse a bad CIDR before writing anything
+    // rpm 0 would refuse every request with Retry-After: Infinity; the config's limits need ≥ 1 too.
+    if (opts.rpm != null && !(Number.isInteger(opts.rpm) && opts.rpm >= 1)) throw new RangeError(`rpm must be a whole number of at least 1, not ${opts.rpm}`);
+    if (opts.quotaNano != null && !(Number.isSafeInteger(opts.quotaNano) && opts.quotaNano >= 0)) {
+      throw new RangeError(`a quota must be a whole, non-negative number of nano-dollars, not ${opts.quotaNano}`);
+    }
     const row = this.db.$client
       .prepare(
         "INSERT INTO api_keys (account_id, name, prefix, key_hash, quota_nano, models, ip_allow, rpm, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",

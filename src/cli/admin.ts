@@ -1,16 +1,19 @@
-import { migrate } from "../db/client.ts";
+import { migrate, openDatabase } from "../db/client.ts";
 import { Idempotency } from "../limits/idempotency.ts";
 import { RequestLog } from "../logs/request-log.ts";
 import { Settings } from "../settings.ts";
 import { parse, UsageError } from "./args.ts";
-import { openInstallation, output } from "./context.ts";
+import { loadInstallation, openInstallation, output } from "./context.ts";
 import { formatUsd } from "../ledger/money.ts";
 
 export function migrateCommand(argv: string[]): void {
   const { values } = parse(argv, {});
-  const ctx = openInstallation(values); // opening applies them
-  const applied = migrate(ctx.db);
-  output(values.json, { database: ctx.config.database, applied }, `migrations up to date in ${ctx.config.database}`);
+  // Not openInstallation: it migrates on open, and this command reports how many it applied.
+  const config = loadInstallation(values);
+  const db = openDatabase(config.database);
+  const applied = migrate(db);
+  db.$client.close();
+  output(values.json, { database: config.database, applied }, `applied ${applied} migration(s); ${config.database} is up to date`);
 }
 
 export function pauseCommand(argv: string[], on: boolean): void {

@@ -1,4 +1,4 @@
-import { Value } from "@sinclair/typebox/value";
+import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
 import { readFileSync } from "node:fs";
 import { ConfigSchema, type ConfigFile, type ModelConfig, type ProviderConfig } from "./schema.ts";
 import { jsonPath } from "../json-path.ts";
@@ -43,7 +43,7 @@ export function parseConfig(raw: unknown, source: string, env: Record<string, st
   const data = interpolate(raw, "", env, source);
   const first = Value.Errors(ConfigSchema, data).First();
   if (first) {
-    throw new ConfigError(`${source}: ${jsonPath(first.path) || "(top level)"}: ${first.message}${describeValue(first.value)}`);
+    throw new ConfigError(`${source}: ${jsonPath(first.path) || "(top level)"}: ${reason(first)}${describeValue(first.value)}`);
   }
   return resolve(data as ConfigFile, source);
 }
@@ -115,6 +115,15 @@ function interpolate(value: unknown, path: string, env: Record<string, string | 
     return out;
   }
   return value;
+}
+
+/** TypeBox's wording where an operator needs a different one: the allowed words, or that a field is unknown. */
+function reason(e: ValueError): string {
+  if (e.type === ValueErrorType.ObjectAdditionalProperties) return "unknown field";
+  if (e.type === ValueErrorType.ObjectRequiredProperty) return "required field is missing";
+  const options = (e.schema.anyOf as { const?: unknown }[] | undefined)?.map((s) => s.const);
+  if (e.type === ValueErrorType.Union && options?.every((o) => typeof o === "string")) return `expected one of ${options.join(", ")}`;
+  return e.message;
 }
 
 function describeValue(v: unknown): string {

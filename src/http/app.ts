@@ -16,8 +16,10 @@ type Ctx = { request: Request; server: Server<unknown> | null };
 
 function clientIp(svc: Services, request: Request, server: Server<unknown> | null): string | null {
   if (svc.config.trustProxy) {
+    // The right-most entry is the one our proxy appended; anything left of it is what the client claimed.
     const fwd = request.headers.get("x-forwarded-for");
-    if (fwd) return fwd.split(",")[0]!.trim();
+    const last = fwd?.split(",").at(-1)?.trim();
+    if (last) return last;
   }
   return server?.requestIP(request)?.address ?? null;
 }
@@ -26,6 +28,19 @@ function splitUrl(url: string): { pathname: string; search: string } {
   const start = url.indexOf("/", url.indexOf("//") + 2);
   const q = url.indexOf("?", start);
   return q === -1 ? { pathname: url.slice(start), search: "" } : { pathname: url.slice(start, q), search: url.slice(q) };
+}
+
+/**
+ * The {id} of /v1/models/{id}, percent-decoded. The trailing slash the other routes tolerate is not part
+ * of the id, and a malformed escape (%E0%A4%A) names no model: it gets the unknown-id 404, not a 500.
+ */
+function modelIdOf(pathname: string): string {
+  const raw = pathname.slice("/v1/models/".length).replace(/\/$/, "");
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
 }
 
 /** A log row for /v1 requests that never reach a key route (public GETs, unknown paths). */
@@ -65,7 +80,7 @@ export function buildApp(svc: Services) {
     .get("/v1/models", publicRoute(listModels, svc))
     .get(
       "/v1/models/:id",
-      publicRoute((s, request) => getModel(s, decodeURIComponent(splitUrl(request.url).pathname.slice("/v1/models/".length))), svc),
+      publicRoute((s, request) => getModel(s, modelIdOf(splitUrl(request.url).pathname)), svc),
     )
     .get("/api/pricing", publicRoute(pricing, svc))
     .post(

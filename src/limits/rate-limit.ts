@@ -1,9 +1,15 @@
 import { GatewayError } from "../errors.ts";
 
 interface Bucket {
-  tokens: number;
+  /** Tokens in 1/60 000ths: at r requests per minute a bucket gains r units per millisecond. */
+  units: number;
   at: number;
 }
+
+// Whole units keep the arithmetic exact on a millisecond clock: with fractional tokens
+// (rpm / 60 000 per ms) 2999 ms + 1 ms of refill came to 0.999… of a token, so a request sent
+// exactly when Retry-After said was refused again.
+const UNITS_PER_TOKEN = 60_000;
 
 /**
  * Token buckets per (key, bucket name): capacity = rpm, refilled continuously at rpm/60 per second.
@@ -17,21 +23,22 @@ export class RateLimiter {
 
   take(id: string, rpm: number, what: string): void {
     const t = this.now();
-    const rate = rpm / 60_000; // tokens per ms
+    const capacity = rpm * UNITS_PER_TOKEN;
     let b = this.buckets.get(id);
     if (!b) {
-      b = { tokens: rpm, at: t };
+      b = { units: capacity, at: t };
       this.buckets.set(id, b);
     } else {
-      b.tokens = Math.min(rpm, b.tokens + (t - b.at) * rate);
+      b.units = Math.min(capacity, b.units + (t - b.at) * rpm);
       b.at = t;
     }
     if (t - this.sweptAt > 60_000) this.sweep(t);
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
+    if (b.units >= UNITS_PER_TOKEN) {
+      b.units -= UNITS_PER_TOKEN;
       return;
     }
-    const retryAfter = Math.max(1, Math.ceil((1 - b.tokens) / rate / 1000));
+    const waitMs = (UNITS_PER_TOKEN - b.units) / rpm;
+    const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
     throw new GatewayError("rate_limit", `Rate limit exceeded: ${rpm} requests per minute for ${what}. Retry after ${retryAfter} seconds.`, {
       retryAfter,
     });

@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { ipAllowed, parseCidr, parseCidrList } from "../../src/auth/ip.ts";
+import { startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { errorOf, getWithKey } from "../support/keyed.ts";
+
+const allows = (cidrs: string[], ip: string) => ipAllowed(parseCidrList(cidrs), ip);
+
+describe("CIDR allow-lists", () => {
+  it("match IPv4 addresses inside a prefix and refuse those outside", () => {
+    expect(allows(["10.0.0.0/8"], "10.255.1.2")).toBe(true);
+    expect(allows(["10.0.0.0/8"], "11.0.0.1")).toBe(false);
+    expect(allows(["192.168.1.0/24"], "192.168.1.77")).toBe(true);
+    expect(allows(["192.168.1.0/24"], "192.168.2.1")).toBe(false);
+  });
+
+  it("treat an address without a prefix as a single host", () => {
+    expect(allows(["203.0.113.7"], "203.0.113.7")).toBe(true);
+    expect(allows(["203.0.113.7"], "203.0.113.8")).toBe(false);
+    expect(allows(["2001:db8::7"], "2001:db8::7")).toBe(true);
+  });
+
+  it("match IPv6 addresses, including compressed and full forms", () => {
+    expect(allows(["2001:db8::/32"], "2001:db8:1234::1")).toBe(true);
+    expect(allows(["2001:db8::/32"], "2001:0db8:0000:0000:0000:0000:0000:0001")).toBe(true);
+    expect(allows(["2001:db8::/32"], "2001:db9::1")).toBe(false);
+    expect(allows(["fd00::/8"], "fd12:3456::1")).toBe(true);
+    expect(allows(["::1/128"], "::1")).toBe(true);
+  });
+
+  it("never match an IPv4 address against an IPv6 prefix or the reverse", () => {
+    expect(allows(["::/0"], "10.0.0.1")).toBe(false);
+    expect(allows(["0.0.0.0/0"], "2001:db8::1")).toBe(false);
+  });
+
+  it("read an IPv4 client seen through a dual-stack socket (::ffff:a.b.c.d) as IPv4", () => {
+    expect(allows(["127.0.0.0/8"], "::ffff:127.0.0.1")).toBe(true);
+    expect(allows(["10.0.0.0/8"], "::ffff:127.0.0.1")).toBe(false);
+  });
+
+  it("refuse a client address that is not an IP", () => {
+    expect(allows(["0.0.0.0/0"], "unknown")).toBe(false);
+    expect(allows(["0.0.0.0/0"], "")).toBe(false);
+  });
+
+  it("refuse malformed CIDRs instead of reading them as a wider range", () => {
+    for (const bad of ["10.0.0.0/", "10.0.0.0/33", "10.0.0.0/8/9", "10.0.0.0/0x8", "10.0.0.0/8.0", "10.0.0.0/-1", "::1/129", "10.0.0", "example.com", ""]) {
+      expect(() => parseCidr(bad)).toThrow(RangeError);
+    }
+  });
+});
+
+describe("the ip restriction on a real connection", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway();
+  });
+  afterAll(() => gw.stop());
+
+  it("serves a key whose allow-list holds the caller's address", async () => {
+    const a = gw.account(1, { ipAllow: ["127.0.0.0/8", "2001:db8::/32"] });
+    expect((await getWithKey(gw, "/v1/me", a.key)).status).toBe(200);
+  });
+
+  it("refuses other callers with 403 ip", async () => {
+    const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
+    const res = await getWithKey(gw, "/v1/me", a.key);
+    expect(res.status).toBe(403);
+    expect(await errorOf(res)).toMatchObject({ type: "permission_error", code: "ip" });
+  });
+
+  it("ignores X-Forwarded-For unless server.trust_proxy is true", async () => {
+    const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
+    const res = await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "10.1.2.3" });
+    expect(res.status).toBe(403);
+    expect((await errorOf(res)).code).toBe("ip");
+  });
+});
+
+describe("the ip restriction behind a trusted proxy (server.trust_proxy = true)", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ server: { trust_proxy: true } });
+  });
+  afterAll(() => gw.stop());
+
+  it("takes the client address from X-Forwarded-For (IPv4)", async () => {
+    const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
+    expect((await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "10.1.2.3" })).status).toBe(200);
+    const res = await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "203.0.113.5" });
+    expect(res.status).toBe(403);
+    expect((await errorOf(res)).code).toBe("ip");
+  });
+
+  it("takes the client address from X-Forwarded-For (IPv6)", async () => {
+    const a = gw.account(1, { ipAllow: ["2001:db8::/32"] });
+    expect((await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "2001:db8::5" })).status).toBe(200);
+    expect((await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "2001:db9::5" })).status).toBe(403);
+  });
+
+  it("falls back to the socket address when the header is absent", async () => {
+    const a = gw.account(1, { ipAllow: ["127.0.0.1"] });
+    expect((await getWithKey(gw, "/v1/me", a.key)).status).toBe(200);
+  });
+
+  // A proxy appends the address it saw, so only the right-most entry can be trusted.
+  it("does not let a client spoof its address by sending its own X-Forwarded-For through the proxy", async () => {
+    const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
+    const res = await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "10.1.2.3, 203.0.113.5" });
+    expect(res.status).toBe(403);
+  });
+});
+
+describe("the ip restriction over IPv6", () => {
+  let gw: TestGateway;
+  let base: string;
+  beforeAll(async () => {
+    gw = await startTestGateway({ server: { host: "::1" } });
+    base = `http://[::1]:${gw.port}`;
+  });
+  afterAll(() => gw.stop());
+
+  it("serves an IPv6 caller inside an IPv6 prefix", async () => {
+    const a = gw.account(1, { ipAllow: ["::1/128"] });
+    expect((await getWithKey({ url: base }, "/v1/me", a.key)).status).toBe(200);
+  });
+
+  it("refuses an IPv6 caller when the list holds only IPv4 prefixes", async () => {
+    const a = gw.account(1, { ipAllow: ["127.0.0.0/8"] });
+    const res = await getWithKey({ url: base }, "/v1/me", a.key);
+    expect(res.status).toBe(403);
+    expect((await errorOf(res)).code).toBe("ip");
+  });
+});

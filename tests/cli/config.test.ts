@@ -1,0 +1,135 @@
+import { afterAll, describe, expect, it } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ConfigError, parseConfig } from "../../src/config/load.ts";
+import { expectOneLineFailure, gateway, tempInstallation } from "../support/cli.ts";
+
+// DESIGN, Configuration: invalid config stops the start with the path of the bad field and a reason;
+// ${ENV} is interpolated so secrets stay out of the file.
+
+const demo = { id: "demo", kind: "demo" };
+const textModel = (over: Record<string, unknown> = {}) => ({
+  id: "m1",
+  modalities: ["text"],
+  endpoints: ["messages"],
+  pricing: { input: 1, output: 2 },
+  routes: [{ provider: "demo", model: "demo-text" }],
+  ...over,
+});
+
+/** The message parseConfig refuses `raw` with. */
+function refusal(raw: unknown, env: Record<string, string> = {}): string {
+  try {
+    parseConfig(raw, "gateway.toml", env);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as Error).message;
+  }
+  throw new Error("the config was accepted");
+}
+
+describe("parseConfig", () => {
+  it("names server.port and the reason when the port is not an integer", () => {
+    expect(refusal({ server: { port: "eighty" } })).toBe('gateway.toml: server.port: Expected integer (got "eighty")');
+  });
+
+  it("names server.port when the port is out of range", () => {
+    expect(refusal({ server: { port: 70000 } })).toStartWith("gateway.toml: server.port: ");
+  });
+
+  it("names models[0].routes[0].provider when a route points at no provider", () => {
+    const raw = { providers: [demo], models: [textModel({ routes: [{ provider: "nowhere", model: "x" }] })] };
+    expect(refusal(raw)).toBe("gateway.toml: models[0].routes[0].provider: no provider with id 'nowhere'");
+  });
+
+  it("lists the allowed words when a provider kind is unknown", () => {
+    expect(refusal({ providers: [{ id: "az", kind: "azure" }] })).toBe(
+      'gateway.toml: providers[0].kind: expected one of anthropic, openai, demo (got "azure")',
+    );
+  });
+
+  it("lists the allowed endpoints when a model names another", () => {
+    const raw = { providers: [demo], models: [textModel({ endpoints: ["embeddings"] })] };
+    expect(refusal(raw)).toContain("models[0].endpoints[0]: expected one of messages, chat.completions, images.generations, images.edits");
+  });
+
+  it("names a missing required field", () => {
+    const { routes: _, ...noRoutes } = textModel();
+    expect(refusal({ providers: [demo], models: [noRoutes] })).toBe("gateway.toml: models[0].routes: required field is missing");
+  });
+
+  it("refuses an unknown top-level table", () => {
+    expect(refusal({ sever: { port: 80 } })).toStartWith("gateway.toml: sever: unknown field");
+  });
+
+  it("refuses an unknown field inside a table, naming its path", () => {
+    expect(refusal({ server: { prot: 80 } })).toBe("gateway.toml: server.prot: unknown field (got 80)");
+  });
+
+  it("refuses an unknown field inside a route", () => {
+    const raw = { providers: [demo], models: [textModel({ routes: [{ provider: "demo", model: "x", weight: 2 }] })] };
+    expect(refusal(raw)).toStartWith("gateway.toml: models[0].routes[0].weight: unknown field");
+  });
+
+  it("refuses a name used twice across ids and aliases", () => {
+    const raw = { providers: [demo], models: [textModel(), textModel({ id: "m2", aliases: ["m1"] })] };
+    expect(refusal(raw)).toContain("models[1].aliases[0]: 'm1' is already used by another model");
+  });
+
+  it("interpolates ${ENV} inside strings", () => {
+    const raw = { providers: [{ id: "o", kind: "openai", base_url: "http://${HOST}/v1", api_key: "${OPENAI_KEY}" }] };
+    const cfg = parseConfig(raw, "gateway.toml", { HOST: "10.0.0.5:8000", OPENAI_KEY: "sk-secret" });
+    expect(cfg.providers[0]).toMatchObject({ base_url: "http://10.0.0.5:8000/v1", api_key: "sk-secret" });
+  });
+
+  it("names the missing environment variable and the field that uses it", () => {
+    const raw = { providers: [{ id: "o", kind: "openai", base_url: "http://x", api_key: "${OPENAI_KEY}" }] };
+    expect(refusal(raw)).toBe("gateway.toml: providers[0].api_key: environment variable OPENAI_KEY is not set");
+  });
+});
+
+describe("gateway serve --config with a bad file", () => {
+  const install = tempInstallation();
+  afterAll(() => install.remove());
+  const file = (name: string, text: string) => {
+    const path = join(install.dir, name);
+    writeFileSync(path, text);
+    return path;
+  };
+
+  it("exits non-zero with one line naming server.port, and never listens", async () => {
+    const path = file("port.toml", '[server]\nport = "eighty"\n');
+    const r = await gateway(["serve", "--config", path, "--db", install.db]);
+    expect(expectOneLineFailure(r)).toBe(`gateway: ${path}: server.port: Expected integer (got "eighty")`);
+    expect(r.stdout).toBe("");
+  });
+
+  it("exits non-zero naming an unknown field", async () => {
+    const path = file("unknown.toml", "[limits]\ndefault_rpm = 20\nburst = 5\n");
+    const r = await gateway(["serve", "--config", path, "--db", install.db]);
+    expect(expectOneLineFailure(r)).toContain("limits.burst: unknown field");
+  });
+
+  it("exits non-zero naming an unset environment variable", async () => {
+    const path = file("env.toml", '[[providers]]\nid = "o"\nkind = "openai"\nbase_url = "http://x"\napi_key = "${GW_TEST_UNSET_KEY}"\n');
+    const r = await gateway(["serve", "--config", path, "--db", install.db]);
+    expect(expectOneLineFailure(r)).toContain("providers[0].api_key: environment variable GW_TEST_UNSET_KEY is not set");
+  });
+
+  it("exits non-zero on a file that is not TOML", async () => {
+    const r = await gateway(["serve", "--config", file("broken.toml", "[server\nport = 1\n"), "--db", install.db]);
+    expect(expectOneLineFailure(r)).toContain("not valid TOML");
+  });
+
+  it("exits non-zero on a file that does not exist", async () => {
+    const r = await gateway(["serve", "--config", join(install.dir, "missing.toml"), "--db", install.db]);
+    expect(expectOneLineFailure(r)).toContain("cannot read the config file");
+  });
+
+  it("uses ${ENV} from the environment of the process", async () => {
+    const path = file("env-ok.toml", '[server]\ndatabase = "${GW_TEST_DIR}/from-env.db"\n');
+    const r = await gateway(["migrate", "--config", path, "--json"], { env: { GW_TEST_DIR: install.dir } });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).database).toBe(join(install.dir, "from-env.db"));
+  });
+});

@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { gatewayJson } from "../support/cli.ts";
+import { startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { balanceGuard, expectError, hi, postJson } from "../support/http.ts";
+
+// Spec, Errors and Limits: `gateway pause` (the CLI, another process, same database file) makes key
+// routes answer 503 product_paused with Retry-After 60; `gateway resume` serves them again.
+
+let gw: TestGateway;
+let a: { key: string; accountId: number };
+beforeAll(async () => {
+  gw = await startTestGateway({ limits: { default_rpm: 1000 } });
+  a = gw.account(5);
+});
+afterAll(() => gw.stop());
+
+const chat = () => postJson(gw, "/v1/chat/completions", a.key, { model: "demo", max_tokens: 16, messages: hi });
+const cli = (command: "pause" | "resume") => gatewayJson<{ paused: boolean }>([command, "--db", gw.config.database]);
+
+describe("gateway pause", () => {
+  beforeAll(async () => {
+    expect(await cli("pause")).toEqual({ paused: true });
+  });
+
+  it("makes key routes answer 503 product_paused with Retry-After: 60, charging nothing", async () => {
+    const untouched = balanceGuard(gw, a.accountId);
+    const res = await chat();
+    await expectError(res, 503, "product_paused");
+    expect(res.headers.get("retry-after")).toBe("60");
+    untouched();
+  });
+
+  it("pauses every key route, GET /v1/me included", async () => {
+    const res = await fetch(`${gw.url}/v1/me`, { headers: { authorization: `Bearer ${a.key}` } });
+    await expectError(res, 503, "product_paused");
+  });
+
+  it("keeps the public routes answering, with /status saying paused", async () => {
+    expect((await fetch(`${gw.url}/v1/models`)).status).toBe(200);
+    const status = (await (await fetch(`${gw.url}/status`)).json()) as { status: string };
+    expect(status.status).toBe("paused");
+  });
+});
+
+describe("gateway resume", () => {
+  beforeAll(async () => {
+    expect(await cli("resume")).toEqual({ paused: false });
+  });
+
+  it("serves key routes again", async () => {
+    const res = await chat();
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { usage: { cost_usd: number } };
+    expect(body.usage.cost_usd).toBeGreaterThan(0);
+  });
+
+  it("sets /status back to ok", async () => {
+    const status = (await (await fetch(`${gw.url}/status`)).json()) as { status: string };
+    expect(status.status).toBe("ok");
+  });
+});

@@ -1,0 +1,186 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import type { Subprocess } from "bun";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Keys } from "../../src/auth/keys.ts";
+import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
+import { createAccount } from "../../src/ledger/accounts.ts";
+import { Ledger } from "../../src/ledger/ledger.ts";
+import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
+
+// A real `gateway serve` process is killed with SIGKILL while streams hold reservations, then
+// started again on the same database file (DESIGN: reservations outlive nothing).
+const ROOT = join(import.meta.dir, "..", "..");
+const OPENING = 10_000_000_000;
+const STREAMS = 5;
+
+let up: MockUpstream;
+let dir: string;
+let db: Db;
+let account: { id: number; key: string; keyId: number };
+const children = new Set<Subprocess>();
+
+/** Starts `gateway serve --json` and resolves with its port and everything it printed before it. */
+async function serve(): Promise<{ proc: Subprocess; port: number; printed: string[] }> {
+  const proc = Bun.spawn(
+    ["bun", "src/cli/main.ts", "serve", "--port", "0", "--db", join(dir, "gateway.db"), "--config", join(dir, "gateway.toml"), "--json"],
+    { cwd: ROOT, stdout: "pipe", stderr: "inherit", env: { ...process.env, GATEWAY_CONFIG: undefined, PORT: undefined } },
+  );
+  children.add(proc);
+  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  const printed: string[] = [];
+  let buf = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) throw new Error(`gateway serve exited before listening: ${printed.join(" | ")}`);
+    buf += decoder.decode(value, { stream: true });
+    let nl: number;
+    while ((nl = buf.indexOf("\n")) !== -1) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      printed.push(line);
+      if (line.startsWith("{")) {
+        reader.releaseLock();
+        return { proc, port: (JSON.parse(line) as { port: number }).port, printed };
+      }
+    }
+  }
+}
+
+const post = (port: number, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`http://127.0.0.1:${port}/v1/messages`, {
+    method: "POST",
+    headers: { "x-api-key": account.key, "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+const ask = (stream: boolean) => ({ model: "slow", max_tokens: 1000, stream, messages: [{ role: "user", content: "count slowly" }] });
+
+const one = <T>(sql: string, ...p: number[]) => db.$client.query(sql).get(...p) as T;
+const money = () => ({
+  balance: one<{ v: number }>("SELECT balance_nano AS v FROM accounts WHERE id = ?", account.id).v,
+  reserved: one<{ v: number }>("SELECT reserved_nano AS v FROM accounts WHERE id = ?", account.id).v,
+  keyReserved: one<{ v: number }>("SELECT reserved_nano AS v FROM api_keys WHERE id = ?", account.keyId).v,
+  ledgerSum: one<{ v: number }>("SELECT coalesce(sum(amount_nano), 0) AS v FROM ledger_entries WHERE account_id = ?", account.id).v,
+  charges: one<{ v: number }>("SELECT count(*) AS v FROM ledger_entries WHERE account_id = ? AND kind = 'charge'", account.id).v,
+  holds: one<{ v: number }>("SELECT count(*) AS v FROM reservations WHERE account_id = ?", account.id).v,
+});
+
+let beforeKill: ReturnType<typeof money>;
+let afterKill: ReturnType<typeof money>;
+let afterRestart: ReturnType<typeof money>;
+let chargedBeforeKill = 0;
+let restart: { port: number; printed: string[] };
+
+beforeAll(async () => {
+  up = await startMockUpstream();
+  dir = mkdtempSync(join(tmpdir(), "gw-crash-"));
+  writeFileSync(
+    join(dir, "gateway.toml"),
+    `[server]
+host = "127.0.0.1"
+
+[[providers]]
+id = "mock"
+kind = "anthropic"
+base_url = "${up.url}"
+api_key = "sk-mock"
+
+[[models]]
+id = "slow"
+modalities = ["text"]
+endpoints = ["messages"]
+pricing = { input = 3.0, output = 15.0 }
+routes = [{ provider = "mock", model = "slow-upstream" }]
+`,
+  );
+  db = openDatabase(join(dir, "gateway.db"));
+  migrate(db);
+  const acc = createAccount(db, new Ledger(db), "crash@test.local", { balanceNano: OPENING });
+  const k = new Keys(db).create(acc.id, { rpm: 1000 });
+  account = { id: acc.id, key: k.key, keyId: k.record.id };
+
+  const first = await serve();
+  // Two requests complete and are charged before the crash.
+  for (let i = 0; i < 2; i++) {
+    const res = await post(first.port, ask(false));
+    const body = (await res.json()) as { usage: { cost_usd: number } };
+    chargedBeforeKill += Math.round(body.usage.cost_usd * 1e9);
+  }
+  // Five streams, ten seconds each, hold reservations when the process dies; one carries an Idempotency-Key.
+  for (let i = 0; i < STREAMS; i++) up.script({ kind: "slow_stream", events: 100, intervalMs: 100 });
+  const streams = await Promise.all(
+    Array.from({ length: STREAMS }, (_, i) => post(first.port, ask(true), i === 0 ? { "idempotency-key": "crash-1" } : {})),
+  );
+  const readers = streams.map((r) => r.body!.getReader());
+  await Promise.all(readers.map((r) => r.read())); // every stream has started: its hold is in the file
+  beforeKill = money();
+  first.proc.kill("SIGKILL");
+  await first.proc.exited; // reaped: a zombie would still answer kill(pid, 0)
+  await Promise.all(readers.map((r) => r.read().catch(() => null)));
+  afterKill = money();
+  restart = await serve();
+  afterRestart = money();
+});
+
+afterAll(async () => {
+  for (const p of children) {
+    p.kill("SIGKILL");
+    await p.exited;
+  }
+  db?.$client.close();
+  await up?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("a gateway killed with SIGKILL mid-request", () => {
+  it("leaves the running streams' reservations in the file", () => {
+    expect(beforeKill.holds).toBe(STREAMS);
+    expect(afterKill.holds).toBe(STREAMS);
+    expect(afterKill.reserved).toBeGreaterThan(0);
+    expect(afterKill.reserved).toBe(beforeKill.reserved);
+  });
+
+  it("had charged only the requests that completed", () => {
+    expect(afterKill.charges).toBe(2);
+    expect(afterKill.balance).toBe(OPENING - chargedBeforeKill);
+  });
+});
+
+describe("the next start on the same database", () => {
+  it("releases the dead process's reservations on the account and the key", () => {
+    expect(afterRestart.holds).toBe(0);
+    expect(afterRestart.reserved).toBe(0);
+    expect(afterRestart.keyReserved).toBe(0);
+  });
+
+  it("says so once at start", () => {
+    expect(restart.printed.join("\n")).toContain(`released ${STREAMS} reservation(s)`);
+  });
+
+  it("charges nothing for the killed requests and nothing twice: balance = SUM(ledger rows)", () => {
+    expect(afterRestart.charges).toBe(2);
+    expect(afterRestart.balance).toBe(OPENING - chargedBeforeKill);
+    expect(afterRestart.ledgerSum).toBe(afterRestart.balance);
+  });
+
+  it("serves again with the whole balance spendable", async () => {
+    const res = await post(restart.port, ask(false));
+    expect(res.status).toBe(200);
+    const cost = Math.round(((await res.json()) as { usage: { cost_usd: number } }).usage.cost_usd * 1e9);
+    const m = money();
+    expect([m.charges, m.holds, m.reserved]).toEqual([3, 0, 0]);
+    expect(m.balance).toBe(OPENING - chargedBeforeKill - cost);
+    expect(m.ledgerSum).toBe(m.balance);
+  });
+
+  it("runs a retry under the Idempotency-Key of a killed request instead of waiting for it", async () => {
+    const started = performance.now();
+    const res = await post(restart.port, ask(true), { "idempotency-key": "crash-1" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("idempotent-replayed")).toBeNull();
+    expect(await res.text()).toContain("message_stop");
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+});

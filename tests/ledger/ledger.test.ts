@@ -1,0 +1,215 @@
+import { afterEach, beforeEach, describe, expect, it } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Keys } from "../../src/auth/keys.ts";
+import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
+import { GatewayError } from "../../src/errors.ts";
+import { createAccount } from "../../src/ledger/accounts.ts";
+import { Ledger } from "../../src/ledger/ledger.ts";
+
+const USD = 1_000_000_000;
+
+let dir: string;
+let db: Db;
+let ledger: Ledger;
+let keys: Keys;
+let seq = 0;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "gw-ledger-"));
+  db = openDatabase(join(dir, "gateway.db"));
+  migrate(db);
+  ledger = new Ledger(db);
+  keys = new Keys(db);
+});
+afterEach(() => {
+  db.$client.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function account(usd: number, quotaNano: number | null = null) {
+  const acc = createAccount(db, ledger, `l${++seq}@test.local`, { balanceNano: usd * USD });
+  const key = keys.create(acc.id, { quotaNano }).record;
+  return { accountId: acc.id, keyId: key.id };
+}
+const keyRow = (id: number) => db.$client.query("SELECT spent_nano, reserved_nano FROM api_keys WHERE id = ?").get(id) as { spent_nano: number; reserved_nano: number };
+const rows = (accountId: number) =>
+  db.$client.query("SELECT kind, amount_nano, shortfall_nano, key_id, request_id FROM ledger_entries WHERE account_id = ? ORDER BY id").all(accountId) as {
+    kind: string;
+    amount_nano: number;
+    shortfall_nano: number;
+    key_id: number | null;
+    request_id: string | null;
+  }[];
+const holds = () => (db.$client.query("SELECT count(*) AS n FROM reservations").get() as { n: number }).n;
+const refusal = (fn: () => unknown): GatewayError => {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof GatewayError) return e;
+    throw e;
+  }
+  throw new Error("expected a refusal");
+};
+
+describe("reserve", () => {
+  it("holds the estimate on the account and the key, lowering spendable but not the balance", () => {
+    const a = account(1);
+    ledger.reserve("gw_r1", a.accountId, a.keyId, 300_000_000);
+    expect(ledger.balance(a.accountId)).toEqual({ balanceNano: USD, reservedNano: 300_000_000, spendableNano: 700_000_000 });
+    expect(keyRow(a.keyId).reserved_nano).toBe(300_000_000);
+    expect(holds()).toBe(1);
+  });
+
+  it("refuses with 402 insufficient_balance when the estimate exceeds what is spendable, holding nothing", () => {
+    const a = account(1);
+    ledger.reserve("gw_r1", a.accountId, a.keyId, 600_000_000);
+    const e = refusal(() => ledger.reserve("gw_r2", a.accountId, a.keyId, 500_000_000));
+    expect([e.status, e.code]).toEqual([402, "insufficient_balance"]);
+    expect(e.message).toContain("0.4 USD is spendable");
+    expect(ledger.balance(a.accountId).reservedNano).toBe(600_000_000);
+    expect(holds()).toBe(1);
+  });
+
+  it("allows a reservation of exactly the spendable amount", () => {
+    const a = account(1);
+    ledger.reserve("gw_r1", a.accountId, a.keyId, USD);
+    expect(ledger.balance(a.accountId).spendableNano).toBe(0);
+  });
+
+  it("refuses with 429 quota and x-should-retry: false when spent + held + estimate exceeds the key's quota", () => {
+    const a = account(10, 500_000_000);
+    const h = ledger.reserve("gw_r1", a.accountId, a.keyId, 200_000_000);
+    ledger.settle(h, 200_000_000, "gw_r1");
+    ledger.reserve("gw_r2", a.accountId, a.keyId, 200_000_000);
+    const e = refusal(() => ledger.reserve("gw_r3", a.accountId, a.keyId, 100_000_001));
+    expect([e.status, e.code, e.type]).toEqual([429, "quota", "insufficient_quota"]);
+    expect(e.headers["x-should-retry"]).toBe("false");
+    expect(() => ledger.reserve("gw_r4", a.accountId, a.keyId, 100_000_000)).not.toThrow();
+  });
+});
+
+describe("settle", () => {
+  it("charges the actual cost, releases the whole hold and appends one charge row", () => {
+    const a = account(1);
+    const h = ledger.reserve("gw_s1", a.accountId, a.keyId, 300_000_000);
+    expect(ledger.settle(h, 120_000_000, "gw_s1")).toEqual({ chargedNano: 120_000_000, shortfallNano: 0 });
+    expect(ledger.balance(a.accountId)).toEqual({ balanceNano: 880_000_000, reservedNano: 0, spendableNano: 880_000_000 });
+    expect(keyRow(a.keyId)).toEqual({ spent_nano: 120_000_000, reserved_nano: 0 });
+    expect(rows(a.accountId).at(-1)).toEqual({ kind: "charge", amount_nano: -120_000_000, shortfall_nano: 0, key_id: a.keyId, request_id: "gw_s1" });
+    expect(holds()).toBe(0);
+  });
+
+  it("caps the charge at the balance and records the rest as shortfall, never going negative", () => {
+    const a = account(1);
+    const h = ledger.reserve("gw_s2", a.accountId, a.keyId, 100_000_000);
+    expect(ledger.settle(h, 3_500_000_000, "gw_s2")).toEqual({ chargedNano: USD, shortfallNano: 2_500_000_000 });
+    expect(ledger.balance(a.accountId).balanceNano).toBe(0);
+    expect(rows(a.accountId).at(-1)).toMatchObject({ kind: "charge", amount_nano: -USD, shortfall_nano: 2_500_000_000 });
+  });
+
+  it("charges nothing more once the balance is at zero, recording the whole cost as shortfall", () => {
+    const a = account(1);
+    const h1 = ledger.reserve("gw_a", a.accountId, a.keyId, 400_000_000);
+    const h2 = ledger.reserve("gw_b", a.accountId, a.keyId, 400_000_000);
+    ledger.settle(h1, 2 * USD, "gw_a");
+    expect(ledger.balance(a.accountId)).toEqual({ balanceNano: 0, reservedNano: 400_000_000, spendableNano: -400_000_000 });
+    expect(ledger.settle(h2, 300_000_000, "gw_b")).toEqual({ chargedNano: 0, shortfallNano: 300_000_000 });
+    expect(ledger.balance(a.accountId)).toEqual({ balanceNano: 0, reservedNano: 0, spendableNano: 0 });
+    expect(rows(a.accountId).at(-1)).toMatchObject({ amount_nano: 0, shortfall_nano: 300_000_000 });
+  });
+
+  it("writes no charge row for a zero cost", () => {
+    const a = account(1);
+    ledger.settle(ledger.reserve("gw_z", a.accountId, a.keyId, 1000), 0, "gw_z");
+    expect(rows(a.accountId).map((r) => r.kind)).toEqual(["registration_credit"]);
+    expect(ledger.balance(a.accountId)).toEqual({ balanceNano: USD, reservedNano: 0, spendableNano: USD });
+  });
+
+  it("refuses a cost that is not a whole, non-negative number of nano-dollars", () => {
+    const a = account(1);
+    const h = ledger.reserve("gw_bad", a.accountId, a.keyId, 1000);
+    expect(() => ledger.settle(h, 0.5, "gw_bad")).toThrow(RangeError);
+    expect(() => ledger.settle(h, -1, "gw_bad")).toThrow(RangeError);
+    expect(holds()).toBe(1);
+  });
+});
+
+describe("release", () => {
+  it("returns the hold to spendable and charges nothing", () => {
+    const a = account(1);
+    const h = ledger.reserve("gw_f", a.accountId, a.keyId, 300_000_000);
+    ledger.release(h);
+    expect(ledger.balance(a.accountId)).toEqual({ balanceNano: USD, reservedNano: 0, spendableNano: USD });
+    expect(keyRow(a.keyId)).toEqual({ spent_nano: 0, reserved_nano: 0 });
+    expect(rows(a.accountId)).toHaveLength(1);
+  });
+
+  it("is a no-op the second time", () => {
+    const a = account(1);
+    const h = ledger.reserve("gw_f2", a.accountId, a.keyId, 300_000_000);
+    ledger.release(h);
+    ledger.release(h);
+    expect(ledger.balance(a.accountId).reservedNano).toBe(0);
+    expect(keyRow(a.keyId).reserved_nano).toBe(0);
+  });
+});
+
+describe("orphan reservations", () => {
+  const hold = (a: { accountId: number; keyId: number }, pid: number, amount: number) => {
+    const h = ledger.reserve(`gw_o${++seq}`, a.accountId, a.keyId, amount);
+    db.$client.prepare("UPDATE reservations SET owner_pid = ? WHERE id = ?").run(pid, h.id);
+    return h;
+  };
+
+  it("releases holds of a process that is gone and keeps those of a live one", () => {
+    const a = account(1);
+    hold(a, 999_001, 100_000_000);
+    hold(a, 999_002, 200_000_000);
+    expect(ledger.releaseOrphans((pid) => pid === 999_002)).toBe(1);
+    expect(ledger.balance(a.accountId).reservedNano).toBe(200_000_000);
+    expect(keyRow(a.keyId).reserved_nano).toBe(200_000_000);
+  });
+
+  it("releases holds carrying this process's own pid: at start nothing of ours is running yet (pid reuse after a restart)", () => {
+    const a = account(1);
+    hold(a, process.pid, 100_000_000);
+    expect(ledger.releaseOrphans(() => true)).toBe(1);
+    expect(ledger.balance(a.accountId).reservedNano).toBe(0);
+  });
+
+  it("a request that settles after its hold was swept is charged once and leaves nothing reserved", () => {
+    const a = account(1);
+    const h = hold(a, 999_003, 300_000_000);
+    ledger.releaseOrphans(() => false);
+    ledger.settle(h, 50_000_000, "gw_late");
+    expect(ledger.balance(a.accountId)).toEqual({ balanceNano: 950_000_000, reservedNano: 0, spendableNano: 950_000_000 });
+    expect(keyRow(a.keyId)).toEqual({ spent_nano: 50_000_000, reserved_nano: 0 });
+  });
+});
+
+describe("credits", () => {
+  it("adds money with a ledger row of its kind", () => {
+    const a = account(1);
+    expect(ledger.credit(a.accountId, 2 * USD, "top_up", "card")).toBe(true);
+    expect(ledger.balance(a.accountId).balanceNano).toBe(3 * USD);
+    expect(rows(a.accountId).map((r) => [r.kind, r.amount_nano])).toEqual([
+      ["registration_credit", USD],
+      ["top_up", 2 * USD],
+    ]);
+  });
+
+  it("credits a payment event once however often it is delivered", () => {
+    const a = account(1);
+    expect(ledger.credit(a.accountId, USD, "top_up", null, "evt_1")).toBe(true);
+    expect(ledger.credit(a.accountId, USD, "top_up", null, "evt_1")).toBe(false);
+    expect(ledger.balance(a.accountId).balanceNano).toBe(2 * USD);
+    expect(rows(a.accountId)).toHaveLength(2);
+  });
+
+  it("refuses zero, negative and fractional credits", () => {
+    const a = account(1);
+    for (const n of [0, -1, 1.5]) expect(() => ledger.credit(a.accountId, n, "operator_credit")).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,117 @@
+import { describe, expect, it } from "bun:test";
+import { formatUsd, nanoToUsd, tokenCost, usdToNano, type TokenPrices } from "../../src/ledger/money.ts";
+
+// Prices are nano-dollars per 1M tokens, so a price of P USD/M costs P × 1000 nano-dollars a token.
+const prices = (usd: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number }): TokenPrices => ({
+  input: usdToNano(usd.input ?? 0),
+  output: usdToNano(usd.output ?? 0),
+  cacheRead: usdToNano(usd.cacheRead ?? 0),
+  cacheWrite: usdToNano(usd.cacheWrite ?? 0),
+});
+const none = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+
+describe("usdToNano", () => {
+  it("converts whole and decimal dollars exactly", () => {
+    expect(usdToNano(1)).toBe(1_000_000_000);
+    expect(usdToNano(0)).toBe(0);
+    expect(usdToNano("12")).toBe(12_000_000_000);
+    expect(usdToNano("1.")).toBe(1_000_000_000);
+  });
+
+  it("keeps catalog prices like 0.075 and 3.75 exact", () => {
+    expect(usdToNano(0.075)).toBe(75_000_000);
+    expect(usdToNano(3.75)).toBe(3_750_000_000);
+    expect(usdToNano(0.0075)).toBe(7_500_000);
+    expect(usdToNano(0.3)).toBe(300_000_000);
+    expect(usdToNano("0.075")).toBe(75_000_000);
+  });
+
+  it("ignores float noise beyond the ninth decimal of a computed number", () => {
+    expect((0.1 + 0.2) * 1e9).not.toBe(300_000_000); // why usdToNano reads decimal digits instead of multiplying
+    expect(usdToNano(0.1 + 0.2)).toBe(300_000_000);
+    expect(usdToNano(0.1 + 0.7)).toBe(800_000_000);
+  });
+
+  it("accepts one nano-dollar, the smallest amount", () => {
+    expect(usdToNano("0.000000001")).toBe(1);
+    expect(usdToNano(1e-9)).toBe(1);
+  });
+
+  it("refuses more than 9 decimals, negative, non-numeric and non-finite amounts", () => {
+    expect(() => usdToNano("1.0000000001")).toThrow(RangeError);
+    expect(() => usdToNano(-1)).toThrow(RangeError);
+    expect(() => usdToNano("-1")).toThrow(RangeError);
+    expect(() => usdToNano("abc")).toThrow(RangeError);
+    expect(() => usdToNano("1e3")).toThrow(RangeError);
+    expect(() => usdToNano(Number.NaN)).toThrow(RangeError);
+    expect(() => usdToNano(Number.POSITIVE_INFINITY)).toThrow(RangeError);
+  });
+
+  it("refuses amounts beyond the safe integer range of nano-dollars", () => {
+    expect(() => usdToNano("10000000")).toThrow(/too large/);
+    expect(usdToNano("9000000")).toBe(9_000_000_000_000_000);
+  });
+});
+
+describe("tokenCost, one price component at a time", () => {
+  it("charges input tokens at the input price: 1234 × $3/M = 3 702 000 nano", () => {
+    expect(tokenCost(prices({ input: 3 }), { ...none, input: 1234 })).toBe(3_702_000);
+  });
+
+  it("charges output tokens at the output price: 567 × $15/M = 8 505 000 nano", () => {
+    expect(tokenCost(prices({ output: 15 }), { ...none, output: 567 })).toBe(8_505_000);
+  });
+
+  it("charges cache reads at the cache-read price: 8910 × $0.3/M = 2 673 000 nano", () => {
+    expect(tokenCost(prices({ cacheRead: 0.3 }), { ...none, cacheRead: 8910 })).toBe(2_673_000);
+  });
+
+  it("charges cache writes at the cache-write price: 1112 × $3.75/M = 4 170 000 nano", () => {
+    expect(tokenCost(prices({ cacheWrite: 3.75 }), { ...none, cacheWrite: 1112 })).toBe(4_170_000);
+  });
+
+  it("sums the four components", () => {
+    const p = prices({ input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 });
+    expect(tokenCost(p, { input: 1234, output: 567, cacheRead: 8910, cacheWrite: 1112 })).toBe(3_702_000 + 8_505_000 + 2_673_000 + 4_170_000);
+  });
+
+  it("prices a sub-cent rate like $0.075/M to the nano-dollar: 1234 × 75 = 92 550 nano", () => {
+    expect(tokenCost(prices({ input: 0.075 }), { ...none, input: 1234 })).toBe(92_550);
+  });
+
+  it("rounds up once, on the sum, not per component", () => {
+    // 3 × 7.5 = 22.5 nano → 23; two components of 0.5 nano each → 1, not 2.
+    expect(tokenCost(prices({ cacheRead: 0.0075 }), { ...none, cacheRead: 3 })).toBe(23);
+    const half = prices({ input: 0.0005, output: 0.0005 });
+    expect(tokenCost(half, { ...none, input: 1, output: 1 })).toBe(1);
+  });
+
+  it("stays exact past 2^53 intermediate products (2M output tokens at $15/M = $30)", () => {
+    expect(tokenCost(prices({ output: 15 }), { ...none, output: 2_000_000 })).toBe(30_000_000_000);
+  });
+
+  it("costs nothing for no tokens", () => {
+    expect(tokenCost(prices({ input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 }), none)).toBe(0);
+  });
+});
+
+describe("rendering nano-dollars", () => {
+  it("formatUsd writes at most 9 decimals without trailing zeros", () => {
+    expect(formatUsd(0)).toBe("0");
+    expect(formatUsd(1)).toBe("0.000000001");
+    expect(formatUsd(1_500_000_000)).toBe("1.5");
+    expect(formatUsd(4_499_475)).toBe("0.004499475");
+    expect(formatUsd(12_000_000_000)).toBe("12");
+    expect(formatUsd(-2_000_000_000)).toBe("-2");
+  });
+
+  it("nanoToUsd gives cost_usd as a JSON number with the same digits", () => {
+    expect(JSON.stringify(nanoToUsd(4_499_475))).toBe("0.004499475");
+    expect(JSON.stringify(nanoToUsd(123_456_789_012))).toBe("123.456789012");
+    expect(JSON.stringify(nanoToUsd(1))).toBe("1e-9");
+  });
+
+  it("round-trips formatUsd through usdToNano", () => {
+    for (const n of [0, 1, 75, 92_550, 999_999_999, 1_000_000_001, 123_456_789_012]) expect(usdToNano(formatUsd(n))).toBe(n);
+  });
+});

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { errorOf, estimateOf, ledgerRows, postJson } from "../support/keyed.ts";
+
+// Spec: POST /v1/messages/count_tokens requires a key, is free of charge, has its own 60/min limit,
+// and answers the byte estimate that also sizes reservations.
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startTestGateway();
+});
+afterAll(() => gw.stop());
+
+const BODY = {
+  model: "demo",
+  system: "You are terse.",
+  messages: [{ role: "user", content: "How many tokens is this, roughly? ".repeat(20) }],
+  tools: [{ name: "lookup", description: "look something up", input_schema: { type: "object", properties: { q: { type: "string" } } } }],
+};
+const count = (key: string | null, body: unknown = BODY) => postJson(gw, "/v1/messages/count_tokens", body, key);
+
+describe("POST /v1/messages/count_tokens", () => {
+  it("answers input_tokens and a gateway block saying the estimate is byte-based and not measured", async () => {
+    const a = gw.account(1);
+    const res = await count(a.key);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      input_tokens: estimateOf(BODY),
+      gateway: { exact: false, method: "byte_estimate", typical_error_pct: null },
+    });
+  });
+
+  it("estimates one token per 4 bytes of the body, rounded up, multi-byte characters counted as bytes", async () => {
+    const a = gw.account(1);
+    const body = { model: "demo", messages: [{ role: "user", content: "ééé€" }] }; // 2 + 2 + 2 + 3 bytes
+    const bytes = new TextEncoder().encode(JSON.stringify(body)).length;
+    const res = await count(a.key, body);
+    expect(((await res.json()) as { input_tokens: number }).input_tokens).toBe(Math.ceil(bytes / 4));
+  });
+
+  it("requires a key: 401 no-key without one", async () => {
+    const res = await count(null);
+    expect(res.status).toBe(401);
+    expect((await errorOf(res)).code).toBe("no-key");
+  });
+
+  it("charges nothing, holds nothing and writes no ledger row", async () => {
+    const a = gw.account(1);
+    for (let i = 0; i < 5; i++) await (await count(a.key)).arrayBuffer();
+    expect(gw.money(a.accountId)).toEqual({ balance: 1e9, reserved: 0, ledgerSum: 1e9, openHolds: 0 });
+    expect(ledgerRows(gw, a.accountId).map((r) => r.kind)).toEqual(["registration_credit"]);
+  });
+
+  it("works for an account with nothing left to spend", async () => {
+    const a = gw.account(0);
+    expect((await count(a.key)).status).toBe(200);
+  });
+
+  it("still applies the key's restrictions: a model outside the allow-list gets 403 model", async () => {
+    const a = gw.account(1, { models: ["demo-image-1"] });
+    const res = await count(a.key);
+    expect(res.status).toBe(403);
+    expect((await errorOf(res)).code).toBe("model");
+  });
+
+  it("refuses an unknown model with 404 model_not_found and a missing messages field with 400", async () => {
+    const a = gw.account(1);
+    expect((await count(a.key, { ...BODY, model: "nope" })).status).toBe(404);
+    const res = await count(a.key, { model: "demo" });
+    expect(res.status).toBe(400);
+    expect((await errorOf(res)).code).toBe("invalid_request");
+  });
+
+  it("needs no max_tokens", async () => {
+    const a = gw.account(1);
+    expect((await count(a.key, { model: "demo", messages: [{ role: "user", content: "hi" }] })).status).toBe(200);
+  });
+});

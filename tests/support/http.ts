@@ -1,0 +1,76 @@
+import { expect } from "bun:test";
+import type { TestGateway } from "./gateway.ts";
+
+// Helpers for tests that talk HTTP to a real gateway: requests as a client sends them, and the
+// spec's error object checked the same way everywhere.
+
+export interface WireError {
+  type: string;
+  code: string;
+  message: string;
+  request_id: string;
+}
+
+/** Headers of a key route call; the key goes in Authorization: Bearer unless `x-api-key` is asked for. */
+export function keyHeaders(key: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { authorization: `Bearer ${key}`, "content-type": "application/json", ...extra };
+}
+
+/** POSTs a JSON body (or raw text, sent as is) to a key route. */
+export function postJson(gw: TestGateway, path: string, key: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${gw.url}${path}`, {
+    method: "POST",
+    headers: keyHeaders(key, headers),
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+export const hi = [{ role: "user", content: "hi" }];
+
+/**
+ * The spec's error object: the given status, error.code and error.type, exactly the four fields,
+ * and a request_id prefixed gw_ that equals the x-gateway-request-id header.
+ */
+export async function expectError(res: Response, status: number, code: string, type: string = code): Promise<WireError> {
+  expect(res.status).toBe(status);
+  expect(res.headers.get("content-type")).toStartWith("application/json");
+  const body = (await res.json()) as { error: WireError };
+  expect(Object.keys(body)).toEqual(["error"]);
+  expect(Object.keys(body.error).sort()).toEqual(["code", "message", "request_id", "type"]);
+  expect(body.error.code).toBe(code);
+  expect(body.error.type).toBe(type);
+  expect(body.error.message).toBeString();
+  expect(body.error.message.length).toBeGreaterThan(0);
+  expect(body.error.request_id).toStartWith("gw_");
+  expect(body.error.request_id).toBe(res.headers.get("x-gateway-request-id")!);
+  return body.error;
+}
+
+/**
+ * Spec, Retry rules 5: a failed request does not charge the balance. Takes a snapshot now; the
+ * returned check asserts that balance, ledger and holds are exactly as they were.
+ */
+export function balanceGuard(gw: TestGateway, accountId: number): () => void {
+  const before = gw.money(accountId);
+  return () => {
+    const after = gw.money(accountId);
+    expect(after).toEqual(before);
+    expect(after.ledgerSum).toBe(after.balance);
+    expect(after.openHolds).toBe(0);
+  };
+}
+
+/** All response headers as a plain object, for toMatchObject and not.toHaveProperty. */
+export function headersOf(res: Response): Record<string, string> {
+  const out: Record<string, string> = {};
+  res.headers.forEach((v, k) => (out[k] = v));
+  return out;
+}
+
+/** Width and height from a PNG's IHDR chunk, after checking the 8-byte signature. */
+export function pngSize(bytes: Uint8Array): { width: number; height: number } {
+  expect([...bytes.subarray(0, 8)]).toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  expect(new TextDecoder().decode(bytes.subarray(12, 16))).toBe("IHDR");
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return { width: view.getUint32(16), height: view.getUint32(20) };
+}
