@@ -2,6 +2,7 @@ import { Keys } from "./auth/keys.ts";
 import { buildCatalog, type Catalog } from "./catalog/catalog.ts";
 import type { Config } from "./config/load.ts";
 import { migrate, openDatabase, type Db } from "./db/client.ts";
+import { GroupCommit } from "./db/group-commit.ts";
 import { Ledger } from "./ledger/ledger.ts";
 import { RateLimiter } from "./limits/rate-limit.ts";
 import { RequestLog } from "./logs/request-log.ts";
@@ -16,6 +17,8 @@ export interface Services {
   config: Config;
   catalog: Catalog;
   db: Db;
+  /** Per-request ledger and log writes, committed in groups (see db/group-commit.ts). */
+  commits: GroupCommit;
   ledger: Ledger;
   keys: Keys;
   limiter: RateLimiter;
@@ -35,6 +38,7 @@ export function buildServices(config: Config, db: Db = openDatabase(config.datab
     config,
     catalog: buildCatalog(config),
     db,
+    commits: new GroupCommit(db.$client),
     ledger: new Ledger(db),
     keys: new Keys(db),
     limiter: new RateLimiter(),

@@ -21,6 +21,8 @@ export interface KeyedCall {
   log: LogRow;
   /** A streamed answer writes its log row when the stream ends; the handler sets this. */
   deferLog: boolean;
+  /** The ledger write of a completed answer (settle), committed together with the log row. */
+  charge: (() => void) | null;
 }
 
 export interface KeyRouteOptions {
@@ -73,13 +75,18 @@ export async function runKeyRoute(
       idem = { keyId: key.id, key: idemKey };
     }
 
-    const call: KeyedCall = { svc, request, requestId, started, key, bytes, json, form, search: url.search, log, deferLog: false };
+    const call: KeyedCall = { svc, request, requestId, started, key, bytes, json, form, search: url.search, log, deferLog: false, charge: null };
     const response = await handler(call);
     for (const [k, v] of Object.entries(requestIdHeaders(requestId))) response.headers.set(k, v);
     log.status = response.status;
     if (!call.deferLog) {
-      log.latencyMs = performance.now() - started;
-      svc.logs.write(log);
+      // The charge and its log row commit together, before the answer leaves.
+      const charge = call.charge;
+      await svc.commits.run(() => {
+        charge?.();
+        log.latencyMs = performance.now() - started;
+        svc.logs.write(log);
+      });
     }
     return idem ? recordForReplay(svc, idem, response) : response;
   } catch (err) {

@@ -33,6 +33,8 @@ export interface PairOptions {
   maxTokensField: "max_tokens" | "max_completion_tokens";
   estimatedInputTokens: number;
   costOf: (u: TokenUsage) => number;
+  /** Set only when the provider's config names its field: then a chat request's cap is sent under that name. */
+  renameMaxTokens?: "max_tokens" | "max_completion_tokens";
 }
 
 export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObject, o: PairOptions): { body: JsonObject; dropped: string[] } {
@@ -40,10 +42,19 @@ export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObjec
     const out: JsonObject = { ...body, model: o.upstreamModel };
     // Always ask for usage: without it there is nothing to bill (ccs#1574).
     if (upstream === "chat" && body.stream) out.stream_options = { ...(body.stream_options as JsonObject | undefined), include_usage: true };
+    if (upstream === "chat" && o.renameMaxTokens) renameCap(out, o.renameMaxTokens);
     return { body: out, dropped: [] };
   }
   if (client === "messages") return messagesRequestToChat(body as MessagesRequest, { upstreamModel: o.upstreamModel, maxTokensField: o.maxTokensField });
   return chatRequestToMessages(body as ChatRequest, { upstreamModel: o.upstreamModel });
+}
+
+/** Older compatible servers know only max_tokens, some newer models only max_completion_tokens. */
+function renameCap(body: JsonObject, field: "max_tokens" | "max_completion_tokens"): void {
+  const cap = body.max_completion_tokens ?? body.max_tokens;
+  delete body.max_completion_tokens;
+  delete body.max_tokens;
+  if (cap !== undefined) body[field] = cap;
 }
 
 /** A non-streamed upstream answer in the client's dialect, with its usage for billing. */

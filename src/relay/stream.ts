@@ -67,30 +67,45 @@ export function relayStream(
   const keepAlive = call.log.endpoint === "messages" ? 'event: ping\ndata: {"type":"ping"}\n\n' : ": keep-alive\n\n";
   let settled = false;
 
-  const finish = (outcome: Outcome) => {
-    if (settled) return;
+  const finish = (outcome: Outcome): Promise<void> => {
+    if (settled) return Promise.resolve();
     settled = true;
     clearInterval(keepAliveTimer);
     const usage = adapter.usage;
-    try {
-      if (outcome === "upstream_failed") {
+    let ledgerWrite: () => void;
+    if (outcome === "upstream_failed") {
+      ledgerWrite = () => {
         call.svc.ledger.release(hold);
         call.log.errorCode = "upstream_unavailable";
-      } else {
-        const billed: TokenUsage = usage ?? {
-          input: estimatedInputTokens,
-          output: Math.ceil(adapter.outputChars / 4),
-          cacheRead: 0,
-          cacheWrite: 0,
-        };
-        if (outcome === "cancelled" && !usage) billed.output = Math.ceil(adapter.outputChars / 4);
+      };
+    } else {
+      const billed: TokenUsage = usage ?? {
+        input: estimatedInputTokens,
+        output: Math.ceil(adapter.outputChars / 4),
+        cacheRead: 0,
+        cacheWrite: 0,
+      };
+      if (outcome === "cancelled" && !usage) billed.output = Math.ceil(adapter.outputChars / 4);
+      ledgerWrite = () => {
         settle(call, hold, tokenCost(model.prices, billed), billed);
         if (outcome === "cancelled") call.log.errorCode = "client_cancelled";
-      }
-    } finally {
+      };
+    }
+    const writeLog = () => {
       call.log.latencyMs = performance.now() - call.started;
       call.svc.logs.write(call.log);
-    }
+    };
+    // The ledger write and its log row commit together, before the stream's end goes out.
+    return call.svc.commits
+      .run(() => {
+        ledgerWrite();
+        writeLog();
+      })
+      .catch((e: unknown) => {
+        // The ledger write failed and rolled back with the row; the row alone still records the request.
+        writeLog();
+        throw e;
+      });
   };
 
   let quiet = false;
@@ -116,7 +131,7 @@ export function relayStream(
         quiet = true;
       }, KEEPALIVE_MS);
       emit(p.events.splice(0), c);
-      if (adapter.upstreamError) end(c, "upstream_failed");
+      if (adapter.upstreamError) return end(c, "upstream_failed");
     },
     // Reads until something is sent or the stream ends: a pull that enqueues nothing is not called again.
     async pull(c) {
@@ -147,12 +162,12 @@ export function relayStream(
     cancel() {
       a.abort.abort(new Error("client went away"));
       p.reader.cancel().catch(() => {});
-      finish("cancelled");
+      return finish("cancelled");
     },
   });
 
-  function end(c: ReadableStreamDefaultController<Uint8Array>, outcome: Outcome): void {
-    finish(outcome);
+  async function end(c: ReadableStreamDefaultController<Uint8Array>, outcome: Outcome): Promise<void> {
+    await finish(outcome);
     c.close();
     if (outcome !== "completed") a.abort.abort(new Error("stream ended"));
     p.reader.cancel().catch(() => {});

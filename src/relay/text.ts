@@ -7,6 +7,7 @@ import { estimateInputTokens } from "../ledger/estimate.ts";
 import type { Hold } from "../ledger/ledger.ts";
 import { tokenCost, type TokenUsage } from "../ledger/money.ts";
 import type { Dialect } from "../upstreams/types.ts";
+import { chatUsage, messagesUsage } from "../dialects/usage.ts";
 import { clientAnswer, streamAdapter, upstreamBody, withCost, type PairOptions, type StreamAdapter } from "./adapters.ts";
 import { attemptRoutes } from "./routes.ts";
 import { relayStream, firstEvents } from "./stream.ts";
@@ -91,7 +92,8 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
   const reserveNano = tokenCost(model.prices, { input: estimatedInputTokens, output: client.maxOut, cacheRead: 0, cacheWrite: 0 });
   call.log.stream = client.stream;
 
-  const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, reserveNano);
+  // Group-committed with the other requests of this turn; the hold is durable before the upstream call.
+  const hold = await call.svc.commits.run(() => call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, reserveNano));
   let handedOff = false;
   try {
     const pair = (upstreamModel: string, maxTokensField: PairOptions["maxTokensField"]): PairOptions => ({
@@ -106,7 +108,10 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
     const attempt = await attemptRoutes(call.svc, model, call.request.signal, {
       send(route, provider, signal) {
         upstreamDialect = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
-        const out = upstreamBody(client.dialect, upstreamDialect, client.body, pair(route.upstreamModel, provider.config.max_tokens_field ?? "max_tokens"));
+        const out = upstreamBody(client.dialect, upstreamDialect, client.body, {
+          ...pair(route.upstreamModel, provider.config.max_tokens_field ?? "max_tokens"),
+          renameMaxTokens: provider.config.max_tokens_field,
+        });
         dropped = out.dropped;
         return provider.text({ dialect: upstreamDialect, body: out.body, clientHeaders: call.request.headers, search: call.search, signal });
       },
@@ -116,7 +121,9 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
     call.log.upstreamModel = attempt.route.upstreamModel;
     call.log.attempts = attempt.attempts;
     const headers: Record<string, string> = { ...client.headers };
-    if (dropped.length) headers["x-gateway-dropped"] = dropped.join(", ");
+    // The client side may have dropped fields of its own (Responses → Chat): one list of both.
+    const allDropped = [client.headers?.["x-gateway-dropped"], ...dropped].filter(Boolean);
+    if (allDropped.length) headers["x-gateway-dropped"] = allDropped.join(", ");
     if (client.stream) {
       const adapter = client.adapter(pair(attempt.route.upstreamModel, "max_tokens"), upstreamDialect);
       handedOff = true;
@@ -125,11 +132,14 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
     }
     const text = await attempt.response.text();
     const { body: out, usage: reported } = clientAnswer(client.dialect, upstreamDialect, JSON.parse(text) as JsonObject, model.id);
-    // Some compatible servers report no usage: bill our own count (estimate in, answer bytes out).
+    // Some compatible servers report no usage: bill our own count (estimate in, answer bytes out) and
+    // show the client the counts it was billed on, in its own dialect.
     const usage = reported ?? { input: estimatedInputTokens, output: Math.ceil(text.length / 4), cacheRead: 0, cacheWrite: 0 };
+    if (!reported) out.usage = client.dialect === "messages" ? messagesUsage(usage) : chatUsage(usage);
     const cost = tokenCost(model.prices, usage);
     handedOff = true;
-    settle(call, hold, cost, usage);
+    // Committed by the pipeline with the request's log row (one group commit).
+    call.charge = () => settle(call, hold, cost, usage);
     return new Response(JSON.stringify(client.answer(out, cost)), { headers: { "content-type": "application/json", ...headers } });
   } finally {
     if (!handedOff) call.svc.ledger.release(hold);

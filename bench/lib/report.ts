@@ -1,0 +1,166 @@
+// Medians over rounds, the gateway / bare-proxy ratios per cell, and the targets of the issue.
+import type { Sample } from "./load.ts";
+import type { Reconciliation, WorkloadId } from "./rig.ts";
+import { WORKLOADS } from "./rig.ts";
+
+export const median = (xs: number[]): number => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+export interface CellSummary {
+  workload: WorkloadId;
+  c: number;
+  stream: boolean;
+  /** the faster of the two bare proxies in this cell (by median throughput) */
+  baseline: "proxy-buffered" | "proxy-streamed";
+  rps: { buffered: number; streamed: number; base: number; gateway: number; ratio: number };
+  p50_us: { base: number; gateway: number; added: number };
+  total_p50_us?: { base: number; gateway: number };
+  cpu_us: { base: number; gateway: number; ratio: number; upstream: number };
+  rounds: number;
+  errors: number;
+  hitsOk: boolean;
+}
+
+export function summarise(samples: Sample[]): CellSummary[] {
+  const cells: CellSummary[] = [];
+  const keys = [...new Set(samples.map((s) => `${s.workload}|${s.c}`))];
+  for (const key of keys) {
+    const of = samples.filter((s) => `${s.workload}|${s.c}` === key);
+    const by = (t: Sample["target"]) => of.filter((s) => s.target === t);
+    const med = (t: Sample["target"], f: (s: Sample) => number) => median(by(t).map(f));
+    const buffered = med("proxy-buffered", (s) => s.rps);
+    const streamed = med("proxy-streamed", (s) => s.rps);
+    const baseline = streamed > buffered ? "proxy-streamed" : "proxy-buffered";
+    const gw = med("gateway", (s) => s.rps);
+    const base = Math.max(buffered, streamed);
+    const p50Base = med(baseline, (s) => s.p50_us);
+    const p50Gw = med("gateway", (s) => s.p50_us);
+    const cpuBase = med(baseline, (s) => s.cpu_us);
+    const cpuGw = med("gateway", (s) => s.cpu_us);
+    const w = WORKLOADS.find((x) => x.id === of[0]!.workload)!;
+    cells.push({
+      workload: w.id,
+      c: of[0]!.c,
+      stream: w.stream,
+      baseline,
+      rps: { buffered, streamed, base, gateway: gw, ratio: gw / base },
+      p50_us: { base: p50Base, gateway: p50Gw, added: p50Gw - p50Base },
+      ...(w.stream ? { total_p50_us: { base: med(baseline, (s) => s.total_p50_us ?? NaN), gateway: med("gateway", (s) => s.total_p50_us ?? NaN) } } : {}),
+      cpu_us: { base: cpuBase, gateway: cpuGw, ratio: cpuGw / cpuBase, upstream: median(of.map((s) => s.upstream_cpu_us)) },
+      rounds: by("gateway").length,
+      errors: of.reduce((n, s) => n + s.errors, 0),
+      hitsOk: of.every((s) => s.hitsOk),
+    });
+  }
+  return cells;
+}
+
+const f0 = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString("en-US") : "n/a");
+const ms = (us: number) => (Number.isFinite(us) ? (us / 1000).toFixed(3) : "n/a");
+const pct = (x: number) => (Number.isFinite(x) ? `${Math.round(x * 100)}%` : "n/a");
+const x2 = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)}×` : "n/a");
+const signedMs = (us: number) => (Number.isFinite(us) ? `${us >= 0 ? "+" : ""}${(us / 1000).toFixed(3)}` : "n/a");
+
+export function cellTable(cells: CellSummary[]): string {
+  const rows = [
+    "| workload | c | bare req/s (buffered / streamed) | gateway req/s | gw/bare | p50 ms bare → gw (added) | CPU µs/req bare → gw | gw/bare CPU | mock µs/req | checks |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+  ];
+  for (const c of cells) {
+    const label = `${c.workload}${c.stream ? " (TTFB)" : ""}`;
+    const checks = c.errors === 0 && c.hitsOk ? "ok" : `${c.errors} errors${c.hitsOk ? "" : ", hits≠responses"}`;
+    rows.push(
+      `| ${label} | ${c.c} | ${f0(c.rps.buffered)} / ${f0(c.rps.streamed)} | ${f0(c.rps.gateway)} | ${pct(c.rps.ratio)} | ` +
+        `${ms(c.p50_us.base)} → ${ms(c.p50_us.gateway)} (${signedMs(c.p50_us.added)}) | ${f0(c.cpu_us.base)} → ${f0(c.cpu_us.gateway)} | ${x2(c.cpu_us.ratio)} | ${f0(c.cpu_us.upstream)} | ${checks} |`,
+    );
+  }
+  return rows.join("\n");
+}
+
+export interface Verdict {
+  target: string;
+  measured: string;
+  pass: boolean;
+}
+
+export interface PacingResult {
+  target: string;
+  workload: WorkloadId;
+  /** socket reads per response at the client (median) */
+  arrivals: number;
+  /** median gap between reads, ms */
+  gapMs: number;
+  ttfbMs: number;
+  totalMs: number;
+}
+
+export function verdicts(cells: CellSummary[], pacing: PacingResult[], paceMs: number): Verdict[] {
+  const out: Verdict[] = [];
+  const cell = (w: WorkloadId, c: number) => cells.find((x) => x.workload === w && x.c === c);
+  for (const w of ["chat-json", "messages-json"] as const) {
+    const c16 = cell(w, 16);
+    if (c16) {
+      out.push({ target: `${w} c=16 throughput ≥ 50% of bare`, measured: pct(c16.rps.ratio), pass: c16.rps.ratio >= 0.5 });
+      out.push({ target: `${w} c=16 CPU/request ≤ 2× bare`, measured: x2(c16.cpu_us.ratio), pass: c16.cpu_us.ratio <= 2 });
+    }
+    const c1 = cell(w, 1);
+    if (c1) out.push({ target: `${w} c=1 added median latency ≤ 0.15 ms`, measured: `${signedMs(c1.p50_us.added)} ms`, pass: c1.p50_us.added <= 150 });
+  }
+  for (const w of ["chat-sse", "messages-sse"] as const) {
+    for (const c of [1, 16]) {
+      const x = cell(w, c);
+      if (x) out.push({ target: `${w} c=${c} added median TTFB ≤ 0.3 ms`, measured: `${signedMs(x.p50_us.added)} ms`, pass: x.p50_us.added <= 300 });
+    }
+  }
+  for (const p of pacing.filter((p) => p.target === "gateway")) {
+    const bare = pacing.find((b) => b.target !== "gateway" && b.workload === p.workload);
+    // Forwarded as they arrive: as many separate reads as through the bare proxy, paceMs apart.
+    const pass = bare !== undefined && p.arrivals >= bare.arrivals - 1 && Math.abs(p.gapMs - paceMs) <= paceMs * 0.5;
+    out.push({
+      target: `${p.workload} chunks forwarded as they arrive (upstream paced ${paceMs} ms)`,
+      measured: `${p.arrivals} reads, ${p.gapMs.toFixed(1)} ms apart (bare: ${bare?.arrivals ?? "?"} reads)`,
+      pass,
+    });
+  }
+  return out;
+}
+
+export function verdictTable(vs: Verdict[]): string {
+  return ["| target | measured | |", "|---|---|---|", ...vs.map((v) => `| ${v.target} | ${v.measured} | ${v.pass ? "PASS" : "**MISS**"} |`)].join("\n");
+}
+
+export function pacingTable(ps: PacingResult[]): string {
+  return [
+    "| target | workload | reads/response | median gap ms | TTFB ms | total ms |",
+    "|---|---|---:|---:|---:|---:|",
+    ...ps.map((p) => `| ${p.target} | ${p.workload} | ${p.arrivals} | ${p.gapMs.toFixed(1)} | ${p.ttfbMs.toFixed(2)} | ${p.totalMs.toFixed(1)} |`),
+  ].join("\n");
+}
+
+/**
+ * The request log against the upstream: every upstream call leaves exactly one row, and every 200
+ * one charge. wrk's deadline cuts up to c requests per run; the gateway logs those as client
+ * disconnects (a row, maybe before any upstream call), so they are allowed, never more.
+ */
+export function logCheck(r: Reconciliation, gatewayHits: number, cutAllowance: number): { ok: boolean; text: string } {
+  const extra = r.logRows - gatewayHits;
+  const ok = extra >= 0 && extra <= cutAllowance && r.logRowsNot200 <= cutAllowance && r.chargeEntries === r.logRows - r.logRowsNot200;
+  return {
+    ok,
+    text:
+      `Request log: ${r.logRows} rows for ${gatewayHits} upstream calls by the gateway; ${r.logRowsNot200} rows not 200 ` +
+      `(client disconnects at wrk's deadline, at most ${cutAllowance} allowed); ${r.chargeEntries} charge entries = rows with 200 ` +
+      `${ok ? "(all consistent)" : "(**inconsistent**)"}.`,
+  };
+}
+
+export function reconciliationLine(r: Reconciliation): string {
+  return (
+    `Ledger: ${r.ok ? "reconciles" : "**DOES NOT RECONCILE**"} (${r.accounts} account(s), balance_nano = SUM(ledger_entries.amount_nano)` +
+    `${r.mismatched.length ? `; mismatched: ${JSON.stringify(r.mismatched)}` : ""}; ${r.openReservations} rows in reservations; reserved_nano total ${r.reservedNano}).`
+  );
+}

@@ -1,0 +1,219 @@
+// The rig: mock upstream, bare proxy and the gateway, each in its own process, plus the request
+// bodies the load generators send. The gateway runs its real path: a key created with the CLI,
+// auth, rate limit (rpm high enough never to trigger), reserve, settle, request log, SQLite in WAL
+// mode on disk in a temp dir.
+import { Database } from "bun:sqlite";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { runToEnd, startChild, type Child } from "./procs.ts";
+
+export const ROOT = join(import.meta.dir, "..", "..");
+
+export type WorkloadId = "chat-json" | "messages-json" | "chat-sse" | "messages-sse";
+
+export interface Workload {
+  id: WorkloadId;
+  /** OpenAI chat or Anthropic Messages, JSON or SSE */
+  label: string;
+  stream: boolean;
+  path: string;
+  /** gateway model id; the proxy forwards whatever it gets */
+  model: string;
+}
+
+export const WORKLOADS: Workload[] = [
+  { id: "chat-json", label: "OpenAI chat, JSON", stream: false, path: "/v1/chat/completions", model: "bench-gpt" },
+  { id: "messages-json", label: "Anthropic messages, JSON", stream: false, path: "/v1/messages", model: "bench-claude" },
+  { id: "chat-sse", label: "OpenAI chat, SSE", stream: true, path: "/v1/chat/completions", model: "bench-gpt" },
+  { id: "messages-sse", label: "Anthropic messages, SSE", stream: true, path: "/v1/messages", model: "bench-claude" },
+];
+
+/** A small two-turn conversation (about 500 bytes), the shape of a real chat request. */
+function requestBody(w: Workload, paced: boolean): object {
+  const messages = [
+    { role: "user", content: "You are benchmarking an LLM gateway. Reply with a short friendly greeting, nothing else." },
+    { role: "assistant", content: "Hello! How can I help you today?" },
+    { role: "user", content: "Say hello once more, in five words or fewer, and mention the weather if you like." },
+  ];
+  const model = paced ? `${w.model}-paced` : w.model;
+  const body: Record<string, unknown> = { model, max_tokens: 64, messages };
+  if (w.stream) body.stream = true;
+  if (w.stream && w.id.startsWith("chat")) body.stream_options = { include_usage: true };
+  return body;
+}
+
+export interface UpstreamInfo {
+  url: string;
+  pacedUrl: string;
+  control: string;
+}
+export interface ProxyInfo {
+  buffered: number;
+  streamed: number;
+  pacedBuffered: number;
+  pacedStreamed: number;
+}
+export interface GatewayInfo {
+  port: number;
+}
+
+export type TargetId = "proxy-buffered" | "proxy-streamed" | "gateway";
+
+export interface Target {
+  id: TargetId;
+  pid: number;
+  port: number;
+  pacedPort: number;
+}
+
+export interface Rig {
+  dir: string;
+  key: string;
+  dbFile: string;
+  upstream: Child<UpstreamInfo>;
+  proxy: Child<ProxyInfo> | null;
+  gateway: Child<GatewayInfo>;
+  targets: Target[];
+  /** "PATH\nBODY" files for wrk and the probe, by workload (and paced variant) */
+  bodyFile(w: WorkloadId, paced?: boolean): string;
+  /** requests the unpaced and paced mock upstreams have answered so far */
+  upstreamHits(): Promise<{ fast: number; paced: number }>;
+}
+
+function configToml(up: UpstreamInfo): string {
+  const providers = [
+    ["mock-openai", "openai", `${up.url}/v1`],
+    ["mock-anthropic", "anthropic", up.url],
+    ["mock-openai-paced", "openai", `${up.pacedUrl}/v1`],
+    ["mock-anthropic-paced", "anthropic", up.pacedUrl],
+  ]
+    .map(([id, kind, url]) => `[[providers]]\nid = "${id}"\nkind = "${kind}"\nbase_url = "${url}"\napi_key = "sk-bench-upstream"\n${kind === "openai" ? 'max_tokens_field = "max_tokens"\n' : ""}`)
+    .join("\n");
+  const model = (id: string, endpoint: string, provider: string, upstreamModel: string) =>
+    `[[models]]\nid = "${id}"\nmodalities = ["text"]\nendpoints = ["${endpoint}"]\n` +
+    `pricing = { input = 1.0, output = 2.0 }\nroutes = [{ provider = "${provider}", model = "${upstreamModel}" }]\n`;
+  return [
+    `[server]\nhost = "127.0.0.1"\n`,
+    // Far above any rate the rig reaches, so the limiter runs on every request but never refuses.
+    `[limits]\ndefault_rpm = 1000000000\n`,
+    providers,
+    model("bench-gpt", "chat.completions", "mock-openai", "gpt-bench"),
+    model("bench-claude", "messages", "mock-anthropic", "claude-bench"),
+    model("bench-gpt-paced", "chat.completions", "mock-openai-paced", "gpt-bench"),
+    model("bench-claude-paced", "messages", "mock-anthropic-paced", "claude-bench"),
+  ].join("\n");
+}
+
+export interface RigOptions {
+  dir: string;
+  paceMs: number;
+  withProxy: boolean;
+  /** extra `bun` flags for the gateway process, e.g. --cpu-prof */
+  gatewayBunFlags?: string[];
+}
+
+export async function startRig(o: RigOptions): Promise<Rig> {
+  mkdirSync(join(o.dir, "bodies"), { recursive: true });
+  const upstream = await startChild<UpstreamInfo>("mock upstream", ["bun", "bench/upstream.ts", "--pace-ms", String(o.paceMs)], { cwd: ROOT });
+  const proxy = o.withProxy
+    ? await startChild<ProxyInfo>("bare proxy", ["bun", "bench/proxy.ts", "--upstream", upstream.info.url, "--paced", upstream.info.pacedUrl], { cwd: ROOT })
+    : null;
+
+  const configFile = join(o.dir, "gateway.toml");
+  const dbFile = join(o.dir, "gateway.db");
+  writeFileSync(configFile, configToml(upstream.info));
+  const cli = (...args: string[]) => runToEnd("gateway CLI", ["bun", "src/cli/main.ts", ...args, "--config", configFile, "--db", dbFile, "--json"], { cwd: ROOT });
+  await cli("account", "create", "--email", "bench@gateway.local", "--balance", "1000000");
+  const key = (JSON.parse(await cli("key", "create", "--email", "bench@gateway.local", "--rpm", "1000000000", "--name", "bench")) as { key: string }).key;
+  const gateway = await startChild<GatewayInfo>(
+    "gateway",
+    ["bun", ...(o.gatewayBunFlags ?? []), "src/cli/main.ts", "serve", "--config", configFile, "--db", dbFile, "--port", "0", "--json"],
+    { cwd: ROOT },
+  );
+  const check = new Database(dbFile, { readonly: true });
+  const mode = (check.query("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode;
+  check.close();
+  if (mode !== "wal") throw new Error(`the gateway's database is in ${mode} mode, not WAL`);
+
+  const files = new Map<string, string>();
+  for (const w of WORKLOADS) {
+    for (const paced of [false, true]) {
+      const file = join(o.dir, "bodies", `${w.id}${paced ? "-paced" : ""}.txt`);
+      writeFileSync(file, `${w.path}\n${JSON.stringify(requestBody(w, paced))}`);
+      files.set(`${w.id}${paced}`, file);
+    }
+  }
+
+  const targets: Target[] = [];
+  if (proxy) {
+    targets.push({ id: "proxy-buffered", pid: proxy.pid, port: proxy.info.buffered, pacedPort: proxy.info.pacedBuffered });
+    targets.push({ id: "proxy-streamed", pid: proxy.pid, port: proxy.info.streamed, pacedPort: proxy.info.pacedStreamed });
+  }
+  targets.push({ id: "gateway", pid: gateway.pid, port: gateway.info.port, pacedPort: gateway.info.port });
+
+  return {
+    dir: o.dir,
+    key,
+    dbFile,
+    upstream,
+    proxy,
+    gateway,
+    targets,
+    bodyFile: (w, paced = false) => files.get(`${w}${paced}`)!,
+    upstreamHits: async () => (await (await fetch(upstream.info.control)).json()) as { fast: number; paced: number },
+  };
+}
+
+/** One request per workload before any load: a 200 in the right shape, cost included. */
+export async function smokeTest(rig: Rig, t: Target): Promise<void> {
+  for (const w of WORKLOADS) {
+    const file = await Bun.file(rig.bodyFile(w.id)).text();
+    const res = await fetch(`http://127.0.0.1:${t.port}${w.path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${rig.key}`, "anthropic-version": "2023-06-01" },
+      body: file.slice(file.indexOf("\n") + 1),
+    });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`smoke test: ${t.id} ${w.id} answered ${res.status}: ${text.slice(0, 300)}`);
+    if (t.id === "gateway" && !text.includes('"cost_usd"')) throw new Error(`smoke test: the gateway's ${w.id} answer has no cost_usd`);
+    if (w.stream && !(text.includes("[DONE]") || text.includes("message_stop"))) throw new Error(`smoke test: ${t.id} ${w.id} stream did not end properly`);
+  }
+}
+
+export interface Reconciliation {
+  ok: boolean;
+  accounts: number;
+  mismatched: { id: number; balance_nano: number; ledger_sum: number }[];
+  openReservations: number;
+  reservedNano: number;
+  logRows: number;
+  logRowsNot200: number;
+  chargeEntries: number;
+}
+
+/** After the gateway stopped: every balance equals the sum of its ledger rows, and no hold is left. */
+export function reconcile(dbFile: string): Reconciliation {
+  const db = new Database(dbFile, { readonly: true });
+  try {
+    const one = (sql: string) => (db.query(sql).get() as { n: number }).n;
+    const mismatched = db
+      .query(
+        `SELECT a.id, a.balance_nano, COALESCE((SELECT SUM(amount_nano) FROM ledger_entries e WHERE e.account_id = a.id), 0) AS ledger_sum
+         FROM accounts a`,
+      )
+      .all()
+      .filter((r) => (r as { balance_nano: number; ledger_sum: number }).balance_nano !== (r as { ledger_sum: number }).ledger_sum) as Reconciliation["mismatched"];
+    const r = {
+      accounts: one("SELECT count(*) AS n FROM accounts"),
+      mismatched,
+      openReservations: one("SELECT count(*) AS n FROM reservations"),
+      reservedNano: one("SELECT COALESCE(SUM(reserved_nano), 0) AS n FROM accounts") + one("SELECT COALESCE(SUM(reserved_nano), 0) AS n FROM api_keys"),
+      logRows: one("SELECT count(*) AS n FROM request_logs"),
+      logRowsNot200: one("SELECT count(*) AS n FROM request_logs WHERE status != 200"),
+      chargeEntries: one("SELECT count(*) AS n FROM ledger_entries WHERE kind = 'charge'"),
+    };
+    return { ok: mismatched.length === 0 && r.openReservations === 0 && r.reservedNano === 0, ...r };
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,238 @@
+// `bun run bench`: the gateway's overhead against the physical limit, in one run.
+//
+//   bun run bench                 full matrix: 10 s cells, 2 rounds (about 13 minutes)
+//   bun run bench --quick         2 s cells, for development
+//   bun run bench --memory        2 minutes at c=64, the gateway's RSS after 20 s and at the end
+//   bun run bench --profile       the gateway under --cpu-prof at c=16 (JSON, then SSE) + SQLite timings
+//   options: --rounds N, --seconds S, --pace-ms MS, --workloads chat-json,…, --conc 1,16,64, --keep (temp dir)
+//
+// Processes: mock upstream, bare proxy, gateway, and the load generator (wrk or bench/probe.ts),
+// each its own. Everything started here is stopped on exit, failure or Ctrl-C. Results are printed
+// and written to bench/out/ (gitignored).
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { measure, runProbe, runWrk, type Sample } from "./lib/load.ts";
+import { installCleanup, rssMiB, stopAll, stopChild } from "./lib/procs.ts";
+import { profileRun } from "./lib/profile.ts";
+import {
+  cellTable, logCheck, median, pacingTable, reconciliationLine, summarise, verdicts, verdictTable, type PacingResult,
+} from "./lib/report.ts";
+import { reconcile, ROOT, smokeTest, startRig, WORKLOADS, type Rig, type Target, type WorkloadId } from "./lib/rig.ts";
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    memory: { type: "boolean", default: false },
+    profile: { type: "boolean", default: false },
+    rounds: { type: "string" },
+    seconds: { type: "string" },
+    "pace-ms": { type: "string", default: "20" },
+    workloads: { type: "string" },
+    conc: { type: "string" },
+    keep: { type: "boolean", default: false },
+  },
+});
+
+const quick = values.quick!;
+const seconds = Number(values.seconds ?? (quick ? 2 : 10));
+const rounds = Number(values.rounds ?? 2);
+const paceMs = Number(values["pace-ms"]);
+const OUT = join(ROOT, "bench", "out");
+
+async function environment(): Promise<string> {
+  const wrk = Bun.spawnSync(["wrk", "--version"]).stdout.toString().split("\n")[0]!.trim();
+  const cpu = /model name\s*:\s*(.*)/.exec(await Bun.file("/proc/cpuinfo").text())?.[1] ?? "?";
+  const cores = Bun.spawnSync(["nproc"]).stdout.toString().trim();
+  return `Bun ${Bun.version}, ${wrk.split(" Copyright")[0]}, ${cores} cores (${cpu}), Linux ${Bun.spawnSync(["uname", "-r"]).stdout.toString().trim()}`;
+}
+
+function requireWrk(): void {
+  if (Bun.spawnSync(["sh", "-c", "command -v wrk"]).exitCode !== 0) {
+    throw new Error("wrk is not installed: apt-get update && apt-get install -y wrk");
+  }
+}
+
+/** Upstream hits caused by the gateway, and how many requests wrk may have cut, for the request-log cross-check. */
+let gatewayHits = 0;
+let cutAllowance = 0;
+async function counted(rig: Rig, t: Target, fn: () => Promise<unknown>): Promise<void> {
+  const h0 = await rig.upstreamHits();
+  await fn();
+  await Bun.sleep(250);
+  const h1 = await rig.upstreamHits();
+  if (t.id === "gateway") gatewayHits += h1.fast - h0.fast + (h1.paced - h0.paced);
+}
+
+async function load(rig: Rig, t: Target, w: WorkloadId, c: number, s: number): Promise<void> {
+  const wl = WORKLOADS.find((x) => x.id === w)!;
+  if (wl.stream) await runProbe(t.port, rig.key, rig.bodyFile(w), c, s);
+  else {
+    if (t.id === "gateway") cutAllowance += c;
+    await runWrk(t.port, rig.key, [rig.bodyFile(w)], c, s);
+  }
+}
+
+async function pacingCheck(rig: Rig): Promise<PacingResult[]> {
+  const out: PacingResult[] = [];
+  for (const t of rig.targets.filter((x) => x.id !== "proxy-streamed")) {
+    for (const w of ["chat-sse", "messages-sse"] as const) {
+      await counted(rig, t, async () => {
+        const r = await runProbe(t.pacedPort, rig.key, rig.bodyFile(w, true), 1, 120, ["--max-requests", "5", "--trace"]);
+        if (r.errors) throw new Error(`pacing check ${t.id} ${w}: ${r.first_errors.join("; ")}`);
+        const gaps = r.traces!.flatMap((tr) => tr.slice(1).map((x, i) => x - tr[i]!));
+        out.push({
+          target: t.id, workload: w, arrivals: r.arrivals_p50, gapMs: median(gaps),
+          ttfbMs: r.ttfb_p50_us / 1000, totalMs: r.total_p50_us / 1000,
+        });
+      });
+    }
+  }
+  return out;
+}
+
+async function matrixRun(dir: string): Promise<void> {
+  const workloads = values.workloads ? values.workloads.split(",") : WORKLOADS.map((w) => w.id);
+  const concs = (values.conc ?? "1,16,64").split(",").map(Number);
+  const env = await environment();
+  console.log(`${env}\ncells of ${seconds} s, ${rounds} round(s), workloads ${workloads.join(", ")}, c = ${concs.join(", ")}`);
+  const rig = await startRig({ dir, paceMs, withProxy: true });
+  for (const t of rig.targets) await counted(rig, t, () => smokeTest(rig, t));
+
+  const warm = quick ? 1 : 2;
+  console.log(`warm-up: ${warm} s per target and workload at c=16`);
+  for (const t of rig.targets) for (const w of workloads) await counted(rig, t, () => load(rig, t, w as WorkloadId, 16, warm));
+
+  const samples: Sample[] = [];
+  for (let round = 1; round <= rounds; round++) {
+    for (const w of WORKLOADS.filter((x) => workloads.includes(x.id))) {
+      for (const c of concs) {
+        // A B C, then C B A: each target goes first as often as last.
+        const order = round % 2 ? rig.targets : [...rig.targets].reverse();
+        for (const t of order) {
+          const s = await measure(rig, w, c, t, seconds, round);
+          samples.push(s);
+          if (t.id === "gateway") {
+            gatewayHits += s.upstreamHits;
+            if (!w.stream) cutAllowance += c;
+          }
+          console.log(
+            `[round ${round}] ${w.id.padEnd(13)} c=${String(c).padEnd(2)} ${t.id.padEnd(14)} ${Math.round(s.rps).toString().padStart(6)} req/s  ` +
+              `p50 ${(s.p50_us / 1000).toFixed(3)} ms  cpu ${Math.round(s.cpu_us)} µs/req` +
+              `${s.errors ? `  ERRORS ${s.errors}: ${s.errorDetail}` : ""}${s.hitsOk ? "" : `  HITS ${s.upstreamHits} ≠ responses ${s.responses}`}`,
+          );
+        }
+      }
+    }
+  }
+
+  console.log(`pacing check: upstream paced ${paceMs} ms between SSE events, 5 streams per target at c=1`);
+  const pacing = await pacingCheck(rig);
+  const rssEnd = rssMiB(rig.gateway.pid);
+  await stopChild(rig.gateway.proc);
+  const rec = reconcile(rig.dbFile);
+
+  const cells = summarise(samples);
+  const vs = verdicts(cells, pacing, paceMs);
+  const logs = logCheck(rec, gatewayHits, cutAllowance);
+  const checksOk = cells.every((c) => c.errors === 0 && c.hitsOk) && rec.ok && logs.ok;
+  const md = [
+    `# Gateway benchmark results${quick ? " (quick)" : ""}`,
+    "",
+    `${new Date().toISOString()} — ${env}. Cells of ${seconds} s, ${rounds} rounds, targets interleaved; medians over rounds.`,
+    "JSON cells: wrk (1 thread, closed loop), p50 of the whole response. SSE cells: bench/probe.ts (raw sockets, closed loop), p50 time to first byte.",
+    "CPU: utime+stime of the server process (all threads) from /proc/<pid>/stat per request the upstream served. Bare = the faster bare Bun proxy per cell.",
+    "",
+    cellTable(cells),
+    "",
+    verdictTable(vs),
+    "",
+    "Pacing check (chunks forwarded as they arrive):",
+    "",
+    pacingTable(pacing),
+    "",
+    `Checks: every cell ${cells.every((c) => c.errors === 0) ? "had zero errors" : "**had errors**"}; upstream hits ${cells.every((c) => c.hitsOk) ? "match" : "**do not match**"} responses ` +
+      "(SSE exactly; JSON within the ≤ c requests wrk cuts at its deadline, which the server still completes).",
+    reconciliationLine(rec),
+    logs.text,
+    `Gateway RSS at the end: ${rssEnd.toFixed(1)} MiB.`,
+    "",
+  ].join("\n");
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(join(OUT, "results.md"), md);
+  writeFileSync(join(OUT, "results.json"), JSON.stringify({ env, seconds, rounds, samples, cells, pacing, verdicts: vs, reconciliation: rec, gatewayHits }, null, 2));
+  console.log(`\n${md}\nwritten to bench/out/results.md (raw samples in bench/out/results.json)`);
+  if (!checksOk) throw new Error("a correctness check failed (see above)");
+}
+
+async function memoryRun(dir: string): Promise<void> {
+  const total = Number(values.seconds ?? (quick ? 30 : 120));
+  const at = quick ? 10 : 20;
+  const env = await environment();
+  console.log(`${env}\nmemory: ${total} s at c=64, all four workloads in turn; VmRSS every second`);
+  const rig = await startRig({ dir, paceMs, withProxy: false });
+  const gw = rig.targets[0]!;
+  await counted(rig, gw, () => smokeTest(rig, gw));
+  const rss: { t: number; mib: number }[] = [];
+  const t0 = performance.now();
+  const timer = setInterval(() => rss.push({ t: (performance.now() - t0) / 1000, mib: rssMiB(gw.pid) }), 1000);
+  const h0 = await rig.upstreamHits();
+  const files = WORKLOADS.map((w) => rig.bodyFile(w.id));
+  const r = await runWrk(gw.port, rig.key, files, 64, total);
+  const endMiB = rssMiB(gw.pid);
+  clearInterval(timer);
+  await Bun.sleep(250);
+  const hits = (await rig.upstreamHits()).fast - h0.fast;
+  gatewayHits += hits;
+  cutAllowance += 64;
+  await stopChild(rig.gateway.proc);
+  const rec = reconcile(rig.dbFile);
+
+  const logs = logCheck(rec, gatewayHits, cutAllowance);
+  const atMiB = rss.find((s) => s.t >= at)?.mib ?? NaN;
+  const maxMiB = Math.max(...rss.map((s) => s.mib), endMiB);
+  const growth = (endMiB - atMiB) / atMiB;
+  const errors = r.connect + r.read + r.write + r.status + r.timeout;
+  const hitsOk = hits - r.requests >= 0 && hits - r.requests <= 64;
+  const pass = Math.abs(growth) <= 0.2 && maxMiB < 200;
+  const curve = rss.filter((s, i) => i % (quick ? 5 : 10) === 9).map((s) => `${Math.round(s.t)} s: ${s.mib.toFixed(1)}`).join(", ");
+  const md = [
+    `# Gateway memory run${quick ? " (quick)" : ""}`,
+    "",
+    `${new Date().toISOString()} — ${env}. wrk c=64 for ${total} s, cycling chat/messages × JSON/SSE; ${r.requests.toLocaleString("en-US")} responses (${Math.round(r.requests / total)} req/s).`,
+    "",
+    "| VmRSS after " + at + " s | at the end | max | change | target | |",
+    "|---:|---:|---:|---:|---|---|",
+    `| ${atMiB.toFixed(1)} MiB | ${endMiB.toFixed(1)} MiB | ${maxMiB.toFixed(1)} MiB | ${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)}% | within 20% and under 200 MiB | ${pass ? "PASS" : "**MISS**"} |`,
+    "",
+    `RSS curve (MiB): ${curve}.`,
+    `Checks: ${errors} errors${errors ? ` (connect ${r.connect}, read ${r.read}, write ${r.write}, non-2xx ${r.status}, timeout ${r.timeout})` : ""}; ` +
+      `upstream hits ${hits} vs responses ${r.requests} ${hitsOk ? "(match, ≤ 64 cut by wrk's deadline)" : "(**mismatch**)"}.`,
+    reconciliationLine(rec),
+    logs.text,
+    "",
+  ].join("\n");
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(join(OUT, "memory.md"), md);
+  console.log(`\n${md}\nwritten to bench/out/memory.md`);
+  if (errors || !hitsOk || !rec.ok || !logs.ok) throw new Error("a correctness check failed (see above)");
+}
+
+installCleanup();
+const dir = mkdtempSync(join(tmpdir(), "gw-bench-"));
+let code = 0;
+try {
+  requireWrk();
+  if (values.memory) await memoryRun(dir);
+  else if (values.profile) await profileRun({ dir, out: OUT, seconds: Number(values.seconds ?? (quick ? 3 : 10)), paceMs });
+  else await matrixRun(dir);
+} catch (e) {
+  console.error(`bench: ${(e as Error).message}`);
+  code = 1;
+} finally {
+  await stopAll();
+  if (values.keep) console.log(`kept ${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
+}
+process.exit(code);

@@ -1,0 +1,73 @@
+import { afterEach, beforeEach, describe, expect, it } from "bun:test";
+import { Database } from "bun:sqlite";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { GroupCommit } from "../../src/db/group-commit.ts";
+
+let dir: string;
+let db: Database;
+let commits: GroupCommit;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "gc-"));
+  db = new Database(join(dir, "t.db"), { create: true, strict: true });
+  db.exec("PRAGMA journal_mode = WAL");
+  db.exec("CREATE TABLE t (v INTEGER NOT NULL UNIQUE)");
+  commits = new GroupCommit(db);
+});
+afterEach(() => {
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const insert = (v: number) => () => db.prepare("INSERT INTO t (v) VALUES (?)").run(v).changes;
+const values = () => (db.query("SELECT v FROM t ORDER BY v").all() as { v: number }[]).map((r) => r.v);
+
+describe("group commit", () => {
+  it("resolves each write with its own result once committed", async () => {
+    const [a, b] = await Promise.all([commits.run(insert(1)), commits.run(() => 42)]);
+    expect(a).toBe(1);
+    expect(b).toBe(42);
+    expect(values()).toEqual([1]);
+  });
+
+  it("commits the writes queued in one turn in one transaction", async () => {
+    const other = new Database(join(dir, "t.db"), { readonly: true });
+    let seenByOther = -1;
+    await Promise.all([
+      commits.run(insert(1)),
+      commits.run(insert(2)),
+      commits.run(() => {
+        insert(3)();
+        // The first two are written but not committed yet: they share this write's transaction.
+        seenByOther = (other.query("SELECT count(*) AS n FROM t").get() as { n: number }).n;
+      }),
+    ]);
+    expect(seenByOther).toBe(0);
+    expect(values()).toEqual([1, 2, 3]);
+    other.close();
+  });
+
+  it("rolls back a failing write alone and rejects only its caller", async () => {
+    const results = await Promise.allSettled([commits.run(insert(1)), commits.run(insert(1)), commits.run(insert(2))]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(values()).toEqual([1, 2]);
+  });
+
+  it("undoes every statement of the failing write, not just the one that threw", async () => {
+    const half = () => {
+      insert(5)();
+      insert(1)(); // duplicate of the write before it in the batch
+    };
+    const results = await Promise.allSettled([commits.run(insert(1)), commits.run(half)]);
+    expect(results[1]!.status).toBe("rejected");
+    expect(values()).toEqual([1]);
+  });
+
+  it("is durable before the caller resumes: another connection sees the write", async () => {
+    await commits.run(insert(7));
+    const other = new Database(join(dir, "t.db"), { readonly: true });
+    expect(other.query("SELECT count(*) AS n FROM t").get()).toEqual({ n: 1 });
+    other.close();
+  });
+});
