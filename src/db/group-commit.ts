@@ -1,66 +1,65 @@
 import type { Database } from "bun:sqlite";
 
-interface Queued {
-  fn: () => unknown;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
-}
-
 /**
- * Group commit for the per-request writes (reserve, settle + request log row). Writes queued in the
- * same turn of the event loop run in one IMMEDIATE transaction, each in its own savepoint, so one
- * failing write rolls back alone. Callers await the commit before they answer, so nothing a client
- * has seen is lost on a crash; in exchange a batch of n requests writes the shared pages (account,
- * key, index leaves) and pays the WAL commit once instead of n times (bench/RESULTS.md).
+ * Group commit for the per-request writes (reserve, settle + request log row). A write runs at once,
+ * in its own savepoint inside a batch transaction that stays open until the end of the current turn
+ * of the event loop; then one COMMIT makes every write of the turn durable. A failing write rolls back
+ * alone. A batch of n requests writes the shared pages (account, key, index leaves) and pays the WAL
+ * commit once instead of n times (bench/RESULTS.md).
+ *
+ * `run` is for writes a client must not see before they are durable (a charge and its log row): it
+ * resolves after the COMMIT. `now` is for writes whose loss in a crash changes nothing (a reservation:
+ * the next start would release it anyway): the caller goes on at once, the upstream call overlaps the
+ * COMMIT.
  */
 export class GroupCommit {
-  private queue: Queued[] = [];
-  private scheduled = false;
-  private readonly one: (fn: () => unknown) => unknown;
-  private readonly all: { immediate(batch: Queued[]): unknown[] };
+  private open = false;
+  private waiters: { resolve(): void; reject(e: unknown): void }[] = [];
+  private readonly savepoint: (fn: () => unknown) => unknown;
 
-  constructor(db: Database) {
-    // Nested inside `all`, bun:sqlite runs `one` as a SAVEPOINT.
-    this.one = db.transaction((fn: () => unknown) => fn());
-    this.all = db.transaction((batch: Queued[]) =>
-      batch.map((q) => {
-        try {
-          return { ok: true, value: this.one(q.fn) };
-        } catch (error) {
-          return { ok: false, error };
-        }
-      }),
-    );
+  constructor(private readonly db: Database) {
+    // Inside the batch's BEGIN, bun:sqlite runs a transaction function as a SAVEPOINT.
+    this.savepoint = db.transaction((fn: () => unknown) => fn());
   }
 
-  /** Runs `fn` (synchronous SQLite work) in the next group transaction; settles once it is committed. */
-  run<T>(fn: () => T): Promise<T> {
-    const { promise, resolve, reject } = Promise.withResolvers<T>();
-    this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
-    if (!this.scheduled) {
-      this.scheduled = true;
-      // After the I/O callbacks of this turn: every request that got this far in it joins the batch.
-      setImmediate(() => this.flush());
-    }
-    return promise;
+  /** Runs `fn` (synchronous SQLite work) in the batch now and returns its result. */
+  now<T>(fn: () => T): T {
+    this.begin();
+    return this.savepoint(fn) as T;
   }
 
-  private flush(): void {
-    this.scheduled = false;
-    const batch = this.queue;
-    this.queue = [];
-    let results: unknown[];
+  /** Runs `fn` in the batch now; resolves with its result once the batch is committed. */
+  async run<T>(fn: () => T): Promise<T> {
+    const value = this.now(fn);
+    const { promise, resolve, reject } = Promise.withResolvers<void>();
+    this.waiters.push({ resolve, reject });
+    await promise;
+    return value;
+  }
+
+  private begin(): void {
+    if (this.open) return;
+    // Only a transaction of ours may be open here: inside someone else's, "committed" would be a guess.
+    if (this.db.inTransaction) throw new Error("GroupCommit used inside another transaction");
+    this.db.run("BEGIN IMMEDIATE");
+    this.open = true;
+    // After the I/O callbacks of this turn: every request that got this far in it joins the batch.
+    setImmediate(() => this.commit());
+  }
+
+  private commit(): void {
+    this.open = false;
+    const waiters = this.waiters;
+    this.waiters = [];
     try {
-      results = this.all.immediate(batch);
+      this.db.run("COMMIT");
     } catch (e) {
-      // BEGIN or COMMIT failed: nothing of the batch is in the database.
-      for (const q of batch) q.reject(e);
+      // Nothing of the batch is in the database; the holds it took are gone with it, which leaves
+      // every balance consistent (a settle that finds no hold charges without releasing one).
+      if (this.db.inTransaction) this.db.run("ROLLBACK");
+      for (const w of waiters) w.reject(e);
       return;
     }
-    batch.forEach((q, i) => {
-      const r = results[i] as { ok: boolean; value?: unknown; error?: unknown };
-      if (r.ok) q.resolve(r.value);
-      else q.reject(r.error);
-    });
+    for (const w of waiters) w.resolve();
   }
 }

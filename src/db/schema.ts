@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { sqliteTable, text, integer, index, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Money columns end in _nano: integer nano-dollars (1 USD = 1e9). Times are unix milliseconds.
@@ -38,10 +39,13 @@ export const apiKeys = sqliteTable(
 
 // Append-only: a row is never updated or deleted. kind is one of
 // registration_credit, top_up, operator_credit, charge.
+// Every index here is written by every charge, so only the ones an operator needs exist: the rowid
+// grows without AUTOINCREMENT (rows are never deleted, so ids are never reused) and external_ref is
+// indexed only where it is set (payments), not on the millions of charge rows.
 export const ledgerEntries = sqliteTable(
   "ledger_entries",
   {
-    id: integer("id").primaryKey({ autoIncrement: true }),
+    id: integer("id").primaryKey(),
     accountId: integer("account_id").notNull().references(() => accounts.id),
     kind: text("kind").notNull(),
     amountNano: integer("amount_nano").notNull(),
@@ -55,17 +59,17 @@ export const ledgerEntries = sqliteTable(
   },
   (t) => [
     index("ledger_account_time").on(t.accountId, t.createdAt),
-    index("ledger_key_time").on(t.keyId, t.createdAt),
-    uniqueIndex("ledger_external_ref").on(t.externalRef),
+    uniqueIndex("ledger_external_ref").on(t.externalRef).where(sql`${t.externalRef} IS NOT NULL`),
   ],
 );
 
 // Open holds on a balance while a request runs; deleted when it settles or is released.
-// owner_pid lets the next start release holds of a process that died.
+// owner_pid lets the next start release holds of a process that died. The table holds only the
+// running requests, so it needs no index; ids may be reused, and a hold is deleted by id and request_id.
 export const reservations = sqliteTable(
   "reservations",
   {
-    id: integer("id").primaryKey({ autoIncrement: true }),
+    id: integer("id").primaryKey(),
     requestId: text("request_id").notNull(),
     accountId: integer("account_id").notNull().references(() => accounts.id),
     keyId: integer("key_id").notNull().references(() => apiKeys.id),
@@ -73,10 +77,12 @@ export const reservations = sqliteTable(
     ownerPid: integer("owner_pid").notNull(),
     createdAt: integer("created_at").notNull(),
   },
-  (t) => [index("reservations_owner").on(t.ownerPid)],
 );
 
-// One row per /v1 request. No prompt, completion or key material.
+// One row per /v1 request. No prompt, completion or key material. Request ids start with the time
+// (gw_ + base-36 milliseconds), so the primary key is in time order: pruning deletes a key range and
+// no created_at index is written per request. The migration makes the table WITHOUT ROWID, which
+// drizzle cannot declare: the rows live in the key's own b-tree.
 export const requestLogs = sqliteTable(
   "request_logs",
   {
@@ -102,7 +108,7 @@ export const requestLogs = sqliteTable(
     attempts: integer("attempts").notNull().default(0),
     createdAt: integer("created_at").notNull(),
   },
-  (t) => [index("request_logs_time").on(t.createdAt), index("request_logs_key_time").on(t.keyId, t.createdAt)],
+  (t) => [index("request_logs_key_time").on(t.keyId, t.createdAt)],
 );
 
 // Stored answers for Idempotency-Key replays: the one place response content is kept (24 h).

@@ -30,12 +30,3 @@ export function toGatewayError(err: unknown): GatewayError {
 export function requestIdHeaders(requestId: string): Record<string, string> {
   return { "x-gateway-request-id": requestId, "request-id": requestId, "x-request-id": requestId };
 }
-
-let counter = 0;
-const bootTag = Math.floor(Math.random() * 0xffffff).toString(36);
-
-/** gw_ + time + process tag + counter: unique without a random call per request. */
-export function newRequestId(): string {
-  counter = (counter + 1) % 0x7fffffff;
-  return `gw_${Date.now().toString(36)}${bootTag}${counter.toString(36).padStart(5, "0")}`;
-}

@@ -4,7 +4,8 @@ import { GatewayError } from "../errors.ts";
 import type { LogRow } from "../logs/request-log.ts";
 import type { Services } from "../services.ts";
 import { readBodyLimited, parseJsonObject } from "./body.ts";
-import { errorResponse, newRequestId, requestIdHeaders, toGatewayError } from "./errors.ts";
+import { errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
+import { newRequestId } from "../request-id.ts";
 
 export interface KeyedCall {
   svc: Services;

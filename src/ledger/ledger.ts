@@ -7,6 +7,7 @@ export type CreditKind = "registration_credit" | "top_up" | "operator_credit";
 
 export interface Hold {
   id: number;
+  requestId: string;
   accountId: number;
   keyId: number;
   amountNano: number;
@@ -39,12 +40,13 @@ export class Ledger {
       insertHold: q("INSERT INTO reservations (request_id, account_id, key_id, amount_nano, owner_pid, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id"),
       holdAccount: q("UPDATE accounts SET reserved_nano = reserved_nano + ? WHERE id = ?"),
       holdKey: q("UPDATE api_keys SET reserved_nano = reserved_nano + ? WHERE id = ?"),
-      deleteHold: q("DELETE FROM reservations WHERE id = ? RETURNING account_id, key_id, amount_nano"),
+      // By id and request id: reservation ids may be reused once a hold is gone.
+      deleteHold: q("DELETE FROM reservations WHERE id = ? AND request_id = ? RETURNING account_id, key_id, amount_nano"),
       charge: q("UPDATE accounts SET balance_nano = balance_nano - ?, reserved_nano = reserved_nano - ? WHERE id = ?"),
       chargeKey: q("UPDATE api_keys SET spent_nano = spent_nano + ?, reserved_nano = reserved_nano - ? WHERE id = ?"),
       entry: q("INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, note, external_ref, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
       credit: q("UPDATE accounts SET balance_nano = balance_nano + ? WHERE id = ?"),
-      orphans: q("SELECT id, owner_pid FROM reservations"),
+      orphans: q("SELECT id, owner_pid, request_id FROM reservations"),
     };
   }
 
@@ -75,7 +77,7 @@ export class Ledger {
         const row = this.s.insertHold!.get(requestId, accountId, keyId, amountNano, process.pid, Date.now()) as { id: number };
         this.s.holdAccount!.run(amountNano, accountId);
         this.s.holdKey!.run(amountNano, keyId);
-        return { id: row.id, accountId, keyId, amountNano };
+        return { id: row.id, requestId, accountId, keyId, amountNano };
       })
       .immediate();
   }
@@ -85,7 +87,7 @@ export class Ledger {
     if (!Number.isSafeInteger(costNano) || costNano < 0) throw new RangeError(`bad cost ${costNano}`);
     return this.db.$client
       .transaction((): Settlement => {
-        const gone = this.s.deleteHold!.get(hold.id) as { amount_nano: number } | null;
+        const gone = this.s.deleteHold!.get(hold.id, hold.requestId) as { amount_nano: number } | null;
         // Already released (e.g. by a restart's orphan sweep): charging now would double-count nothing, but the hold is gone.
         const heldNano = gone ? gone.amount_nano : 0;
         const acc = this.s.account!.get(hold.accountId) as { balance_nano: number };
@@ -105,7 +107,7 @@ export class Ledger {
   release(hold: Hold): void {
     this.db.$client
       .transaction(() => {
-        const gone = this.s.deleteHold!.get(hold.id) as { amount_nano: number } | null;
+        const gone = this.s.deleteHold!.get(hold.id, hold.requestId) as { amount_nano: number } | null;
         if (!gone) return;
         this.s.holdAccount!.run(-gone.amount_nano, hold.accountId);
         this.s.holdKey!.run(-gone.amount_nano, hold.keyId);
@@ -137,7 +139,7 @@ export class Ledger {
 
   /** Releases holds whose owning process is gone (a crash or kill -9). Returns how many. */
   releaseOrphans(isAlive: (pid: number) => boolean = pidAlive): number {
-    const rows = this.s.orphans!.all() as { id: number; owner_pid: number }[];
+    const rows = this.s.orphans!.all() as { id: number; owner_pid: number; request_id: string }[];
     let released = 0;
     for (const r of rows) {
       if (r.owner_pid !== process.pid && isAlive(r.owner_pid)) continue;
@@ -145,7 +147,7 @@ export class Ledger {
         | { account_id: number; key_id: number; amount_nano: number }
         | null;
       if (!full) continue;
-      this.release({ id: r.id, accountId: full.account_id, keyId: full.key_id, amountNano: full.amount_nano });
+      this.release({ id: r.id, requestId: r.request_id, accountId: full.account_id, keyId: full.key_id, amountNano: full.amount_nano });
       released++;
     }
     return released;

@@ -1,5 +1,6 @@
 import type { Statement } from "bun:sqlite";
 import type { Db } from "../db/client.ts";
+import { requestIdPrefixAt } from "../request-id.ts";
 
 export const LOG_RETENTION_MS = 90 * 24 * 3600 * 1000;
 
@@ -74,6 +75,11 @@ export class RequestLog {
   }
 
   prune(now = Date.now(), retentionMs = LOG_RETENTION_MS): number {
-    return this.db.$client.prepare("DELETE FROM request_logs WHERE created_at < ?").run(now - retentionMs).changes;
+    // Request ids begin with their time (newRequestId), so the key range finds the candidates without a
+    // created_at index; a day of margin covers clock skew between processes, created_at decides.
+    const cutoff = now - retentionMs;
+    return this.db.$client
+      .prepare("DELETE FROM request_logs WHERE request_id < ? AND created_at < ?")
+      .run(requestIdPrefixAt(cutoff + 24 * 3600 * 1000), cutoff).changes;
   }
 }

@@ -1,3 +1,4 @@
+import { requestIdPrefixAt } from "../../src/request-id.ts";
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { expectOneLineFailure, gateway, gatewayJson, tempInstallation } from "../support/cli.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
@@ -142,10 +143,12 @@ describe("gateway logs", () => {
   });
 
   it("prune removes rows older than 90 days and keeps the recent ones", async () => {
-    const old = (await fetch(`${gw.url}/v1/models`)).headers.get("x-gateway-request-id")!;
+    const made = (await fetch(`${gw.url}/v1/models`)).headers.get("x-gateway-request-id")!;
     const recent = (await fetch(`${gw.url}/v1/models`)).headers.get("x-gateway-request-id")!;
+    // Age a row as 91 days pass would: request ids begin with the time they were made.
     const ninetyOneDaysAgo = Date.now() - 91 * 24 * 3600 * 1000;
-    gw.services.db.$client.prepare("UPDATE request_logs SET created_at = ? WHERE request_id = ?").run(ninetyOneDaysAgo, old);
+    const old = `${requestIdPrefixAt(ninetyOneDaysAgo)}${made.slice(requestIdPrefixAt(0).length)}`;
+    gw.services.db.$client.prepare("UPDATE request_logs SET created_at = ?, request_id = ? WHERE request_id = ?").run(ninetyOneDaysAgo, old, made);
     expect(await run("logs", "prune")).toMatchObject({ removed: 1 });
     expect((await gateway(["logs", "show", old, "--db", db])).code).not.toBe(0);
     expect(await run("logs", "show", recent)).toMatchObject({ request_id: recent });

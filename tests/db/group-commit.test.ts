@@ -71,3 +71,27 @@ describe("group commit", () => {
     other.close();
   });
 });
+
+describe("writes that need not wait", () => {
+  it("returns the result of a write at once and commits it with the turn's batch", async () => {
+    const other = new Database(join(dir, "t.db"), { readonly: true });
+    expect(commits.now(insert(1))).toBe(1);
+    expect(other.query("SELECT count(*) AS n FROM t").get()).toEqual({ n: 0 });
+    await new Promise((r) => setImmediate(r));
+    expect(other.query("SELECT count(*) AS n FROM t").get()).toEqual({ n: 1 });
+    other.close();
+  });
+
+  it("throws a failing write to its caller and keeps the rest of the batch", async () => {
+    commits.now(insert(1));
+    expect(() => commits.now(insert(1))).toThrow(/UNIQUE/);
+    await commits.run(insert(2));
+    expect(values()).toEqual([1, 2]);
+  });
+
+  it("refuses to run inside a transaction it did not open", () => {
+    const outer = db.transaction(() => commits.now(insert(1)));
+    expect(() => outer()).toThrow(/another transaction/);
+    expect(values()).toEqual([]);
+  });
+});

@@ -1,3 +1,4 @@
+import { requestIdPrefixAt } from "../../src/request-id.ts";
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { readFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -100,15 +101,18 @@ describe("retention", () => {
     try {
       migrate(db);
       const logs = new RequestLog(db);
-      for (const id of ["gw_old", "gw_young"]) logs.write({ requestId: id, method: "POST", path: "/v1/messages", status: 200, latencyMs: 5 });
       const day = 24 * 3600 * 1000;
       const now = Date.now();
-      db.$client.prepare("UPDATE request_logs SET created_at = ? WHERE request_id = 'gw_old'").run(now - 91 * day);
-      db.$client.prepare("UPDATE request_logs SET created_at = ? WHERE request_id = 'gw_young'").run(now - 89 * day);
+      // Ids as the gateway makes them at those times (they begin with the time).
+      const old = `${requestIdPrefixAt(now - 91 * day)}tag01000001`;
+      const young = `${requestIdPrefixAt(now - 89 * day)}tag01000002`;
+      for (const id of [old, young]) logs.write({ requestId: id, method: "POST", path: "/v1/messages", status: 200, latencyMs: 5 });
+      db.$client.prepare("UPDATE request_logs SET created_at = ? WHERE request_id = ?").run(now - 91 * day, old);
+      db.$client.prepare("UPDATE request_logs SET created_at = ? WHERE request_id = ?").run(now - 89 * day, young);
       expect(LOG_RETENTION_MS).toBe(90 * day);
       expect(logs.prune(now)).toBe(1);
-      expect(logs.show("gw_old")).toBeNull();
-      expect(logs.show("gw_young")).not.toBeNull();
+      expect(logs.show(old)).toBeNull();
+      expect(logs.show(young)).not.toBeNull();
     } finally {
       db.$client.close();
       rmSync(dir, { recursive: true, force: true });

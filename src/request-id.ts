@@ -1,0 +1,17 @@
+// Request ids: gw_ + time + process tag + counter. The time prefix keeps them in time order, which
+// request_logs relies on (its primary key is the id; pruning deletes a key range).
+
+let counter = 0;
+// Fixed widths, so no two (tag, counter) pairs print the same.
+const bootTag = Math.floor(Math.random() * 0xffffff).toString(36).padStart(5, "0");
+
+/** gw_ + time + process tag + counter: unique without a random call per request. */
+export function newRequestId(): string {
+  counter = (counter + 1) % 0x7fffffff;
+  return `${requestIdPrefixAt(Date.now())}${bootTag}${counter.toString(36).padStart(6, "0")}`;
+}
+
+/** The start of every request id made at `ms`: 8 base-36 digits keep ids in time order until 2059. */
+export function requestIdPrefixAt(ms: number): string {
+  return `gw_${ms.toString(36).padStart(8, "0")}`;
+}
