@@ -2,6 +2,7 @@
 // parsed chunk at a time; it never reads a clock or a socket, so a fixture replays it exactly.
 
 import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
+import { estimatedUsage } from "./stream-usage.ts";
 import { toolIdToMessages } from "./tool-ids.ts";
 import { finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
 import type { ChatChunk, ChatToolCall, JsonObject, MessagesEvent } from "./wire.ts";
@@ -11,12 +12,10 @@ export interface ChatToMessagesOptions {
   model: string;
   /** Defaults to `msg_` + the upstream chunk id. */
   messageId?: string;
-  /** Our reservation estimate: message_start must not say 0 (CLIProxyAPI#1700). */
+  /** Our reservation estimate: message_start must not say 0 (CLIProxyAPI#1700), nor the end of a stream without usage. */
   estimatedInputTokens: number;
   /** Nano-dollars for a usage. */
   costOf: (u: TokenUsage) => number;
-  /** Output tokens for the produced characters when the upstream reports no usage. */
-  estimateOutputTokens?: (chars: number) => number;
 }
 
 interface ToolState {
@@ -32,8 +31,6 @@ interface ToolState {
 }
 
 type BlockKind = "text" | "thinking" | "tool";
-
-const defaultEstimate = (chars: number) => Math.ceil(chars / 4);
 
 export class ChatToMessagesStream {
   private readonly opts: ChatToMessagesOptions;
@@ -59,9 +56,12 @@ export class ChatToMessagesStream {
     this.messageId = opts.messageId;
   }
 
-  /** The upstream's own usage, converted; null until a chunk carried one. */
+  /**
+   * What the final message_delta reported (the upstream's usage, else our estimate) once sent;
+   * before that the upstream's usage so far, or null.
+   */
   get usage(): TokenUsage | null {
-    return this.realUsage;
+    return this.billed ?? this.realUsage;
   }
   /** Characters of text, thinking and tool arguments produced so far (settlement of cut streams). */
   get outputChars(): number {
@@ -73,10 +73,6 @@ export class ChatToMessagesStream {
   }
   get failed(): boolean {
     return this.failedFlag;
-  }
-  /** The usage the final message_delta reported (real, else our estimate); null before it. */
-  get billedUsage(): TokenUsage | null {
-    return this.billed;
   }
   /** The cost the final message_delta reported, in nano-dollars; null before it. */
   get costNano(): number | null {
@@ -253,20 +249,11 @@ export class ChatToMessagesStream {
     this.ended = true;
     this.closeAll(out);
     const stopReason = this.sawRefusal ? "refusal" : (finishToStop(this.finish) ?? "end_turn");
-    let usage: JsonObject;
-    if (this.realUsage) {
-      this.billed = this.realUsage;
-      this.cost = this.opts.costOf(this.realUsage);
-      usage = messagesUsage(this.realUsage, this.reasoningTokens === undefined ? {} : { thinkingTokens: this.reasoningTokens });
-    } else {
-      // No usage from upstream: the input keys stay out so message_start's estimate is not
-      // overwritten (sse.md §4). output_tokens is always overwritten by the SDK, so it carries the
-      // count we settle on rather than vanishing to undefined.
-      const output = (this.opts.estimateOutputTokens ?? defaultEstimate)(this.chars);
-      this.billed = { input: this.opts.estimatedInputTokens, output, cacheRead: 0, cacheWrite: 0 };
-      this.cost = this.opts.costOf(this.billed);
-      usage = { output_tokens: output };
-    }
+    // No usage from upstream: our estimate, whose input count repeats message_start's, so the SDK's
+    // overwrite (sse.md §4) keeps it, and the totals are the ones billed.
+    this.billed = this.realUsage ?? estimatedUsage(this.opts.estimatedInputTokens, this.chars);
+    this.cost = this.opts.costOf(this.billed);
+    const usage: JsonObject = messagesUsage(this.billed, this.reasoningTokens === undefined ? {} : { thinkingTokens: this.reasoningTokens });
     usage.cost_usd = nanoToUsd(this.cost);
     out.push({ event: "message_delta", data: { type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null }, usage } });
     out.push({ event: "message_stop", data: { type: "message_stop" } });

@@ -2,7 +2,7 @@
 // parsed event at a time; the caller encodes each chunk as `data: <json>` and "[DONE]" as `data: [DONE]`.
 
 import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
-import { mergeMessagesUsage } from "./stream-usage.ts";
+import { estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
 import { toolIdFromMessages } from "./tool-ids.ts";
 import { chatUsage, stopToFinish } from "./usage.ts";
 import type { ChatChunk, ChatUsage, JsonObject, MessagesEvent } from "./wire.ts";
@@ -14,6 +14,8 @@ export interface MessagesToChatOptions {
   includeUsage: boolean;
   /** Nano-dollars for a usage. */
   costOf: (u: TokenUsage) => number;
+  /** Our reservation's input estimate, shown when the upstream reports no usage. */
+  estimatedInputTokens: number;
   /** Unix seconds for `created`; defaults to now (fixed here so a replay is exact). */
   created?: number;
 }
@@ -42,6 +44,7 @@ export class MessagesToChatStream {
   private thinkingTokens: number | undefined = undefined;
   private chars = 0;
   private finalUsage: ChatUsage | null = null;
+  private billed: TokenUsage | null = null;
   private cost: number | null = null;
 
   constructor(opts: MessagesToChatOptions) {
@@ -49,9 +52,12 @@ export class MessagesToChatStream {
     this.created = opts.created ?? Math.floor(Date.now() / 1000);
   }
 
-  /** Usage as the upstream reported it so far (message_start, then message_delta overwrites). */
+  /**
+   * What the finish reported (the upstream's usage, else our estimate) once sent; before that the
+   * usage as the upstream reported it so far (message_start, then message_delta overwrites).
+   */
   get usage(): TokenUsage | null {
-    return this.realUsage;
+    return this.billed ?? this.realUsage;
   }
   get outputChars(): number {
     return this.chars;
@@ -204,11 +210,11 @@ export class MessagesToChatStream {
       const details = (usage as JsonObject).output_tokens_details as JsonObject | undefined;
       if (details && typeof details.thinking_tokens === "number") this.thinkingTokens = details.thinking_tokens;
     }
-    if (this.realUsage) {
-      this.finalUsage = chatUsage(this.realUsage, this.thinkingTokens === undefined ? {} : { reasoningTokens: this.thinkingTokens });
-      this.cost = this.opts.costOf(this.realUsage);
-      this.finalUsage.cost_usd = nanoToUsd(this.cost);
-    }
+    // An Anthropic-compatible server may send no usage at all: then our estimate is shown and billed.
+    this.billed = this.realUsage ?? estimatedUsage(this.opts.estimatedInputTokens, this.chars);
+    this.finalUsage = chatUsage(this.billed, this.thinkingTokens === undefined ? {} : { reasoningTokens: this.thinkingTokens });
+    this.cost = this.opts.costOf(this.billed);
+    this.finalUsage.cost_usd = nanoToUsd(this.cost);
     const stop = ((data.delta ?? {}) as JsonObject).stop_reason;
     const finish = this.chunk({}, stopToFinish(typeof stop === "string" ? stop : null) ?? "stop");
     // Without include_usage the finish chunk is the only place usage (and cost_usd) can go.

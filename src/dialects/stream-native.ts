@@ -1,12 +1,13 @@
 // Native streams (client dialect = upstream dialect): events pass through byte for byte, except the
 // gateway's additions: the public model name, usage.cost_usd on the final usage, and (Chat) the
-// usage merged into the finish chunk when the client did not ask for include_usage.
+// usage merged into the finish chunk when the client did not ask for include_usage, or our own
+// estimate as that usage when the upstream sent none.
 
 import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
 import type { SseEvent } from "../upstreams/sse.ts";
 import { encodeSse } from "../upstreams/sse.ts";
-import { mergeMessagesUsage } from "./stream-usage.ts";
-import { usageFromChat } from "./usage.ts";
+import { estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
+import { chatUsage, usageFromChat } from "./usage.ts";
 import type { ChatUsage, JsonObject } from "./wire.ts";
 
 const parse = (text: string): JsonObject | null => {
@@ -125,6 +126,8 @@ export interface NativeChatOptions {
   /** The client set stream_options.include_usage (the gateway always asks the upstream for it). */
   includeUsage: boolean;
   costOf: (u: TokenUsage) => number;
+  /** Our reservation's input estimate, shown when the upstream ignores include_usage. */
+  estimatedInputTokens: number;
 }
 
 const DONE = "data: [DONE]\n\n";
@@ -140,11 +143,14 @@ export class NativeChatStream {
   private doneSent = false;
   private error = false;
   private chars = 0;
+  /** id and created of the upstream's chunks, repeated by a usage chunk of our own. */
+  private ident: { id?: unknown; created?: unknown } | null = null;
 
   constructor(opts: NativeChatOptions) {
     this.opts = opts;
   }
 
+  /** The upstream's usage so far; at the end of a stream without any, the estimate it was shown. */
   get usage(): TokenUsage | null {
     return this.tokens;
   }
@@ -162,11 +168,7 @@ export class NativeChatStream {
   }
 
   push(ev: SseEvent): string {
-    if (ev.data === "[DONE]") {
-      const out = this.flush();
-      this.doneSent = true;
-      return out + DONE;
-    }
+    if (ev.data === "[DONE]") return this.end();
     if (ev.event === "error") {
       this.error = true;
       return this.flush() + encodeSse(ev.event, ev.data);
@@ -177,6 +179,7 @@ export class NativeChatStream {
       this.error = true;
       return this.flush() + encodeSse(ev.event, ev.data);
     }
+    this.ident ??= { id: chunk.id, created: chunk.created };
     let changed = false;
     if (typeof chunk.model === "string" && chunk.model !== this.opts.model) {
       chunk.model = this.opts.model;
@@ -220,12 +223,8 @@ export class NativeChatStream {
   /** At EOF. Flushes a held finish chunk; adds [DONE] for a complete answer, an error chunk for a cut one. */
   done(): string {
     if (this.doneSent || this.error) return this.flush();
-    const out = this.flush();
-    if (this.finish) {
-      this.doneSent = true;
-      return out + DONE;
-    }
-    return out + this.fail("upstream_unavailable", "upstream stream ended before a finish_reason");
+    if (this.finish) return this.end();
+    return this.fail("upstream_unavailable", "upstream stream ended before a finish_reason");
   }
 
   /** A mid-stream failure in the Chat shape: an `error` chunk, no [DONE]. */
@@ -233,6 +232,28 @@ export class NativeChatStream {
     if (this.doneSent || this.error) return "";
     this.error = true;
     return this.flush() + encodeSse(undefined, JSON.stringify({ error: { message, type, code: type } }));
+  }
+
+  /** [DONE], the upstream's or ours at EOF: the final usage goes out first. */
+  private end(): string {
+    const out = this.estimateMissingUsage() + this.flush();
+    this.doneSent = true;
+    return out + DONE;
+  }
+
+  /**
+   * A finished answer without usage (the upstream ignored include_usage): our estimate becomes the
+   * usage, placed where the upstream's would be: merged into the held finish chunk by flush(), or
+   * in a choices:[] chunk when the client asked for include_usage. Same id, so the SDK merges it.
+   */
+  private estimateMissingUsage(): string {
+    if (!this.finish || this.tokens || this.error) return "";
+    this.tokens = estimatedUsage(this.opts.estimatedInputTokens, this.chars);
+    this.lastUsage = chatUsage(this.tokens);
+    if (!this.opts.includeUsage) return "";
+    const usage = { ...this.lastUsage, cost_usd: nanoToUsd(this.opts.costOf(this.tokens)) };
+    const { id, created } = this.ident ?? {};
+    return encodeSse(undefined, JSON.stringify({ id, object: "chat.completion.chunk", created, model: this.opts.model, choices: [], usage }));
   }
 
   private passOrHold(bytes: string): string {

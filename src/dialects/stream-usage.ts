@@ -1,5 +1,5 @@
-// The running usage total of a Messages stream. Lives apart from usage.ts because only streams have
-// a total that later events overwrite piece by piece.
+// Usage that only streams have: the running total of a Messages stream, which later events
+// overwrite piece by piece, and the estimate shown when a stream ends without any usage.
 
 import type { TokenUsage } from "../ledger/money.ts";
 import type { JsonObject, MessagesUsage } from "./wire.ts";
@@ -19,4 +19,14 @@ export function mergeMessagesUsage(prev: TokenUsage | null, u: MessagesUsage | J
     cacheRead: count(u.cache_read_input_tokens) ?? base.cacheRead,
     cacheWrite: count(u.cache_creation_input_tokens) ?? base.cacheWrite,
   };
+}
+
+/**
+ * Our own count for a stream that ended without usage (some compatible servers ignore
+ * stream_options.include_usage): the reservation's input estimate and 4 characters per output
+ * token, the numbers relay/stream.ts bills when an adapter has no usage. Each machine shows it as
+ * the stream's final usage and reports it as its usage, so the client sees what it is charged.
+ */
+export function estimatedUsage(inputTokens: number, outputChars: number): TokenUsage {
+  return { input: inputTokens, output: Math.ceil(outputChars / 4), cacheRead: 0, cacheWrite: 0 };
 }

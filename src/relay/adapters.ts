@@ -121,18 +121,19 @@ const errorOf = (data: JsonObject): { type: string; message: string } => {
 
 export function streamAdapter(client: Dialect, upstream: Dialect, includeUsage: boolean, o: PairOptions): StreamAdapter {
   const model = o.model.id;
+  const counts = { costOf: o.costOf, estimatedInputTokens: o.estimatedInputTokens };
   if (client === "messages" && upstream === "messages") {
     const s = new NativeMessagesStream({ costOf: o.costOf, model });
     return adapt(s, { push: (ev) => s.push(ev), done: () => s.done(), fail: (t, m) => s.fail(t, m), error: () => s.sawError, complete: () => s.sawStop });
   }
   if (client === "chat" && upstream === "chat") {
-    const s = new NativeChatStream({ model, includeUsage, costOf: o.costOf });
+    const s = new NativeChatStream({ model, includeUsage, ...counts });
     return adapt(s, { push: (ev) => s.push(ev), done: () => s.done(), fail: (t, m) => s.fail(t, m), error: () => s.sawError, complete: () => s.sawFinish });
   }
   let error = false;
   let end = false;
   if (client === "messages") {
-    const s = new ChatToMessagesStream({ model, estimatedInputTokens: o.estimatedInputTokens, costOf: o.costOf });
+    const s = new ChatToMessagesStream({ model, ...counts });
     return adapt(s, {
       push(ev) {
         if (ev.data === "[DONE]") return "";
@@ -153,7 +154,7 @@ export function streamAdapter(client: Dialect, upstream: Dialect, includeUsage: 
       complete: () => end,
     });
   }
-  const s = new MessagesToChatStream({ model, includeUsage, costOf: o.costOf });
+  const s = new MessagesToChatStream({ model, includeUsage, ...counts });
   return adapt(s, {
     push(ev) {
       const data = parse(ev.data);

@@ -48,20 +48,17 @@ function parse(data: string): JsonObject | null {
 
 /** Chat chunks (native, or from a Messages route through the Messages→Chat machine) → Responses events. */
 function responsesAdapter(o: PairOptions, upstream: Dialect, ctx: { model: string; request: ResponsesRequest; toolNames: ToolNameMap }): StreamAdapter {
-  const rs = new ChatToResponsesStream({ ...ctx, costOf: o.costOf });
+  const counts = { costOf: o.costOf, estimatedInputTokens: o.estimatedInputTokens };
+  const rs = new ChatToResponsesStream({ ...ctx, ...counts });
   let error = false;
   let finished = false;
-  let chars = 0;
   const feed = (chunk: JsonObject): string => {
     if (chunk.error) error = true;
-    const choices = chunk.choices as { finish_reason?: string | null; delta?: { content?: string } }[] | undefined;
-    for (const c of choices ?? []) {
-      if (c.finish_reason) finished = true;
-      chars += c.delta?.content?.length ?? 0;
-    }
+    const choices = chunk.choices as { finish_reason?: string | null }[] | undefined;
+    if (choices?.some((c) => c.finish_reason)) finished = true;
     return encode(rs.push(chunk as ChatChunk));
   };
-  const viaMessages = upstream === "messages" ? new MessagesToChatStream({ model: ctx.model, includeUsage: true, costOf: o.costOf }) : null;
+  const viaMessages = upstream === "messages" ? new MessagesToChatStream({ model: ctx.model, includeUsage: true, ...counts }) : null;
   const push = (ev: SseEvent): string => {
     if (ev.data === "[DONE]") return "";
     const data = parse(ev.data);
@@ -80,8 +77,9 @@ function responsesAdapter(o: PairOptions, upstream: Dialect, ctx: { model: strin
     get usage() {
       return rs.usage;
     },
+    // The same count the machine estimates from, so a cut stream is billed like a finished one.
     get outputChars() {
-      return chars;
+      return rs.outputChars;
     },
     get upstreamError() {
       return error;

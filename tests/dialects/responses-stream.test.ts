@@ -8,10 +8,11 @@ import type { ChatChunk, JsonObject } from "../../src/dialects/wire.ts";
 import { chatChunks, codexRead, fixtureJson, fixtureText, normalize, sdkClient, sseResponse, toSse } from "./responses-support.ts";
 
 const FIXED = { responseId: "resp_0123456789abcdef0123456789abcdef0123456789abcdef", createdAt: 1763798400 };
+const ESTIMATED_INPUT = 2000;
 const costOf = (u: TokenUsage) => u.input * 2 + u.cacheRead + u.output * 10;
 
 function stream(request: JsonObject = { model: "gw-mini", input: "Hi!", stream: true }, toolNames: ToolNameMap = new Map()) {
-  return new ChatToResponsesStream({ model: "gw-mini", request: request as ResponsesRequest, toolNames, costOf, ...FIXED });
+  return new ChatToResponsesStream({ model: "gw-mini", request: request as ResponsesRequest, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT, ...FIXED });
 }
 
 function run(s: ChatToResponsesStream, chunks: ChatChunk[], end = true): ResponsesEvent[] {
@@ -43,7 +44,7 @@ describe("event sequence", () => {
 
   it("turns a Codex tool-call stream into reasoning, message and function_call items", async () => {
     const { request, toolNames } = await codexSetup();
-    const s = new ChatToResponsesStream({ model: "gw-coder", request, toolNames, costOf, ...FIXED });
+    const s = new ChatToResponsesStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT, ...FIXED });
     const events = run(s, await chatChunks("codex-tools.chat.sse"));
     expect(toSse(normalize(events))).toBe(await fixtureText("codex-tools.responses.sse"));
   });
@@ -70,7 +71,7 @@ describe("event sequence", () => {
 describe("Codex reads it", () => {
   it("gets every item from output_item.done, namespaced calls with their namespace", async () => {
     const { request, toolNames } = await codexSetup();
-    const turn = codexRead(run(new ChatToResponsesStream({ model: "gw-coder", request, toolNames, costOf }), await chatChunks("codex-tools.chat.sse")));
+    const turn = codexRead(run(new ChatToResponsesStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT }), await chatChunks("codex-tools.chat.sse")));
     expect(turn.problems).toEqual([]);
     expect(turn.outcome).toBe("completed");
     expect(turn.items.map((i) => [i.type, i.name ?? null, i.namespace ?? null])).toEqual([
@@ -107,7 +108,7 @@ describe("Codex reads it", () => {
 describe("usage and cost", () => {
   it("prices the uncached input, cache reads and output, and shows cost_usd in response.completed", async () => {
     const seen: TokenUsage[] = [];
-    const s = new ChatToResponsesStream({ model: "m", request: { input: "x" }, toolNames: new Map(), costOf: (u) => (seen.push(u), 1_234_567) });
+    const s = new ChatToResponsesStream({ model: "m", request: { input: "x" }, toolNames: new Map(), costOf: (u) => (seen.push(u), 1_234_567), estimatedInputTokens: ESTIMATED_INPUT });
     const events = run(s, await chatChunks("text.chat.sse"));
     expect(seen).toEqual([{ input: 86, output: 9, cacheRead: 1920, cacheWrite: 0 }]);
     expect((last(events).response.usage as JsonObject).cost_usd).toBe(0.001234567);
@@ -133,10 +134,25 @@ describe("usage and cost", () => {
     expect(types(run(stream(), [running], false))).not.toContain("response.completed");
   });
 
-  it("completes with usage null when the upstream finished without usage", () => {
+  it("completes with its own estimate as usage, and reports it, when the upstream finished without usage", () => {
     const s = stream();
-    const events = run(s, [chunk({ content: "a" }), chunk({}, "stop")]);
-    expect(last(events).response.usage).toBeNull();
+    const events = run(s, [chunk({ reasoning_content: "hm" }), chunk({ content: "hello" }), call(0, { id: "a", function: { name: "f", arguments: "{}" } }), chunk({}, "stop")]);
+    // 2 + 5 + 2 characters → ceil(9/4) = 3 output tokens; input is the reservation estimate.
+    expect(last(events).response.usage).toEqual({
+      input_tokens: ESTIMATED_INPUT,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 3,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: ESTIMATED_INPUT + 3,
+      cost_usd: 0.00000403, // 2000 × 2 + 3 × 10 nano-dollars
+    });
+    expect(s.usage).toEqual({ input: ESTIMATED_INPUT, output: 3, cacheRead: 0, cacheWrite: 0 });
+    expect(s.outputChars).toBe(9);
+  });
+
+  it("reports no usage for a stream that failed without usage", () => {
+    const s = stream();
+    run(s, [chunk({ content: "a" })]);
     expect(s.usage).toBeNull();
   });
 
@@ -212,7 +228,7 @@ describe("the openai SDK stream helper reads it", () => {
 
   it("accepts the Codex tool stream with its namespace tools", async () => {
     const { request, toolNames } = await codexSetup();
-    const events = run(new ChatToResponsesStream({ model: "gw-coder", request, toolNames, costOf }), await chatChunks("codex-tools.chat.sse"));
+    const events = run(new ChatToResponsesStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT }), await chatChunks("codex-tools.chat.sse"));
     const { final } = await helperFinal(events, { ...request, stream: undefined });
     expect(final.output).toMatchObject(last(events).response.output as never);
   });

@@ -130,20 +130,20 @@ describe("ChatToMessagesStream", () => {
     expect(s.fail("api_error", "again")).toEqual([]);
   });
 
-  it("leaves the input keys out of message_delta and bills its own estimate when the upstream sends no usage", () => {
+  it("shows its own estimate in message_delta and reports it as usage when the upstream sends no usage", () => {
     const s = make();
     const evs = run(s, chatItems("chat-no-usage.sse"));
-    // "Hello world" is 11 chars → ceil(11/4) = 3 output tokens; input is the reservation estimate.
-    expect(evs.slice(-2)).toEqual([messageDelta("max_tokens", { output_tokens: 3, cost_usd: 0.006045 }), messageStop]);
-    expect(s.usage).toBeNull();
-    expect(s.billedUsage).toEqual({ input: 2000, output: 3, cacheRead: 0, cacheWrite: 0 });
+    // "Hello world" is 11 chars → ceil(11/4) = 3 output tokens; input repeats message_start's reservation estimate.
+    const usage = { input_tokens: 2000, output_tokens: 3, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, cost_usd: 0.006045 };
+    expect(evs.slice(-2)).toEqual([messageDelta("max_tokens", usage), messageStop]);
+    expect(s.usage).toEqual({ input: 2000, output: 3, cacheRead: 0, cacheWrite: 0 });
     expect(s.costNano).toBe(6_045_000);
   });
 
-  it("uses the estimateOutputTokens option for a stream without usage", () => {
-    const s = make({ estimateOutputTokens: (chars) => chars * 10 });
-    run(s, chatItems("chat-no-usage.sse"));
-    expect(s.billedUsage?.output).toBe(110);
+  it("reports no usage before the end of a stream without usage, so a cancel is billed by the relay", () => {
+    const s = make();
+    run(s, chatItems("chat-no-usage.sse").slice(0, 2));
+    expect(s.usage).toBeNull();
   });
 
   it("puts the reservation estimate, content [], and null stop fields in message_start", () => {

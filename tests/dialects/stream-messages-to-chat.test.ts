@@ -5,7 +5,7 @@ import type { ChatChunk, MessagesEvent } from "../../src/dialects/wire.ts";
 import { costOf, messagesEvents } from "./stream-fixtures.ts";
 
 const make = (o: Partial<MessagesToChatOptions> = {}) =>
-  new MessagesToChatStream({ model: "claude-sonnet-4-5", includeUsage: false, costOf, created: 1763800000, ...o });
+  new MessagesToChatStream({ model: "claude-sonnet-4-5", includeUsage: false, costOf, estimatedInputTokens: 2000, created: 1763800000, ...o });
 
 /** Feeds every event of a fixture, then done() as the route does at EOF. */
 const run = (s: MessagesToChatStream, events: MessagesEvent[]): ChatStreamItem[] => [...events.flatMap((e) => s.push(e)), ...s.done()];
@@ -127,6 +127,20 @@ describe("MessagesToChatStream", () => {
     const s = started();
     s.push(ev("message_delta", { delta: { stop_reason: "end_turn" }, usage: { input_tokens: 40, cache_creation_input_tokens: 10, output_tokens: 5 } }));
     expect(s.usage).toEqual({ input: 40, output: 5, cacheRead: 100, cacheWrite: 10 });
+  });
+
+  it("shows its own estimate in the usage chunk and reports it as usage when the upstream sends no usage", () => {
+    const events = messagesEvents("messages-text.sse");
+    for (const { data } of events) {
+      delete data.usage;
+      delete (data.message as { usage?: unknown } | undefined)?.usage;
+    }
+    const s = make({ includeUsage: true });
+    // "Hello" + "!" is 6 chars → ceil(6/4) = 2 output tokens; input is the reservation estimate.
+    const estimate = { prompt_tokens: 2000, completion_tokens: 2, total_tokens: 2002, prompt_tokens_details: { cached_tokens: 0 }, cost_usd: 0.00603 };
+    expect(run(s, events).slice(-2)).toEqual([{ id: ID, object: "chat.completion.chunk", created: 1763800000, model: "claude-sonnet-4-5", choices: [], usage: estimate }, "[DONE]"]);
+    expect(s.usage).toEqual({ input: 2000, output: 2, cacheRead: 0, cacheWrite: 0 });
+    expect(s.costNano).toBe(6_030_000);
   });
 
   it("reports cache writes as prompt_tokens_details.cache_write_tokens", () => {

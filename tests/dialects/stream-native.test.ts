@@ -91,7 +91,7 @@ describe("NativeMessagesStream", () => {
 });
 
 describe("NativeChatStream", () => {
-  const make = (o: Partial<NativeChatOptions> = {}) => new NativeChatStream({ model: "gpt-4o-mini-2024-07-18", includeUsage: false, costOf, ...o });
+  const make = (o: Partial<NativeChatOptions> = {}) => new NativeChatStream({ model: "gpt-4o-mini-2024-07-18", includeUsage: false, costOf, estimatedInputTokens: 2000, ...o });
   const feed = (s: NativeChatStream, events: SseEvent[]) => events.map((e) => s.push(e)).join("") + s.done();
   const dataOf = (name: string) => sseEvents(name).map((e) => e.data);
 
@@ -120,9 +120,40 @@ describe("NativeChatStream", () => {
     expect(out.map((e) => (e.data === "[DONE]" ? "[DONE]" : JSON.parse(e.data).choices.length))).toEqual([1, 1, 1, 1, "[DONE]"]);
   });
 
-  it("flushes the held finish chunk unchanged at [DONE] when no usage came", () => {
-    const out = parsed(feed(make(), sseEvents("chat-no-usage.sse"))).map((e) => e.data);
-    expect(out).toEqual(dataOf("chat-no-usage.sse"));
+  describe("an upstream that ignores include_usage", () => {
+    // chat-no-usage.sse: "Hello world" is 11 chars → ceil(11/4) = 3 output tokens; input is the reservation estimate.
+    const estimate = { prompt_tokens: 2000, completion_tokens: 3, total_tokens: 2003, prompt_tokens_details: { cached_tokens: 0 }, cost_usd: 0.006045 };
+    const billed = { input: 2000, output: 3, cacheRead: 0, cacheWrite: 0 };
+
+    it("merges its own estimate with cost_usd into the held finish chunk at [DONE] and reports it as usage", () => {
+      const s = make();
+      const out = parsed(feed(s, sseEvents("chat-no-usage.sse"))).map((e) => e.data);
+      const input = dataOf("chat-no-usage.sse");
+      expect(out).toEqual([...input.slice(0, 2), JSON.stringify({ ...JSON.parse(input[2]!), usage: estimate }), "[DONE]"]);
+      expect(s.usage).toEqual(billed);
+    });
+
+    it("sends its own estimate in a choices:[] chunk with the upstream's id before [DONE] when the client asked for include_usage", () => {
+      const s = make({ includeUsage: true });
+      const out = parsed(feed(s, sseEvents("chat-no-usage.sse"))).map((e) => e.data);
+      expect(out.slice(0, 3)).toEqual(dataOf("chat-no-usage.sse").slice(0, 3));
+      expect(JSON.parse(out[3]!)).toEqual({ id: "chatcmpl-B9xT1", object: "chat.completion.chunk", created: 1763800000, model: "gpt-4o-mini-2024-07-18", choices: [], usage: estimate });
+      expect(out.slice(4)).toEqual(["[DONE]"]);
+      expect(s.usage).toEqual(billed);
+    });
+
+    it("shows the estimate at EOF when the upstream closed after the finish without [DONE]", () => {
+      const out = parsed(feed(make({ includeUsage: true }), sseEvents("chat-no-usage.sse").slice(0, -1))).map((e) => e.data);
+      expect(JSON.parse(out.at(-2)!).usage).toEqual(estimate);
+      expect(out.at(-1)).toBe("[DONE]");
+    });
+
+    it("shows and reports no estimate for a stream cut before its finish", () => {
+      const s = make({ includeUsage: true });
+      const out = feed(s, sseEvents("chat-no-usage.sse").slice(0, 2));
+      expect(out).not.toContain("prompt_tokens");
+      expect(s.usage).toBeNull();
+    });
   });
 
   it("merges usage carried on the finish chunk itself at [DONE]", () => {

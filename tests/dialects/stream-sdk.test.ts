@@ -22,7 +22,7 @@ function toMessages(fixture: string): string {
 }
 
 function toChat(fixture: string, includeUsage: boolean): string {
-  const s = new MessagesToChatStream({ model: "m", includeUsage, costOf });
+  const s = new MessagesToChatStream({ model: "m", includeUsage, costOf, estimatedInputTokens: 100 });
   const items = [...messagesEvents(fixture).flatMap((e) => s.push(e)), ...s.done()];
   return items.map((c) => encodeSse(undefined, c === "[DONE]" ? c : JSON.stringify(c))).join("");
 }
@@ -58,7 +58,7 @@ describe("official SDKs read the gateway's streams", () => {
   });
 
   it("OpenAI's stream helper gets usage from the finish chunk of a native stream without include_usage", async () => {
-    const s = new NativeChatStream({ model: "m", includeUsage: false, costOf });
+    const s = new NativeChatStream({ model: "m", includeUsage: false, costOf, estimatedInputTokens: 100 });
     const body = sseEvents("chat-text.sse").map((e) => s.push(e)).join("") + s.done();
     const done = await openai(body).chat.completions.stream(ask).finalChatCompletion();
     expect(done.usage).toMatchObject({ prompt_tokens: 2006, cost_usd: 0.000879 });

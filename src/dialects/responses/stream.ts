@@ -17,13 +17,16 @@ import { newCallId, newCustomCallId, newFunctionCallId, newMessageId, newReasoni
 import { callItem, finishOf, logprobsOf, messageItem, outputTextPart, reasoningItem, reasoningText, refusalPart, responseShell, type Finish, type ResponseContext } from "./items.ts";
 import { unwrapCustomInput } from "./tools.ts";
 import type { ResponsesEvent, ToolNameMap, ToolTarget } from "./types.ts";
-import { usageFromChat } from "../usage.ts";
+import { estimatedUsage } from "../stream-usage.ts";
+import { chatUsage, usageFromChat } from "../usage.ts";
 import { responsesUsage } from "./usage.ts";
 
 export interface ChatToResponsesStreamOptions extends ResponseContext {
   toolNames: ToolNameMap;
   /** Cost of the final usage in nano-dollars; shown as response.usage.cost_usd. */
   costOf: (usage: TokenUsage) => number;
+  /** Our reservation's input estimate, shown when the upstream ignores include_usage. */
+  estimatedInputTokens: number;
   responseId?: string;
   createdAt?: number;
 }
@@ -67,16 +70,25 @@ export class ChatToResponsesStream {
   private lastCallKey: string | null = null;
   private readonly callIds = new Set<string>();
   private finish: Finish | null = null;
-  private chatUsage: ChatUsage | null = null;
+  private lastUsage: ChatUsage | null = null;
+  private chars = 0;
 
   constructor(private readonly opts: ChatToResponsesStreamOptions) {
     this.id = opts.responseId ?? newResponseId();
     this.createdAt = opts.createdAt ?? Math.floor(Date.now() / 1000);
   }
 
-  /** The ledger buckets of the last usage the upstream reported, or null if it sent none. */
+  /**
+   * The ledger buckets of the last usage the upstream reported; after a terminal event of a stream
+   * without any, the estimate it showed; else null.
+   */
   get usage(): TokenUsage | null {
-    return this.chatUsage ? usageFromChat(this.chatUsage) : null;
+    return this.lastUsage ? usageFromChat(this.lastUsage) : null;
+  }
+
+  /** Characters of reasoning, text, refusal and tool arguments taken in (the output estimate). */
+  get outputChars(): number {
+    return this.chars;
   }
 
   /** Which terminal event was sent, if any. */
@@ -100,6 +112,8 @@ export class ChatToResponsesStream {
     if (choice && !this.finish) {
       const delta = choice.delta ?? {};
       const thinking = reasoningText(delta);
+      this.chars += thinking.length + textLength(delta.content) + textLength(delta.refusal);
+      for (const call of delta.tool_calls ?? []) this.chars += textLength(call.function?.arguments);
       if (thinking) out.push(...this.reasoningDelta(thinking));
       if (typeof delta.content === "string" && delta.content !== "") out.push(...this.textDelta("text", delta.content, logprobsOf(choice.logprobs)));
       if (typeof delta.refusal === "string" && delta.refusal !== "") out.push(...this.textDelta("refusal", delta.refusal, []));
@@ -109,7 +123,7 @@ export class ChatToResponsesStream {
         out.push(...this.closeAll());
       }
     }
-    if (chunk.usage) this.chatUsage = chunk.usage;
+    if (chunk.usage) this.lastUsage = chunk.usage;
     // Usage normally follows the finish in its own chunk (choices:[]); some servers put it on the
     // finish chunk. Usage seen before the finish may be a running count, so it waits for done().
     if (this.finish && chunk.usage) out.push(...this.terminal());
@@ -122,7 +136,7 @@ export class ChatToResponsesStream {
     if (this.outcome) return out;
     if (!this.finish) {
       // Usage without a finish_reason still proves the upstream finished its answer.
-      if (!this.chatUsage) return [...out, ...this.fail("upstream_unavailable", "The upstream stream ended before the response was finished.")];
+      if (!this.lastUsage) return [...out, ...this.fail("upstream_unavailable", "The upstream stream ended before the response was finished.")];
       this.finish = finishOf(null);
       out.push(...this.closeAll());
     }
@@ -318,7 +332,9 @@ export class ChatToResponsesStream {
   private terminal(): ResponsesEvent[] {
     const finish = this.finish ?? finishOf(null);
     this.outcome = finish.status;
-    const usage = this.chatUsage ? responsesUsage(this.chatUsage, nanoToUsd(this.opts.costOf(usageFromChat(this.chatUsage)))) : null;
+    // No usage from upstream: our estimate, the count the relay bills, as a non-streamed answer shows it.
+    this.lastUsage ??= chatUsage(estimatedUsage(this.opts.estimatedInputTokens, this.chars));
+    const usage = responsesUsage(this.lastUsage, nanoToUsd(this.opts.costOf(usageFromChat(this.lastUsage))));
     const response = {
       ...this.shell(),
       status: finish.status,
@@ -330,6 +346,8 @@ export class ChatToResponsesStream {
     return [this.ev(finish.status === "completed" ? "response.completed" : "response.incomplete", { response })];
   }
 }
+
+const textLength = (v: unknown): number => (typeof v === "string" ? v.length : 0);
 
 function errorCode(error: unknown): string {
   const code = typeof error === "object" && error !== null ? (error as JsonObject).code : undefined;
