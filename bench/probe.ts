@@ -5,10 +5,13 @@
 //
 //   bun bench/probe.ts --port N --key K --body FILE --c 16 --duration 10 [--trace]
 // FILE: "PATH\n" on the first line, the JSON body after it. Prints one JSON line (times in µs).
-// --trace adds each response's arrival times (ms after the request was sent), for the pacing check.
+// --trace adds each response's arrival times (ms after the request was sent), for the pacing check,
+// and per-chunk forwarding latency: for every `|t<ms>|` send stamp of the paced upstream (see
+// bench/upstream.ts) found in a read, the wall-clock receive time of that read minus the stamp.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { Socket } from "bun";
+import { percentile } from "./lib/stats.ts";
 
 const { values } = parseArgs({
   options: {
@@ -42,6 +45,7 @@ const ttfb: number[] = [];
 const total: number[] = [];
 const arrivals: number[] = [];
 const traces: number[][] = [];
+const chunkLags: number[] = [];
 const errors: string[] = [];
 let sent = 0;
 
@@ -105,6 +109,23 @@ interface Conn {
   times: number[];
   res: Response1;
   busy: boolean;
+  /** the end of the last read that could be the start of a stamp split across reads */
+  stampTail: string;
+}
+
+const STAMP = /\|t(\d+\.\d+)\|/g;
+/** Longer than any stamp, so a split one is always whole in tail + next read. */
+const TAIL = 32;
+
+/** Records receive − send for every stamp completed by this read; a stamp counts once. */
+function stampLags(conn: Conn, text: string, receivedAt: number): void {
+  const buf = conn.stampTail + text;
+  let end = 0;
+  for (const m of buf.matchAll(STAMP)) {
+    chunkLags.push(receivedAt - Number(m[1]));
+    end = m.index + m[0].length;
+  }
+  conn.stampTail = buf.slice(Math.max(end, buf.length - TAIL));
 }
 
 let open = 0;
@@ -122,6 +143,7 @@ function next(conn: Conn): void {
   conn.busy = true;
   conn.times = [];
   conn.res = new Response1();
+  conn.stampTail = "";
   conn.sentAt = performance.now();
   if (conn.socket.write(request) !== request.length) throw new Error("short write of a small request");
 }
@@ -134,9 +156,11 @@ async function connect(conn: Conn): Promise<void> {
       data(_s, data) {
         const now = performance.now();
         conn.times.push(now - conn.sentAt);
+        const text = data.toString("latin1");
+        if (values.trace) stampLags(conn, text, performance.timeOrigin + now);
         let complete: boolean;
         try {
-          complete = conn.res.feed(data.toString("latin1"));
+          complete = conn.res.feed(text);
         } catch (e) {
           errors.push(String(e));
           complete = true;
@@ -166,7 +190,7 @@ async function connect(conn: Conn): Promise<void> {
   next(conn);
 }
 
-const conns: Conn[] = Array.from({ length: concurrency }, () => ({ socket: null, sentAt: 0, times: [], res: new Response1(), busy: false }));
+const conns: Conn[] = Array.from({ length: concurrency }, () => ({ socket: null, sentAt: 0, times: [], res: new Response1(), busy: false, stampTail: "" }));
 open = conns.length;
 await Promise.all(conns.map(connect));
 const guard = setTimeout(() => {
@@ -177,11 +201,6 @@ await allDone;
 clearTimeout(guard);
 const elapsed = performance.now() - started;
 
-const pct = (xs: number[], p: number) => {
-  if (xs.length === 0) return NaN;
-  const s = xs.slice().sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-};
 const us = (ms: number) => Math.round(ms * 1000);
 console.log(
   JSON.stringify({
@@ -191,12 +210,12 @@ console.log(
     first_errors: errors.slice(0, 5),
     elapsed_us: us(elapsed),
     rps: ttfb.length / (elapsed / 1000),
-    ttfb_p50_us: us(pct(ttfb, 50)),
-    ttfb_p90_us: us(pct(ttfb, 90)),
-    ttfb_p99_us: us(pct(ttfb, 99)),
-    total_p50_us: us(pct(total, 50)),
-    arrivals_p50: pct(arrivals, 50),
-    ...(values.trace ? { traces } : {}),
+    ttfb_p50_us: us(percentile(ttfb, 50)),
+    ttfb_p90_us: us(percentile(ttfb, 90)),
+    ttfb_p99_us: us(percentile(ttfb, 99)),
+    total_p50_us: us(percentile(total, 50)),
+    arrivals_p50: percentile(arrivals, 50),
+    ...(values.trace ? { traces, chunk_lags_ms: chunkLags.map((x) => Math.round(x * 1000) / 1000) } : {}),
   }),
 );
 process.exit(0);

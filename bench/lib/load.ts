@@ -31,6 +31,8 @@ export interface ProbeResult {
   total_p50_us: number;
   arrivals_p50: number;
   traces?: number[][];
+  /** --trace: receive time − upstream send time of every stamped chunk, ms */
+  chunk_lags_ms?: number[];
 }
 
 export async function runWrk(port: number, key: string, bodyFiles: string[], c: number, seconds: number): Promise<WrkResult> {

@@ -2,13 +2,7 @@
 import type { Sample } from "./load.ts";
 import type { Reconciliation, WorkloadId } from "./rig.ts";
 import { WORKLOADS } from "./rig.ts";
-
-export const median = (xs: number[]): number => {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
+import { median } from "./stats.ts";
 
 export interface CellSummary {
   workload: WorkloadId;
@@ -60,10 +54,13 @@ export function summarise(samples: Sample[]): CellSummary[] {
 }
 
 const f0 = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString("en-US") : "n/a");
-const ms = (us: number) => (Number.isFinite(us) ? (us / 1000).toFixed(3) : "n/a");
 const pct = (x: number) => (Number.isFinite(x) ? `${Math.round(x * 100)}%` : "n/a");
 const x2 = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)}×` : "n/a");
-const signedMs = (us: number) => (Number.isFinite(us) ? `${us >= 0 ? "+" : ""}${(us / 1000).toFixed(3)}` : "n/a");
+// ms3 and signed take ms (the pacing check's unit); ms and signedMs take µs (the cells').
+const ms3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : "n/a");
+const signed = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? "+" : ""}${x.toFixed(3)}` : "n/a");
+const ms = (us: number) => ms3(us / 1000);
+const signedMs = (us: number) => signed(us / 1000);
 
 export function cellTable(cells: CellSummary[]): string {
   const rows = [
@@ -96,7 +93,14 @@ export interface PacingResult {
   gapMs: number;
   ttfbMs: number;
   totalMs: number;
+  /** upstream send → client receive per stamped text chunk, ms (n: stamps found) */
+  chunkLag: { n: number; p50Ms: number; p99Ms: number };
 }
+
+/** The bare proxy's row for the same workload: the baseline of a gateway pacing row. */
+const pacingBare = (ps: PacingResult[], p: PacingResult) => ps.find((b) => b.target !== "gateway" && b.workload === p.workload);
+/** What the gateway adds to the median chunk latency over the bare proxy, ms. */
+const addedLag = (ps: PacingResult[], p: PacingResult) => p.chunkLag.p50Ms - (pacingBare(ps, p)?.chunkLag.p50Ms ?? NaN);
 
 export function verdicts(cells: CellSummary[], pacing: PacingResult[], paceMs: number): Verdict[] {
   const out: Verdict[] = [];
@@ -117,13 +121,21 @@ export function verdicts(cells: CellSummary[], pacing: PacingResult[], paceMs: n
     }
   }
   for (const p of pacing.filter((p) => p.target === "gateway")) {
-    const bare = pacing.find((b) => b.target !== "gateway" && b.workload === p.workload);
+    const bare = pacingBare(pacing, p);
     // Forwarded as they arrive: as many separate reads as through the bare proxy, paceMs apart.
     const pass = bare !== undefined && p.arrivals >= bare.arrivals - 1 && Math.abs(p.gapMs - paceMs) <= paceMs * 0.5;
     out.push({
       target: `${p.workload} chunks forwarded as they arrive (upstream paced ${paceMs} ms)`,
       measured: `${p.arrivals} reads, ${p.gapMs.toFixed(1)} ms apart (bare: ${bare?.arrivals ?? "?"} reads)`,
       pass,
+    });
+    const lag = p.chunkLag;
+    out.push({
+      target: `${p.workload} chunk forwarding latency median < 1 ms`,
+      measured: lag.n
+        ? `${ms3(lag.p50Ms)} ms (p99 ${ms3(lag.p99Ms)} ms, ${lag.n} chunks; bare ${ms3(bare?.chunkLag.p50Ms ?? NaN)} ms, added ${signed(addedLag(pacing, p))} ms)`
+        : "no send stamps reached the client",
+      pass: lag.p50Ms < 1,
     });
   }
   return out;
@@ -134,10 +146,15 @@ export function verdictTable(vs: Verdict[]): string {
 }
 
 export function pacingTable(ps: PacingResult[]): string {
+  const added = (p: PacingResult) => (p.target === "gateway" ? ` (${signed(addedLag(ps, p))})` : "");
   return [
-    "| target | workload | reads/response | median gap ms | TTFB ms | total ms |",
-    "|---|---|---:|---:|---:|---:|",
-    ...ps.map((p) => `| ${p.target} | ${p.workload} | ${p.arrivals} | ${p.gapMs.toFixed(1)} | ${p.ttfbMs.toFixed(2)} | ${p.totalMs.toFixed(1)} |`),
+    "| target | workload | reads/response | median gap ms | TTFB ms | total ms | chunk latency ms p50 / p99 (added) | chunks |",
+    "|---|---|---:|---:|---:|---:|---:|---:|",
+    ...ps.map(
+      (p) =>
+        `| ${p.target} | ${p.workload} | ${p.arrivals} | ${p.gapMs.toFixed(1)} | ${p.ttfbMs.toFixed(2)} | ${p.totalMs.toFixed(1)} | ` +
+        `${ms3(p.chunkLag.p50Ms)} / ${ms3(p.chunkLag.p99Ms)}${added(p)} | ${p.chunkLag.n} |`,
+    ),
   ].join("\n");
 }
 
