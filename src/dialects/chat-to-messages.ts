@@ -2,7 +2,7 @@
 // non-streamed response back (§3). Pure: a body in, a body out, or a GatewayError naming the field.
 import { createHash } from "node:crypto";
 import { contentKind, unsupportedContent } from "./content-check.ts";
-import { applyFields, arrayAt, handledElsewhere, isObject, isSet, objectAt, refuse, stringAt, type FieldRule } from "./fields.ts";
+import { applyFields, arrayAt, handledElsewhere, isObject, isSet, lose, objectAt, refuse, stringAt, type FieldRule } from "./fields.ts";
 import { budgetForEffort, effortIsOff, MIN_THINKING_BUDGET } from "./reasoning.ts";
 import { toolIdFromMessages, toolIdToMessages, toolNameFor } from "./tool-ids.ts";
 import { chatUsage, stopToFinish, thinkingTokens, usageFromMessages } from "./usage.ts";
@@ -36,7 +36,6 @@ interface Ctx {
 
 const UPSTREAM = "Messages";
 
-const lose: FieldRule<Ctx> = (_v, c, path) => void c.dropped.push(path);
 const noMessagesEquivalent: FieldRule<Ctx> = (_v, _c, path) => refuse(path, `has no ${UPSTREAM} equivalent`);
 
 // Every Chat request field (chat-completions.md §2) and what it becomes. Not listed: refused.

@@ -50,3 +50,6 @@ export function applyFields<C>(obj: JsonObject, rules: Record<string, FieldRule<
 
 /** A field read together with others by the translator itself. */
 export const handledElsewhere: FieldRule<unknown> = () => {};
+
+/** Accepted but not sent: the path goes into the x-gateway-dropped list. */
+export const lose: FieldRule<{ dropped: string[] }> = (_v, c, path) => void c.dropped.push(path);

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { GatewayError } from "../errors.ts";
 import { contentKind, unsupportedContent } from "./content-check.ts";
-import { applyFields, arrayAt, handledElsewhere, isObject, isSet, objectAt, refuse, stringAt, type FieldRule } from "./fields.ts";
+import { applyFields, arrayAt, handledElsewhere, isObject, isSet, lose, objectAt, refuse, stringAt, type FieldRule } from "./fields.ts";
 import { effortForBudget } from "./reasoning.ts";
 import { toolIdFromMessages, toolIdToMessages, toolNameFor } from "./tool-ids.ts";
 import { finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
@@ -38,7 +38,6 @@ const UPSTREAM = "Chat Completions";
 // answer split at citations, so they join with nothing.
 const PASSAGE_JOIN = "\n";
 
-const lose: FieldRule<Ctx> = (_v, c, path) => void c.dropped.push(path);
 const noChatEquivalent: FieldRule<Ctx> = (_v, _c, path) => refuse(path, `has no ${UPSTREAM} equivalent`);
 
 // Every top-level Messages field (messages.md §4) and what it becomes. Not listed: refused.

@@ -2,7 +2,7 @@
 // parsed chunk at a time; it never reads a clock or a socket, so a fixture replays it exactly.
 
 import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
-import { estimatedUsage } from "./stream-usage.ts";
+import { StreamTally, estimatedUsage } from "./stream-usage.ts";
 import { toolIdToMessages } from "./tool-ids.ts";
 import { finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
 import type { ChatChunk, ChatToolCall, JsonObject, MessagesEvent } from "./wire.ts";
@@ -32,12 +32,10 @@ interface ToolState {
 
 type BlockKind = "text" | "thinking" | "tool";
 
-export class ChatToMessagesStream {
+export class ChatToMessagesStream extends StreamTally {
   private readonly opts: ChatToMessagesOptions;
   private messageId: string | undefined;
   private started = false;
-  private ended = false;
-  private failedFlag = false;
   private open: { kind: BlockKind; index: number; tool?: ToolState } | null = null;
   private nextIndex = 0;
   private readonly tools = new Map<string, ToolState>();
@@ -45,38 +43,12 @@ export class ChatToMessagesStream {
   private toolCount = 0;
   private finish: string | null = null;
   private sawRefusal = false;
-  private realUsage: TokenUsage | null = null;
   private reasoningTokens: number | undefined = undefined;
-  private chars = 0;
-  private billed: TokenUsage | null = null;
-  private cost: number | null = null;
 
   constructor(opts: ChatToMessagesOptions) {
+    super();
     this.opts = opts;
     this.messageId = opts.messageId;
-  }
-
-  /**
-   * What the final message_delta reported (the upstream's usage, else our estimate) once sent;
-   * before that the upstream's usage so far, or null.
-   */
-  get usage(): TokenUsage | null {
-    return this.billed ?? this.realUsage;
-  }
-  /** Characters of text, thinking and tool arguments produced so far (settlement of cut streams). */
-  get outputChars(): number {
-    return this.chars;
-  }
-  /** message_stop was sent. */
-  get finished(): boolean {
-    return this.ended && !this.failedFlag;
-  }
-  get failed(): boolean {
-    return this.failedFlag;
-  }
-  /** The cost the final message_delta reported, in nano-dollars; null before it. */
-  get costNano(): number | null {
-    return this.cost;
   }
 
   push(chunk: ChatChunk): MessagesEvent[] {

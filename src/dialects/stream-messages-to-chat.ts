@@ -2,7 +2,7 @@
 // parsed event at a time; the caller encodes each chunk as `data: <json>` and "[DONE]" as `data: [DONE]`.
 
 import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
-import { estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
+import { StreamTally, estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
 import { toolIdFromMessages } from "./tool-ids.ts";
 import { chatUsage, stopToFinish } from "./usage.ts";
 import type { ChatChunk, ChatUsage, JsonObject, MessagesEvent } from "./wire.ts";
@@ -29,49 +29,22 @@ export type ChatStreamItem = ChatChunk | ChatErrorChunk | "[DONE]";
 
 type Delta = ChatChunk["choices"][number]["delta"];
 
-export class MessagesToChatStream {
+export class MessagesToChatStream extends StreamTally {
   private readonly opts: MessagesToChatOptions;
   private readonly created: number;
   private id = "";
   private started = false;
   private finishSent = false;
-  private ended = false;
-  private failedFlag = false;
   /** Messages block index → Chat tool_calls index. T counts tool blocks only (litellm#5231). */
   private readonly toolIndex = new Map<number, { t: number; bytes: number }>();
   private toolCount = 0;
-  private realUsage: TokenUsage | null = null;
   private thinkingTokens: number | undefined = undefined;
-  private chars = 0;
   private finalUsage: ChatUsage | null = null;
-  private billed: TokenUsage | null = null;
-  private cost: number | null = null;
 
   constructor(opts: MessagesToChatOptions) {
+    super();
     this.opts = opts;
     this.created = opts.created ?? Math.floor(Date.now() / 1000);
-  }
-
-  /**
-   * What the finish reported (the upstream's usage, else our estimate) once sent; before that the
-   * usage as the upstream reported it so far (message_start, then message_delta overwrites).
-   */
-  get usage(): TokenUsage | null {
-    return this.billed ?? this.realUsage;
-  }
-  get outputChars(): number {
-    return this.chars;
-  }
-  /** [DONE] was sent. */
-  get finished(): boolean {
-    return this.ended && !this.failedFlag;
-  }
-  get failed(): boolean {
-    return this.failedFlag;
-  }
-  /** The cost the stream reported to the client, in nano-dollars; null before message_delta. */
-  get costNano(): number | null {
-    return this.cost;
   }
 
   push(ev: MessagesEvent): ChatStreamItem[] {

@@ -30,3 +30,37 @@ export function mergeMessagesUsage(prev: TokenUsage | null, u: MessagesUsage | J
 export function estimatedUsage(inputTokens: number, outputChars: number): TokenUsage {
   return { input: inputTokens, output: Math.ceil(outputChars / 4), cacheRead: 0, cacheWrite: 0 };
 }
+
+/**
+ * What the relay reads from a translating stream machine, kept the same way by each: the upstream's
+ * usage so far, what the final usage event billed once sent, characters produced (for cut streams),
+ * and how the stream ended.
+ */
+export abstract class StreamTally {
+  protected realUsage: TokenUsage | null = null;
+  protected billed: TokenUsage | null = null;
+  protected cost: number | null = null;
+  protected chars = 0;
+  protected ended = false;
+  protected failedFlag = false;
+
+  /** What the final usage event billed once sent (upstream usage, else our estimate); before that the upstream's so far, or null. */
+  get usage(): TokenUsage | null {
+    return this.billed ?? this.realUsage;
+  }
+  /** Characters of text, thinking and tool arguments produced so far (settlement of cut streams). */
+  get outputChars(): number {
+    return this.chars;
+  }
+  /** The stream reached its natural end (message_stop / [DONE]) without failing. */
+  get finished(): boolean {
+    return this.ended && !this.failedFlag;
+  }
+  get failed(): boolean {
+    return this.failedFlag;
+  }
+  /** The cost the final usage event reported, in nano-dollars; null before it. */
+  get costNano(): number | null {
+    return this.cost;
+  }
+}

@@ -46,7 +46,7 @@ export class Ledger {
       chargeKey: q("UPDATE api_keys SET spent_nano = spent_nano + ?, reserved_nano = reserved_nano - ? WHERE id = ?"),
       entry: q("INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, note, external_ref, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
       credit: q("UPDATE accounts SET balance_nano = balance_nano + ? WHERE id = ?"),
-      orphans: q("SELECT id, owner_pid, request_id FROM reservations"),
+      orphans: q("SELECT id, request_id, account_id, key_id, amount_nano, owner_pid FROM reservations"),
     };
   }
 
@@ -139,19 +139,16 @@ export class Ledger {
 
   /** Releases holds whose owning process is gone (a crash or kill -9). Returns how many. */
   releaseOrphans(isAlive: (pid: number) => boolean = pidAlive): number {
-    const rows = this.s.orphans!.all() as { id: number; owner_pid: number; request_id: string }[];
+    const rows = this.s.orphans!.all() as { id: number; request_id: string; account_id: number; key_id: number; amount_nano: number; owner_pid: number }[];
     let released = 0;
     for (const r of rows) {
       if (r.owner_pid !== process.pid && isAlive(r.owner_pid)) continue;
-      const full = this.db.$client.query("SELECT account_id, key_id, amount_nano FROM reservations WHERE id = ?").get(r.id) as
-        | { account_id: number; key_id: number; amount_nano: number }
-        | null;
-      if (!full) continue;
-      this.release({ id: r.id, requestId: r.request_id, accountId: full.account_id, keyId: full.key_id, amountNano: full.amount_nano });
+      this.release({ id: r.id, requestId: r.request_id, accountId: r.account_id, keyId: r.key_id, amountNano: r.amount_nano });
       released++;
     }
     return released;
   }
+
 }
 
 function pidAlive(pid: number): boolean {

@@ -1,3 +1,4 @@
+import { estimatedUsage } from "../dialects/stream-usage.ts";
 import type { Model } from "../catalog/catalog.ts";
 import type { KeyedCall } from "../http/pipeline.ts";
 import type { Hold } from "../ledger/ledger.ts";
@@ -79,13 +80,7 @@ export function relayStream(
         call.log.errorCode = "upstream_unavailable";
       };
     } else {
-      const billed: TokenUsage = usage ?? {
-        input: estimatedInputTokens,
-        output: Math.ceil(adapter.outputChars / 4),
-        cacheRead: 0,
-        cacheWrite: 0,
-      };
-      if (outcome === "cancelled" && !usage) billed.output = Math.ceil(adapter.outputChars / 4);
+      const billed: TokenUsage = usage ?? estimatedUsage(estimatedInputTokens, adapter.outputChars);
       ledgerWrite = () => {
         settle(call, hold, tokenCost(model.prices, billed), billed);
         if (outcome === "cancelled") call.log.errorCode = "client_cancelled";

@@ -8,6 +8,7 @@ import type { Hold } from "../ledger/ledger.ts";
 import { tokenCost, type TokenUsage } from "../ledger/money.ts";
 import type { Dialect } from "../upstreams/types.ts";
 import { chatUsage, messagesUsage } from "../dialects/usage.ts";
+import { estimatedUsage } from "../dialects/stream-usage.ts";
 import { clientAnswer, streamAdapter, upstreamBody, withCost, type PairOptions, type StreamAdapter } from "./adapters.ts";
 import { attemptRoutes } from "./routes.ts";
 import { relayStream, firstEvents } from "./stream.ts";
@@ -135,7 +136,7 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
     const { body: out, usage: reported } = clientAnswer(client.dialect, upstreamDialect, JSON.parse(text) as JsonObject, model.id);
     // Some compatible servers report no usage: bill our own count (estimate in, answer bytes out) and
     // show the client the counts it was billed on, in its own dialect.
-    const usage = reported ?? { input: estimatedInputTokens, output: Math.ceil(text.length / 4), cacheRead: 0, cacheWrite: 0 };
+    const usage = reported ?? estimatedUsage(estimatedInputTokens, text.length);
     if (!reported) out.usage = client.dialect === "messages" ? messagesUsage(usage) : chatUsage(usage);
     const cost = tokenCost(model.prices, usage);
     handedOff = true;
