@@ -19,7 +19,7 @@ import { profileRun } from "./lib/profile.ts";
 import {
   cellTable, logCheck, pacingTable, reconciliationLine, summarise, verdicts, verdictTable, type PacingResult,
 } from "./lib/report.ts";
-import { reconcile, ROOT, smokeTest, startRig, WORKLOADS, type Rig, type Target, type WorkloadId } from "./lib/rig.ts";
+import { heldNano, reconcile, ROOT, smokeTest, startRig, WORKLOADS, type Rig, type Target, type WorkloadId } from "./lib/rig.ts";
 import { median, percentile } from "./lib/stats.ts";
 
 const { values } = parseArgs({
@@ -133,8 +133,9 @@ async function matrixRun(dir: string): Promise<void> {
   console.log(`pacing check: upstream paced ${paceMs} ms between SSE events, 5 streams per target at c=1, send-stamped text deltas`);
   const pacing = await pacingCheck(rig);
   const rssEnd = rssMiB(rig.gateway.pid);
+  const held = await heldNano(rig);
   await stopChild(rig.gateway.proc);
-  const rec = reconcile(rig.dbFile);
+  const rec = reconcile(rig.dbFile, held);
 
   const cells = summarise(samples);
   const vs = verdicts(cells, pacing, paceMs);
@@ -190,8 +191,9 @@ async function memoryRun(dir: string): Promise<void> {
   const hits = (await rig.upstreamHits()).fast - h0.fast;
   gatewayHits += hits;
   cutAllowance += 64;
+  const held = await heldNano(rig);
   await stopChild(rig.gateway.proc);
-  const rec = reconcile(rig.dbFile);
+  const rec = reconcile(rig.dbFile, held);
 
   const logs = logCheck(rec, gatewayHits, cutAllowance);
   const atMiB = rss.find((s) => s.t >= at)?.mib ?? NaN;

@@ -1,5 +1,6 @@
 import type { Config } from "./config/load.ts";
 import type { Db } from "./db/client.ts";
+import { acquireServeLock } from "./db/serve-lock.ts";
 import { buildApp } from "./http/app.ts";
 import { buildServices, type Services } from "./services.ts";
 
@@ -14,11 +15,18 @@ const DAY_MS = 24 * 3600 * 1000;
 
 /** Boots the gateway: migrations, crash recovery, retention jobs, then the HTTP server. */
 export function startGateway(config: Config, opts: { port?: number; db?: Db; quiet?: boolean } = {}): RunningGateway {
-  const svc = buildServices(config, opts.db);
-  const released = svc.ledger.releaseOrphans();
+  // Taken before anything is written: a refused second server must leave the running one's file alone.
+  const lock = opts.db ? { release() {} } : acquireServeLock(config.database);
+  let svc: Services;
+  try {
+    svc = buildServices(config, opts.db);
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
   const abandoned = svc.idempotency.abandonInFlight();
-  if (!opts.quiet && (released || abandoned)) {
-    console.log(`gateway: released ${released} reservation(s) and ${abandoned} idempotency claim(s) left by a stopped process`);
+  if (!opts.quiet && abandoned) {
+    console.log(`gateway: released ${abandoned} idempotency claim(s) left by a stopped process`);
   }
   const prune = () => {
     svc.logs.prune();
@@ -46,6 +54,7 @@ export function startGateway(config: Config, opts: { port?: number; db?: Db; qui
       clearInterval(timer);
       await app.stop(true);
       svc.db.$client.close();
+      lock.release();
     },
   };
 }

@@ -178,6 +178,6 @@ export function logCheck(r: Reconciliation, gatewayHits: number, cutAllowance: n
 export function reconciliationLine(r: Reconciliation): string {
   return (
     `Ledger: ${r.ok ? "reconciles" : "**DOES NOT RECONCILE**"} (${r.accounts} account(s), balance_nano = SUM(ledger_entries.amount_nano)` +
-    `${r.mismatched.length ? `; mismatched: ${JSON.stringify(r.mismatched)}` : ""}; ${r.openReservations} rows in reservations; reserved_nano total ${r.reservedNano}).`
+    `${r.mismatched.length ? `; mismatched: ${JSON.stringify(r.mismatched)}` : ""}; holds left in the gateway after the load: ${r.heldNano} nano-USD).`
   );
 }

@@ -10,7 +10,6 @@ export const accounts = sqliteTable("accounts", {
   email: text("email").notNull().unique(),
   passwordHash: text("password_hash"),
   balanceNano: integer("balance_nano").notNull().default(0),
-  reservedNano: integer("reserved_nano").notNull().default(0),
   createdAt: integer("created_at").notNull(),
 });
 
@@ -25,7 +24,6 @@ export const apiKeys = sqliteTable(
     keyHash: text("key_hash").notNull(),
     quotaNano: integer("quota_nano"),
     spentNano: integer("spent_nano").notNull().default(0),
-    reservedNano: integer("reserved_nano").notNull().default(0),
     // JSON arrays; null means no restriction.
     models: text("models"),
     ipAllow: text("ip_allow"),
@@ -63,21 +61,7 @@ export const ledgerEntries = sqliteTable(
   ],
 );
 
-// Open holds on a balance while a request runs; deleted when it settles or is released.
-// owner_pid lets the next start release holds of a process that died. The table holds only the
-// running requests, so it needs no index; ids may be reused, and a hold is deleted by id and request_id.
-export const reservations = sqliteTable(
-  "reservations",
-  {
-    id: integer("id").primaryKey(),
-    requestId: text("request_id").notNull(),
-    accountId: integer("account_id").notNull().references(() => accounts.id),
-    keyId: integer("key_id").notNull().references(() => apiKeys.id),
-    amountNano: integer("amount_nano").notNull(),
-    ownerPid: integer("owner_pid").notNull(),
-    createdAt: integer("created_at").notNull(),
-  },
-);
+// Holds of running requests are not a table: they live in the serving process (src/ledger/holds.ts).
 
 // One row per /v1 request. No prompt, completion or key material. Request ids start with the time
 // (gw_ + base-36 milliseconds), so the primary key is in time order: pruning deletes a key range and

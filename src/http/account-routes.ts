@@ -10,10 +10,8 @@ import { CountTokensBody, validate } from "./schemas.ts";
 /** GET /v1/me: what this key may still spend, and its limits. */
 export function me(call: KeyedCall): Response {
   const { svc, key } = call;
-  const k = svc.db.$client.query("SELECT spent_nano, reserved_nano FROM api_keys WHERE id = ?").get(key.id) as {
-    spent_nano: number;
-    reserved_nano: number;
-  };
+  const k = svc.db.$client.query("SELECT spent_nano FROM api_keys WHERE id = ?").get(key.id) as { spent_nano: number };
+  const keyHeld = svc.ledger.holds.key(key.id);
   const b = svc.ledger.balance(key.accountId);
   const quota = key.quotaNano;
   return json({
@@ -27,8 +25,8 @@ export function me(call: KeyedCall): Response {
       quota: {
         limit_usd: quota === null ? null : nanoToUsd(quota),
         spent_usd: nanoToUsd(k.spent_nano),
-        reserved_usd: nanoToUsd(k.reserved_nano),
-        remaining_usd: quota === null ? null : nanoToUsd(Math.max(quota - k.spent_nano - k.reserved_nano, 0)),
+        reserved_usd: nanoToUsd(keyHeld),
+        remaining_usd: quota === null ? null : nanoToUsd(Math.max(quota - k.spent_nano - keyHeld, 0)),
       },
     },
     balance: {

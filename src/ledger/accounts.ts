@@ -8,17 +8,16 @@ export interface Account {
   id: number;
   email: string;
   balanceNano: number;
-  reservedNano: number;
   createdAt: number;
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
 export function findAccount(db: Db, email: string): Account | null {
-  const r = db.$client.query("SELECT id, email, balance_nano, reserved_nano, created_at FROM accounts WHERE email = ?").get(email.toLowerCase()) as
-    | { id: number; email: string; balance_nano: number; reserved_nano: number; created_at: number }
+  const r = db.$client.query("SELECT id, email, balance_nano, created_at FROM accounts WHERE email = ?").get(email.toLowerCase()) as
+    | { id: number; email: string; balance_nano: number; created_at: number }
     | null;
-  return r && { id: r.id, email: r.email, balanceNano: r.balance_nano, reservedNano: r.reserved_nano, createdAt: r.created_at };
+  return r && { id: r.id, email: r.email, balanceNano: r.balance_nano, createdAt: r.created_at };
 }
 
 /** A new account; its opening balance is a ledger row like every other balance change. */

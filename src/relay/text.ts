@@ -93,9 +93,7 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
   const reserveNano = tokenCost(model.prices, { input: estimatedInputTokens, output: client.maxOut, cacheRead: 0, cacheWrite: 0 });
   call.log.stream = client.stream;
 
-  // Not awaited: a hold lost in a crash would be released at the next start anyway, so the upstream
-  // call need not wait for the batch's COMMIT.
-  const hold = call.svc.commits.now(() => call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, reserveNano));
+  const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, reserveNano);
   let handedOff = false;
   try {
     const pair = (upstreamModel: string, maxTokensField: PairOptions["maxTokensField"]): PairOptions => ({

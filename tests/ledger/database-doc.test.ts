@@ -33,6 +33,12 @@ describe("docs/database.md", () => {
     gw.services.db.$client.run("UPDATE accounts SET balance_nano = balance_nano - 1 WHERE id = (SELECT MIN(id) FROM accounts)");
   });
 
+  it("finds the key whose spend was changed without a charge row", () => {
+    gw.services.db.$client.run("UPDATE api_keys SET spent_nano = spent_nano + 1 WHERE id = (SELECT MIN(id) FROM api_keys)");
+    expect(sqlAll(gw, queries[0]!)).toMatchObject([{ what: "key" }]);
+    gw.services.db.$client.run("UPDATE api_keys SET spent_nano = spent_nano - 1 WHERE id = (SELECT MIN(id) FROM api_keys)");
+  });
+
   it("runs every example query against the schema", () => {
     for (const q of queries) {
       for (const statement of q.replaceAll("gw_…", requestId).split(";").map((s) => s.trim()).filter(Boolean)) {

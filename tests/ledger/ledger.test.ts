@@ -33,7 +33,10 @@ function account(usd: number, quotaNano: number | null = null) {
   const key = keys.create(acc.id, { quotaNano }).record;
   return { accountId: acc.id, keyId: key.id };
 }
-const keyRow = (id: number) => db.$client.query("SELECT spent_nano, reserved_nano FROM api_keys WHERE id = ?").get(id) as { spent_nano: number; reserved_nano: number };
+const keyRow = (id: number) => ({
+  spent_nano: (db.$client.query("SELECT spent_nano FROM api_keys WHERE id = ?").get(id) as { spent_nano: number }).spent_nano,
+  reserved_nano: ledger.holds.key(id),
+});
 const rows = (accountId: number) =>
   db.$client.query("SELECT kind, amount_nano, shortfall_nano, key_id, request_id FROM ledger_entries WHERE account_id = ? ORDER BY id").all(accountId) as {
     kind: string;
@@ -42,7 +45,7 @@ const rows = (accountId: number) =>
     key_id: number | null;
     request_id: string | null;
   }[];
-const holds = () => (db.$client.query("SELECT count(*) AS n FROM reservations").get() as { n: number }).n;
+const holds = () => ledger.holds.count;
 const refusal = (fn: () => unknown): GatewayError => {
   try {
     fn();
@@ -156,36 +159,22 @@ describe("release", () => {
   });
 });
 
-describe("orphan reservations", () => {
-  const hold = (a: { accountId: number; keyId: number }, pid: number, amount: number) => {
-    const h = ledger.reserve(`gw_o${++seq}`, a.accountId, a.keyId, amount);
-    db.$client.prepare("UPDATE reservations SET owner_pid = ? WHERE id = ?").run(pid, h.id);
-    return h;
-  };
-
-  it("releases holds of a process that is gone and keeps those of a live one", () => {
+describe("holds belong to the process", () => {
+  it("writes nothing to the database: a restart (a new ledger on the same file) starts with nothing held", () => {
     const a = account(1);
-    hold(a, 999_001, 100_000_000);
-    hold(a, 999_002, 200_000_000);
-    expect(ledger.releaseOrphans((pid) => pid === 999_002)).toBe(1);
-    expect(ledger.balance(a.accountId).reservedNano).toBe(200_000_000);
-    expect(keyRow(a.keyId).reserved_nano).toBe(200_000_000);
+    ledger.reserve("gw_o1", a.accountId, a.keyId, 300_000_000);
+    const restarted = new Ledger(db);
+    expect(restarted.balance(a.accountId)).toEqual({ balanceNano: USD, reservedNano: 0, spendableNano: USD });
+    expect(rows(a.accountId)).toHaveLength(1);
   });
 
-  it("releases holds carrying this process's own pid: at start nothing of ours is running yet (pid reuse after a restart)", () => {
+  it("lets the hold go even when the settle's write fails, charging nothing", () => {
     const a = account(1);
-    hold(a, process.pid, 100_000_000);
-    expect(ledger.releaseOrphans(() => true)).toBe(1);
-    expect(ledger.balance(a.accountId).reservedNano).toBe(0);
-  });
-
-  it("a request that settles after its hold was swept is charged once and leaves nothing reserved", () => {
-    const a = account(1);
-    const h = hold(a, 999_003, 300_000_000);
-    ledger.releaseOrphans(() => false);
-    ledger.settle(h, 50_000_000, "gw_late");
-    expect(ledger.balance(a.accountId)).toEqual({ balanceNano: 950_000_000, reservedNano: 0, spendableNano: 950_000_000 });
-    expect(keyRow(a.keyId)).toEqual({ spent_nano: 50_000_000, reserved_nano: 0 });
+    const h = ledger.reserve("gw_o2", a.accountId, a.keyId, 300_000_000);
+    db.$client.exec("CREATE TRIGGER no_charges BEFORE INSERT ON ledger_entries BEGIN SELECT RAISE(ABORT, 'disk says no'); END");
+    expect(() => ledger.settle(h, 50_000_000, "gw_o2")).toThrow("disk says no");
+    expect(ledger.balance(a.accountId)).toEqual({ balanceNano: USD, reservedNano: 0, spendableNano: USD });
+    expect(keyRow(a.keyId)).toEqual({ spent_nano: 0, reserved_nano: 0 });
   });
 });
 

@@ -14,7 +14,7 @@ export interface TestGateway extends RunningGateway {
   account(usd?: number | string, key?: NewKey): { key: string; accountId: number; keyId: number; email: string };
   /** Another key on an existing account. */
   key(accountId: number, opts?: NewKey): { key: string; keyId: number };
-  /** balance_nano, reserved_nano and the ledger sum of an account. */
+  /** balance_nano, the holds of running requests (in the server's memory) and the ledger sum of an account. */
   money(accountId: number): { balance: number; reserved: number; ledgerSum: number; openHolds: number };
 }
 
@@ -48,9 +48,9 @@ export async function startTestGateway(config: Record<string, unknown> = {}): Pr
       const q = (sql: string) => svc.db.$client.query(sql).get(accountId) as { v: number | null };
       return {
         balance: q("SELECT balance_nano AS v FROM accounts WHERE id = ?").v!,
-        reserved: q("SELECT reserved_nano AS v FROM accounts WHERE id = ?").v!,
+        reserved: svc.ledger.holds.account(accountId),
         ledgerSum: q("SELECT coalesce(sum(amount_nano), 0) AS v FROM ledger_entries WHERE account_id = ?").v!,
-        openHolds: q("SELECT count(*) AS v FROM reservations WHERE account_id = ?").v!,
+        openHolds: svc.ledger.holds.list().filter((h) => h.accountId === accountId).length,
       };
     },
     async stop() {

@@ -1,0 +1,35 @@
+import { Database } from "bun:sqlite";
+
+export class ServeLockError extends Error {}
+
+/**
+ * One `gateway serve` per database: the holds of running requests live in the serving process
+ * (ledger/holds.ts), so a second server on the same file could spend the same balance twice. The
+ * lock is an exclusive SQLite lock on a file next to the database, held by an open connection: the
+ * operating system drops it when the process ends, however it ends, so a crashed server never
+ * leaves a stale lock behind. The CLI's other commands do not take it.
+ */
+export function acquireServeLock(database: string): { release(): void } {
+  if (database === ":memory:") return { release() {} };
+  const path = `${database}.serve-lock`;
+  const lock = new Database(path, { create: true });
+  try {
+    lock.exec("PRAGMA busy_timeout = 0");
+    lock.exec("PRAGMA locking_mode = EXCLUSIVE");
+    lock.exec("PRAGMA journal_mode = OFF");
+    // The first write in exclusive locking mode takes the lock; it is kept until the connection closes.
+    lock.exec("CREATE TABLE IF NOT EXISTS server (pid INTEGER, started_at INTEGER)");
+    lock.exec("DELETE FROM server");
+    lock.prepare("INSERT INTO server VALUES (?, ?)").run(process.pid, Date.now());
+  } catch (e) {
+    lock.close();
+    if (/locked|busy/i.test(String(e))) {
+      throw new ServeLockError(
+        `another 'gateway serve' is running on the database ${database} (its lock file ${path} is held); ` +
+          "one server per database: stop the other one, or give this one its own --db",
+      );
+    }
+    throw e;
+  }
+  return { release: () => lock.close() };
+}
