@@ -215,7 +215,7 @@ export function reconcile(dbFile: string, held: number): Reconciliation {
       accounts: one("SELECT count(*) AS n FROM accounts"),
       mismatched,
       heldNano: held,
-      logRows: one("SELECT count(*) AS n FROM request_logs"),
+      logRows: one("SELECT count(*) AS n FROM request_logs WHERE path != '/v1/me'"),
       logRowsNot200: one("SELECT count(*) AS n FROM request_logs WHERE status != 200"),
       chargeEntries: one("SELECT count(*) AS n FROM ledger_entries WHERE kind = 'charge'"),
     };

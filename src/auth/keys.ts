@@ -2,6 +2,7 @@ import type { Statement } from "bun:sqlite";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Db } from "../db/client.ts";
 import { GatewayError } from "../errors.ts";
+import { snapshotFunds, type Funds } from "../ledger/ledger.ts";
 import { parseCidrList, ipAllowed, type Cidr } from "./ip.ts";
 
 export const KEY_PREFIX = "gk_sk_";
@@ -18,6 +19,14 @@ export interface KeyRecord {
   rpm: number | null;
   expiresAt: number | null;
   revokedAt: number | null;
+  /** The account's balance and the key's spend, read with the key (see snapshotFunds). */
+  funds: Funds;
+}
+
+/** A presented key's row (null: no such key) and the pause switch, read in one statement. */
+export interface KeyLookup {
+  record: KeyRecord | null;
+  paused: boolean;
 }
 
 export interface NewKey {
@@ -48,8 +57,13 @@ export class Keys {
   private readonly parsed = new Map<number, { raw: string; ip: Cidr[] | null; models: string[] | null }>();
 
   constructor(private readonly db: Db) {
+    // One statement for everything the front half of a request reads: every autocommit read pays
+    // for its own read transaction, which costs more than the lookups themselves (bench/RESULTS.md).
     this.byHash = db.$client.prepare(
-      "SELECT id, account_id, name, prefix, key_hash, quota_nano, models, ip_allow, rpm, expires_at, revoked_at FROM api_keys WHERE key_hash = ?",
+      `SELECT id, account_id, name, prefix, key_hash, quota_nano, spent_nano, models, ip_allow, rpm, expires_at, revoked_at,
+         (SELECT balance_nano FROM accounts WHERE accounts.id = api_keys.account_id) AS balance_nano,
+         (SELECT value FROM settings WHERE name = 'paused') AS paused
+       FROM api_keys WHERE key_hash = ?`,
     );
   }
 
@@ -81,10 +95,16 @@ export class Keys {
   }
 
   lookupHash(hash: string): KeyRecord | null {
+    return this.find(hash)?.record ?? null;
+  }
+
+  /** The key with this hash and the pause switch; null when no key has it. */
+  private find(hash: string): KeyLookup | null {
     const r = this.byHash.get(hash) as Record<string, unknown> | null;
     if (!r) return null;
+    const paused = r.paused === "true";
     // The index found the row by hash; compare again in constant time so a partial match never short-circuits.
-    if (!timingSafeEqual(Buffer.from(r.key_hash as string), Buffer.from(hash))) return null;
+    if (!timingSafeEqual(Buffer.from(r.key_hash as string), Buffer.from(hash))) return { record: null, paused };
     const id = r.id as number;
     const raw = `${r.models}|${r.ip_allow}`;
     let p = this.parsed.get(id);
@@ -96,7 +116,7 @@ export class Keys {
       };
       this.parsed.set(id, p);
     }
-    return {
+    const record: KeyRecord = {
       id,
       accountId: r.account_id as number,
       name: r.name as string,
@@ -107,7 +127,14 @@ export class Keys {
       rpm: r.rpm as number | null,
       expiresAt: r.expires_at as number | null,
       revokedAt: r.revoked_at as number | null,
+      funds: snapshotFunds(r.balance_nano as number | null, r.spent_nano as number, r.quota_nano as number | null),
     };
+    return { record, paused };
+  }
+
+  /** Looks the presented key up; null when none was presented or its form is not ours. */
+  lookup(presented: string | null): KeyLookup | null {
+    return presented?.startsWith(KEY_PREFIX) ? this.find(hashKey(presented)) : null;
   }
 
   /**
@@ -115,8 +142,12 @@ export class Keys {
    * Every unknown or malformed key gets the same 401, so answers never tell which keys exist.
    */
   authenticate(presented: string | null, clientIp: string | null, now = Date.now()): KeyRecord {
+    return this.check(presented, this.lookup(presented)?.record ?? null, clientIp, now);
+  }
+
+  /** The refusals of authenticate, for a key already looked up. */
+  check(presented: string | null, rec: KeyRecord | null, clientIp: string | null, now = Date.now()): KeyRecord {
     if (!presented) throw new GatewayError("no-key", "Missing API key. Pass it in the x-api-key header or as Authorization: Bearer <key>.");
-    const rec = presented.startsWith(KEY_PREFIX) ? this.lookupHash(hashKey(presented)) : null;
     if (!rec) throw new GatewayError("no-key", "Invalid API key.");
     if (rec.revokedAt !== null) throw new GatewayError("inactive", "This API key has been revoked.");
     if (rec.expiresAt !== null && rec.expiresAt <= now) throw new GatewayError("expired", "This API key has expired.");

@@ -48,11 +48,19 @@ export async function runKeyRoute(
   const log: LogRow = { requestId, method: request.method, path: url.pathname, status: 0, latencyMs: 0 };
   let idem: { keyId: number; key: string } | null = null;
   try {
-    if (svc.settings.paused) {
-      throw new GatewayError("product_paused", "The service is paused by its operator. Retry in 60 seconds.", { retryAfter: 60 });
+    // The spec's order is pause, body, key. The pause switch is read in the key's statement (one read
+    // transaction instead of two), so a refused body or key asks for it on its own.
+    let bytes: Uint8Array;
+    try {
+      bytes = opts.body === "none" ? new Uint8Array(0) : await readBodyLimited(request);
+    } catch (e) {
+      if (svc.settings.paused) throw pausedError();
+      throw e;
     }
-    const bytes = opts.body === "none" ? new Uint8Array(0) : await readBodyLimited(request);
-    const key = svc.keys.authenticate(presentedKey(request.headers), clientIp);
+    const presented = presentedKey(request.headers);
+    const found = svc.keys.lookup(presented);
+    if (found ? found.paused : svc.settings.paused) throw pausedError();
+    const key = svc.keys.check(presented, found?.record ?? null, clientIp);
     log.keyId = key.id;
     log.accountId = key.accountId;
     if (opts.bucket === "count_tokens") svc.limiter.take(`${key.id}:ct`, svc.config.countTokensRpm, "count_tokens on this key");
@@ -100,6 +108,9 @@ export async function runKeyRoute(
     return errorResponse(e, requestId);
   }
 }
+
+const pausedError = () =>
+  new GatewayError("product_paused", "The service is paused by its operator. Retry in 60 seconds.", { retryAfter: 60 });
 
 async function parseForm(request: Request, bytes: Uint8Array): Promise<FormData> {
   const type = request.headers.get("content-type") ?? "";

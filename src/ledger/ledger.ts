@@ -13,6 +13,27 @@ export interface Settlement {
   shortfallNano: number;
 }
 
+/**
+ * The account's balance and the key's spend as read together with the key. Good only until the
+ * current synchronous run yields (any await): the microtask queued here marks it stale before any
+ * other request's code can run, so a reserve that uses a fresh snapshot is as exact as one that
+ * reads again, and one that gets a stale snapshot reads again.
+ */
+export interface Funds {
+  balanceNano: number | null;
+  spentNano: number;
+  quotaNano: number | null;
+  fresh: boolean;
+}
+
+export function snapshotFunds(balanceNano: number | null, spentNano: number, quotaNano: number | null): Funds {
+  const f: Funds = { balanceNano, spentNano, quotaNano, fresh: true };
+  queueMicrotask(() => {
+    f.fresh = false;
+  });
+  return f;
+}
+
 export interface BalanceView {
   balanceNano: number;
   reservedNano: number;
@@ -51,8 +72,8 @@ export class Ledger {
   }
 
   /** Holds an estimate against the account balance and the key's quota, or refuses the request. */
-  reserve(requestId: string, accountId: number, keyId: number, amountNano: number): Hold {
-    const f = this.s.funds!.get(keyId, accountId) as { balance_nano: number | null; quota_nano: number | null; spent_nano: number } | null;
+  reserve(requestId: string, accountId: number, keyId: number, amountNano: number, funds?: Funds): Hold {
+    const f = funds?.fresh ? { balance_nano: funds.balanceNano, quota_nano: funds.quotaNano, spent_nano: funds.spentNano } : this.readFunds(keyId, accountId);
     if (!f || f.balance_nano === null) throw new GatewayError("no-key", "Invalid API key.");
     const keyHeld = this.holds.key(keyId);
     if (f.quota_nano !== null && f.spent_nano + keyHeld + amountNano > f.quota_nano) {
@@ -75,6 +96,10 @@ export class Ledger {
     const hold: Hold = { requestId, accountId, keyId, amountNano };
     this.holds.add(hold);
     return hold;
+  }
+
+  private readFunds(keyId: number, accountId: number) {
+    return this.s.funds!.get(keyId, accountId) as { balance_nano: number | null; quota_nano: number | null; spent_nano: number } | null;
   }
 
   /** Charges the actual cost (capped at the balance) and lets the hold go, exactly once. */

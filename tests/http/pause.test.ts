@@ -35,6 +35,19 @@ describe("gateway pause", () => {
     await expectError(res, 503, "product_paused");
   });
 
+  it("answers 503 before the key: a missing or unknown key gets product_paused, not 401", async () => {
+    await expectError(await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }), 503, "product_paused");
+    await expectError(await postJson(gw, "/v1/chat/completions", "gk_sk_unknown", { model: "demo", max_tokens: 16, messages: hi }), 503, "product_paused");
+  });
+
+  it("answers 503 before the body: an oversized or malformed body gets product_paused, not 413 or 400", async () => {
+    const big = "x".repeat(21 * 1024 * 1024);
+    const tooBig = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${a.key}`, "content-type": "application/json" }, body: big });
+    await expectError(tooBig, 503, "product_paused");
+    const malformed = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${a.key}`, "content-type": "application/json" }, body: "{" });
+    await expectError(malformed, 503, "product_paused");
+  });
+
   it("keeps the public routes answering, with /status saying paused", async () => {
     expect((await fetch(`${gw.url}/v1/models`)).status).toBe(200);
     const status = (await (await fetch(`${gw.url}/status`)).json()) as { status: string };

@@ -6,7 +6,7 @@ import { Keys } from "../../src/auth/keys.ts";
 import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
 import { GatewayError } from "../../src/errors.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
-import { Ledger } from "../../src/ledger/ledger.ts";
+import { Ledger, snapshotFunds } from "../../src/ledger/ledger.ts";
 
 const USD = 1_000_000_000;
 
@@ -200,5 +200,23 @@ describe("credits", () => {
   it("refuses zero, negative and fractional credits", () => {
     const a = account(1);
     for (const n of [0, -1, 1.5]) expect(() => ledger.credit(a.accountId, n, "operator_credit")).toThrow(RangeError);
+  });
+});
+
+describe("funds read with the key", () => {
+  it("are used while the synchronous run that read them lasts", () => {
+    const a = account(1);
+    // A snapshot that says more than the file: used as is, so the reserve fits.
+    const funds = snapshotFunds(5 * USD, 0, null);
+    expect(() => ledger.reserve("gw_f1", a.accountId, a.keyId, 3 * USD, funds)).not.toThrow();
+  });
+
+  it("go stale at the first await, and the reserve reads the balance again", async () => {
+    const a = account(1);
+    const funds = snapshotFunds(5 * USD, 0, null);
+    await Promise.resolve();
+    expect(funds.fresh).toBe(false);
+    const e = refusal(() => ledger.reserve("gw_f2", a.accountId, a.keyId, 3 * USD, funds));
+    expect(e.code).toBe("insufficient_balance");
   });
 });
