@@ -142,15 +142,16 @@ export class Keys {
    * Every unknown or malformed key gets the same 401, so answers never tell which keys exist.
    */
   authenticate(presented: string | null, clientIp: string | null, now = Date.now()): KeyRecord {
-    return this.check(presented, this.lookup(presented)?.record ?? null, clientIp, now);
+    return this.check(presented, this.lookup(presented)?.record ?? null, () => clientIp, now);
   }
 
-  /** The refusals of authenticate, for a key already looked up. */
-  check(presented: string | null, rec: KeyRecord | null, clientIp: string | null, now = Date.now()): KeyRecord {
+  /** The refusals of authenticate, for a key already looked up; the address is asked for only when the key has an allow-list. */
+  check(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now = Date.now()): KeyRecord {
     if (!presented) throw new GatewayError("no-key", "Missing API key. Pass it in the x-api-key header or as Authorization: Bearer <key>.");
     if (!rec) throw new GatewayError("no-key", "Invalid API key.");
     if (rec.revokedAt !== null) throw new GatewayError("inactive", "This API key has been revoked.");
     if (rec.expiresAt !== null && rec.expiresAt <= now) throw new GatewayError("expired", "This API key has expired.");
+    const clientIp = rec.ipAllow ? clientIpOf() : null;
     if (rec.ipAllow && !(clientIp && ipAllowed(rec.ipAllow, clientIp))) {
       throw new GatewayError("ip", `Requests from ${clientIp ?? "this address"} are not allowed for this API key.`);
     }

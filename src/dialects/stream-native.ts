@@ -19,6 +19,20 @@ const parse = (text: string): JsonObject | null => {
   }
 };
 
+/**
+ * Renames the model in a chunk's JSON text instead of serialising the parsed chunk again (a text
+ * chunk is parsed anyway; serialising it back cost as much again). Only when the compact
+ * `"model":"…"` occurs once and before `"choices"`, where nothing nested can be: else null.
+ */
+function renameModel(data: string, from: string, to: string): string | null {
+  const needle = `"model":${JSON.stringify(from)}`;
+  const at = data.indexOf(needle);
+  if (at === -1 || data.indexOf(needle, at + needle.length) !== -1) return null;
+  const choices = data.indexOf('"choices"');
+  if (choices !== -1 && choices < at) return null;
+  return data.slice(0, at) + `"model":${JSON.stringify(to)}` + data.slice(at + needle.length);
+}
+
 const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
 // ---------------------------------------------------------------- Messages
@@ -180,10 +194,11 @@ export class NativeChatStream {
       return this.flush() + encodeSse(ev.event, ev.data);
     }
     this.ident ??= { id: chunk.id, created: chunk.created };
-    let changed = false;
+    // The upstream's bytes with only the model renamed, when that can be done in the text; null: serialise the chunk.
+    let renamed: string | null = ev.data;
     if (typeof chunk.model === "string" && chunk.model !== this.opts.model) {
+      renamed = renameModel(ev.data, chunk.model, this.opts.model);
       chunk.model = this.opts.model;
-      changed = true;
     }
     const choices = Array.isArray(chunk.choices) ? (chunk.choices as unknown[]) : null;
     const hasUsage = isObject(chunk.usage);
@@ -202,9 +217,9 @@ export class NativeChatStream {
       if (finishHere) this.finish = true;
       if (hasUsage) {
         (chunk.usage as JsonObject).cost_usd = nanoToUsd(this.opts.costOf(this.tokens!));
-        changed = true;
+        renamed = null;
       }
-      return encodeSse(ev.event, changed ? JSON.stringify(chunk) : ev.data);
+      return encodeSse(ev.event, renamed ?? JSON.stringify(chunk));
     }
 
     // The client did not ask for usage, so the separate choices:[] chunk would crash code that reads
@@ -217,7 +232,7 @@ export class NativeChatStream {
       this.heldFinish = chunk;
       return "";
     }
-    return this.passOrHold(encodeSse(ev.event, changed ? JSON.stringify(chunk) : ev.data));
+    return this.passOrHold(encodeSse(ev.event, renamed ?? JSON.stringify(chunk)));
   }
 
   /** At EOF. Flushes a held finish chunk; adds [DONE] for a complete answer, an error chunk for a cut one. */

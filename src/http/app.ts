@@ -73,7 +73,7 @@ function publicRoute(fn: (svc: Services, request: Request) => Response, svc: Ser
 
 export function buildApp(svc: Services) {
   const keyRoute = (opts: KeyRouteOptions, handler: (c: KeyedCall) => Response | Promise<Response>) => ({ request, server }: Ctx) =>
-    runKeyRoute(svc, request, splitUrl(request.url), clientIp(svc, request, server), opts, async (c) => handler(c));
+    runKeyRoute(svc, request, splitUrl(request.url), () => clientIp(svc, request, server), opts, async (c) => handler(c));
   const JSON_MAIN: KeyRouteOptions = { bucket: "main", body: "json" };
 
   return new Elysia({ normalize: false })

@@ -39,7 +39,7 @@ export async function runKeyRoute(
   svc: Services,
   request: Request,
   url: { pathname: string; search: string },
-  clientIp: string | null,
+  clientIp: () => string | null,
   opts: KeyRouteOptions,
   handler: (c: KeyedCall) => Promise<Response>,
 ): Promise<Response> {

@@ -50,12 +50,24 @@ export interface TokenUsage {
 }
 
 const MILLION = 1_000_000n;
+const EXACT = 2 ** 51;
 
 /**
  * Sum of every bucket at its own rate, rounded up once to a whole nano-dollar.
  * BigInt because tokens × nano-per-million passes 2^53 for long contexts.
  */
 export function tokenCost(prices: TokenPrices, usage: TokenUsage): number {
+  // Every request pays this twice (reserve, settle); while each product stays below 2^51 (and so
+  // their sum below 2^53) plain numbers are exact, which covers any realistic request.
+  const a = usage.input * prices.input;
+  const b = usage.output * prices.output;
+  const c = usage.cacheRead * prices.cacheRead;
+  const d = usage.cacheWrite * prices.cacheWrite;
+  const sum = a + b + c + d;
+  if (a < EXACT && b < EXACT && c < EXACT && d < EXACT && sum >= 0 && Number.isInteger(sum)) {
+    const whole = sum - (sum % 1_000_000);
+    return whole / 1_000_000 + (sum === whole ? 0 : 1);
+  }
   const micro =
     BigInt(usage.input) * BigInt(prices.input) +
     BigInt(usage.output) * BigInt(prices.output) +

@@ -104,6 +104,27 @@ describe("NativeChatStream", () => {
     expect(out.length).toBe(6);
   });
 
+  describe("renaming the upstream's model to the public one", () => {
+    const chunk = (model: string) => `{"id":"c1","object":"chat.completion.chunk","created":1,"model":${model},"system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":"1.0e3 \\u00e9"},"finish_reason":null}]}`;
+
+    it("rewrites only the model in the upstream's own bytes, keeping every other byte as sent", () => {
+      const out = make({ model: "public-name" }).push({ data: chunk('"upstream-name"') });
+      expect(out).toBe(`data: ${chunk('"public-name"')}\n\n`);
+    });
+
+    it("falls back to serialising the chunk when the model is not in the compact form", () => {
+      const spaced = chunk('"upstream-name"').replace('"model":', '"model": ');
+      const out = parsed(make({ model: "public-name" }).push({ data: spaced }));
+      expect(JSON.parse(out[0]!.data)).toEqual({ ...JSON.parse(spaced), model: "public-name" });
+    });
+
+    it("does not touch a same-named value nested under choices", () => {
+      const data = `{"id":"c1","model":"u","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null,"extra":{"model":"u"}}]}`;
+      const out = parsed(make({ model: "p" }).push({ data }));
+      expect(JSON.parse(out[0]!.data)).toEqual({ ...JSON.parse(data), model: "p" });
+    });
+  });
+
   it("holds the finish chunk until the usage chunk and merges usage with cost_usd into it when include_usage is off", () => {
     const s = make();
     const events = sseEvents("chat-text.sse");

@@ -115,3 +115,29 @@ describe("rendering nano-dollars", () => {
     for (const n of [0, 1, 75, 92_550, 999_999_999, 1_000_000_001, 123_456_789_012]) expect(usdToNano(formatUsd(n))).toBe(n);
   });
 });
+
+describe("tokenCost's plain-number path", () => {
+  const reference = (p: { input: number; output: number; cacheRead: number; cacheWrite: number }, u: { input: number; output: number; cacheRead: number; cacheWrite: number }) => {
+    const micro = BigInt(u.input) * BigInt(p.input) + BigInt(u.output) * BigInt(p.output) + BigInt(u.cacheRead) * BigInt(p.cacheRead) + BigInt(u.cacheWrite) * BigInt(p.cacheWrite);
+    return Number((micro + 999_999n) / 1_000_000n);
+  };
+
+  it("agrees with BigInt arithmetic to the nano-dollar on random requests, small and near the 2^51 switch-over", () => {
+    let seed = 7;
+    const rnd = (max: number) => {
+      seed = (seed * 48271) % 2147483647;
+      return Math.floor((seed / 2147483647) * max);
+    };
+    for (let i = 0; i < 20_000; i++) {
+      const big = i % 2 === 0;
+      // Prices are nano-dollars per million tokens ($75/M = 7.5e10); big requests cross 2^51 per product.
+      const p = { input: rnd(7.5e10), output: rnd(7.5e10), cacheRead: rnd(7.5e9), cacheWrite: rnd(9e10) };
+      const u = { input: rnd(big ? 2e6 : 2e5), output: rnd(big ? 2e6 : 3e4), cacheRead: rnd(big ? 2e6 : 1e5), cacheWrite: rnd(1e5) };
+      expect(tokenCost(p, u)).toBe(reference(p, u));
+    }
+  });
+
+  it("still refuses a fractional token count, as the BigInt path does", () => {
+    expect(() => tokenCost({ input: 3, output: 15, cacheRead: 0, cacheWrite: 0 }, { input: 1.5, output: 0, cacheRead: 0, cacheWrite: 0 })).toThrow();
+  });
+});
