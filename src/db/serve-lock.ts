@@ -2,6 +2,9 @@ import { Database } from "bun:sqlite";
 
 export class ServeLockError extends Error {}
 
+/** How long a start waits for a server that is still stopping (a restart that overlaps the old process). */
+const WAIT_MS = 3000;
+
 /**
  * One `gateway serve` per database: the holds of running requests live in the serving process
  * (ledger/holds.ts), so a second server on the same file could spend the same balance twice. The
@@ -9,9 +12,35 @@ export class ServeLockError extends Error {}
  * operating system drops it when the process ends, however it ends, so a crashed server never
  * leaves a stale lock behind. The CLI's other commands do not take it.
  */
+// Referenced here so that a lock nobody keeps a handle to is not closed by the garbage collector.
+const held = new Set<Database>();
+
 export function acquireServeLock(database: string): { release(): void } {
   if (database === ":memory:") return { release() {} };
   const path = `${database}.serve-lock`;
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const lock = tryLock(path);
+    if (lock) {
+      held.add(lock);
+      return {
+        release: () => {
+          held.delete(lock);
+          lock.close();
+        },
+      };
+    }
+    if (Date.now() >= deadline) {
+      throw new ServeLockError(
+        `another 'gateway serve' is running on the database ${database} (its lock file ${path} is held); ` +
+          "one server per database: stop the other one, or give this one its own --db",
+      );
+    }
+    Bun.sleepSync(100);
+  }
+}
+
+function tryLock(path: string): Database | null {
   const lock = new Database(path, { create: true });
   try {
     lock.exec("PRAGMA busy_timeout = 0");
@@ -20,16 +49,12 @@ export function acquireServeLock(database: string): { release(): void } {
     // The first write in exclusive locking mode takes the lock; it is kept until the connection closes.
     lock.exec("CREATE TABLE IF NOT EXISTS server (pid INTEGER, started_at INTEGER)");
     lock.exec("DELETE FROM server");
-    lock.prepare("INSERT INTO server VALUES (?, ?)").run(process.pid, Date.now());
+    // run, not prepare: a statement left unfinalised would keep the connection (and its lock) open after close().
+    lock.run("INSERT INTO server VALUES (?, ?)", [process.pid, Date.now()]);
+    return lock;
   } catch (e) {
     lock.close();
-    if (/locked|busy/i.test(String(e))) {
-      throw new ServeLockError(
-        `another 'gateway serve' is running on the database ${database} (its lock file ${path} is held); ` +
-          "one server per database: stop the other one, or give this one its own --db",
-      );
-    }
+    if (/locked|busy/i.test(String(e))) return null;
     throw e;
   }
-  return { release: () => lock.close() };
 }
