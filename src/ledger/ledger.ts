@@ -106,15 +106,15 @@ export class Ledger {
   settle(hold: Hold, costNano: number, requestId: string): Settlement {
     if (!Number.isSafeInteger(costNano) || costNano < 0) throw new RangeError(`bad cost ${costNano}`);
     try {
+      // Nothing to charge: no transaction, no ledger row.
+      if (costNano === 0) return { chargedNano: 0, shortfallNano: 0 };
       return this.write((): Settlement => {
         const acc = this.s.balance!.get(hold.accountId) as { balance_nano: number };
         const chargedNano = Math.min(costNano, Math.max(acc.balance_nano, 0));
         const shortfallNano = costNano - chargedNano;
-        if (costNano > 0) {
-          this.s.charge!.run(chargedNano, hold.accountId);
-          this.s.chargeKey!.run(chargedNano, hold.keyId);
-          this.s.entry!.run(hold.accountId, "charge", -chargedNano, shortfallNano, hold.keyId, requestId, null, null, Date.now());
-        }
+        this.s.charge!.run(chargedNano, hold.accountId);
+        this.s.chargeKey!.run(chargedNano, hold.keyId);
+        this.s.entry!.run(hold.accountId, "charge", -chargedNano, shortfallNano, hold.keyId, requestId, null, null, Date.now());
         return { chargedNano, shortfallNano };
       });
     } finally {

@@ -3,25 +3,15 @@
 import { describe, expect, it } from "bun:test";
 import { chatRequestToMessages, messagesResponseToChat, type ChatToMessagesOptions } from "../../src/dialects/chat-to-messages.ts";
 import { toolIdFromMessages, toolIdToMessages } from "../../src/dialects/tool-ids.ts";
-import { GatewayError } from "../../src/errors.ts";
 import type { ChatRequest, MessagesResponse } from "../../src/dialects/wire.ts";
 import { translationCases } from "./translation-fixtures.ts";
+import { refusal } from "../support/refusal.ts";
 
 const OPTS: ChatToMessagesOptions = { upstreamModel: "claude-up" };
 const TOOLS = [{ type: "function", function: { name: "f", parameters: { type: "object" } } }];
 const translate = (body: Record<string, unknown>, opts: Partial<ChatToMessagesOptions> = {}) =>
   chatRequestToMessages({ model: "gpt-client", max_completion_tokens: 4096, messages: [{ role: "user", content: "Hi" }], ...body } as ChatRequest, { ...OPTS, ...opts });
 const call = (args: string, id = "call_1") => ({ id, type: "function", function: { name: "f", arguments: args } });
-
-function refusal(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof GatewayError) return e;
-    throw e;
-  }
-  throw new Error("expected a refusal");
-}
 
 /** A 400 invalid_request whose message starts with the field's JSON path. */
 function expectRefused(fn: () => unknown, path: string): void {

@@ -2,23 +2,13 @@
 // the refusals are spelled out here, one per field.
 import { describe, expect, it } from "bun:test";
 import { chatResponseToMessages, messagesRequestToChat, type MessagesToChatOptions } from "../../src/dialects/messages-to-chat.ts";
-import { GatewayError } from "../../src/errors.ts";
 import type { ChatResponse, MessagesRequest } from "../../src/dialects/wire.ts";
 import { translationCases } from "./translation-fixtures.ts";
+import { refusal } from "../support/refusal.ts";
 
 const OPTS: MessagesToChatOptions = { upstreamModel: "gpt-up", maxTokensField: "max_completion_tokens" };
 const translate = (body: Record<string, unknown>, opts: Partial<MessagesToChatOptions> = {}) =>
   messagesRequestToChat({ model: "claude-client", max_tokens: 1024, messages: [{ role: "user", content: "Hi" }], ...body } as MessagesRequest, { ...OPTS, ...opts });
-
-function refusal(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof GatewayError) return e;
-    throw e;
-  }
-  throw new Error("expected a refusal");
-}
 
 /** A 400 invalid_request whose message starts with the field's JSON path. */
 function expectRefused(fn: () => unknown, path: string): void {

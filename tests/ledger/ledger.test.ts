@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Keys } from "../../src/auth/keys.ts";
 import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
-import { GatewayError } from "../../src/errors.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { Ledger, snapshotFunds } from "../../src/ledger/ledger.ts";
+import { refusal } from "../support/refusal.ts";
 
 const USD = 1_000_000_000;
 
@@ -46,16 +46,6 @@ const rows = (accountId: number) =>
     request_id: string | null;
   }[];
 const holds = () => ledger.holds.count;
-const refusal = (fn: () => unknown): GatewayError => {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof GatewayError) return e;
-    throw e;
-  }
-  throw new Error("expected a refusal");
-};
-
 describe("reserve", () => {
   it("holds the estimate on the account and the key, lowering spendable but not the balance", () => {
     const a = account(1);
