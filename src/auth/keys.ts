@@ -1,8 +1,8 @@
 import type { Statement } from "bun:sqlite";
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import { changeWatch, type ChangeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
 import { GatewayError } from "../errors.ts";
-import { snapshotFunds, type Funds } from "../ledger/ledger.ts";
 import { parseCidrList, ipAllowed, type Cidr } from "./ip.ts";
 
 export const KEY_PREFIX = "gk_sk_";
@@ -19,14 +19,6 @@ export interface KeyRecord {
   rpm: number | null;
   expiresAt: number | null;
   revokedAt: number | null;
-  /** The account's balance and the key's spend, read with the key (see snapshotFunds). */
-  funds: Funds;
-}
-
-/** A presented key's row (null: no such key) and the pause switch, read in one statement. */
-export interface KeyLookup {
-  record: KeyRecord | null;
-  paused: boolean;
 }
 
 export interface NewKey {
@@ -53,18 +45,17 @@ export const hashKey = (key: string) => createHash("sha256").update(key).digest(
 
 export class Keys {
   private readonly byHash: Statement;
-  // Parsed restrictions per key id, invalidated when the row's text changes.
-  private readonly parsed = new Map<number, { raw: string; ip: Cidr[] | null; models: string[] | null }>();
+  private readonly watch: ChangeWatch;
+  // Keys looked up since another process last committed (db/change-watch.ts), by hash; only keys
+  // that exist are kept, so presenting made-up keys cannot grow it.
+  private readonly records = new Map<string, KeyRecord>();
 
   constructor(private readonly db: Db) {
-    // One statement for everything the front half of a request reads: every autocommit read pays
-    // for its own read transaction, which costs more than the lookups themselves (bench/RESULTS.md).
     this.byHash = db.$client.prepare(
-      `SELECT id, account_id, name, prefix, key_hash, quota_nano, spent_nano, models, ip_allow, rpm, expires_at, revoked_at,
-         (SELECT balance_nano FROM accounts WHERE accounts.id = api_keys.account_id) AS balance_nano,
-         (SELECT value FROM settings WHERE name = 'paused') AS paused
-       FROM api_keys WHERE key_hash = ?`,
+      "SELECT id, account_id, name, prefix, quota_nano, models, ip_allow, rpm, expires_at, revoked_at FROM api_keys WHERE key_hash = ?",
     );
+    this.watch = changeWatch(db.$client);
+    this.watch.onChange(() => this.records.clear());
   }
 
   create(accountId: number, opts: NewKey = {}): { key: string; record: KeyRecord } {
@@ -94,47 +85,33 @@ export class Keys {
     return { key, record: this.lookupHash(hashKey(key))! };
   }
 
+  /** The key with this hash; null when no key has it. */
   lookupHash(hash: string): KeyRecord | null {
-    return this.find(hash)?.record ?? null;
-  }
-
-  /** The key with this hash and the pause switch; null when no key has it. */
-  private find(hash: string): KeyLookup | null {
+    this.watch.sync();
+    const known = this.records.get(hash);
+    if (known) return known;
     const r = this.byHash.get(hash) as Record<string, unknown> | null;
     if (!r) return null;
-    const paused = r.paused === "true";
-    // The index found the row by hash; compare again in constant time so a partial match never short-circuits.
-    if (!timingSafeEqual(Buffer.from(r.key_hash as string), Buffer.from(hash))) return { record: null, paused };
-    const id = r.id as number;
-    const raw = `${r.models}|${r.ip_allow}`;
-    let p = this.parsed.get(id);
-    if (!p || p.raw !== raw) {
-      p = {
-        raw,
-        models: r.models ? (JSON.parse(r.models as string) as string[]) : null,
-        ip: r.ip_allow ? parseCidrList(JSON.parse(r.ip_allow as string) as string[]) : null,
-      };
-      this.parsed.set(id, p);
-    }
     const record: KeyRecord = {
-      id,
+      id: r.id as number,
       accountId: r.account_id as number,
       name: r.name as string,
       prefix: r.prefix as string,
       quotaNano: r.quota_nano as number | null,
-      models: p.models,
-      ipAllow: p.ip,
+      models: r.models ? (JSON.parse(r.models as string) as string[]) : null,
+      ipAllow: r.ip_allow ? parseCidrList(JSON.parse(r.ip_allow as string) as string[]) : null,
       rpm: r.rpm as number | null,
       expiresAt: r.expires_at as number | null,
       revokedAt: r.revoked_at as number | null,
-      funds: snapshotFunds(r.balance_nano as number | null, r.spent_nano as number, r.quota_nano as number | null),
     };
-    return { record, paused };
+    // Shared by every request with this key until forgotten.
+    this.records.set(hash, Object.freeze(record));
+    return record;
   }
 
   /** Looks the presented key up; null when none was presented or its form is not ours. */
-  lookup(presented: string | null): KeyLookup | null {
-    return presented?.startsWith(KEY_PREFIX) ? this.find(hashKey(presented)) : null;
+  lookup(presented: string | null): KeyRecord | null {
+    return presented?.startsWith(KEY_PREFIX) ? this.lookupHash(hashKey(presented)) : null;
   }
 
   /**
@@ -142,7 +119,7 @@ export class Keys {
    * Every unknown or malformed key gets the same 401, so answers never tell which keys exist.
    */
   authenticate(presented: string | null, clientIp: string | null, now = Date.now()): KeyRecord {
-    return this.check(presented, this.lookup(presented)?.record ?? null, () => clientIp, now);
+    return this.check(presented, this.lookup(presented), () => clientIp, now);
   }
 
   /** The refusals of authenticate, for a key already looked up; the address is asked for only when the key has an allow-list. */

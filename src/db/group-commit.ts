@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { changeWatch, type ChangeWatch } from "./change-watch.ts";
 
 /**
  * Group commit for the per-request writes (a settle and its request log row). A write runs at once,
@@ -15,16 +16,24 @@ export class GroupCommit {
   private open = false;
   private waiters: { resolve(): void; reject(e: unknown): void }[] = [];
   private readonly savepoint: (fn: () => unknown) => unknown;
+  private readonly watch: ChangeWatch;
 
   constructor(private readonly db: Database) {
     // Inside the batch's BEGIN, bun:sqlite runs a transaction function as a SAVEPOINT.
     this.savepoint = db.transaction((fn: () => unknown) => fn());
+    this.watch = changeWatch(db);
   }
 
   /** Runs `fn` (synchronous SQLite work) in the batch now and returns its result. */
   now<T>(fn: () => T): T {
     this.begin();
-    return this.savepoint(fn) as T;
+    try {
+      return this.savepoint(fn) as T;
+    } catch (e) {
+      // Rolled back to the savepoint: in-memory copies of rows may hold what it wrote.
+      this.watch.forget();
+      throw e;
+    }
   }
 
   /** Runs `fn` in the batch now; resolves with its result once the batch is committed. */
@@ -56,6 +65,7 @@ export class GroupCommit {
       // Nothing of the batch is in the database; the holds it took are gone with it, which leaves
       // every balance consistent (a settle that finds no hold charges without releasing one).
       if (this.db.inTransaction) this.db.run("ROLLBACK");
+      this.watch.forget();
       for (const w of waiters) w.reject(e);
       return;
     }

@@ -48,8 +48,8 @@ export async function runKeyRoute(
   const log: LogRow = { requestId, method: request.method, path: url.pathname, status: 0, latencyMs: 0 };
   let idem: { keyId: number; key: string } | null = null;
   try {
-    // The spec's order is pause, body, key. The pause switch is read in the key's statement (one read
-    // transaction instead of two), so a refused body or key asks for it on its own.
+    // The spec's order is pause, body, key: the switch is read after the body has arrived, so that a
+    // pause the operator sets meanwhile still turns the request away.
     let bytes: Uint8Array;
     try {
       bytes = opts.body === "none" ? new Uint8Array(0) : await readBodyLimited(request);
@@ -57,10 +57,9 @@ export async function runKeyRoute(
       if (svc.settings.paused) throw pausedError();
       throw e;
     }
+    if (svc.settings.paused) throw pausedError();
     const presented = presentedKey(request.headers);
-    const found = svc.keys.lookup(presented);
-    if (found ? found.paused : svc.settings.paused) throw pausedError();
-    const key = svc.keys.check(presented, found?.record ?? null, clientIp);
+    const key = svc.keys.check(presented, svc.keys.lookup(presented), clientIp);
     log.keyId = key.id;
     log.accountId = key.accountId;
     if (opts.bucket === "count_tokens") svc.limiter.take(`${key.id}:ct`, svc.config.countTokensRpm, "count_tokens on this key");

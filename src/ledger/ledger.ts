@@ -1,4 +1,5 @@
 import type { Statement } from "bun:sqlite";
+import { changeWatch, type ChangeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
 import { GatewayError } from "../errors.ts";
 import { Holds, type Hold } from "./holds.ts";
@@ -13,27 +14,6 @@ export interface Settlement {
   shortfallNano: number;
 }
 
-/**
- * The account's balance and the key's spend as read together with the key. Good only until the
- * current synchronous run yields (any await): the microtask queued here marks it stale before any
- * other request's code can run, so a reserve that uses a fresh snapshot is as exact as one that
- * reads again, and one that gets a stale snapshot reads again.
- */
-export interface Funds {
-  balanceNano: number | null;
-  spentNano: number;
-  quotaNano: number | null;
-  fresh: boolean;
-}
-
-export function snapshotFunds(balanceNano: number | null, spentNano: number, quotaNano: number | null): Funds {
-  const f: Funds = { balanceNano, spentNano, quotaNano, fresh: true };
-  queueMicrotask(() => {
-    f.fresh = false;
-  });
-  return f;
-}
-
 export interface BalanceView {
   balanceNano: number;
   reservedNano: number;
@@ -42,13 +22,19 @@ export interface BalanceView {
 
 /**
  * The only writer of money. Holds of running requests live in memory (holds.ts); the balance, the
- * key's spend and the ledger rows live in the database. A reserve is a read and an in-memory hold,
- * atomic because this process is the only one that takes holds and JavaScript runs it in one go; a
- * settle is one write transaction (a savepoint inside the group commit's batch).
+ * key's spend and the ledger rows live in the database. A reserve is an in-memory hold checked
+ * against the balance and spend this process last read or wrote (re-read after another process
+ * commits: db/change-watch.ts), atomic because this process is the only one that takes holds and
+ * JavaScript runs it in one go; a settle is one write transaction (a savepoint inside the group
+ * commit's batch) that reads the balance it charges inside the transaction.
  */
 export class Ledger {
   readonly holds = new Holds();
   private readonly s: Record<string, Statement>;
+  private readonly watch: ChangeWatch;
+  // The database's values as this connection sees them, kept current by settle and credit.
+  private readonly balances = new Map<number, number>();
+  private readonly spend = new Map<number, { quotaNano: number | null; spentNano: number }>();
   // Built once: bun:sqlite builds a new wrapper (and its properties) on every db.transaction call.
   private readonly tx: { immediate: (fn: () => unknown) => unknown };
 
@@ -64,17 +50,28 @@ export class Ledger {
       credit: q("UPDATE accounts SET balance_nano = balance_nano + ? WHERE id = ?"),
     };
     this.tx = db.$client.transaction((fn: () => unknown) => fn());
+    this.watch = changeWatch(db.$client);
+    this.watch.onChange(() => {
+      this.balances.clear();
+      this.spend.clear();
+    });
   }
 
   /** Runs `fn` in a write transaction of its own, or in a savepoint of the one already open. */
   private write<T>(fn: () => T): T {
-    return this.tx.immediate(fn) as T;
+    try {
+      return this.tx.immediate(fn) as T;
+    } catch (e) {
+      // Rolled back: the copies may hold what the transaction wrote.
+      this.watch.forget();
+      throw e;
+    }
   }
 
   /** Holds an estimate against the account balance and the key's quota, or refuses the request. */
-  reserve(requestId: string, accountId: number, keyId: number, amountNano: number, funds?: Funds): Hold {
-    const f = funds?.fresh ? { balance_nano: funds.balanceNano, quota_nano: funds.quotaNano, spent_nano: funds.spentNano } : this.readFunds(keyId, accountId);
-    if (!f || f.balance_nano === null) throw new GatewayError("no-key", "Invalid API key.");
+  reserve(requestId: string, accountId: number, keyId: number, amountNano: number): Hold {
+    const f = this.funds(keyId, accountId);
+    if (!f) throw new GatewayError("no-key", "Invalid API key.");
     const keyHeld = this.holds.key(keyId);
     if (f.quota_nano !== null && f.spent_nano + keyHeld + amountNano > f.quota_nano) {
       throw new GatewayError(
@@ -98,8 +95,17 @@ export class Ledger {
     return hold;
   }
 
-  private readFunds(keyId: number, accountId: number) {
-    return this.s.funds!.get(keyId, accountId) as { balance_nano: number | null; quota_nano: number | null; spent_nano: number } | null;
+  private funds(keyId: number, accountId: number): { balance_nano: number; quota_nano: number | null; spent_nano: number } | null {
+    this.watch.sync();
+    let balance = this.balances.get(accountId);
+    let spend = this.spend.get(keyId);
+    if (balance === undefined || spend === undefined) {
+      const r = this.s.funds!.get(keyId, accountId) as { balance_nano: number | null; quota_nano: number | null; spent_nano: number } | null;
+      if (!r || r.balance_nano === null) return null;
+      this.balances.set(accountId, (balance = r.balance_nano));
+      this.spend.set(keyId, (spend = { quotaNano: r.quota_nano, spentNano: r.spent_nano }));
+    }
+    return { balance_nano: balance, quota_nano: spend.quotaNano, spent_nano: spend.spentNano };
   }
 
   /** Charges the actual cost (capped at the balance) and lets the hold go, exactly once. */
@@ -115,6 +121,9 @@ export class Ledger {
         this.s.charge!.run(chargedNano, hold.accountId);
         this.s.chargeKey!.run(chargedNano, hold.keyId);
         this.s.entry!.run(hold.accountId, "charge", -chargedNano, shortfallNano, hold.keyId, requestId, null, null, Date.now());
+        this.balances.set(hold.accountId, acc.balance_nano - chargedNano);
+        const spend = this.spend.get(hold.keyId);
+        if (spend) spend.spentNano += chargedNano;
         return { chargedNano, shortfallNano };
       });
     } finally {
@@ -140,6 +149,7 @@ export class Ledger {
         throw e;
       }
       this.s.credit!.run(amountNano, accountId);
+      this.balances.delete(accountId);
       return true;
     });
   }

@@ -40,7 +40,7 @@ function readRequest(call: KeyedCall, endpoint: ImageEndpoint): { model: unknown
 export async function serveImages(call: KeyedCall, endpoint: ImageEndpoint): Promise<Response> {
   const req = readRequest(call, endpoint);
   const model = resolveModel(call, req.model, endpoint);
-  const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, req.n * model.perImageNano, call.key.funds);
+  const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, req.n * model.perImageNano);
   let settled = false;
   try {
     const attempt = await attemptRoutes(call.svc, model, call.request.signal, {

@@ -93,7 +93,7 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
   const reserveNano = tokenCost(model.prices, { input: estimatedInputTokens, output: client.maxOut, cacheRead: 0, cacheWrite: 0 });
   call.log.stream = client.stream;
 
-  const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, reserveNano, call.key.funds);
+  const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, reserveNano);
   let handedOff = false;
   try {
     const pair = (upstreamModel: string, maxTokensField: PairOptions["maxTokensField"]): PairOptions => ({

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { openDatabase } from "../../src/db/client.ts";
 import { generateKey, hashKey, KEY_PREFIX, presentedKey } from "../../src/auth/keys.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { errorOf, postJson, sqlGet, type ErrorObject } from "../support/keyed.ts";
@@ -12,6 +13,13 @@ afterAll(() => gw.stop());
 const ask = (model = "demo", maxTokens = 20) => ({ model, max_tokens: maxTokens, messages: [{ role: "user", content: "hi" }] });
 const send = (key: string | null, body: unknown = ask(), headers: Record<string, string> = {}) => postJson(gw, "/v1/chat/completions", body, key, headers);
 const UNKNOWN = `${KEY_PREFIX}${"A".repeat(40)}`;
+
+/** Revokes as `gateway key revoke` does: from another process's connection to the database file. */
+function revokeElsewhere(keyId: number): void {
+  const cli = openDatabase(gw.config.database);
+  cli.$client.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ?").run(Date.now(), keyId);
+  cli.$client.close();
+}
 
 /** Status, the error object and the request-id header agree with the spec's error shape. */
 async function refused(res: Response, status: number, code: string): Promise<ErrorObject> {
@@ -102,8 +110,15 @@ describe("accepted keys", () => {
 describe("403 key restrictions", () => {
   it("refuses a revoked key with inactive", async () => {
     const a = gw.account(1);
-    gw.services.db.$client.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ?").run(Date.now(), a.keyId);
+    revokeElsewhere(a.keyId);
     expect((await refused(await send(a.key), 403, "inactive")).type).toBe("permission_error");
+  });
+
+  it("refuses a key revoked by another process after it has been used", async () => {
+    const a = gw.account(1);
+    expect((await send(a.key)).status).toBe(200);
+    revokeElsewhere(a.keyId);
+    await refused(await send(a.key), 403, "inactive");
   });
 
   it("refuses an expired key with expired", async () => {
@@ -127,7 +142,7 @@ describe("403 key restrictions", () => {
 
   it("checks the key before the body, so a revoked key with a bad body still gets inactive", async () => {
     const a = gw.account(1);
-    gw.services.db.$client.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ?").run(Date.now(), a.keyId);
+    revokeElsewhere(a.keyId);
     await refused(await send(a.key, "{not json"), 403, "inactive");
   });
 });

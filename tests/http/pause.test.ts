@@ -19,6 +19,8 @@ const cli = (command: "pause" | "resume") => gatewayJson<{ paused: boolean }>([c
 
 describe("gateway pause", () => {
   beforeAll(async () => {
+    // Served first, so the server has read the switch before the CLI flips it.
+    expect((await chat()).status).toBe(200);
     expect(await cli("pause")).toEqual({ paused: true });
   });
 

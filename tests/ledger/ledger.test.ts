@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { Keys } from "../../src/auth/keys.ts";
 import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
-import { Ledger, snapshotFunds } from "../../src/ledger/ledger.ts";
+import { Ledger } from "../../src/ledger/ledger.ts";
+import { GroupCommit } from "../../src/db/group-commit.ts";
 import { refusal } from "../support/refusal.ts";
 
 const USD = 1_000_000_000;
@@ -193,20 +194,53 @@ describe("credits", () => {
   });
 });
 
-describe("funds read with the key", () => {
-  it("are used while the synchronous run that read them lasts", () => {
+describe("balances and spend kept between requests", () => {
+  const nextTurn = () => new Promise((r) => setImmediate(r));
+
+  it("checks a reserve after a settle against the charged balance", () => {
     const a = account(1);
-    // A snapshot that says more than the file: used as is, so the reserve fits.
-    const funds = snapshotFunds(5 * USD, 0, null);
-    expect(() => ledger.reserve("gw_f1", a.accountId, a.keyId, 3 * USD, funds)).not.toThrow();
+    ledger.settle(ledger.reserve("gw_k1", a.accountId, a.keyId, 600_000_000), 600_000_000, "gw_k1");
+    expect(refusal(() => ledger.reserve("gw_k2", a.accountId, a.keyId, 600_000_000)).code).toBe("insufficient_balance");
   });
 
-  it("go stale at the first await, and the reserve reads the balance again", async () => {
+  it("checks a reserve after a settle against the key's spend", () => {
+    const a = account(5, USD);
+    ledger.settle(ledger.reserve("gw_k3", a.accountId, a.keyId, 600_000_000), 600_000_000, "gw_k3");
+    expect(refusal(() => ledger.reserve("gw_k4", a.accountId, a.keyId, 600_000_000)).code).toBe("quota");
+  });
+
+  it("sees a top-up committed by another process from the next turn of the event loop on", async () => {
     const a = account(1);
-    const funds = snapshotFunds(5 * USD, 0, null);
-    await Promise.resolve();
-    expect(funds.fresh).toBe(false);
-    const e = refusal(() => ledger.reserve("gw_f2", a.accountId, a.keyId, 3 * USD, funds));
-    expect(e.code).toBe("insufficient_balance");
+    expect(refusal(() => ledger.reserve("gw_k5", a.accountId, a.keyId, 3 * USD)).code).toBe("insufficient_balance");
+    const cli = openDatabase(join(dir, "gateway.db"));
+    new Ledger(cli).credit(a.accountId, 5 * USD, "operator_credit");
+    cli.$client.close();
+    await nextTurn();
+    expect(() => ledger.reserve("gw_k6", a.accountId, a.keyId, 3 * USD)).not.toThrow();
+  });
+
+  it("sees a quota lowered by another process from the next turn of the event loop on", async () => {
+    const a = account(5);
+    ledger.release(ledger.reserve("gw_k7", a.accountId, a.keyId, USD));
+    const cli = openDatabase(join(dir, "gateway.db"));
+    cli.$client.run("UPDATE api_keys SET quota_nano = ? WHERE id = ?", [USD / 2, a.keyId]);
+    cli.$client.close();
+    await nextTurn();
+    expect(refusal(() => ledger.reserve("gw_k8", a.accountId, a.keyId, USD)).code).toBe("quota");
+  });
+
+  it("forgets a charge whose batch failed to commit", async () => {
+    const a = account(1);
+    // A deferred constraint fails at COMMIT, after the settle has run: the whole batch rolls back.
+    db.$client.exec("CREATE TABLE must_point (ref INTEGER REFERENCES accounts(id) DEFERRABLE INITIALLY DEFERRED)");
+    const commits = new GroupCommit(db.$client);
+    const h = ledger.reserve("gw_k9", a.accountId, a.keyId, 600_000_000);
+    const charged = commits.run(() => {
+      ledger.settle(h, 600_000_000, "gw_k9");
+      db.$client.run("INSERT INTO must_point VALUES (999)");
+    });
+    expect(await charged.then(() => "committed", (e) => String(e))).toContain("FOREIGN KEY");
+    expect(ledger.balance(a.accountId).balanceNano).toBe(USD);
+    expect(() => ledger.reserve("gw_k10", a.accountId, a.keyId, 600_000_000)).not.toThrow();
   });
 });
