@@ -7,7 +7,7 @@ import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
 import type { SseEvent } from "../upstreams/sse.ts";
 import { encodeSse } from "../upstreams/sse.ts";
 import { estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
-import { chatUsage, usageFromChat } from "./usage.ts";
+import { chatUsage, messagesUsage, usageFromChat } from "./usage.ts";
 import type { ChatUsage, JsonObject } from "./wire.ts";
 
 const parse = (text: string): JsonObject | null => {
@@ -35,17 +35,24 @@ function renameModel(data: string, from: string, to: string): string | null {
 
 const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
+const COUNTS = ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"];
+const hasCount = (u: JsonObject): boolean => COUNTS.some((k) => typeof u[k] === "number");
+
 // ---------------------------------------------------------------- Messages
 
 export interface NativeMessagesOptions {
   costOf: (u: TokenUsage) => number;
   /** Public model name written into message_start when the upstream's differs. */
   model?: string;
+  /** Our reservation's input estimate, shown and billed when the upstream reports no usage. */
+  estimatedInputTokens: number;
 }
 
 export class NativeMessagesStream {
   private readonly opts: NativeMessagesOptions;
   private tokens: TokenUsage | null = null;
+  /** Some count came from the upstream; until then a message_delta shows and bills our estimate. */
+  private reported = false;
   private stop = false;
   private error = false;
   private chars = 0;
@@ -105,17 +112,33 @@ export class NativeMessagesStream {
     const data = parse(ev.data);
     const msg = data?.message;
     if (!data || !isObject(msg)) return encodeSse(ev.event, ev.data);
-    if (isObject(msg.usage)) this.tokens = mergeMessagesUsage(null, msg.usage);
-    if (this.opts.model === undefined || msg.model === this.opts.model) return encodeSse(ev.event, ev.data);
-    msg.model = this.opts.model;
-    return encodeSse(ev.event, JSON.stringify(data));
+    let changed = false;
+    if (isObject(msg.usage) && hasCount(msg.usage)) {
+      this.tokens = mergeMessagesUsage(null, msg.usage);
+      this.reported = true;
+    } else if (!isObject(msg.usage)) {
+      // The SDKs' stream helpers write into message.usage on every message_delta: it must exist.
+      msg.usage = messagesUsage({ input: this.opts.estimatedInputTokens, output: 0, cacheRead: 0, cacheWrite: 0 });
+      changed = true;
+    }
+    if (this.opts.model !== undefined && msg.model !== this.opts.model) {
+      msg.model = this.opts.model;
+      changed = true;
+    }
+    return encodeSse(ev.event, changed ? JSON.stringify(data) : ev.data);
   }
 
   private messageDelta(ev: SseEvent): string {
     const data = parse(ev.data);
     if (!data) return encodeSse(ev.event, ev.data);
     const usage: JsonObject = isObject(data.usage) ? data.usage : {};
-    this.tokens = mergeMessagesUsage(this.tokens, usage);
+    if (hasCount(usage)) this.reported = true;
+    if (this.reported) this.tokens = mergeMessagesUsage(this.tokens, usage);
+    else {
+      // A compatible server that counts nothing: the client is shown, and pays, our own count.
+      this.tokens = estimatedUsage(this.opts.estimatedInputTokens, this.chars);
+      Object.assign(usage, messagesUsage(this.tokens));
+    }
     // Cost of the complete usage so far, not of this event's keys alone: message_delta may omit
     // the input counts that message_start carried.
     usage.cost_usd = nanoToUsd(this.opts.costOf(this.tokens));

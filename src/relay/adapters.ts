@@ -123,7 +123,7 @@ export function streamAdapter(client: Dialect, upstream: Dialect, includeUsage: 
   const model = o.model.id;
   const counts = { costOf: o.costOf, estimatedInputTokens: o.estimatedInputTokens };
   if (client === "messages" && upstream === "messages") {
-    const s = new NativeMessagesStream({ costOf: o.costOf, model });
+    const s = new NativeMessagesStream({ model, ...counts });
     return adapt(s, { push: (ev) => s.push(ev), done: () => s.done(), fail: (t, m) => s.fail(t, m), error: () => s.sawError, complete: () => s.sawStop });
   }
   if (client === "chat" && upstream === "chat") {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "bun:test";
-import { NativeChatStream, NativeMessagesStream, type NativeChatOptions } from "../../src/dialects/stream-native.ts";
+import { NativeChatStream, NativeMessagesStream, type NativeChatOptions, type NativeMessagesOptions } from "../../src/dialects/stream-native.ts";
 import { encodeSse, SseParser, type SseEvent } from "../../src/upstreams/sse.ts";
 import { costOf, fixtureText, sseEvents } from "./stream-fixtures.ts";
 
@@ -11,10 +11,11 @@ const parsed = (bytes: string): SseEvent[] => {
 const json = (e: SseEvent | undefined) => JSON.parse(e!.data);
 
 describe("NativeMessagesStream", () => {
+  const messagesStream = (o: Partial<NativeMessagesOptions> = {}) => new NativeMessagesStream({ costOf, estimatedInputTokens: 2000, ...o });
   const feed = (s: NativeMessagesStream, name: string) => sseEvents(name).map((e) => s.push(e)).join("") + s.done();
 
   it("forwards every event byte for byte except message_delta", () => {
-    const out = feed(new NativeMessagesStream({ costOf }), "messages-text.sse");
+    const out = feed(messagesStream(), "messages-text.sse");
     const original = fixtureText("messages-text.sse").split("\n\n");
     const forwarded = out.split("\n\n");
     expect(forwarded.length).toBe(original.length);
@@ -25,7 +26,7 @@ describe("NativeMessagesStream", () => {
   });
 
   it("adds cost_usd of the complete usage so far to message_delta", () => {
-    const out = parsed(feed(new NativeMessagesStream({ costOf }), "messages-text.sse"));
+    const out = parsed(feed(messagesStream(), "messages-text.sse"));
     // 25 input × $3/M + 100 cache reads × $0.30/M (from message_start) + 12 output × $15/M.
     expect(json(out.find((e) => e.event === "message_delta"))).toEqual({
       type: "message_delta",
@@ -35,7 +36,7 @@ describe("NativeMessagesStream", () => {
   });
 
   it("tracks usage with message_delta overwriting output and the input counts it repeats", () => {
-    const s = new NativeMessagesStream({ costOf });
+    const s = messagesStream();
     feed(s, "messages-text.sse");
     expect(s.usage).toEqual({ input: 25, output: 12, cacheRead: 100, cacheWrite: 0 });
     s.push({ event: "message_delta", data: '{"type":"message_delta","delta":{},"usage":{"input_tokens":30,"output_tokens":14}}' });
@@ -43,19 +44,19 @@ describe("NativeMessagesStream", () => {
   });
 
   it("rewrites the model of message_start to the public name", () => {
-    const s = new NativeMessagesStream({ costOf, model: "claude-sonnet-4-5" });
+    const s = messagesStream({ model: "claude-sonnet-4-5" });
     const first = sseEvents("messages-text.sse")[0]!;
     expect(json(parsed(s.push(first))[0]).message.model).toBe("claude-sonnet-4-5");
   });
 
   it("leaves message_start byte-identical when the model already matches", () => {
-    const s = new NativeMessagesStream({ costOf, model: "claude-sonnet-4-5-20250929" });
+    const s = messagesStream({ model: "claude-sonnet-4-5-20250929" });
     const first = sseEvents("messages-text.sse")[0]!;
     expect(s.push(first)).toBe(encodeSse(first.event, first.data));
   });
 
   it("reports sawStop after message_stop and adds nothing at EOF", () => {
-    const s = new NativeMessagesStream({ costOf });
+    const s = messagesStream();
     const bytes = sseEvents("messages-text.sse").map((e) => s.push(e)).join("");
     expect(s.sawStop).toBe(true);
     expect(s.done()).toBe("");
@@ -63,7 +64,7 @@ describe("NativeMessagesStream", () => {
   });
 
   it("forwards an upstream error event and reports sawError", () => {
-    const s = new NativeMessagesStream({ costOf });
+    const s = messagesStream();
     const out = parsed(feed(s, "messages-error.sse"));
     expect(out.at(-1)).toEqual({ event: "error", data: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}' });
     expect(s.sawError).toBe(true);
@@ -71,21 +72,48 @@ describe("NativeMessagesStream", () => {
   });
 
   it("sends an error event at EOF when message_stop never came", () => {
-    const s = new NativeMessagesStream({ costOf });
+    const s = messagesStream();
     const out = parsed(feed(s, "messages-cut.sse"));
     expect(json(out.at(-1))).toEqual({ type: "error", error: { type: "upstream_unavailable", message: "upstream stream ended before message_stop" } });
     expect(s.outputChars).toBe(3);
   });
 
   it("writes fail() as a Messages error event, once", () => {
-    const s = new NativeMessagesStream({ costOf });
+    const s = messagesStream();
     expect(s.fail("api_error", "connection reset")).toBe('event: error\ndata: {"type":"error","error":{"type":"api_error","message":"connection reset"}}\n\n');
     expect(s.fail("api_error", "again")).toBe("");
     expect(s.done()).toBe("");
   });
 
+  it("shows and reports its own estimate in message_delta when the upstream counts nothing", () => {
+    const s = messagesStream();
+    const noUsage = (e: SseEvent): SseEvent => {
+      const d = JSON.parse(e.data);
+      if (d.message) delete d.message.usage;
+      delete d.usage;
+      return { event: e.event, data: JSON.stringify(d) };
+    };
+    const out = parsed(sseEvents("messages-text.sse").map((e) => s.push(noUsage(e))).join(""));
+    // messages-text.sse streams "Hello!" (6 characters): ceil(6 / 4) = 2 output tokens; input is the estimate.
+    expect(s.usage).toEqual({ input: 2000, output: 2, cacheRead: 0, cacheWrite: 0 });
+    expect(json(out.find((e) => e.event === "message_delta")).usage).toEqual({
+      input_tokens: 2000,
+      output_tokens: 2,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      cost_usd: 0.00603,
+    });
+  });
+
+  it("gives a message_start without usage one with the input estimate, which the SDKs' stream helpers write into", () => {
+    const s = messagesStream();
+    const start = { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "m", content: [] } };
+    const out = json(parsed(s.push({ event: "message_start", data: JSON.stringify(start) }))[0]);
+    expect(out.message.usage).toEqual({ input_tokens: 2000, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
+  });
+
   it("forwards a message_delta it cannot parse unchanged", () => {
-    const s = new NativeMessagesStream({ costOf });
+    const s = messagesStream();
     expect(s.push({ event: "message_delta", data: "{not json" })).toBe("event: message_delta\ndata: {not json\n\n");
   });
 });

@@ -120,3 +120,28 @@ describe("a Messages stream translated from an upstream that sends no usage", ()
     expectChargedAsShown(a.accountId, { input: delta!.input_tokens!, output: delta!.output_tokens! }, delta!.cost_usd!);
   });
 });
+
+describe("a native Messages stream from an upstream that counts nothing", () => {
+  it("shows the estimate and cost_usd in the final message_delta and charges exactly that", async () => {
+    const a = rig.gw.account(START_USD);
+    const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+    const body =
+      event("message_start", { message: { id: "msg_nousage", type: "message", role: "assistant", model: "claude-upstream-1", content: [], stop_reason: null, stop_sequence: null } }) +
+      event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }) +
+      TEXT.split(/(?<= )/).map((t) => event("content_block_delta", { index: 0, delta: { type: "text_delta", text: t } })).join("") +
+      event("content_block_stop", { index: 0 }) +
+      event("message_delta", { delta: { stop_reason: "end_turn", stop_sequence: null } }) +
+      event("message_stop", {});
+    rig.up.script({ kind: "raw", headers: { "content-type": "text/event-stream" }, body });
+    const stream = rig.anthropic(a.key).messages.stream({ model: "claude-native", max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
+    let delta: Record<string, number> | undefined;
+    stream.on("streamEvent", (ev) => {
+      if (ev.type === "message_delta") delta = ev.usage as unknown as Record<string, number>;
+    });
+    const msg = await stream.finalMessage();
+    expect(msg.content).toMatchObject([{ type: "text", text: TEXT }]);
+    expect(delta).toMatchObject({ output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 });
+    expect(delta!.input_tokens).toBeGreaterThan(0);
+    expectChargedAsShown(a.accountId, { input: delta!.input_tokens!, output: delta!.output_tokens! }, delta!.cost_usd!);
+  });
+});
