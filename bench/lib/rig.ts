@@ -110,6 +110,8 @@ export interface RigOptions {
   withProxy: boolean;
   /** extra `bun` flags for the gateway process, e.g. --cpu-prof */
   gatewayBunFlags?: string[];
+  /** the source tree whose gateway runs (bench/ab.ts: another revision); this one by default */
+  gatewayRoot?: string;
 }
 
 export async function startRig(o: RigOptions): Promise<Rig> {
@@ -122,13 +124,14 @@ export async function startRig(o: RigOptions): Promise<Rig> {
   const configFile = join(o.dir, "gateway.toml");
   const dbFile = join(o.dir, "gateway.db");
   writeFileSync(configFile, configToml(upstream.info));
-  const cli = (...args: string[]) => runToEnd("gateway CLI", ["bun", "src/cli/main.ts", ...args, "--config", configFile, "--db", dbFile, "--json"], { cwd: ROOT });
+  const gwRoot = o.gatewayRoot ?? ROOT;
+  const cli = (...args: string[]) => runToEnd("gateway CLI", ["bun", "src/cli/main.ts", ...args, "--config", configFile, "--db", dbFile, "--json"], { cwd: gwRoot });
   await cli("account", "create", "--email", "bench@gateway.local", "--balance", "1000000");
   const key = (JSON.parse(await cli("key", "create", "--email", "bench@gateway.local", "--rpm", "1000000000", "--name", "bench")) as { key: string }).key;
   const gateway = await startChild<GatewayInfo>(
     "gateway",
     ["bun", ...(o.gatewayBunFlags ?? []), "src/cli/main.ts", "serve", "--config", configFile, "--db", dbFile, "--port", "0", "--json"],
-    { cwd: ROOT },
+    { cwd: gwRoot },
   );
   const check = new Database(dbFile, { readonly: true });
   const mode = (check.query("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode;

@@ -2,11 +2,13 @@ import type { Database } from "bun:sqlite";
 import { changeWatch, type ChangeWatch } from "./change-watch.ts";
 
 /**
- * Group commit for the per-request writes (a settle and its request log row). A write runs at once,
- * in its own savepoint inside a batch transaction that stays open until the end of the current turn
- * of the event loop; then one COMMIT makes every write of the turn durable. A failing write rolls back
- * alone. A batch of n requests writes the shared pages (account, key, index leaves) and pays the WAL
- * commit once instead of n times (bench/RESULTS.md: about 8.5 requests per commit at c=16).
+ * Group commit for the per-request writes (a settle and its request log row). A write runs at once
+ * inside a batch transaction that stays open until the end of the current turn of the event loop;
+ * then one COMMIT makes every write of the turn durable. A failing write rolls back alone: the first
+ * write of a batch by rolling the batch back (nothing else is in it yet), any later one to its own
+ * savepoint. A batch of n requests writes the shared pages (account, key, index leaves) and pays the
+ * WAL commit once instead of n times (bench/RESULTS.md: about 8.5 requests per commit at c=16); a
+ * lone request (concurrency 1) pays no savepoint.
  *
  * `run` is for writes a client must not see before they are durable (a charge and its log row): it
  * resolves after the COMMIT. `now` is for writes whose loss in a crash would change nothing: the
@@ -14,9 +16,12 @@ import { changeWatch, type ChangeWatch } from "./change-watch.ts";
  */
 export class GroupCommit {
   private open = false;
+  /** Writes in the open batch; the first needs no savepoint. */
+  private writes = 0;
   private waiters: { resolve(): void; reject(e: unknown): void }[] = [];
   private readonly savepoint: (fn: () => unknown) => unknown;
   private readonly watch: ChangeWatch;
+  private readonly commitTurn = () => this.commit();
 
   constructor(private readonly db: Database) {
     // Inside the batch's BEGIN, bun:sqlite runs a transaction function as a SAVEPOINT.
@@ -27,10 +32,15 @@ export class GroupCommit {
   /** Runs `fn` (synchronous SQLite work) in the batch now and returns its result. */
   now<T>(fn: () => T): T {
     this.begin();
+    const first = this.writes++ === 0;
     try {
-      return this.savepoint(fn) as T;
+      return (first ? fn() : this.savepoint(fn)) as T;
     } catch (e) {
-      // Rolled back to the savepoint: in-memory copies of rows may hold what it wrote.
+      if (first) {
+        this.db.run("ROLLBACK");
+        this.open = false;
+      }
+      // In-memory copies of rows may hold what was rolled back.
       this.watch.forget();
       throw e;
     }
@@ -51,11 +61,14 @@ export class GroupCommit {
     if (this.db.inTransaction) throw new Error("GroupCommit used inside another transaction");
     this.db.run("BEGIN IMMEDIATE");
     this.open = true;
+    this.writes = 0;
     // After the I/O callbacks of this turn: every request that got this far in it joins the batch.
-    setImmediate(() => this.commit());
+    setImmediate(this.commitTurn);
   }
 
   private commit(): void {
+    // A batch whose only write failed was rolled back already (a new one has its own turn's commit).
+    if (!this.open) return;
     this.open = false;
     const waiters = this.waiters;
     this.waiters = [];

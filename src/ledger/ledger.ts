@@ -57,10 +57,14 @@ export class Ledger {
     });
   }
 
-  /** Runs `fn` in a write transaction of its own, or in a savepoint of the one already open. */
+  /**
+   * Runs `fn` in a write transaction of its own, or as part of the one already open, whose owner
+   * rolls it back (or back to its savepoint) when `fn` throws: the group commit, the one caller that
+   * settles inside a transaction, does; a savepoint of ours would cost two statements per request.
+   */
   private write<T>(fn: () => T): T {
     try {
-      return this.tx.immediate(fn) as T;
+      return (this.db.$client.inTransaction ? fn() : this.tx.immediate(fn)) as T;
     } catch (e) {
       // Rolled back: the copies may hold what the transaction wrote.
       this.watch.forget();

@@ -64,6 +64,26 @@ describe("group commit", () => {
     expect(values()).toEqual([1]);
   });
 
+  it("undoes a failing first write of a batch entirely and commits the writes after it", async () => {
+    db.exec("INSERT INTO t (v) VALUES (1)");
+    const first = () => {
+      insert(5)();
+      insert(1)(); // duplicate of a committed row: the first write of the batch fails half-way
+    };
+    const results = await Promise.allSettled([commits.run(first), commits.run(insert(2)), commits.run(insert(3))]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "fulfilled", "fulfilled"]);
+    expect(values()).toEqual([1, 2, 3]);
+  });
+
+  it("leaves no transaction open after a lone failing write, and the next batch commits", async () => {
+    db.exec("INSERT INTO t (v) VALUES (1)");
+    await expect(commits.run(insert(1))).rejects.toThrow(/UNIQUE/);
+    expect(db.inTransaction).toBe(false);
+    await commits.run(insert(2));
+    expect(values()).toEqual([1, 2]);
+    expect(db.inTransaction).toBe(false);
+  });
+
   it("is durable before the caller resumes: another connection sees the write", async () => {
     await commits.run(insert(7));
     const other = new Database(join(dir, "t.db"), { readonly: true });

@@ -1,0 +1,83 @@
+// `bun bench/ab.ts --base REV`: this tree's gateway against another revision's, side by side in one
+// run. Differences of 10 to 20 µs per request drown in the noise between separate runs on a shared
+// machine (bench/RESULTS.md); interleaved cells of the same run compare them.
+//
+//   bun bench/ab.ts --base HEAD~1 [--workloads chat-json,messages-json] [--conc 1,16] [--seconds 3] [--rounds 3]
+//
+// Each side has its own mock upstream, database and key; cells alternate A B B A … per round. The
+// base revision is checked out into a temporary git worktree that borrows this tree's node_modules.
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { measure, type Sample } from "./lib/load.ts";
+import { installCleanup, stopAll } from "./lib/procs.ts";
+import { ROOT, smokeTest, startRig, WORKLOADS, type Rig } from "./lib/rig.ts";
+import { median } from "./lib/stats.ts";
+
+const { values } = parseArgs({
+  options: {
+    base: { type: "string", default: "HEAD" },
+    workloads: { type: "string", default: "chat-json,messages-json" },
+    conc: { type: "string", default: "1,16" },
+    seconds: { type: "string", default: "3" },
+    rounds: { type: "string", default: "3" },
+  },
+});
+
+const git = (...args: string[]) => {
+  const r = Bun.spawnSync(["git", ...args], { cwd: ROOT });
+  if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
+  return r.stdout.toString().trim();
+};
+
+installCleanup();
+const dir = mkdtempSync(join(tmpdir(), "gw-ab-"));
+const baseTree = join(dir, "base");
+const rev = git("rev-parse", "--short", values.base!);
+git("worktree", "add", "--detach", baseTree, rev);
+symlinkSync(join(ROOT, "node_modules"), join(baseTree, "node_modules"));
+try {
+  const sides: { name: string; rig: Rig }[] = [
+    { name: "this tree", rig: await startRig({ dir: join(dir, "a"), paceMs: 20, withProxy: false }) },
+    { name: `base ${rev}`, rig: await startRig({ dir: join(dir, "b"), paceMs: 20, withProxy: false, gatewayRoot: baseTree }) },
+  ];
+  for (const s of sides) await smokeTest(s.rig, s.rig.targets[0]!);
+  const seconds = Number(values.seconds);
+  const workloads = WORKLOADS.filter((w) => values.workloads!.split(",").includes(w.id));
+  const concs = values.conc!.split(",").map(Number);
+  // Warm both JITs before anything is measured.
+  for (const s of sides) for (const w of workloads) await measure(s.rig, w, 16, s.rig.targets[0]!, 1, 0);
+
+  const samples = new Map<string, Sample[]>();
+  for (let round = 1; round <= Number(values.rounds); round++) {
+    for (const w of workloads) {
+      for (const c of concs) {
+        const order = round % 2 ? sides : [...sides].reverse();
+        for (const s of order) {
+          const x = await measure(s.rig, w, c, s.rig.targets[0]!, seconds, round);
+          if (x.errors) throw new Error(`${s.name} ${w.id} c=${c}: ${x.errorDetail}`);
+          const k = `${w.id}|${c}|${s.name}`;
+          samples.set(k, [...(samples.get(k) ?? []), x]);
+          console.log(`[round ${round}] ${w.id.padEnd(14)} c=${String(c).padEnd(3)} ${s.name.padEnd(14)} ${Math.round(x.rps)} req/s  p50 ${(x.p50_us / 1000).toFixed(3)} ms  cpu ${Math.round(x.cpu_us)} µs/req`);
+        }
+      }
+    }
+  }
+
+  const rows = ["| workload | c | req/s this / base | p50 ms this / base (diff) | CPU µs/req this / base (ratio) |", "|---|---:|---:|---:|---:|"];
+  for (const w of workloads) {
+    for (const c of concs) {
+      const get = (s: string, f: (x: Sample) => number) => median(samples.get(`${w.id}|${c}|${s}`)!.map(f));
+      const [a, b] = sides.map((s) => ({ rps: get(s.name, (x) => x.rps), p50: get(s.name, (x) => x.p50_us) / 1000, cpu: get(s.name, (x) => x.cpu_us) }));
+      rows.push(
+        `| ${w.id} | ${c} | ${Math.round(a!.rps)} / ${Math.round(b!.rps)} | ${a!.p50.toFixed(3)} / ${b!.p50.toFixed(3)} (${(a!.p50 - b!.p50 >= 0 ? "+" : "") + (a!.p50 - b!.p50).toFixed(3)}) | ${Math.round(a!.cpu)} / ${Math.round(b!.cpu)} (${(a!.cpu / b!.cpu).toFixed(2)}×) |`,
+      );
+    }
+  }
+  console.log(`\nThis tree against ${rev}, medians of ${values.rounds} interleaved rounds of ${seconds} s cells:\n\n${rows.join("\n")}`);
+} finally {
+  await stopAll();
+  git("worktree", "remove", "--force", baseTree);
+  rmSync(dir, { recursive: true, force: true });
+}
