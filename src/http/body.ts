@@ -12,13 +12,14 @@ export const tooLarge = () =>
 export async function readBodyLimited(request: Request, limit = BODY_LIMIT_BYTES): Promise<Uint8Array> {
   const declared = Number(request.headers.get("content-length") ?? NaN);
   if (declared > limit) throw tooLarge();
-  if (!request.body) return new Uint8Array(0);
   if (Number.isFinite(declared)) {
-    // Known length within the limit: Bun reads it in one go, faster than pulling chunks.
+    // Known length within the limit: Bun reads it in one go, faster than pulling chunks, and
+    // without making the body a stream object first.
     const buf = new Uint8Array(await request.arrayBuffer());
     if (buf.byteLength > limit) throw tooLarge();
     return buf;
   }
+  if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
