@@ -25,13 +25,16 @@ const parse = (text: string): JsonObject | null => {
  * `"model":"…"` occurs once and before `"choices"`, where nothing nested can be: else null.
  */
 function renameModel(data: string, from: string, to: string): string | null {
-  const needle = `"model":${JSON.stringify(from)}`;
+  // Every chunk of a stream renames the same pair: the quoted forms are made once.
+  if (rename.from !== from || rename.to !== to) rename = { from, to, needle: `"model":${JSON.stringify(from)}`, with: `"model":${JSON.stringify(to)}` };
+  const { needle } = rename;
   const at = data.indexOf(needle);
   if (at === -1 || data.indexOf(needle, at + needle.length) !== -1) return null;
   const choices = data.indexOf('"choices"');
   if (choices !== -1 && choices < at) return null;
-  return data.slice(0, at) + `"model":${JSON.stringify(to)}` + data.slice(at + needle.length);
+  return data.slice(0, at) + rename.with + data.slice(at + needle.length);
 }
+let rename = { from: "", to: "", needle: "", with: "" };
 
 const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
