@@ -60,7 +60,8 @@ function renameCap(body: JsonObject, field: "max_tokens" | "max_completion_token
 /** A non-streamed upstream answer in the client's dialect, with its usage for billing. */
 export function clientAnswer(client: Dialect, upstream: Dialect, answer: JsonObject, model: string): { body: JsonObject; usage: TokenUsage | null } {
   let body: JsonObject;
-  if (client === upstream) body = { ...answer, model };
+  // `answer` was parsed for this request alone: renamed in place, its keys keep their order.
+  if (client === upstream) (body = answer).model = model;
   else if (client === "messages") body = chatResponseToMessages(answer as ChatResponse, { model });
   else body = messagesResponseToChat(answer as MessagesResponse, { model });
   const raw = body.usage as JsonObject | undefined;
@@ -70,9 +71,12 @@ export function clientAnswer(client: Dialect, upstream: Dialect, answer: JsonObj
   return { body, usage };
 }
 
+/** Adds usage.cost_usd to an answer the caller owns (in place: keys keep their order). */
 export function withCost(body: JsonObject, costNano: number): JsonObject {
-  const usage = (body.usage as JsonObject | undefined) ?? {};
-  return { ...body, usage: { ...usage, cost_usd: nanoToUsd(costNano) } };
+  const usage = body.usage;
+  if (usage !== null && typeof usage === "object" && !Array.isArray(usage)) (usage as JsonObject).cost_usd = nanoToUsd(costNano);
+  else body.usage = { cost_usd: nanoToUsd(costNano) };
+  return body;
 }
 
 const parse = (data: string): JsonObject | null => {
