@@ -25,8 +25,8 @@ export interface BalanceView {
  * key's spend and the ledger rows live in the database. A reserve is an in-memory hold checked
  * against the balance and spend this process last read or wrote (re-read after another process
  * commits: db/change-watch.ts), atomic because this process is the only one that takes holds and
- * JavaScript runs it in one go; a settle is one write transaction (a savepoint inside the group
- * commit's batch) that reads the balance it charges inside the transaction.
+ * JavaScript runs it in one go; a settle is part of one write transaction (the group commit's
+ * batch) and reads the balance it charges inside that transaction.
  */
 export class Ledger {
   readonly holds = new Holds();

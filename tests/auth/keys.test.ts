@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { openDatabase } from "../../src/db/client.ts";
 import { generateKey, hashKey, KEY_PREFIX, presentedKey } from "../../src/auth/keys.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { errorOf, postJson, sqlGet, type ErrorObject } from "../support/keyed.ts";
+import { errorOf, postWithApiKey, sqlGet, type WireError } from "../support/keyed.ts";
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -11,7 +11,7 @@ beforeAll(async () => {
 afterAll(() => gw.stop());
 
 const ask = (model = "demo", maxTokens = 20) => ({ model, max_tokens: maxTokens, messages: [{ role: "user", content: "hi" }] });
-const send = (key: string | null, body: unknown = ask(), headers: Record<string, string> = {}) => postJson(gw, "/v1/chat/completions", body, key, headers);
+const send = (key: string | null, body: unknown = ask(), headers: Record<string, string> = {}) => postWithApiKey(gw, "/v1/chat/completions", body, key, headers);
 const UNKNOWN = `${KEY_PREFIX}${"A".repeat(40)}`;
 
 /** Revokes as `gateway key revoke` does: from another process's connection to the database file. */
@@ -22,9 +22,9 @@ function revokeElsewhere(keyId: number): void {
 }
 
 /** Status, the error object and the request-id header agree with the spec's error shape. */
-async function refused(res: Response, status: number, code: string): Promise<ErrorObject> {
+async function refused(res: Response, status: number, code: string): Promise<WireError> {
   expect(res.status).toBe(status);
-  const body = (await res.json()) as { error: ErrorObject };
+  const body = (await res.json()) as { error: WireError };
   expect(Object.keys(body)).toEqual(["error"]);
   expect(Object.keys(body.error).sort()).toEqual(["code", "message", "request_id", "type"]);
   expect(body.error.code).toBe(code);
@@ -69,7 +69,7 @@ describe("401 no-key", () => {
   });
 
   it("answers a malformed key exactly like an unknown one, so answers never tell which keys exist", async () => {
-    const strip = (res: Response, e: ErrorObject) => ({
+    const strip = (res: Response, e: WireError) => ({
       status: res.status,
       type: e.type,
       code: e.code,

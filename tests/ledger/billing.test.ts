@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startTestGateway, upstreamCatalog, type TestGateway } from "../support/gateway.ts";
-import { errorOf, ledgerRows, messagesBody, postJson, sqlGet } from "../support/keyed.ts";
+import { errorOf, ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 
 // Costs here are computed by hand from the catalog prices (USD per 1M tokens = nano-dollars per
@@ -40,7 +40,7 @@ async function charged(path: string, modelId: string, usage: Record<string, numb
   const a = gw.account(opts.usd ?? 10);
   up.script({ kind: "text", text: "cached answer", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, ...usage } });
   const body = { ...messagesBody(opts.maxTokens ?? 1000, modelId), stream: opts.stream ?? false };
-  const res = await postJson(gw, path, body, a.key);
+  const res = await postWithApiKey(gw, path, body, a.key);
   expect(res.status).toBe(200);
   const text = await res.text();
   const requestId = res.headers.get("x-gateway-request-id")!;
@@ -113,7 +113,7 @@ describe("a cost above the estimate and above the balance", () => {
 
   it("then refuses the next request with 402 insufficient_balance", async () => {
     const r = await charged("/v1/messages", "claude-priced", { input: 10, output: 1_000_000 }, { usd: 0.01, maxTokens: 1 });
-    const res = await postJson(gw, "/v1/messages", messagesBody(1, "claude-priced"), r.a.key);
+    const res = await postWithApiKey(gw, "/v1/messages", messagesBody(1, "claude-priced"), r.a.key);
     expect(res.status).toBe(402);
     expect((await errorOf(res)).code).toBe("insufficient_balance");
     expect(gw.money(r.a.accountId).balance).toBe(0);
@@ -130,7 +130,7 @@ describe("failed requests charge nothing", () => {
   it("answers an upstream 500 with 502 upstream_unavailable and leaves the balance as it was", async () => {
     const a = gw.account(1);
     up.script({ kind: "error", status: 500 });
-    const res = await postJson(gw, "/v1/messages", messagesBody(100, "claude-priced"), a.key);
+    const res = await postWithApiKey(gw, "/v1/messages", messagesBody(100, "claude-priced"), a.key);
     expect(res.status).toBe(502);
     expect((await errorOf(res)).code).toBe("upstream_unavailable");
     unchanged(a, 1e9);
@@ -139,7 +139,7 @@ describe("failed requests charge nothing", () => {
   it("charges nothing for a stream the upstream breaks before it completes", async () => {
     const a = gw.account(1);
     up.script({ kind: "fail_mid_stream", afterEvents: 4, mode: "drop" });
-    const res = await postJson(gw, "/v1/messages", { ...messagesBody(100, "claude-priced"), stream: true }, a.key);
+    const res = await postWithApiKey(gw, "/v1/messages", { ...messagesBody(100, "claude-priced"), stream: true }, a.key);
     expect(res.status).toBe(200);
     await res.text();
     unchanged(a, 1e9);
@@ -147,14 +147,14 @@ describe("failed requests charge nothing", () => {
 
   it("reserves nothing for an unknown model (404 model_not_found)", async () => {
     const a = gw.account(1);
-    const res = await postJson(gw, "/v1/messages", messagesBody(100, "no-such-model"), a.key);
+    const res = await postWithApiKey(gw, "/v1/messages", messagesBody(100, "no-such-model"), a.key);
     expect(res.status).toBe(404);
     unchanged(a, 1e9);
   });
 
   it("reserves nothing for an invalid body (400 invalid_request)", async () => {
     const a = gw.account(1);
-    const res = await postJson(gw, "/v1/messages", { model: "claude-priced", messages: [] }, a.key);
+    const res = await postWithApiKey(gw, "/v1/messages", { model: "claude-priced", messages: [] }, a.key);
     expect(res.status).toBe(400);
     unchanged(a, 1e9);
   });

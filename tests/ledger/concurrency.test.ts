@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startTestGateway, upstreamCatalog, type TestGateway } from "../support/gateway.ts";
-import { errorOf, estimateOf, ledgerRows, messagesBody, postJson, sqlGet } from "../support/keyed.ts";
+import { errorOf, estimateOf, ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 
 // The upstream reports exactly the tokens the gateway reserves for (the byte estimate in, max_tokens
@@ -48,7 +48,7 @@ interface Outcome {
 
 /** One request, streamed or not, reduced to what the ledger must agree with. */
 async function run(key: string, stream: boolean): Promise<Outcome> {
-  const res = await postJson(gw, "/v1/messages", stream ? STREAMED : PLAIN, key);
+  const res = await postWithApiKey(gw, "/v1/messages", stream ? STREAMED : PLAIN, key);
   const requestId = res.headers.get("x-gateway-request-id")!;
   const shouldRetry = res.headers.get("x-should-retry");
   if (res.status !== 200) return { status: res.status, requestId, costNano: null, code: (await errorOf(res)).code, shouldRetry };

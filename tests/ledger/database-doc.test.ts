@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { messagesBody, postJson, sqlAll } from "../support/keyed.ts";
+import { messagesBody, postWithApiKey, sqlAll } from "../support/keyed.ts";
 
 const doc = readFileSync(join(import.meta.dir, "../../docs/database.md"), "utf8");
 const queries = [...doc.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!.trim());
@@ -14,7 +14,7 @@ beforeAll(async () => {
   gw = await startTestGateway();
   const a = gw.account(1);
   for (let i = 0; i < 3; i++) {
-    const res = await postJson(gw, "/v1/messages", messagesBody(64, "demo"), a.key);
+    const res = await postWithApiKey(gw, "/v1/messages", messagesBody(64, "demo"), a.key);
     expect(res.status).toBe(200);
     requestId = res.headers.get("x-gateway-request-id")!;
   }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startTestGateway, upstreamCatalog, type TestGateway } from "../support/gateway.ts";
-import { errorOf, estimateOf, getWithKey, messagesBody, postJson } from "../support/keyed.ts";
+import { errorOf, estimateOf, getWithKey, messagesBody, postWithApiKey } from "../support/keyed.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 
 let up: MockUpstream;
@@ -40,7 +40,7 @@ describe("GET /v1/me after known charges", () => {
     a = gw.account(10, { quotaNano: 1_000_000_000, rpm: 77 });
     for (let i = 0; i < 2; i++) {
       up.script({ kind: "text", text: "ok", usage: CHARGE });
-      expect((await postJson(gw, "/v1/messages", messagesBody(100, "priced"), a.key)).status).toBe(200);
+      expect((await postWithApiKey(gw, "/v1/messages", messagesBody(100, "priced"), a.key)).status).toBe(200);
     }
   });
 
@@ -68,7 +68,7 @@ describe("GET /v1/me after known charges", () => {
     up.script({ kind: "slow_stream", events: 10, intervalMs: 50 });
     const body = messagesBody(1000, "priced");
     const hold = estimateOf(body) * 3_000 + 1000 * 15_000;
-    const running = postJson(gw, "/v1/messages", body, a.key);
+    const running = postWithApiKey(gw, "/v1/messages", body, a.key);
     while (gw.money(a.accountId).openHolds === 0) await Bun.sleep(5);
     const m = await me(a.key);
     expect(m.balance.reserved_usd).toBe(hold / 1e9);
@@ -97,7 +97,7 @@ describe("GET /v1/me for a key without restrictions", () => {
   it("shows remaining quota as 0, not negative, once a charge went past the quota", async () => {
     const a = gw.account(10, { quotaNano: 10_000_000 });
     up.script({ kind: "text", text: "ok", usage: { input: 0, output: 100_000, cacheRead: 0, cacheWrite: 0 } }); // $1.5 on a $0.01 quota
-    expect((await postJson(gw, "/v1/messages", messagesBody(1, "priced"), a.key)).status).toBe(200);
+    expect((await postWithApiKey(gw, "/v1/messages", messagesBody(1, "priced"), a.key)).status).toBe(200);
     expect((await me(a.key)).key.quota).toMatchObject({ limit_usd: 0.01, spent_usd: 1.5, remaining_usd: 0 });
   });
 });

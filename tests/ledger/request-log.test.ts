@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { migrate, openDatabase } from "../../src/db/client.ts";
 import { LOG_RETENTION_MS, RequestLog } from "../../src/logs/request-log.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { getWithKey, postJson, sqlAll, sqlGet } from "../support/keyed.ts";
+import { getWithKey, postWithApiKey, sqlAll, sqlGet } from "../support/keyed.ts";
 
 // Spec: a request id reconstructs route, usage, cost and status, never content; logs are kept 90 days.
 let gw: TestGateway;
@@ -22,7 +22,7 @@ const rowOf = (res: Response) => sqlGet<Record<string, unknown> | null>(gw, "SEL
 describe("a request log row for every /v1 request", () => {
   it("records a served request's route, model, provider, tokens, cost and status", async () => {
     const a = gw.account(1);
-    const res = await postJson(gw, "/v1/chat/completions", chat(), a.key);
+    const res = await postWithApiKey(gw, "/v1/chat/completions", chat(), a.key);
     const body = (await res.json()) as { usage: { prompt_tokens: number; completion_tokens: number; cost_usd: number } };
     expect(rowOf(res)).toMatchObject({
       key_id: a.keyId,
@@ -44,7 +44,7 @@ describe("a request log row for every /v1 request", () => {
 
   it("records a stream once it has ended", async () => {
     const a = gw.account(1);
-    const res = await postJson(gw, "/v1/messages", { ...chat(), stream: true }, a.key);
+    const res = await postWithApiKey(gw, "/v1/messages", { ...chat(), stream: true }, a.key);
     await res.text();
     expect(rowOf(res)).toMatchObject({ stream: 1, status: 200, endpoint: "messages" });
     expect(rowOf(res)!.cost_nano).toBeGreaterThan(0);
@@ -55,12 +55,12 @@ describe("a request log row for every /v1 request", () => {
     const slow = gw.account(1, { rpm: 1 });
     await (await getWithKey(gw, "/v1/me", slow.key)).text();
     const cases: [Promise<Response>, number, string][] = [
-      [postJson(gw, "/v1/chat/completions", chat(), null), 401, "no-key"],
-      [postJson(gw, "/v1/chat/completions", chat(), poor.key), 402, "insufficient_balance"],
+      [postWithApiKey(gw, "/v1/chat/completions", chat(), null), 401, "no-key"],
+      [postWithApiKey(gw, "/v1/chat/completions", chat(), poor.key), 402, "insufficient_balance"],
       [getWithKey(gw, "/v1/me", slow.key), 429, "rate_limit"],
-      [postJson(gw, "/v1/chat/completions", "{not json", poor.key), 400, "invalid_request"],
-      [postJson(gw, "/v1/chat/completions", { ...chat(), model: "nope" }, poor.key), 404, "model_not_found"],
-      [postJson(gw, "/v1/nowhere", {}, poor.key), 404, "endpoint_not_found"],
+      [postWithApiKey(gw, "/v1/chat/completions", "{not json", poor.key), 400, "invalid_request"],
+      [postWithApiKey(gw, "/v1/chat/completions", { ...chat(), model: "nope" }, poor.key), 404, "model_not_found"],
+      [postWithApiKey(gw, "/v1/nowhere", {}, poor.key), 404, "endpoint_not_found"],
     ];
     for (const [pending, status, code] of cases) {
       const res = await pending;
@@ -76,7 +76,7 @@ describe("a request log row for every /v1 request", () => {
 
   it("keeps no prompt, no completion and no key in any log row", async () => {
     const a = gw.account(1);
-    const res = await postJson(gw, "/v1/chat/completions", chat(), a.key);
+    const res = await postWithApiKey(gw, "/v1/chat/completions", chat(), a.key);
     const answer = ((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content;
     expect(answer).toContain(PROMPT.slice(0, 20)); // the demo model echoes the prompt, so both are checked
     const everything = JSON.stringify(sqlAll(gw, "SELECT * FROM request_logs"));
@@ -87,7 +87,7 @@ describe("a request log row for every /v1 request", () => {
 
   it("never writes a full key anywhere in the database file", async () => {
     const a = gw.account(1);
-    await (await postJson(gw, "/v1/chat/completions", chat(), a.key)).text();
+    await (await postWithApiKey(gw, "/v1/chat/completions", chat(), a.key)).text();
     const file = join(gw.dir, "gateway.db");
     const bytes = [file, `${file}-wal`].filter(existsSync).map((f) => readFileSync(f).toString("latin1")).join("");
     expect(bytes).not.toContain(a.key.slice(6));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { errorOf, estimateOf, ledgerRows, postJson } from "../support/keyed.ts";
+import { errorOf, estimateOf, ledgerRows, postWithApiKey } from "../support/keyed.ts";
 
 // Spec: POST /v1/messages/count_tokens requires a key, is free of charge, has its own 60/min limit,
 // and answers the byte estimate that also sizes reservations.
@@ -16,7 +16,7 @@ const BODY = {
   messages: [{ role: "user", content: "How many tokens is this, roughly? ".repeat(20) }],
   tools: [{ name: "lookup", description: "look something up", input_schema: { type: "object", properties: { q: { type: "string" } } } }],
 };
-const count = (key: string | null, body: unknown = BODY) => postJson(gw, "/v1/messages/count_tokens", body, key);
+const count = (key: string | null, body: unknown = BODY) => postWithApiKey(gw, "/v1/messages/count_tokens", body, key);
 
 describe("POST /v1/messages/count_tokens", () => {
   it("answers input_tokens and a gateway block saying the estimate is byte-based and not measured", async () => {

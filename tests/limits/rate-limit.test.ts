@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { GatewayError } from "../../src/errors.ts";
 import { RateLimiter } from "../../src/limits/rate-limit.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { errorOf, getWithKey, postJson } from "../support/keyed.ts";
+import { errorOf, getWithKey, postWithApiKey } from "../support/keyed.ts";
 
 /** A limiter on a hand-driven clock (milliseconds). */
 function clocked() {
@@ -115,7 +115,7 @@ describe("rate limits on a running gateway (defaults: 20/min, count_tokens 60/mi
   });
   afterAll(() => gw.stop());
 
-  const count = (key: string) => postJson(gw, "/v1/messages/count_tokens", { model: "demo", messages: [{ role: "user", content: "hi" }] }, key);
+  const count = (key: string) => postWithApiKey(gw, "/v1/messages/count_tokens", { model: "demo", messages: [{ role: "user", content: "hi" }] }, key);
   const me = (key: string) => getWithKey(gw, "/v1/me", key);
   const statuses = async (n: number, call: () => Promise<Response>) => {
     const out: number[] = [];
@@ -142,7 +142,7 @@ describe("rate limits on a running gateway (defaults: 20/min, count_tokens 60/mi
 
   it("counts every key route against the same main bucket", async () => {
     const a = gw.account(1);
-    const chat = () => postJson(gw, "/v1/chat/completions", { model: "demo", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }, a.key);
+    const chat = () => postWithApiKey(gw, "/v1/chat/completions", { model: "demo", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }, a.key);
     await statuses(10, chat);
     await statuses(10, () => me(a.key));
     expect((await chat()).status).toBe(429);
@@ -193,7 +193,7 @@ describe("configured limits", () => {
       const a = gw.account(1);
       const codes: number[] = [];
       for (let i = 0; i < 3; i++) codes.push((await getWithKey(gw, "/v1/me", a.key)).status);
-      for (let i = 0; i < 2; i++) codes.push((await postJson(gw, "/v1/messages/count_tokens", { model: "demo", messages: [] }, a.key)).status);
+      for (let i = 0; i < 2; i++) codes.push((await postWithApiKey(gw, "/v1/messages/count_tokens", { model: "demo", messages: [] }, a.key)).status);
       expect(codes).toEqual([200, 200, 429, 200, 429]);
     } finally {
       await gw.stop();

@@ -16,13 +16,14 @@ export function keyHeaders(key: string, extra: Record<string, string> = {}): Rec
   return { authorization: `Bearer ${key}`, "content-type": "application/json", ...extra };
 }
 
-/** POSTs a JSON body (or raw text, sent as is) to a key route. */
-export function postJson(gw: TestGateway, path: string, key: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${gw.url}${path}`, {
-    method: "POST",
-    headers: keyHeaders(key, headers),
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
+/** POSTs a JSON body (or raw text, sent as is) with exactly these headers. */
+export function postBody(gw: { url: string }, path: string, body: unknown, headers: Record<string, string>): Promise<Response> {
+  return fetch(`${gw.url}${path}`, { method: "POST", headers, body: typeof body === "string" ? body : JSON.stringify(body) });
+}
+
+/** POSTs a JSON body (or raw text, sent as is) to a key route, the key as Bearer. */
+export function postJson(gw: { url: string }, path: string, key: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return postBody(gw, path, body, keyHeaders(key, headers));
 }
 
 export const hi = [{ role: "user", content: "hi" }];

@@ -1,34 +1,26 @@
 // Small helpers for tests of key routes: requests with a key, the error object, SQL look-ups.
 import type { TestGateway } from "./gateway.ts";
+import { postBody, type WireError } from "./http.ts";
 
-export interface ErrorObject {
-  type: string;
-  code: string;
-  message: string;
-  request_id: string;
-}
+export type { WireError } from "./http.ts";
 
-/** POST a JSON body with the key in x-api-key (null: no key at all). */
-export function postJson(
+/** POSTs a JSON body with the key in x-api-key (null: no key at all); http.ts's postJson sends it as Bearer. */
+export function postWithApiKey(
   gw: { url: string },
   path: string,
   body: unknown,
   key: string | null,
   headers: Record<string, string> = {},
 ): Promise<Response> {
-  return fetch(`${gw.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...(key === null ? {} : { "x-api-key": key }), ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
+  return postBody(gw, path, body, { "content-type": "application/json", ...(key === null ? {} : { "x-api-key": key }), ...headers });
 }
 
 export function getWithKey(gw: { url: string }, path: string, key: string | null, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(`${gw.url}${path}`, { headers: { ...(key === null ? {} : { "x-api-key": key }), ...headers } });
 }
 
-export async function errorOf(res: Response): Promise<ErrorObject> {
-  return ((await res.json()) as { error: ErrorObject }).error;
+export async function errorOf(res: Response): Promise<WireError> {
+  return ((await res.json()) as { error: WireError }).error;
 }
 
 export function sqlAll<T = Record<string, unknown>>(gw: TestGateway, sql: string, ...params: (string | number | null)[]): T[] {
