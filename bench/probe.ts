@@ -23,6 +23,8 @@ const { values } = parseArgs({
     duration: { type: "string", default: "10" },
     "max-requests": { type: "string" },
     trace: { type: "boolean", default: false },
+    /** "name: value", repeatable: what another gateway needs besides the key (bench/lib/peer.ts) */
+    header: { type: "string", multiple: true, default: [] },
   },
 });
 if (!values.port || !values.body) throw new Error("usage: bun bench/probe.ts --port N --body FILE [--key K] [--c N] [--duration S] [--trace]");
@@ -34,6 +36,7 @@ const body = file.slice(nl + 1);
 const request = Buffer.from(
   `POST ${path} HTTP/1.1\r\nhost: ${values.host}:${values.port}\r\ncontent-type: application/json\r\n` +
     `authorization: Bearer ${values.key}\r\nanthropic-version: 2023-06-01\r\naccept: text/event-stream\r\n` +
+    values.header!.map((h) => `${h}\r\n`).join("") +
     `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
 );
 const concurrency = Number(values.c);

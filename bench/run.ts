@@ -4,6 +4,7 @@
 //   bun run bench --quick         2 s cells, for development
 //   bun run bench --memory        2 minutes at c=64, the gateway's RSS after 20 s and at the end
 //   bun run bench --profile       the gateway under --cpu-prof at c=16 (JSON, then SSE) + SQLite timings
+//   bun run bench --peer portkey  the same cells for Portkey's gateway from npm (on Node), side by side
 //   options: --rounds N, --seconds S, --pace-ms MS, --workloads chat-json,…, --conc 1,16,64, --keep (temp dir)
 //
 // Processes: mock upstream, bare proxy, gateway, and the load generator (wrk or bench/probe.ts),
@@ -15,9 +16,10 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { measure, runProbe, runWrk, type Sample } from "./lib/load.ts";
 import { installCleanup, rssMiB, stopAll, stopChild } from "./lib/procs.ts";
+import { PORTKEY_VERSION, startPortkey } from "./lib/peer.ts";
 import { profileRun } from "./lib/profile.ts";
 import {
-  cellTable, logCheck, pacingTable, reconciliationLine, summarise, verdicts, verdictTable, type PacingResult,
+  cellTable, logCheck, pacingTable, peerTable, reconciliationLine, summarise, verdicts, verdictTable, type PacingResult,
 } from "./lib/report.ts";
 import { heldNano, reconcile, ROOT, smokeTest, startRig, WORKLOADS, type Rig, type Target, type WorkloadId } from "./lib/rig.ts";
 import { median, percentile } from "./lib/stats.ts";
@@ -33,8 +35,10 @@ const { values } = parseArgs({
     workloads: { type: "string" },
     conc: { type: "string" },
     keep: { type: "boolean", default: false },
+    peer: { type: "string" },
   },
 });
+if (values.peer !== undefined && values.peer !== "portkey") throw new Error(`--peer: only "portkey" is known, not "${values.peer}"`);
 
 const quick = values.quick!;
 const seconds = Number(values.seconds ?? (quick ? 2 : 10));
@@ -68,16 +72,16 @@ async function counted(rig: Rig, t: Target, fn: () => Promise<unknown>): Promise
 
 async function load(rig: Rig, t: Target, w: WorkloadId, c: number, s: number): Promise<void> {
   const wl = WORKLOADS.find((x) => x.id === w)!;
-  if (wl.stream) await runProbe(t.port, rig.key, rig.bodyFile(w), c, s);
+  if (wl.stream) await runProbe(t.port, rig.key, rig.bodyFile(w), c, s, [], t.headers?.(w));
   else {
     if (t.id === "gateway") cutAllowance += c;
-    await runWrk(t.port, rig.key, [rig.bodyFile(w)], c, s);
+    await runWrk(t.port, rig.key, [rig.bodyFile(w)], c, s, t.headers?.(w));
   }
 }
 
 async function pacingCheck(rig: Rig): Promise<PacingResult[]> {
   const out: PacingResult[] = [];
-  for (const t of rig.targets.filter((x) => x.id !== "proxy-streamed")) {
+  for (const t of rig.targets.filter((x) => x.id !== "proxy-streamed" && x.id !== "portkey")) {
     for (const w of ["chat-sse", "messages-sse"] as const) {
       await counted(rig, t, async () => {
         const r = await runProbe(t.pacedPort, rig.key, rig.bodyFile(w, true), 1, 120, ["--max-requests", "5", "--trace"]);
@@ -101,6 +105,7 @@ async function matrixRun(dir: string): Promise<void> {
   const env = await environment();
   console.log(`${env}\ncells of ${seconds} s, ${rounds} round(s), workloads ${workloads.join(", ")}, c = ${concs.join(", ")}`);
   const rig = await startRig({ dir, paceMs, withProxy: true });
+  if (values.peer) rig.targets.push(await startPortkey(rig.upstream.info.url));
   for (const t of rig.targets) await counted(rig, t, () => smokeTest(rig, t));
 
   const warm = quick ? 1 : 2;
@@ -157,6 +162,15 @@ async function matrixRun(dir: string): Promise<void> {
     "",
     pacingTable(pacing),
     "",
+    ...(values.peer
+      ? [
+          `Another gateway in the same run: Portkey's @portkey-ai/gateway ${PORTKEY_VERSION} from npm on Node ${Bun.spawnSync(["node", "--version"]).stdout.toString().trim()},`,
+          "in front of the same mock upstream, routed by its x-portkey-provider and x-portkey-custom-host headers; same cells, interleaved with the others.",
+          "",
+          peerTable(samples, "portkey"),
+          "",
+        ]
+      : []),
     `Checks: every cell ${cells.every((c) => c.errors === 0) ? "had zero errors" : "**had errors**"}; upstream hits ${cells.every((c) => c.hitsOk) ? "match" : "**do not match**"} responses ` +
       "(SSE exactly; JSON within the ≤ c requests wrk cuts at its deadline, which the server still completes).",
     reconciliationLine(rec),

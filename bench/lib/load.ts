@@ -35,20 +35,28 @@ export interface ProbeResult {
   chunk_lags_ms?: number[];
 }
 
-export async function runWrk(port: number, key: string, bodyFiles: string[], c: number, seconds: number): Promise<WrkResult> {
+/** Extra request headers as the load generators take them: "name: value". */
+const headerLines = (h: Record<string, string> = {}) => Object.entries(h).map(([k, v]) => `${k}: ${v}`);
+
+export async function runWrk(port: number, key: string, bodyFiles: string[], c: number, seconds: number, headers?: Record<string, string>): Promise<WrkResult> {
   // One wrk thread: it drives 64 connections easily and leaves the second core to the servers.
   const out = await runToEnd("wrk", [
     "wrk", "-t1", `-c${c}`, `-d${seconds}s`, "--timeout", "10s",
-    "-s", join(ROOT, "bench/wrk/post.lua"), `http://127.0.0.1:${port}`, "--", key, bodyFiles.join(","),
+    "-s", join(ROOT, "bench/wrk/post.lua"), `http://127.0.0.1:${port}`, "--", key, bodyFiles.join(","), headerLines(headers).join("|"),
   ]);
   const line = out.trim().split("\n").at(-1)!;
   return JSON.parse(line) as WrkResult;
 }
 
-export async function runProbe(port: number, key: string, bodyFile: string, c: number, seconds: number, extra: string[] = []): Promise<ProbeResult> {
+export async function runProbe(
+  port: number, key: string, bodyFile: string, c: number, seconds: number, extra: string[] = [], headers?: Record<string, string>,
+): Promise<ProbeResult> {
   const out = await runToEnd(
     "probe",
-    ["bun", "bench/probe.ts", "--port", String(port), "--key", key, "--body", bodyFile, "--c", String(c), "--duration", String(seconds), ...extra],
+    [
+      "bun", "bench/probe.ts", "--port", String(port), "--key", key, "--body", bodyFile, "--c", String(c), "--duration", String(seconds), ...extra,
+      ...headerLines(headers).flatMap((h) => ["--header", h]),
+    ],
     { cwd: ROOT },
   );
   return JSON.parse(out.trim().split("\n").at(-1)!) as ProbeResult;
@@ -86,13 +94,13 @@ export async function measure(rig: Rig, w: Workload, c: number, t: Target, secon
   const up0 = cpuSeconds(rig.upstream.pid);
   let sample: Omit<Sample, "cpu_us" | "upstream_cpu_us" | "upstreamHits" | "hitsOk">;
   if (w.stream) {
-    const r = await runProbe(t.port, rig.key, rig.bodyFile(w.id), c, seconds);
+    const r = await runProbe(t.port, rig.key, rig.bodyFile(w.id), c, seconds, [], t.headers?.(w.id));
     sample = {
       workload: w.id, c, target: t.id, round, rps: r.rps, p50_us: r.ttfb_p50_us, total_p50_us: r.total_p50_us,
       responses: r.sent, errors: r.errors, errorDetail: r.first_errors.join("; "),
     };
   } else {
-    const r = await runWrk(t.port, rig.key, [rig.bodyFile(w.id)], c, seconds);
+    const r = await runWrk(t.port, rig.key, [rig.bodyFile(w.id)], c, seconds, t.headers?.(w.id));
     const errors = r.connect + r.read + r.write + r.status + r.timeout;
     sample = {
       workload: w.id, c, target: t.id, round, rps: r.requests / (r.duration_us / 1e6), p50_us: r.lat_p50_us,

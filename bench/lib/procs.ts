@@ -65,9 +65,31 @@ export async function startChild<Info = Record<string, unknown>>(
   }
 }
 
+/** Starts a server that prints no JSON line (another gateway) and waits until `ready` resolves true. */
+export async function startServer(
+  name: string,
+  cmd: string[],
+  ready: () => Promise<boolean>,
+  opts: { cwd?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {},
+): Promise<Subprocess<"ignore", "pipe", "pipe">> {
+  const proc = Bun.spawn(cmd, { cwd: opts.cwd, env: opts.env ?? process.env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  live.add(proc);
+  proc.exited.then(() => live.delete(proc));
+  const out = { text: "" };
+  drain(proc.stdout, out);
+  drain(proc.stderr, out);
+  const until = performance.now() + (opts.timeoutMs ?? 30_000);
+  while (!(await ready().catch(() => false))) {
+    if (proc.exitCode !== null) throw new Error(`${name} exited with ${proc.exitCode} before it was ready:\n${out.text.slice(-2000)}`);
+    if (performance.now() > until) throw new Error(`${name} was not ready within ${opts.timeoutMs ?? 30_000} ms:\n${out.text.slice(-2000)}`);
+    await Bun.sleep(100);
+  }
+  return proc;
+}
+
 /** Runs a command to its end and returns its stdout; throws with its output when it fails. */
-export async function runToEnd(name: string, cmd: string[], opts: { cwd?: string } = {}): Promise<string> {
-  const proc = Bun.spawn(cmd, { cwd: opts.cwd, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+export async function runToEnd(name: string, cmd: string[], opts: { cwd?: string; env?: Record<string, string | undefined> } = {}): Promise<string> {
+  const proc = Bun.spawn(cmd, { cwd: opts.cwd, env: opts.env ?? process.env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   live.add(proc);
   try {
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);

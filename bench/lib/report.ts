@@ -181,3 +181,24 @@ export function reconciliationLine(r: Reconciliation): string {
     `${r.mismatched.length ? `; mismatched: ${JSON.stringify(r.mismatched)}` : ""}; holds left in the gateway after the load: ${r.heldNano} nano-USD).`
   );
 }
+
+/** Our gateway next to another one (--peer), cell by cell, medians over rounds. */
+export function peerTable(samples: Sample[], peer: Sample["target"]): string {
+  const rows = [
+    `| workload | c | req/s gateway / ${peer} | p50 ms gateway / ${peer} | CPU µs/req gateway / ${peer} | ${peer} CPU ÷ gateway's | ${peer} errors |`,
+    "|---|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const key of [...new Set(samples.map((s) => `${s.workload}|${s.c}`))]) {
+    const of = samples.filter((s) => `${s.workload}|${s.c}` === key);
+    const med = (t: Sample["target"], f: (s: Sample) => number) => median(of.filter((s) => s.target === t).map(f));
+    const [workload, c] = key.split("|");
+    const stream = WORKLOADS.find((w) => w.id === workload)!.stream;
+    const errors = of.filter((s) => s.target === peer).reduce((n, s) => n + s.errors, 0);
+    rows.push(
+      `| ${workload}${stream ? " (TTFB)" : ""} | ${c} | ${f0(med("gateway", (s) => s.rps))} / ${f0(med(peer, (s) => s.rps))} | ` +
+        `${ms(med("gateway", (s) => s.p50_us))} / ${ms(med(peer, (s) => s.p50_us))} | ${f0(med("gateway", (s) => s.cpu_us))} / ${f0(med(peer, (s) => s.cpu_us))} | ` +
+        `${x2(med(peer, (s) => s.cpu_us) / med("gateway", (s) => s.cpu_us))} | ${errors} |`,
+    );
+  }
+  return rows.join("\n");
+}

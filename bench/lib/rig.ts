@@ -57,13 +57,15 @@ export interface GatewayInfo {
   port: number;
 }
 
-export type TargetId = "proxy-buffered" | "proxy-streamed" | "gateway";
+export type TargetId = "proxy-buffered" | "proxy-streamed" | "gateway" | "portkey";
 
 export interface Target {
   id: TargetId;
   pid: number;
   port: number;
   pacedPort: number;
+  /** Request headers this target needs besides the key (another gateway's routing: bench/lib/peer.ts). */
+  headers?: (w: WorkloadId) => Record<string, string>;
 }
 
 export interface Rig {
@@ -173,7 +175,7 @@ export async function smokeTest(rig: Rig, t: Target): Promise<void> {
     const file = await Bun.file(rig.bodyFile(w.id)).text();
     const res = await fetch(`http://127.0.0.1:${t.port}${w.path}`, {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${rig.key}`, "anthropic-version": "2023-06-01" },
+      headers: { "content-type": "application/json", authorization: `Bearer ${rig.key}`, "anthropic-version": "2023-06-01", ...t.headers?.(w.id) },
       body: file.slice(file.indexOf("\n") + 1),
     });
     const text = await res.text();

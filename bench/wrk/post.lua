@@ -1,7 +1,8 @@
 -- wrk script for the gateway benchmark: POSTs one or more JSON bodies (cycled per request) and
 -- prints the run's summary as one JSON line, so bench/run.ts needs no text scraping.
---   wrk ... -s bench/wrk/post.lua URL -- KEY BODYFILE[,BODYFILE…]
--- Each body file holds "PATH\n" on its first line and the JSON body after it.
+--   wrk ... -s bench/wrk/post.lua URL -- KEY BODYFILE[,BODYFILE…] ["NAME: VALUE|NAME: VALUE…"]
+-- Each body file holds "PATH\n" on its first line and the JSON body after it. The optional third
+-- argument adds headers (another gateway's routing headers, bench/lib/peer.ts).
 
 local requests = {}
 local n = 0
@@ -18,6 +19,9 @@ function init(args)
       ["authorization"] = "Bearer " .. key,
       ["anthropic-version"] = "2023-06-01",
     }
+    for name, value in string.gmatch(args[3] or "", "([^|:]+):%s*([^|]*)") do
+      headers[name] = value
+    end
     table.insert(requests, wrk.format("POST", path, headers, body))
   end
 end
