@@ -1,6 +1,5 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "bun:test";
-import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { balanceGuard, expectError, keyHeaders } from "../support/http.ts";
+import { describe, expect, it } from "bun:test";
+import { expectError, fundedGateway, keyHeaders } from "../support/http.ts";
 
 // Spec, Limits: a body over 20 MiB is 413 request_too_large, whether its size is declared or it
 // arrives chunked. The memory side of the limit is in upload-memory.test.ts.
@@ -8,16 +7,7 @@ import { balanceGuard, expectError, keyHeaders } from "../support/http.ts";
 const MiB = 1024 * 1024;
 const LIMIT = 20 * MiB;
 
-let gw: TestGateway;
-let a: { key: string; accountId: number };
-let untouched: () => void;
-beforeAll(async () => {
-  gw = await startTestGateway({ limits: { default_rpm: 1000 } });
-  a = gw.account(5);
-  untouched = balanceGuard(gw, a.accountId);
-});
-afterEach(() => untouched());
-afterAll(() => gw.stop());
+const t = fundedGateway({ guardEach: true });
 
 /** `size` bytes of JSON whitespace, in 1 MiB chunks, with no content-length (chunked upload). */
 function chunked(size: number): ReadableStream<Uint8Array> {
@@ -32,8 +22,8 @@ function chunked(size: number): ReadableStream<Uint8Array> {
   });
 }
 
-const post = (path: string, body: Uint8Array | ReadableStream<Uint8Array> | string, headers: Record<string, string> = keyHeaders(a.key)) =>
-  fetch(`${gw.url}${path}`, { method: "POST", headers, body, duplex: "half" } as RequestInit);
+const post = (path: string, body: Uint8Array | ReadableStream<Uint8Array> | string, headers: Record<string, string> = keyHeaders(t.a.key)) =>
+  fetch(`${t.gw.url}${path}`, { method: "POST", headers, body, duplex: "half" } as RequestInit);
 
 describe("413 request_too_large", () => {
   it("answers a body with a declared content-length over 20 MiB", async () => {
@@ -51,7 +41,7 @@ describe("413 request_too_large", () => {
     form.set("model", "demo-image");
     form.set("prompt", "p");
     form.append("image[]", new File([new Uint8Array(LIMIT)], "big.png", { type: "image/png" }));
-    const res = await fetch(`${gw.url}/v1/images/edits`, { method: "POST", headers: { authorization: `Bearer ${a.key}` }, body: form });
+    const res = await fetch(`${t.gw.url}/v1/images/edits`, { method: "POST", headers: { authorization: `Bearer ${t.a.key}` }, body: form });
     await expectError(res, 413, "request_too_large");
   });
 

@@ -1,21 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { beforeAll, describe, expect, it } from "bun:test";
 import { gatewayJson } from "../support/cli.ts";
-import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { balanceGuard, expectError, hi, postJson } from "../support/http.ts";
+import { balanceGuard, expectError, fundedGateway, hi, postJson } from "../support/http.ts";
 
 // Spec, Errors and Limits: `gateway pause` (the CLI, another process, same database file) makes key
 // routes answer 503 product_paused with Retry-After 60; `gateway resume` serves them again.
 
-let gw: TestGateway;
-let a: { key: string; accountId: number };
-beforeAll(async () => {
-  gw = await startTestGateway({ limits: { default_rpm: 1000 } });
-  a = gw.account(5);
-});
-afterAll(() => gw.stop());
+const t = fundedGateway();
 
-const chat = () => postJson(gw, "/v1/chat/completions", a.key, { model: "demo", max_tokens: 16, messages: hi });
-const cli = (command: "pause" | "resume") => gatewayJson<{ paused: boolean }>([command, "--db", gw.config.database]);
+const chat = () => postJson(t.gw, "/v1/chat/completions", t.a.key, { model: "demo", max_tokens: 16, messages: hi });
+const cli = (command: "pause" | "resume") => gatewayJson<{ paused: boolean }>([command, "--db", t.gw.config.database]);
 
 describe("gateway pause", () => {
   beforeAll(async () => {
@@ -25,7 +18,7 @@ describe("gateway pause", () => {
   });
 
   it("makes key routes answer 503 product_paused with Retry-After: 60, charging nothing", async () => {
-    const untouched = balanceGuard(gw, a.accountId);
+    const untouched = balanceGuard(t.gw, t.a.accountId);
     const res = await chat();
     await expectError(res, 503, "product_paused");
     expect(res.headers.get("retry-after")).toBe("60");
@@ -33,26 +26,26 @@ describe("gateway pause", () => {
   });
 
   it("pauses every key route, GET /v1/me included", async () => {
-    const res = await fetch(`${gw.url}/v1/me`, { headers: { authorization: `Bearer ${a.key}` } });
+    const res = await fetch(`${t.gw.url}/v1/me`, { headers: { authorization: `Bearer ${t.a.key}` } });
     await expectError(res, 503, "product_paused");
   });
 
   it("answers 503 before the key: a missing or unknown key gets product_paused, not 401", async () => {
-    await expectError(await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }), 503, "product_paused");
-    await expectError(await postJson(gw, "/v1/chat/completions", "gk_sk_unknown", { model: "demo", max_tokens: 16, messages: hi }), 503, "product_paused");
+    await expectError(await fetch(`${t.gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }), 503, "product_paused");
+    await expectError(await postJson(t.gw, "/v1/chat/completions", "gk_sk_unknown", { model: "demo", max_tokens: 16, messages: hi }), 503, "product_paused");
   });
 
   it("answers 503 before the body: an oversized or malformed body gets product_paused, not 413 or 400", async () => {
     const big = "x".repeat(21 * 1024 * 1024);
-    const tooBig = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${a.key}`, "content-type": "application/json" }, body: big });
+    const tooBig = await fetch(`${t.gw.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${t.a.key}`, "content-type": "application/json" }, body: big });
     await expectError(tooBig, 503, "product_paused");
-    const malformed = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${a.key}`, "content-type": "application/json" }, body: "{" });
+    const malformed = await fetch(`${t.gw.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${t.a.key}`, "content-type": "application/json" }, body: "{" });
     await expectError(malformed, 503, "product_paused");
   });
 
   it("keeps the public routes answering, with /status saying paused", async () => {
-    expect((await fetch(`${gw.url}/v1/models`)).status).toBe(200);
-    const status = (await (await fetch(`${gw.url}/status`)).json()) as { status: string };
+    expect((await fetch(`${t.gw.url}/v1/models`)).status).toBe(200);
+    const status = (await (await fetch(`${t.gw.url}/status`)).json()) as { status: string };
     expect(status.status).toBe("paused");
   });
 });
@@ -70,7 +63,7 @@ describe("gateway resume", () => {
   });
 
   it("sets /status back to ok", async () => {
-    const status = (await (await fetch(`${gw.url}/status`)).json()) as { status: string };
+    const status = (await (await fetch(`${t.gw.url}/status`)).json()) as { status: string };
     expect(status.status).toBe("ok");
   });
 });

@@ -1,36 +1,26 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "bun:test";
-import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { balanceGuard, expectError, hi, postJson } from "../support/http.ts";
+import { describe, expect, it } from "bun:test";
+import { expectError, fundedGateway, hi, postJson } from "../support/http.ts";
 
 // Spec, Errors: the 400s and 404s a request earns before anything is reserved, on the real server.
 // None of them may move money (Retry rules 5), checked after every test.
 
-let gw: TestGateway;
-let a: { key: string; accountId: number };
-let untouched: () => void;
-beforeAll(async () => {
-  gw = await startTestGateway({ limits: { default_rpm: 1000 } });
-  a = gw.account(5);
-  untouched = balanceGuard(gw, a.accountId);
-});
-afterEach(() => untouched());
-afterAll(() => gw.stop());
+const t = fundedGateway({ guardEach: true });
 
 const JSON_ROUTES = ["/v1/messages", "/v1/messages/count_tokens", "/v1/chat/completions", "/v1/images/generations"];
 
 describe("400 invalid_request", () => {
   it.each(JSON_ROUTES)("answers malformed JSON on %s", async (path) => {
-    const err = await expectError(await postJson(gw, path, a.key, '{"model": "demo",'), 400, "invalid_request");
+    const err = await expectError(await postJson(t.gw, path, t.a.key, '{"model": "demo",'), 400, "invalid_request");
     expect(err.message).toContain("not valid JSON");
   });
 
   it.each(["[]", '"text"', "42", "null"])("answers the non-object JSON body %s", async (body) => {
-    const err = await expectError(await postJson(gw, "/v1/messages", a.key, body), 400, "invalid_request");
+    const err = await expectError(await postJson(t.gw, "/v1/messages", t.a.key, body), 400, "invalid_request");
     expect(err.message).toContain("JSON object");
   });
 
   it("answers an empty body", async () => {
-    await expectError(await postJson(gw, "/v1/chat/completions", a.key, ""), 400, "invalid_request");
+    await expectError(await postJson(t.gw, "/v1/chat/completions", t.a.key, ""), 400, "invalid_request");
   });
 
   it.each([
@@ -38,7 +28,7 @@ describe("400 invalid_request", () => {
     ["messages", { model: "demo", max_tokens: 16 }],
     ["max_tokens", { model: "demo", messages: hi }],
   ])("answers a Messages request without %s, naming the field", async (field, body) => {
-    const err = await expectError(await postJson(gw, "/v1/messages", a.key, body), 400, "invalid_request");
+    const err = await expectError(await postJson(t.gw, "/v1/messages", t.a.key, body), 400, "invalid_request");
     expect(err.message).toStartWith(`${field}: `);
   });
 
@@ -46,12 +36,12 @@ describe("400 invalid_request", () => {
     ["model", { messages: hi, max_tokens: 16 }],
     ["messages", { model: "demo", max_tokens: 16 }],
   ])("answers a chat completion without %s, naming the field", async (field, body) => {
-    const err = await expectError(await postJson(gw, "/v1/chat/completions", a.key, body), 400, "invalid_request");
+    const err = await expectError(await postJson(t.gw, "/v1/chat/completions", t.a.key, body), 400, "invalid_request");
     expect(err.message).toStartWith(`${field}: `);
   });
 
   it("answers a chat completion with neither max_tokens nor max_completion_tokens", async () => {
-    const err = await expectError(await postJson(gw, "/v1/chat/completions", a.key, { model: "demo", messages: hi }), 400, "invalid_request");
+    const err = await expectError(await postJson(t.gw, "/v1/chat/completions", t.a.key, { model: "demo", messages: hi }), 400, "invalid_request");
     expect(err.message).toContain("max_tokens");
     expect(err.message).toContain("max_completion_tokens");
   });
@@ -64,13 +54,13 @@ describe("Elysia's own 422", () => {
     ["a multipart body", "multipart/form-data; boundary=x", "--x\r\ncontent-disposition: form-data; name=model\r\n\r\ndemo\r\n--x--\r\n"],
     ["a plain-text body", "text/plain", "hello"],
   ])("never reaches a client: %s is 400 invalid_request", async (_, type, body) => {
-    const res = await postJson(gw, "/v1/messages", a.key, body, { "content-type": type });
+    const res = await postJson(t.gw, "/v1/messages", t.a.key, body, { "content-type": type });
     expect(res.status).not.toBe(422);
     await expectError(res, 400, "invalid_request");
   });
 
   it("never reaches a client: a field of the wrong type is 400 invalid_request naming it", async () => {
-    const res = await postJson(gw, "/v1/messages", a.key, { model: "demo", max_tokens: "ten", messages: hi });
+    const res = await postJson(t.gw, "/v1/messages", t.a.key, { model: "demo", max_tokens: "ten", messages: hi });
     expect(res.status).not.toBe(422);
     const err = await expectError(res, 400, "invalid_request");
     expect(err.message).toStartWith("max_tokens: ");
@@ -79,18 +69,18 @@ describe("Elysia's own 422", () => {
 
 describe("400 model_protocol_mismatch", () => {
   it("answers an image model on /v1/messages", async () => {
-    const res = await postJson(gw, "/v1/messages", a.key, { model: "demo-image", max_tokens: 16, messages: hi });
+    const res = await postJson(t.gw, "/v1/messages", t.a.key, { model: "demo-image", max_tokens: 16, messages: hi });
     const err = await expectError(res, 400, "model_protocol_mismatch");
     expect(err.message).toContain("demo-image-1");
   });
 
   it("answers an image model on /v1/chat/completions", async () => {
-    const res = await postJson(gw, "/v1/chat/completions", a.key, { model: "demo-image-1", max_tokens: 16, messages: hi });
+    const res = await postJson(t.gw, "/v1/chat/completions", t.a.key, { model: "demo-image-1", max_tokens: 16, messages: hi });
     await expectError(res, 400, "model_protocol_mismatch");
   });
 
   it("answers a text model on /v1/images/generations", async () => {
-    const res = await postJson(gw, "/v1/images/generations", a.key, { model: "demo", prompt: "a cat" });
+    const res = await postJson(t.gw, "/v1/images/generations", t.a.key, { model: "demo", prompt: "a cat" });
     const err = await expectError(res, 400, "model_protocol_mismatch");
     expect(err.message).toContain("demo-text-1");
   });
@@ -100,7 +90,7 @@ describe("400 model_protocol_mismatch", () => {
     form.set("model", "demo-text-1");
     form.set("prompt", "a cat");
     form.append("image[]", new File([new Uint8Array(8)], "a.png", { type: "image/png" }));
-    const res = await fetch(`${gw.url}/v1/images/edits`, { method: "POST", headers: { authorization: `Bearer ${a.key}` }, body: form });
+    const res = await fetch(`${t.gw.url}/v1/images/edits`, { method: "POST", headers: { authorization: `Bearer ${t.a.key}` }, body: form });
     await expectError(res, 400, "model_protocol_mismatch");
   });
 });
@@ -109,14 +99,14 @@ describe("404 model_not_found", () => {
   const unknown = "no-such-model-9";
 
   it("has the same message text on /v1/models/{id}, /v1/messages and /v1/chat/completions", async () => {
-    const onModels = await expectError(await fetch(`${gw.url}/v1/models/${unknown}`), 404, "model_not_found");
+    const onModels = await expectError(await fetch(`${t.gw.url}/v1/models/${unknown}`), 404, "model_not_found");
     const onMessages = await expectError(
-      await postJson(gw, "/v1/messages", a.key, { model: unknown, max_tokens: 16, messages: hi }),
+      await postJson(t.gw, "/v1/messages", t.a.key, { model: unknown, max_tokens: 16, messages: hi }),
       404,
       "model_not_found",
     );
     const onChat = await expectError(
-      await postJson(gw, "/v1/chat/completions", a.key, { model: unknown, max_tokens: 16, messages: hi }),
+      await postJson(t.gw, "/v1/chat/completions", t.a.key, { model: unknown, max_tokens: 16, messages: hi }),
       404,
       "model_not_found",
     );
@@ -126,11 +116,11 @@ describe("404 model_not_found", () => {
   });
 
   it("answers an unknown model on /v1/messages/count_tokens", async () => {
-    await expectError(await postJson(gw, "/v1/messages/count_tokens", a.key, { model: unknown, messages: hi }), 404, "model_not_found");
+    await expectError(await postJson(t.gw, "/v1/messages/count_tokens", t.a.key, { model: unknown, messages: hi }), 404, "model_not_found");
   });
 
   it("answers an unknown model on /v1/images/generations", async () => {
-    await expectError(await postJson(gw, "/v1/images/generations", a.key, { model: unknown, prompt: "a cat" }), 404, "model_not_found");
+    await expectError(await postJson(t.gw, "/v1/images/generations", t.a.key, { model: unknown, prompt: "a cat" }), 404, "model_not_found");
   });
 });
 
@@ -142,7 +132,7 @@ describe("400 unsupported_content_type", () => {
       { role: "user", content: "hi" },
       { role: "user", content: [{ type: "image", source: png }] },
     ];
-    const res = await postJson(gw, "/v1/messages", a.key, { model: "demo", max_tokens: 16, messages });
+    const res = await postJson(t.gw, "/v1/messages", t.a.key, { model: "demo", max_tokens: 16, messages });
     const err = await expectError(res, 400, "unsupported_content_type");
     expect(err.message).toContain("messages[1].content[0]");
   });
@@ -152,14 +142,14 @@ describe("400 unsupported_content_type", () => {
       { role: "system", content: "be brief" },
       { role: "user", content: [{ type: "text", text: "what is this?" }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }] },
     ];
-    const res = await postJson(gw, "/v1/chat/completions", a.key, { model: "demo", max_tokens: 16, messages });
+    const res = await postJson(t.gw, "/v1/chat/completions", t.a.key, { model: "demo", max_tokens: 16, messages });
     const err = await expectError(res, 400, "unsupported_content_type");
     expect(err.message).toContain("messages[1].content[1]");
   });
 
   it("names the position of a PDF document block on count_tokens", async () => {
     const doc = { type: "document", source: { type: "base64", media_type: "application/pdf", data: "JVBERi0=" } };
-    const res = await postJson(gw, "/v1/messages/count_tokens", a.key, { model: "demo", messages: [{ role: "user", content: [{ type: "text", text: "read" }, doc] }] });
+    const res = await postJson(t.gw, "/v1/messages/count_tokens", t.a.key, { model: "demo", messages: [{ role: "user", content: [{ type: "text", text: "read" }, doc] }] });
     const err = await expectError(res, 400, "unsupported_content_type");
     expect(err.message).toContain("messages[0].content[1]");
   });
@@ -167,10 +157,10 @@ describe("400 unsupported_content_type", () => {
 
 describe("a chat completion with only max_completion_tokens", () => {
   it("is served, and charged like one with max_tokens", async () => {
-    const b = gw.account(1);
-    const res = await postJson(gw, "/v1/chat/completions", b.key, { model: "demo", max_completion_tokens: 16, messages: hi });
+    const b = t.gw.account(1);
+    const res = await postJson(t.gw, "/v1/chat/completions", b.key, { model: "demo", max_completion_tokens: 16, messages: hi });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { usage: { cost_usd: number } };
-    expect(gw.money(b.accountId).balance).toBe(1e9 - Math.round(body.usage.cost_usd * 1e9));
+    expect(t.gw.money(b.accountId).balance).toBe(1e9 - Math.round(body.usage.cost_usd * 1e9));
   });
 });

@@ -1,34 +1,27 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "bun:test";
+import { afterEach, beforeAll, describe, expect, it } from "bun:test";
 import { PUBLISHED_ROUTES } from "../../src/http/routing.ts";
-import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { balanceGuard, expectError, headersOf, hi, keyHeaders, postJson } from "../support/http.ts";
+import { balanceGuard, expectError, fundedGateway, headersOf, hi, keyHeaders, postJson } from "../support/http.ts";
 
 // Spec, Endpoints › Rules 4–6 and the error object: paths, methods and the request id, on the real server.
 
-let gw: TestGateway;
-let a: { key: string; accountId: number };
 let untouched: () => void;
-beforeAll(async () => {
-  gw = await startTestGateway({ limits: { default_rpm: 1000 } });
-  a = gw.account(5);
-});
-afterAll(() => gw.stop());
+const t = fundedGateway();
 
 // Every request in this file fails except where a test says otherwise; none may move money.
 describe("failed requests", () => {
   beforeAll(() => {
-    untouched = balanceGuard(gw, a.accountId);
+    untouched = balanceGuard(t.gw, t.a.accountId);
   });
   afterEach(() => untouched());
 
   describe("the error object", () => {
     it("has exactly the four fields type, code, message and request_id", async () => {
-      const res = await fetch(`${gw.url}/v1/messages`, { method: "POST", body: "{}" });
+      const res = await fetch(`${t.gw.url}/v1/messages`, { method: "POST", body: "{}" });
       await expectError(res, 401, "no-key", "authentication_error");
     });
 
     it("carries a request_id prefixed gw_ that equals the x-gateway-request-id header", async () => {
-      const res = await fetch(`${gw.url}/v1/nope`);
+      const res = await fetch(`${t.gw.url}/v1/nope`);
       const err = await expectError(res, 404, "endpoint_not_found");
       expect(err.request_id).toMatch(/^gw_[0-9a-z]+$/);
       expect(res.headers.get("x-gateway-request-id")).toBe(err.request_id);
@@ -36,24 +29,24 @@ describe("failed requests", () => {
 
     it("gives every answer its own request id", async () => {
       const ids = new Set<string>();
-      for (let i = 0; i < 5; i++) ids.add((await fetch(`${gw.url}/v1/nope`)).headers.get("x-gateway-request-id")!);
+      for (let i = 0; i < 5; i++) ids.add((await fetch(`${t.gw.url}/v1/nope`)).headers.get("x-gateway-request-id")!);
       expect(ids.size).toBe(5);
     });
   });
 
   describe("unknown paths under /v1/", () => {
     it("answer 404 endpoint_not_found whose message lists every published route", async () => {
-      const err = await expectError(await fetch(`${gw.url}/v1/nope`), 404, "endpoint_not_found");
+      const err = await expectError(await fetch(`${t.gw.url}/v1/nope`), 404, "endpoint_not_found");
       for (const r of PUBLISHED_ROUTES) expect(err.message).toContain(`${r.method} ${r.path}`);
     });
 
     it("include the unpublished embeddings route, whatever the method", async () => {
-      const res = await postJson(gw, "/v1/embeddings", a.key, { model: "demo", input: "hi" });
+      const res = await postJson(t.gw, "/v1/embeddings", t.a.key, { model: "demo", input: "hi" });
       await expectError(res, 404, "endpoint_not_found");
     });
 
     it("include paths below a published route", async () => {
-      await expectError(await postJson(gw, "/v1/messages/batches", a.key, {}), 404, "endpoint_not_found");
+      await expectError(await postJson(t.gw, "/v1/messages/batches", t.a.key, {}), 404, "endpoint_not_found");
     });
   });
 
@@ -69,7 +62,7 @@ describe("failed requests", () => {
       ["DELETE", "/v1/models/demo", "GET"],
     ];
     it.each(cases)("answers %s %s with 405 method_not_allowed and allow: %s", async (method, path, allow) => {
-      const res = await fetch(`${gw.url}${path}`, { method, headers: keyHeaders(a.key), body: method === "GET" ? undefined : "{}" });
+      const res = await fetch(`${t.gw.url}${path}`, { method, headers: keyHeaders(t.a.key), body: method === "GET" ? undefined : "{}" });
       const err = await expectError(res, 405, "method_not_allowed");
       expect(res.headers.get("allow")).toBe(allow);
       expect(err.message).toContain(allow);
@@ -78,19 +71,19 @@ describe("failed requests", () => {
 
   describe("x-gateway-request-id on failed answers", () => {
     it("is on a 401", async () => {
-      const res = await fetch(`${gw.url}/v1/me`);
+      const res = await fetch(`${t.gw.url}/v1/me`);
       expect(res.status).toBe(401);
       expect(res.headers.get("x-gateway-request-id")).toStartWith("gw_");
     });
 
     it("is on a 400", async () => {
-      const res = await postJson(gw, "/v1/chat/completions", a.key, "{");
+      const res = await postJson(t.gw, "/v1/chat/completions", t.a.key, "{");
       expect(res.status).toBe(400);
       expect(res.headers.get("x-gateway-request-id")).toStartWith("gw_");
     });
 
     it("is on a 404 of an unknown model on a public route", async () => {
-      const res = await fetch(`${gw.url}/v1/models/nope`);
+      const res = await fetch(`${t.gw.url}/v1/models/nope`);
       expect(res.status).toBe(404);
       expect(res.headers.get("x-gateway-request-id")).toStartWith("gw_");
     });
@@ -99,13 +92,13 @@ describe("failed requests", () => {
 
 describe("x-gateway-request-id on successful answers", () => {
   it("is on a JSON answer of a key route", async () => {
-    const res = await postJson(gw, "/v1/chat/completions", a.key, { model: "demo", max_tokens: 16, messages: hi });
+    const res = await postJson(t.gw, "/v1/chat/completions", t.a.key, { model: "demo", max_tokens: 16, messages: hi });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-gateway-request-id")).toStartWith("gw_");
   });
 
   it("is on a streamed answer, sent before the first event", async () => {
-    const res = await postJson(gw, "/v1/chat/completions", a.key, { model: "demo", max_tokens: 16, stream: true, messages: hi });
+    const res = await postJson(t.gw, "/v1/chat/completions", t.a.key, { model: "demo", max_tokens: 16, stream: true, messages: hi });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toStartWith("text/event-stream");
     expect(res.headers.get("x-gateway-request-id")).toStartWith("gw_");
@@ -114,7 +107,7 @@ describe("x-gateway-request-id on successful answers", () => {
 
   it("is on the public /v1 routes", async () => {
     for (const path of ["/v1/models", "/v1/models/demo"]) {
-      const res = await fetch(`${gw.url}${path}`);
+      const res = await fetch(`${t.gw.url}${path}`);
       expect(res.status).toBe(200);
       expect(headersOf(res)["x-gateway-request-id"]).toStartWith("gw_");
     }

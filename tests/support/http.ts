@@ -1,5 +1,5 @@
-import { expect } from "bun:test";
-import type { TestGateway } from "./gateway.ts";
+import { afterAll, afterEach, beforeAll, expect } from "bun:test";
+import { startTestGateway, type TestGateway } from "./gateway.ts";
 
 // Helpers for tests that talk HTTP to a real gateway: requests as a client sends them, and the
 // spec's error object checked the same way everywhere.
@@ -59,6 +59,24 @@ export function balanceGuard(gw: TestGateway, accountId: number): () => void {
     expect(after.ledgerSum).toBe(after.balance);
     expect(after.openHolds).toBe(0);
   };
+}
+
+/**
+ * The preamble of a file of HTTP tests: a gateway (its rate limit out of the way) and one account
+ * with 5 USD, started before the file's tests and stopped after them. With `guardEach`, every test
+ * is checked to leave balance, ledger and holds exactly as they were (Retry rules 5).
+ */
+export function fundedGateway(opts: { guardEach?: boolean } = {}): { gw: TestGateway; a: { key: string; accountId: number } } {
+  const env = {} as { gw: TestGateway; a: { key: string; accountId: number } };
+  let untouched: (() => void) | null = null;
+  beforeAll(async () => {
+    env.gw = await startTestGateway({ limits: { default_rpm: 1000 } });
+    env.a = env.gw.account(5);
+    if (opts.guardEach) untouched = balanceGuard(env.gw, env.a.accountId);
+  });
+  if (opts.guardEach) afterEach(() => untouched?.());
+  afterAll(() => env.gw.stop());
+  return env;
 }
 
 /** All response headers as a plain object, for toMatchObject and not.toHaveProperty. */
