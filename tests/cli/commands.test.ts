@@ -46,6 +46,16 @@ describe("gateway account", () => {
     expect(money.ledgerSum).toBe(money.balance);
   });
 
+  it("credit lets the server sharing the database serve a request it refused for lack of balance", async () => {
+    const e = email();
+    await run("account", "create", "--email", e, "--balance", "0.000001");
+    const k = await run<CreatedKey>("key", "create", "--email", e);
+    const ask = () => postJson(gw, "/v1/chat/completions", k.key, { model: "demo", max_tokens: 64, messages: hi });
+    await expectError(await ask(), 402, "insufficient_balance");
+    await run("account", "credit", "--email", e, "--usd", "1");
+    expect((await ask()).status).toBe(200);
+  });
+
   it("create refuses an email that already has an account", async () => {
     const e = email();
     await run("account", "create", "--email", e);
@@ -99,6 +109,8 @@ describe("gateway key", () => {
 
   it("revoke makes the key answer 403 inactive on the server sharing the database", async () => {
     const k = await run<CreatedKey>("key", "create", "--email", owner);
+    // Used first, so the server has the key in hand when the CLI revokes it.
+    expect((await postJson(gw, "/v1/chat/completions", k.key, { model: "demo", max_tokens: 8, messages: hi })).status).toBe(200);
     expect(await run("key", "revoke", String(k.id))).toMatchObject({ id: k.id, revoked: true });
     const res = await postJson(gw, "/v1/chat/completions", k.key, { model: "demo", max_tokens: 8, messages: hi });
     await expectError(res, 403, "inactive", "permission_error");
