@@ -1,6 +1,6 @@
 // `bun run bench`: the gateway's overhead against the physical limit, in one run.
 //
-//   bun run bench                 full matrix: 10 s cells, 2 rounds (about 13 minutes)
+//   bun run bench                 full matrix: 10 s cells, 2 rounds (about 15 minutes)
 //   bun run bench --quick         2 s cells, for development
 //   bun run bench --memory        2 minutes at c=64, the gateway's RSS after 20 s and at the end
 //   bun run bench --profile       the gateway under --cpu-prof at c=16 (JSON, then SSE) + SQLite timings
