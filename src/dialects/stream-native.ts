@@ -43,6 +43,24 @@ const hasCount = (u: JsonObject): boolean => COUNTS.some((k) => typeof u[k] === 
 
 // ---------------------------------------------------------------- Messages
 
+const TEXT_DELTA = '"delta":{"type":"text_delta","text":"';
+
+/**
+ * The text length of a content_block_delta in the compact form the API sends, `…"delta":{"type":
+ * "text_delta","text":"…"}}`, when the text has no escapes (its characters are then the string's):
+ * a long answer has hundreds of these, and parsing each only to count it cost more than relaying it.
+ * -1 for anything else, which is parsed.
+ */
+export function plainTextLength(data: string): number {
+  const at = data.indexOf(TEXT_DELTA);
+  if (at === -1) return -1;
+  const start = at + TEXT_DELTA.length;
+  const end = data.indexOf('"', start);
+  if (end === -1 || data.length !== end + 3 || !data.endsWith('"}}')) return -1;
+  const slash = data.indexOf("\\", start);
+  return slash !== -1 && slash < end ? -1 : end - start;
+}
+
 export interface NativeMessagesOptions {
   costOf: (u: TokenUsage) => number;
   /** Public model name written into message_start when the upstream's differs. */
@@ -150,6 +168,11 @@ export class NativeMessagesStream {
   }
 
   private countDelta(text: string): void {
+    const plain = plainTextLength(text);
+    if (plain >= 0) {
+      this.chars += plain;
+      return;
+    }
     const data = parse(text);
     const d = data?.delta;
     if (!isObject(d)) return;

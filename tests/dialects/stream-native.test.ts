@@ -1,5 +1,5 @@
 import { describe, expect, it } from "bun:test";
-import { NativeChatStream, NativeMessagesStream, type NativeChatOptions, type NativeMessagesOptions } from "../../src/dialects/stream-native.ts";
+import { NativeChatStream, NativeMessagesStream, plainTextLength, type NativeChatOptions, type NativeMessagesOptions } from "../../src/dialects/stream-native.ts";
 import { encodeSse, SseParser, type SseEvent } from "../../src/upstreams/sse.ts";
 import { costOf, fixtureText, sseEvents } from "./stream-fixtures.ts";
 
@@ -9,9 +9,9 @@ const parsed = (bytes: string): SseEvent[] => {
   return [...p.push(bytes), ...p.end()];
 };
 const json = (e: SseEvent | undefined) => JSON.parse(e!.data);
+const messagesStream = (o: Partial<NativeMessagesOptions> = {}) => new NativeMessagesStream({ costOf, estimatedInputTokens: 2000, ...o });
 
 describe("NativeMessagesStream", () => {
-  const messagesStream = (o: Partial<NativeMessagesOptions> = {}) => new NativeMessagesStream({ costOf, estimatedInputTokens: 2000, ...o });
   const feed = (s: NativeMessagesStream, name: string) => sseEvents(name).map((e) => s.push(e)).join("") + s.done();
 
   it("forwards every event byte for byte except message_delta", () => {
@@ -115,6 +115,35 @@ describe("NativeMessagesStream", () => {
   it("forwards a message_delta it cannot parse unchanged", () => {
     const s = messagesStream();
     expect(s.push({ event: "message_delta", data: "{not json" })).toBe("event: message_delta\ndata: {not json\n\n");
+  });
+});
+
+describe("counting a text delta without parsing it", () => {
+  const event = (text: string) => JSON.stringify({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } });
+  const parsedLength = (data: string) => (JSON.parse(data) as { delta: { text: string } }).delta.text.length;
+
+  it.each(["Hello ", "", "naïve café", "emoji 🦀 counts two", "tabs\tand\nnewlines", 'a "quote"', "back\\slash", "\u00e9"])(
+    "counts %j exactly as parsing would, or leaves it to the parser",
+    (text) => {
+      const data = event(text);
+      const n = plainTextLength(data);
+      expect(n === -1 || n === parsedLength(data)).toBe(true);
+      // Without escapes in the JSON text, the fast count applies.
+      if (!data.slice(data.indexOf('"text":"') + 8, -3).includes("\\")) expect(n).toBe(parsedLength(data));
+    },
+  );
+
+  it("leaves other shapes to the parser", () => {
+    expect(plainTextLength('{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}')).toBe(-1);
+    expect(plainTextLength('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi","extra":1}}')).toBe(-1);
+    expect(plainTextLength('{"type": "content_block_delta", "delta": {"type": "text_delta", "text": "hi"}}')).toBe(-1);
+  });
+
+  it("gives the stream the same character count as parsing every delta", () => {
+    const s = messagesStream();
+    const texts = ["Hello ", "wörld ", 'say "hi"', "line\nbreak", "🦀"];
+    for (const t of texts) s.push({ event: "content_block_delta", data: event(t) });
+    expect(s.outputChars).toBe(texts.reduce((n, t) => n + t.length, 0));
   });
 });
 
