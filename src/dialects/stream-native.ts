@@ -6,6 +6,7 @@
 import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
 import type { SseEvent } from "../upstreams/sse.ts";
 import { encodeSse } from "../upstreams/sse.ts";
+import { plainChatTextLength, plainTextLength } from "./stream-scan.ts";
 import { estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
 import { chatUsage, messagesUsage, usageFromChat } from "./usage.ts";
 import type { ChatUsage, JsonObject } from "./wire.ts";
@@ -42,24 +43,6 @@ const COUNTS = ["input_tokens", "output_tokens", "cache_read_input_tokens", "cac
 const hasCount = (u: JsonObject): boolean => COUNTS.some((k) => typeof u[k] === "number");
 
 // ---------------------------------------------------------------- Messages
-
-const TEXT_DELTA = '"delta":{"type":"text_delta","text":"';
-
-/**
- * The text length of a content_block_delta in the compact form the API sends, `…"delta":{"type":
- * "text_delta","text":"…"}}`, when the text has no escapes (its characters are then the string's):
- * a long answer has hundreds of these, and parsing each only to count it cost more than relaying it.
- * -1 for anything else, which is parsed.
- */
-export function plainTextLength(data: string): number {
-  const at = data.indexOf(TEXT_DELTA);
-  if (at === -1) return -1;
-  const start = at + TEXT_DELTA.length;
-  const end = data.indexOf('"', start);
-  if (end === -1 || data.length !== end + 3 || !data.endsWith('"}}')) return -1;
-  const slash = data.indexOf("\\", start);
-  return slash !== -1 && slash < end ? -1 : end - start;
-}
 
 export interface NativeMessagesOptions {
   costOf: (u: TokenUsage) => number;
@@ -208,6 +191,8 @@ export class NativeChatStream {
   private chars = 0;
   /** id and created of the upstream's chunks, repeated by a usage chunk of our own. */
   private ident: { id?: unknown; created?: unknown } | null = null;
+  /** The model the upstream's chunks name, from the last parsed one. */
+  private upstreamModel: string | null = null;
 
   constructor(opts: NativeChatOptions) {
     this.opts = opts;
@@ -236,6 +221,8 @@ export class NativeChatStream {
       this.error = true;
       return this.flush() + encodeSse(ev.event, ev.data);
     }
+    const plain = this.plainChunk(ev);
+    if (plain !== null) return plain;
     const chunk = parse(ev.data);
     if (!chunk) return this.passOrHold(encodeSse(ev.event, ev.data));
     if (chunk.error) {
@@ -243,6 +230,7 @@ export class NativeChatStream {
       return this.flush() + encodeSse(ev.event, ev.data);
     }
     this.ident ??= { id: chunk.id, created: chunk.created };
+    if (typeof chunk.model === "string") this.upstreamModel = chunk.model;
     // The upstream's bytes with only the model renamed, when that can be done in the text; null: serialise the chunk.
     let renamed: string | null = ev.data;
     if (typeof chunk.model === "string" && chunk.model !== this.opts.model) {
@@ -282,6 +270,22 @@ export class NativeChatStream {
       return "";
     }
     return this.passOrHold(encodeSse(ev.event, renamed ?? JSON.stringify(chunk)));
+  }
+
+  /**
+   * A chunk of text alone (stream-scan.ts), once the first chunk has been parsed: counted and
+   * forwarded without a parse, the model renamed in its text. null: parse it.
+   */
+  private plainChunk(ev: SseEvent): string | null {
+    if (!this.ident || this.upstreamModel === null) return null;
+    const n = plainChatTextLength(ev.data);
+    if (n === -1) return null;
+    const { model } = this.opts;
+    const data = this.upstreamModel === model ? (ev.data.includes(`"model":${JSON.stringify(model)}`) ? ev.data : null) : renameModel(ev.data, this.upstreamModel, model);
+    if (data === null) return null;
+    this.chars += n;
+    const out = encodeSse(ev.event, data);
+    return this.opts.includeUsage ? out : this.passOrHold(out);
   }
 
   /** At EOF. Flushes a held finish chunk; adds [DONE] for a complete answer, an error chunk for a cut one. */

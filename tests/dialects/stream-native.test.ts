@@ -1,5 +1,6 @@
 import { describe, expect, it } from "bun:test";
-import { NativeChatStream, NativeMessagesStream, plainTextLength, type NativeChatOptions, type NativeMessagesOptions } from "../../src/dialects/stream-native.ts";
+import { NativeChatStream, NativeMessagesStream, type NativeChatOptions, type NativeMessagesOptions } from "../../src/dialects/stream-native.ts";
+import { plainChatTextLength, plainTextLength } from "../../src/dialects/stream-scan.ts";
 import { encodeSse, SseParser, type SseEvent } from "../../src/upstreams/sse.ts";
 import { costOf, fixtureText, sseEvents } from "./stream-fixtures.ts";
 
@@ -144,6 +145,29 @@ describe("counting a text delta without parsing it", () => {
     const texts = ["Hello ", "wörld ", 'say "hi"', "line\nbreak", "🦀"];
     for (const t of texts) s.push({ event: "content_block_delta", data: event(t) });
     expect(s.outputChars).toBe(texts.reduce((n, t) => n + t.length, 0));
+  });
+});
+
+describe("recognising a chat chunk of text alone without parsing it", () => {
+  const chunk = (o: Record<string, unknown> = {}, delta: Record<string, unknown> = { content: "Hi there" }) =>
+    JSON.stringify({ id: "chatcmpl-1", object: "chat.completion.chunk", created: 1, model: "gpt-x", choices: [{ index: 0, delta, logprobs: null, finish_reason: null }], usage: null, ...o });
+
+  it("counts the text of an unfinished, usage-free, text-only chunk", () => {
+    expect(plainChatTextLength(chunk())).toBe(8);
+    expect(plainChatTextLength(chunk({}, { content: "naïve 🦀" }))).toBe("naïve 🦀".length);
+    expect(plainChatTextLength(chunk({ usage: undefined }))).toBe(8);
+  });
+
+  it.each([
+    ["a finish", chunk().replace('"finish_reason":null', '"finish_reason":"stop"')],
+    ["usage", chunk({ usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } })],
+    ["an escape in the text", chunk({}, { content: 'say "hi"\n' })],
+    ["a role beside the text", chunk({}, { role: "assistant", content: "Hi" })],
+    ["tool calls", chunk({}, { tool_calls: [{ index: 0, function: { arguments: "{}" } }] })],
+    ["an error", chunk({ error: { message: "x" } })],
+    ["spaces after colons", chunk().replaceAll('":', '": ')],
+  ])("leaves a chunk with %s to the parser", (_, data) => {
+    expect(plainChatTextLength(data)).toBe(-1);
   });
 });
 
@@ -297,6 +321,17 @@ describe("NativeChatStream", () => {
     expect(s.push({ data: '{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":null}]}' })).toBe("");
     const out = parsed(s.push(events[4]!));
     expect(out.map((e) => JSON.parse(e.data).id)).toEqual(["chatcmpl-B9xT1", "x"]);
+  });
+
+  it("forwards text chunks after the first as they came, model renamed, counting their text", () => {
+    const s = make({ model: "public-model", includeUsage: true });
+    const texts = ["", "Hello ", "wörld", "!"];
+    const inputs = texts.map((content, i) =>
+      JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "upstream-model", choices: [{ index: 0, delta: i ? { content } : { role: "assistant", content }, finish_reason: null }], usage: null }),
+    );
+    const out = parsed(inputs.map((data) => s.push({ event: undefined, data })).join(""));
+    expect(out.map((e) => e.data)).toEqual(inputs.map((d) => d.replace('"model":"upstream-model"', '"model":"public-model"')));
+    expect(s.outputChars).toBe("Hello wörld!".length);
   });
 
   it("counts text, reasoning and tool argument characters in outputChars", () => {
