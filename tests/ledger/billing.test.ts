@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { startTestGateway, upstreamCatalog, type TestGateway } from "../support/gateway.ts";
+import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { errorOf, ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
-import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
+import type { MockUpstream } from "../support/mock-upstream.ts";
 
 // Costs here are computed by hand from the catalog prices (USD per 1M tokens = nano-dollars per
 // token × 1000) and the token counts the mock upstream reports.
@@ -17,21 +17,15 @@ const model = (id: string, provider: string, pricing: Record<string, number>) =>
 
 let up: MockUpstream;
 let gw: TestGateway;
+let stop: () => Promise<void>;
 beforeAll(async () => {
-  up = await startMockUpstream();
-  gw = await startTestGateway({
-    ...upstreamCatalog({
-      anthropicUrl: up.url,
-      openaiUrl: up.openaiURL,
-      models: [model("claude-priced", "anthropic", PRICES), model("gpt-priced", "openai", PRICES), model("claude-cheap", "anthropic", CHEAP)],
-    }),
+  ({ up, gw, stop } = await startGatewayOnMock({
+    openai: true,
     limits: { default_rpm: 10_000 },
-  });
+    models: [model("claude-priced", "anthropic", PRICES), model("gpt-priced", "openai", PRICES), model("claude-cheap", "anthropic", CHEAP)],
+  }));
 });
-afterAll(async () => {
-  await gw.stop();
-  await up.stop();
-});
+afterAll(() => stop());
 
 const costOf = (text: string) => Math.round(Number([...text.matchAll(/"cost_usd":([0-9.e-]+)/g)].at(-1)![1]) * 1e9);
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { startTestGateway, upstreamCatalog, type TestGateway } from "../support/gateway.ts";
+import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { errorOf, estimateOf, ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
-import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
+import type { MockUpstream } from "../support/mock-upstream.ts";
 
 // The upstream reports exactly the tokens the gateway reserves for (the byte estimate in, max_tokens
 // out), so every request costs its reservation and how many fit is known in advance: no timing luck.
@@ -15,28 +15,16 @@ const COST = EST * 3_000 + MAX_TOKENS * 15_000; // $3/M in, $15/M out, in nano-d
 
 let up: MockUpstream;
 let gw: TestGateway;
+let stop: () => Promise<void>;
 beforeAll(async () => {
-  up = await startMockUpstream();
+  ({ up, gw, stop } = await startGatewayOnMock({
+    models: [
+      { id: "fixed", modalities: ["text"], endpoints: ["messages"], pricing: { input: 3, output: 15 }, routes: [{ provider: "anthropic", model: "fixed-upstream" }] },
+    ],
+  }));
   up.setDefault({ kind: "text", text: "ok", usage: { input: EST, output: MAX_TOKENS, cacheRead: 0, cacheWrite: 0 } });
-  gw = await startTestGateway(
-    upstreamCatalog({
-      anthropicUrl: up.url,
-      models: [
-        {
-          id: "fixed",
-          modalities: ["text"],
-          endpoints: ["messages"],
-          pricing: { input: 3, output: 15 },
-          routes: [{ provider: "anthropic", model: "fixed-upstream" }],
-        },
-      ],
-    }),
-  );
 });
-afterAll(async () => {
-  await gw.stop();
-  await up.stop();
-});
+afterAll(() => stop());
 
 interface Outcome {
   status: number;

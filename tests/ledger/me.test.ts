@@ -1,24 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { startTestGateway, upstreamCatalog, type TestGateway } from "../support/gateway.ts";
+import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { errorOf, estimateOf, getWithKey, messagesBody, postWithApiKey } from "../support/keyed.ts";
-import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
+import type { MockUpstream } from "../support/mock-upstream.ts";
 
 let up: MockUpstream;
 let gw: TestGateway;
+let stop: () => Promise<void>;
 beforeAll(async () => {
-  up = await startMockUpstream();
-  gw = await startTestGateway({
-    ...upstreamCatalog({
-      anthropicUrl: up.url,
-      models: [{ id: "priced", modalities: ["text"], endpoints: ["messages"], pricing: { input: 3, output: 15 }, routes: [{ provider: "anthropic", model: "p" }] }],
-    }),
+  ({ up, gw, stop } = await startGatewayOnMock({
     limits: { default_rpm: 33, count_tokens_rpm: 44 },
-  });
+    models: [{ id: "priced", modalities: ["text"], endpoints: ["messages"], pricing: { input: 3, output: 15 }, routes: [{ provider: "anthropic", model: "p" }] }],
+  }));
 });
-afterAll(async () => {
-  await gw.stop();
-  await up.stop();
-});
+afterAll(() => stop());
 
 interface Me {
   key: { id: number; prefix: string; quota: { limit_usd: number | null; spent_usd: number; reserved_usd: number; remaining_usd: number | null } };

@@ -6,6 +6,7 @@ import { createAccount } from "../../src/ledger/accounts.ts";
 import { usdToNano } from "../../src/ledger/money.ts";
 import type { NewKey } from "../../src/auth/keys.ts";
 import { startGateway, type RunningGateway } from "../../src/server.ts";
+import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";
 
 export interface TestGateway extends RunningGateway {
   config: Config;
@@ -60,8 +61,32 @@ export async function startTestGateway(config: Record<string, unknown> = {}): Pr
   };
 }
 
-/** Provider + model config pointing a text model at a mock upstream. */
-export function upstreamCatalog(opts: {
+/**
+ * The mock vendor on loopback and a gateway whose anthropic provider (and, with `openai`, its openai
+ * provider) points at it, serving `models`; stop() stops both.
+ */
+export async function startGatewayOnMock(opts: {
+  models: Record<string, unknown>[];
+  openai?: boolean;
+  limits?: Record<string, unknown>;
+}): Promise<{ up: MockUpstream; gw: TestGateway; stop(): Promise<void> }> {
+  const up = await startMockUpstream();
+  const gw = await startTestGateway({
+    ...upstreamCatalog({ anthropicUrl: up.url, openaiUrl: opts.openai ? up.openaiURL : undefined, models: opts.models }),
+    ...(opts.limits ? { limits: opts.limits } : {}),
+  });
+  return {
+    up,
+    gw,
+    async stop() {
+      await gw.stop();
+      await up.stop();
+    },
+  };
+}
+
+/** Provider + model config pointing text models at a mock upstream. */
+function upstreamCatalog(opts: {
   anthropicUrl?: string;
   openaiUrl?: string;
   models?: Record<string, unknown>[];

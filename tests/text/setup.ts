@@ -1,7 +1,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
-import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
-import { startTestGateway, upstreamCatalog, type TestGateway } from "../support/gateway.ts";
+import type { MockUpstream } from "../support/mock-upstream.ts";
+import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 
 // Four models, one per (client dialect, upstream dialect) pair once a client picks its endpoint:
 // "claude-native" routes to the Anthropic mock, "gpt-native" to the OpenAI mock; each is sold on
@@ -18,31 +18,27 @@ export interface TextRig {
 }
 
 export async function startTextRig(extraModels: Record<string, unknown>[] = []): Promise<TextRig> {
-  const up = await startMockUpstream();
-  const gw = await startTestGateway({
-    ...upstreamCatalog({
-      anthropicUrl: up.url,
-      openaiUrl: up.openaiURL,
-      models: [
-        {
-          id: "claude-native",
-          aliases: ["claude-alias"],
-          modalities: ["text"],
-          endpoints: ["messages", "chat.completions"],
-          pricing: PRICES,
-          routes: [{ provider: "anthropic", model: "claude-upstream-1" }],
-        },
-        {
-          id: "gpt-native",
-          modalities: ["text"],
-          endpoints: ["messages", "chat.completions"],
-          pricing: PRICES,
-          routes: [{ provider: "openai", model: "gpt-upstream-1" }],
-        },
-        ...extraModels,
-      ],
-    }),
+  const { up, gw, stop } = await startGatewayOnMock({
+    openai: true,
     limits: { default_rpm: 10_000 },
+    models: [
+      {
+        id: "claude-native",
+        aliases: ["claude-alias"],
+        modalities: ["text"],
+        endpoints: ["messages", "chat.completions"],
+        pricing: PRICES,
+        routes: [{ provider: "anthropic", model: "claude-upstream-1" }],
+      },
+      {
+        id: "gpt-native",
+        modalities: ["text"],
+        endpoints: ["messages", "chat.completions"],
+        pricing: PRICES,
+        routes: [{ provider: "openai", model: "gpt-upstream-1" }],
+      },
+      ...extraModels,
+    ],
   });
   const acct = gw.account(100);
   return {
@@ -51,10 +47,7 @@ export async function startTextRig(extraModels: Record<string, unknown>[] = []):
     acct,
     openai: (key = acct.key) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 }),
     anthropic: (key = acct.key) => new Anthropic({ baseURL: gw.url, apiKey: key, maxRetries: 0 }),
-    async stop() {
-      await gw.stop();
-      await up.stop();
-    },
+    stop,
   };
 }
 
