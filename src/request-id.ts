@@ -1,5 +1,5 @@
-// Request ids: gw_ + time + process tag + counter. The time prefix keeps them in time order, which
-// request_logs relies on (its primary key is the id; pruning deletes a key range).
+// The time prefix of request ids keeps them in time order, which request_logs relies on (its
+// primary key is the id; pruning deletes a key range).
 
 let counter = 0;
 // Fixed widths, so no two (tag, counter) pairs print the same.

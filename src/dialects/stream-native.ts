@@ -194,8 +194,12 @@ export class NativeChatStream {
   /** The model the upstream's chunks name, from the last parsed one. */
   private upstreamModel: string | null = null;
 
+  /** `"model":"<public name>"`, as a chunk that needs no rename carries it. */
+  private readonly ownModel: string;
+
   constructor(opts: NativeChatOptions) {
     this.opts = opts;
+    this.ownModel = `"model":${JSON.stringify(opts.model)}`;
   }
 
   /** The upstream's usage so far; at the end of a stream without any, the estimate it was shown. */
@@ -281,7 +285,7 @@ export class NativeChatStream {
     const n = plainChatTextLength(ev.data);
     if (n === -1) return null;
     const { model } = this.opts;
-    const data = this.upstreamModel === model ? (ev.data.includes(`"model":${JSON.stringify(model)}`) ? ev.data : null) : renameModel(ev.data, this.upstreamModel, model);
+    const data = this.upstreamModel === model ? (ev.data.includes(this.ownModel) ? ev.data : null) : renameModel(ev.data, this.upstreamModel, model);
     if (data === null) return null;
     this.chars += n;
     const out = encodeSse(ev.event, data);
