@@ -55,3 +55,19 @@ function toBits(addr: string): bigint {
   const fill = tail === undefined ? [] : Array(8 - headG.length - tailG.length).fill("0");
   return [...headG, ...fill, ...tailG].reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g, 16)), 0n);
 }
+
+/**
+ * The client's address: the direct peer, unless that peer is a trusted proxy. Then X-Forwarded-For is
+ * walked from the right (each proxy appends the address it saw) past every trusted hop; the first
+ * untrusted entry is the client. Entries left of it are whatever the client claimed, never believed.
+ */
+export function clientAddress(peer: string | null, forwardedFor: string | null, trusted: Cidr[]): string | null {
+  if (!peer || trusted.length === 0 || !forwardedFor || !ipAllowed(trusted, peer)) return peer;
+  const hops = forwardedFor.split(",").map((s) => s.trim()).filter(Boolean);
+  let client = peer;
+  for (let i = hops.length - 1; i >= 0; i--) {
+    client = hops[i]!;
+    if (!ipAllowed(trusted, client)) break;
+  }
+  return client;
+}

@@ -1,8 +1,10 @@
 import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
 import { readFileSync } from "node:fs";
+import { parse as parseToml } from "smol-toml";
 import { ConfigSchema, type ConfigFile, type ModelConfig, type ProviderConfig } from "./schema.ts";
 import { jsonPath } from "../json-path.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
+import { parseCidr, type Cidr } from "../auth/ip.ts";
 
 export class ConfigError extends Error {}
 
@@ -11,7 +13,12 @@ export interface Config {
   host: string;
   database: string;
   publicUrl: string;
-  trustProxy: boolean;
+  /** Direct peers whose X-Forwarded-For is walked (from the right, past these hops); empty: never. */
+  trustProxy: Cidr[];
+  accessLog: boolean;
+  metrics: MetricsAccess;
+  shutdownTimeoutMs: number;
+  logRetentionDays: number;
   defaultRpm: number;
   countTokensRpm: number;
   catalogVersion?: string;
@@ -20,6 +27,9 @@ export interface Config {
   /** Where it came from, for messages: a path or "built-in defaults". */
   source: string;
 }
+
+/** Who may read GET /metrics. */
+export type MetricsAccess = { mode: "loopback" } | { mode: "off" } | { mode: "token"; token: string };
 
 /** Reads the TOML file (or the built-in defaults), interpolates ${ENV} and validates every field. */
 export function loadConfig(file: string | undefined, env: Record<string, string | undefined> = process.env): Config {
@@ -32,15 +42,20 @@ export function loadConfig(file: string | undefined, env: Record<string, string 
   }
   let raw: unknown;
   try {
-    raw = Bun.TOML.parse(text);
+    // smol-toml, not Bun.TOML: Bun's errors name no line or column (they carry the caller's).
+    raw = parseToml(text);
   } catch (e) {
-    throw new ConfigError(`${file}: not valid TOML: ${(e as Error).message}`);
+    throw new ConfigError(`${file}: not valid TOML: ${tomlError(e)}`);
   }
   return parseConfig(raw, file, env);
 }
 
 export function parseConfig(raw: unknown, source: string, env: Record<string, string | undefined> = process.env): Config {
   const data = interpolate(raw, "", env, source);
+  if ((data as { server?: { trust_proxy?: unknown } })?.server?.trust_proxy === true) {
+    // `true` believed any caller's X-Forwarded-For, which let anyone pass a key's IP allow-list.
+    throw new ConfigError(`${source}: server.trust_proxy: list the proxies whose X-Forwarded-For to believe, e.g. ["127.0.0.1", "10.0.0.0/8"] (true is no longer accepted)`);
+  }
   const first = Value.Errors(ConfigSchema, data).First();
   if (first) {
     throw new ConfigError(`${source}: ${jsonPath(first.path) || "(top level)"}: ${reason(first)}${describeValue(first.value)}`);
@@ -58,7 +73,11 @@ function resolve(file: ConfigFile, source: string): Config {
     host: file.server?.host ?? "0.0.0.0",
     database: file.server?.database ?? "data/gateway.db",
     publicUrl: file.server?.public_url ?? "",
-    trustProxy: file.server?.trust_proxy ?? false,
+    trustProxy: trustedProxies(file.server?.trust_proxy, source),
+    accessLog: file.server?.access_log ?? true,
+    metrics: metricsAccess(file.server?.metrics),
+    shutdownTimeoutMs: Math.round((file.server?.shutdown_timeout_s ?? 30) * 1000),
+    logRetentionDays: file.logs?.retention_days ?? 90,
     defaultRpm: file.limits?.default_rpm ?? 20,
     countTokensRpm: file.limits?.count_tokens_rpm ?? 60,
     catalogVersion: file.catalog?.version,
@@ -68,6 +87,30 @@ function resolve(file: ConfigFile, source: string): Config {
   };
   checkReferences(cfg);
   return cfg;
+}
+
+function trustedProxies(list: string[] | false | undefined, source: string): Cidr[] {
+  if (!list) return [];
+  return list.map((entry, i) => {
+    try {
+      return parseCidr(entry);
+    } catch (e) {
+      throw new ConfigError(`${source}: server.trust_proxy[${i}]: ${(e as Error).message}`);
+    }
+  });
+}
+
+function metricsAccess(value: string | undefined): MetricsAccess {
+  if (value === undefined || value === "loopback") return { mode: "loopback" };
+  if (value === "off") return { mode: "off" };
+  return { mode: "token", token: value };
+}
+
+/** smol-toml's message opens with a fixed phrase and goes on with a code excerpt: one line with the place. */
+function tomlError(e: unknown): string {
+  const err = e as { message?: string; line?: number; column?: number };
+  const first = (err.message ?? String(e)).split("\n")[0]!.replace(/^Invalid TOML document:\s*/i, "");
+  return typeof err.line === "number" ? `line ${err.line}, column ${err.column}: ${first}` : first;
 }
 
 function checkReferences(cfg: Config): void {

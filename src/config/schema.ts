@@ -72,7 +72,14 @@ export const ConfigSchema = T.Object(
           host: T.Optional(T.String()),
           database: T.Optional(T.String({ minLength: 1 })),
           public_url: T.Optional(T.String()),
-          trust_proxy: T.Optional(T.Boolean()),
+          /** Proxies whose X-Forwarded-For is believed: addresses or CIDRs. `false` is the old spelling of []. */
+          trust_proxy: T.Optional(T.Union([T.Array(T.String({ minLength: 1 })), T.Literal(false)])),
+          /** One JSON line per request on stdout. */
+          access_log: T.Optional(T.Boolean()),
+          /** GET /metrics: "loopback" (direct callers on 127.0.0.0/8 or ::1 only), "off", or a bearer token. */
+          metrics: T.Optional(T.String({ minLength: 1 })),
+          /** On SIGTERM/SIGINT, how long requests and streams in flight may run on before they are ended. */
+          shutdown_timeout_s: T.Optional(T.Number({ minimum: 0, maximum: 3600 })),
         },
         { additionalProperties: false },
       ),
@@ -85,6 +92,9 @@ export const ConfigSchema = T.Object(
         },
         { additionalProperties: false },
       ),
+    ),
+    logs: T.Optional(
+      T.Object({ retention_days: T.Optional(T.Integer({ minimum: 1, maximum: 36500 })) }, { additionalProperties: false }),
     ),
     catalog: T.Optional(T.Object({ version: T.Optional(T.String({ minLength: 1 })) }, { additionalProperties: false })),
     providers: T.Optional(T.Array(ProviderConfig)),

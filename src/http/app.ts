@@ -9,6 +9,7 @@ import type { GatewayError } from "../errors.ts";
 import { runKeyRoute, type KeyRouteOptions, type KeyedCall } from "./pipeline.ts";
 import { getModel, listModels, pricing, status } from "./public-routes.ts";
 import { CORS_HEADERS, endpointNotFound, findRoute, methodNotAllowed, preflight } from "./routing.ts";
+import { clientAddress } from "../auth/ip.ts";
 import { ChatBody, MessagesBody, validate } from "./schemas.ts";
 import { serveResponses } from "../relay/responses.ts";
 import { serveImages } from "../relay/images.ts";
@@ -16,13 +17,8 @@ import { serveImages } from "../relay/images.ts";
 type Ctx = { request: Request; server: Server<unknown> | null };
 
 function clientIp(svc: Services, request: Request, server: Server<unknown> | null): string | null {
-  if (svc.config.trustProxy) {
-    // The right-most entry is the one our proxy appended; anything left of it is what the client claimed.
-    const fwd = request.headers.get("x-forwarded-for");
-    const last = fwd?.split(",").at(-1)?.trim();
-    if (last) return last;
-  }
-  return server?.requestIP(request)?.address ?? null;
+  const peer = server?.requestIP(request)?.address ?? null;
+  return clientAddress(peer, request.headers.get("x-forwarded-for"), svc.config.trustProxy);
 }
 
 function splitUrl(url: string): { pathname: string; search: string } {

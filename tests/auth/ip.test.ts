@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { ipAllowed, parseCidr, parseCidrList } from "../../src/auth/ip.ts";
+import { clientAddress, ipAllowed, parseCidr, parseCidrList } from "../../src/auth/ip.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { errorOf, getWithKey } from "../support/keyed.ts";
 
@@ -68,7 +68,7 @@ describe("the ip restriction on a real connection", () => {
     expect(await errorOf(res)).toMatchObject({ type: "permission_error", code: "ip" });
   });
 
-  it("ignores X-Forwarded-For unless server.trust_proxy is true", async () => {
+  it("ignores X-Forwarded-For when server.trust_proxy lists no proxy", async () => {
     const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
     const res = await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "10.1.2.3" });
     expect(res.status).toBe(403);
@@ -76,10 +76,10 @@ describe("the ip restriction on a real connection", () => {
   });
 });
 
-describe("the ip restriction behind a trusted proxy (server.trust_proxy = true)", () => {
+describe("the ip restriction behind a trusted proxy (server.trust_proxy = [\"127.0.0.1\"])", () => {
   let gw: TestGateway;
   beforeAll(async () => {
-    gw = await startTestGateway({ server: { trust_proxy: true } });
+    gw = await startTestGateway({ server: { trust_proxy: ["127.0.0.1"] } });
   });
   afterAll(() => gw.stop());
 
@@ -107,6 +107,58 @@ describe("the ip restriction behind a trusted proxy (server.trust_proxy = true)"
     const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
     const res = await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "10.1.2.3, 203.0.113.5" });
     expect(res.status).toBe(403);
+  });
+});
+
+describe("server.trust_proxy trusts only the proxies it lists", () => {
+  let gw: TestGateway;
+  afterAll(() => gw?.stop());
+
+  it("ignores X-Forwarded-For from a direct caller that is not a listed proxy", async () => {
+    gw = await startTestGateway({ server: { trust_proxy: ["10.9.9.9", "192.168.0.0/16"] } });
+    const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
+    const res = await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "10.1.2.3" });
+    expect(res.status).toBe(403);
+    expect((await errorOf(res)).code).toBe("ip");
+  });
+});
+
+describe("server.trust_proxy walks X-Forwarded-For from the right past trusted hops", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ server: { trust_proxy: ["127.0.0.1", "10.0.0.0/8"] } });
+  });
+  afterAll(() => gw.stop());
+
+  it("takes the first untrusted address left of the trusted hops as the client", async () => {
+    const a = gw.account(1, { ipAllow: ["203.0.113.0/24"] });
+    expect((await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "203.0.113.5, 10.0.0.7" })).status).toBe(200);
+  });
+
+  it("does not take a trusted hop for the client", async () => {
+    const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
+    const res = await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "198.51.100.1, 10.0.0.7" });
+    expect(res.status).toBe(403);
+    expect((await errorOf(res)).code).toBe("ip");
+  });
+});
+
+describe("clientAddress", () => {
+  const trusted = parseCidrList(["127.0.0.1", "10.0.0.0/8"]);
+  it("is the peer when the peer is not trusted", () => {
+    expect(clientAddress("198.51.100.9", "10.1.1.1", trusted)).toBe("198.51.100.9");
+  });
+  it("is the peer when no proxy is trusted", () => {
+    expect(clientAddress("127.0.0.1", "10.1.1.1", [])).toBe("127.0.0.1");
+  });
+  it("is the right-most untrusted entry behind trusted peers", () => {
+    expect(clientAddress("127.0.0.1", "1.1.1.1, 2.2.2.2, 10.0.0.1, 10.0.0.2", trusted)).toBe("2.2.2.2");
+  });
+  it("is the left-most entry when every hop is trusted", () => {
+    expect(clientAddress("127.0.0.1", "10.0.0.3, 10.0.0.2", trusted)).toBe("10.0.0.3");
+  });
+  it("is the peer when the header is absent", () => {
+    expect(clientAddress("127.0.0.1", null, trusted)).toBe("127.0.0.1");
   });
 });
 

@@ -82,6 +82,24 @@ describe("parseConfig", () => {
     expect(cfg.providers[0]).toMatchObject({ base_url: "http://10.0.0.5:8000/v1", api_key: "sk-secret" });
   });
 
+  it("refuses trust_proxy = true, which believed any caller's X-Forwarded-For", () => {
+    expect(refusal({ server: { trust_proxy: true } })).toStartWith("gateway.toml: server.trust_proxy: list the proxies");
+  });
+
+  it("names the entry of trust_proxy that is not an address or CIDR", () => {
+    expect(refusal({ server: { trust_proxy: ["127.0.0.1", "10.0.0.0/40"] } })).toBe("gateway.toml: server.trust_proxy[1]: bad prefix length in 10.0.0.0/40");
+  });
+
+  it("defaults to no trusted proxy, access log on, metrics on loopback, 30 s shutdown, 90-day retention", () => {
+    const cfg = parseConfig({}, "gateway.toml");
+    expect(cfg).toMatchObject({ host: "0.0.0.0", trustProxy: [], accessLog: true, metrics: { mode: "loopback" }, shutdownTimeoutMs: 30_000, logRetentionDays: 90 });
+  });
+
+  it("takes metrics = \"off\" and a bearer token", () => {
+    expect(parseConfig({ server: { metrics: "off" } }, "g").metrics).toEqual({ mode: "off" });
+    expect(parseConfig({ server: { metrics: "s3cret-token" } }, "g").metrics).toEqual({ mode: "token", token: "s3cret-token" });
+  });
+
   it("names the missing environment variable and the field that uses it", () => {
     const raw = { providers: [{ id: "o", kind: "openai", base_url: "http://x", api_key: "${OPENAI_KEY}" }] };
     expect(refusal(raw)).toBe("gateway.toml: providers[0].api_key: environment variable OPENAI_KEY is not set");
@@ -116,9 +134,10 @@ describe("gateway serve --config with a bad file", () => {
     expect(expectOneLineFailure(r)).toContain("providers[0].api_key: environment variable GW_TEST_UNSET_KEY is not set");
   });
 
-  it("exits non-zero on a file that is not TOML", async () => {
-    const r = await gateway(["serve", "--config", file("broken.toml", "[server\nport = 1\n"), "--db", install.db]);
-    expect(expectOneLineFailure(r)).toContain("not valid TOML");
+  it("exits non-zero on a file that is not TOML, naming the line and column", async () => {
+    const path = file("broken.toml", '[server]\nport = 1\nhost = "x\n');
+    const r = await gateway(["serve", "--config", path, "--db", install.db]);
+    expect(expectOneLineFailure(r)).toStartWith(`gateway: ${path}: not valid TOML: line 3, column `);
   });
 
   it("exits non-zero on a file that does not exist", async () => {
