@@ -1,20 +1,38 @@
+import type { Server } from "bun";
 import type { Config } from "./config/load.ts";
-import type { Db } from "./db/client.ts";
+import { ensureDatabaseFolder, type Db } from "./db/client.ts";
 import { acquireServeLock } from "./db/serve-lock.ts";
 import { buildApp } from "./http/app.ts";
+import { OperatorError } from "./operator-error.ts";
 import { buildServices, type Services } from "./services.ts";
 
 export interface RunningGateway {
+  /** A URL this process can reach the server on (loopback when it listens on every interface). */
   url: string;
   port: number;
+  /** The address it really listens on, as an operator writes it: `0.0.0.0:8080`, `[::1]:8080`. */
+  listening: string;
   services: Services;
+  /** Stops at once, closing open connections (tests). */
   stop(): Promise<void>;
+  /** The operator's stop (SIGTERM): see `drain` below. */
+  drain(timeoutMs: number, onCut?: (inFlight: number) => void): Promise<DrainReport>;
+}
+
+export interface DrainReport {
+  /** Requests (streams included) still running when the stop began. */
+  inFlight: number;
+  /** Of those, the ones still running at the deadline, ended by the gateway. */
+  cut: number;
 }
 
 const DAY_MS = 24 * 3600 * 1000;
+/** After the deadline: how long streams get to send their final error event before connections are closed. */
+const CUT_GRACE_MS = 3000;
 
 /** Boots the gateway: migrations, crash recovery, retention jobs, then the HTTP server. */
 export function startGateway(config: Config, opts: { port?: number; db?: Db; quiet?: boolean } = {}): RunningGateway {
+  if (!opts.db) ensureDatabaseFolder(config.database);
   // Taken before anything is written: a refused second server must leave the running one's file alone.
   const lock = opts.db ? { release() {} } : acquireServeLock(config.database);
   let svc: Services;
@@ -37,24 +55,95 @@ export function startGateway(config: Config, opts: { port?: number; db?: Db; qui
   const timer = setInterval(prune, DAY_MS / 24);
   timer.unref();
 
+  const port = opts.port ?? config.port;
   const app = buildApp(svc);
-  app.listen({
-    port: opts.port ?? config.port,
-    hostname: config.host,
-    // The gateway enforces the spec's 20 MiB limit itself, while the body streams in, with the spec's error body.
-    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    idleTimeout: 255,
-  });
+  try {
+    app.listen({
+      port,
+      hostname: config.host,
+      // Elysia turns it on; with it a second server on the same port silently takes half the traffic.
+      reusePort: false,
+      development: false,
+      // The gateway enforces the spec's 20 MiB limit itself, while the body streams in, with the spec's error body.
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+      idleTimeout: 255,
+    });
+  } catch (e) {
+    clearInterval(timer);
+    svc.db.$client.close();
+    lock.release();
+    throw listenError(e, config.host, port);
+  }
   const server = app.server!;
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(timer);
+    await holdsResolved(svc);
+    svc.db.$client.close();
+    lock.release();
+  };
   return {
-    url: `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${server.port}`,
+    url: `http://${loopbackFor(config.host)}:${server.port}`,
     port: server.port!,
+    listening: hostPort(server),
     services: svc,
     async stop() {
-      clearInterval(timer);
-      await app.stop(true);
-      svc.db.$client.close();
-      lock.release();
+      await server.stop(true);
+      await close();
+    },
+    async drain(timeoutMs, onCut) {
+      const inFlight = server.pendingRequests;
+      // Stops accepting at once; resolves when every request in flight, streams included, has ended.
+      const stopped = server.stop(false);
+      let cut = 0;
+      if (!(await within(stopped, timeoutMs))) {
+        cut = server.pendingRequests;
+        onCut?.(cut);
+        // Upstream calls still running end now: a stream sends its dialect's error event, a plain
+        // request its error answer, and each releases its hold and writes its log row.
+        svc.cutoff.abort(new Error("the gateway is shutting down"));
+        if (!(await within(stopped, CUT_GRACE_MS))) await server.stop(true);
+      }
+      await close();
+      return { inFlight, cut };
     },
   };
+}
+
+function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  return Promise.race([p.then(() => true), late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A hold resolves in its request's group commit, a turn or two after the response ended (a client
+ * that went away resolves it in the stream's cancel). The database closes only after all of them.
+ */
+async function holdsResolved(svc: Services): Promise<void> {
+  const deadline = Date.now() + 2000;
+  do await new Promise((r) => setImmediate(r));
+  while (svc.ledger.holds.count > 0 && Date.now() < deadline);
+  await new Promise((r) => setImmediate(r));
+}
+
+function hostPort(server: Server<unknown>): string {
+  const host = server.hostname ?? "0.0.0.0";
+  return `${host.includes(":") ? `[${host}]` : host}:${server.port}`;
+}
+
+function loopbackFor(host: string): string {
+  if (host === "0.0.0.0" || host === "") return "127.0.0.1";
+  if (host === "::") return "[::1]";
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+function listenError(e: unknown, host: string, port: number): Error {
+  const code = (e as { code?: string }).code;
+  if (code === "EADDRINUSE") return new OperatorError(`port ${port} is in use`);
+  if (code === "EACCES") return new OperatorError(`cannot listen on ${host}:${port}: permission denied (ports below 1024 need privileges)`);
+  if (code === "EADDRNOTAVAIL") return new OperatorError(`cannot listen on ${host}:${port}: no such address on this machine ([server] host)`);
+  return new OperatorError(`cannot listen on ${host}:${port}: ${(e as Error).message}`);
 }

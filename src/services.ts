@@ -28,6 +28,11 @@ export interface Services {
   providers: Map<string, Provider>;
   idempotency: Idempotency;
   version: string;
+  /**
+   * Aborted when a stop's deadline passes (server.ts drain): upstream calls still running end, so
+   * that every request in flight answers, resolves its hold and writes its log row before the exit.
+   */
+  cutoff: AbortController;
 }
 
 export const VERSION = "0.1.0";
@@ -48,5 +53,6 @@ export function buildServices(config: Config, db: Db = openDatabase(config.datab
     providers: buildProviders(config.providers),
     idempotency: new Idempotency(db),
     version: VERSION,
+    cutoff: new AbortController(),
   };
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 import { ConfigError } from "../config/load.ts";
-import { ServeLockError } from "../db/serve-lock.ts";
+import { OperatorError } from "../operator-error.ts";
 import { GatewayError } from "../errors.ts";
 import { UsageError } from "./args.ts";
 import { accountCommand } from "./account.ts";
@@ -48,7 +48,7 @@ export async function main(argv: string[]): Promise<number> {
     await run(rest);
     return 0;
   } catch (e) {
-    if (e instanceof UsageError || e instanceof ConfigError || e instanceof ServeLockError || e instanceof GatewayError || e instanceof RangeError) {
+    if (e instanceof UsageError || e instanceof ConfigError || e instanceof OperatorError || e instanceof GatewayError || e instanceof RangeError) {
       const json = rest.includes("--json");
       if (json) console.log(JSON.stringify({ error: e.message }));
       else console.error(`gateway: ${e.message}`);

@@ -1,41 +1,99 @@
+import type { Catalog } from "../catalog/catalog.ts";
 import { countAccounts, createAccount } from "../ledger/accounts.ts";
-import { startGateway } from "../server.ts";
+import { startGateway, type RunningGateway } from "../server.ts";
 import { parse, UsageError } from "./args.ts";
 import { loadInstallation } from "./context.ts";
 
 export const DEMO_EMAIL = "demo@gateway.local";
 
 export async function serveCommand(argv: string[]): Promise<void> {
-  const { values } = parse(argv, { port: { type: "string" } });
+  const { values, positionals } = parse(argv, { port: { type: "string" } });
+  if (positionals.length) throw new UsageError(`serve takes no arguments (got '${positionals.join(" ")}')`);
   const config = loadInstallation(values);
   // --port beats PORT, which beats the config file (DESIGN: flags beat the config).
   const portText = values.port ?? process.env.PORT;
   let port = config.port;
   if (portText !== undefined) {
     port = Number(portText);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: not a port number: ${portText}`);
+    if (portText.trim() === "" || !Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: not a port number: ${portText}`);
   }
+  // Installed before the start: Bun installs a handler a moment after process.on returns, and a
+  // signal in between (a supervisor's HUP right after the listening line) must not be lost.
+  const signals = handleSignals(config.shutdownTimeoutMs);
   const gw = startGateway(config, { port });
+  signals.serving(gw);
   const svc = gw.services;
-  const base = config.publicUrl || `http://localhost:${gw.port}`;
-  const demo = svc.catalog.models.find((m) => m.endpoints.includes("messages") || m.endpoints.includes("chat.completions"));
+  const base = config.publicUrl || `http://${linkHost(config.host)}:${gw.port}`;
+  const demoOnly = servesDemoOnly(svc.catalog);
   let firstKey: string | null = null;
-  if (countAccounts(svc.db) === 0) {
+  const empty = countAccounts(svc.db) === 0;
+  // A demo key on real providers would be 1 USD of real spend printed into `docker logs`.
+  if (empty && demoOnly) {
     const acc = createAccount(svc.db, svc.ledger, DEMO_EMAIL);
     firstKey = svc.keys.create(acc.id, { name: "first key" }).key;
   }
   if (values.json) {
-    console.log(JSON.stringify({ listening: base, port: gw.port, database: config.database, config: config.source, catalog_version: svc.catalog.version, first_key: firstKey }));
+    console.log(JSON.stringify({ listening: base, address: gw.listening, port: gw.port, database: config.database, config: config.source, catalog_version: svc.catalog.version, first_key: firstKey }));
   } else {
-    console.log(`gateway ${svc.version} listening on ${base} (config: ${config.source}, database: ${config.database})`);
-    if (firstKey) console.log(firstRunBanner(base, firstKey, demo?.id ?? "demo-text-1"));
+    console.log(`gateway ${svc.version} listening on ${base} (address ${gw.listening}; config: ${config.source}; database: ${config.database})`);
+    if (firstKey) console.log(firstRunBanner(base, firstKey, demoModel(svc.catalog)));
+    else if (empty) console.log(firstAccountHint());
   }
-  const stop = async () => {
-    await gw.stop();
+}
+
+/** The host to print in links: every interface is reached as localhost from the operator's shell. */
+function linkHost(host: string): string {
+  if (host === "0.0.0.0" || host === "::" || host === "") return "localhost";
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+function servesDemoOnly(catalog: Catalog): boolean {
+  return catalog.models.every((m) => m.routes.every((r) => r.provider.kind === "demo"));
+}
+
+const demoModel = (catalog: Catalog) =>
+  catalog.models.find((m) => m.endpoints.includes("messages") || m.endpoints.includes("chat.completions"))?.id ?? "demo-text-1";
+
+/**
+ * SIGTERM and SIGINT stop the way an orchestrator expects: no new connections, requests and streams
+ * in flight finish up to the deadline, the rest end with an error event and free holds, the database
+ * closes, exit 0. A second signal cuts at once. SIGHUP (a closed terminal, `kill -HUP` from habit) is
+ * not a stop: the configuration is read at start only, so there is nothing to reload.
+ */
+function handleSignals(timeoutMs: number): { serving(gw: RunningGateway): void } {
+  let stopping = false;
+  let gw: RunningGateway | null = null;
+  const stop = async (signal: string) => {
+    // Before the server is up there is nothing to drain.
+    if (!gw) process.exit(0);
+    if (stopping) {
+      console.log(`gateway: ${signal} again: ending the requests in flight now`);
+      gw.services.cutoff.abort(new Error("the gateway is shutting down"));
+      return;
+    }
+    stopping = true;
+    console.log(`gateway: ${signal}: stopping; ${gw.services.ledger.holds.count} paid request(s) in flight, waiting up to ${timeoutMs / 1000} s`);
+    const report = await gw.drain(timeoutMs, (cut) => console.log(`gateway: deadline passed; ending ${cut} request(s) still running`));
+    console.log(`gateway: stopped (${report.inFlight} request(s) were in flight, ${report.cut} ended at the deadline); database closed`);
     process.exit(0);
   };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGHUP", () => console.log("gateway: SIGHUP ignored: the configuration is read at start; restart the server to apply changes"));
+  return {
+    serving(running) {
+      gw = running;
+    },
+  };
+}
+
+function firstAccountHint(): string {
+  return `
+No accounts yet, and the catalog uses real providers, so no demo key was made. Create the first one:
+
+  gateway account create --email you@example.com            # starts with the spec's 1 USD
+  gateway key create --email you@example.com --name first   # prints the key once
+`;
 }
 
 function firstRunBanner(base: string, key: string, model: string): string {

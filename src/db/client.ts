@@ -2,16 +2,45 @@ import { Database } from "bun:sqlite";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, resolve } from "node:path";
+import { OperatorError } from "../operator-error.ts";
 import * as schema from "./schema.ts";
 import { embeddedMigrations } from "./migrations.gen.ts";
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
+/**
+ * Creates the folders a database file will live in (a first start in an empty folder, `--db
+ * /var/lib/gateway/gateway.db`), or says in one line which folder cannot be made and why.
+ */
+export function ensureDatabaseFolder(file: string): void {
+  if (file === ":memory:") return;
+  const folder = dirname(resolve(file));
+  try {
+    mkdirSync(folder, { recursive: true });
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    throw new OperatorError(`cannot create the folder ${folder} for the database ${file}: ${FS_REASONS[err.code ?? ""] ?? err.message}`);
+  }
+}
+
+const FS_REASONS: Record<string, string> = {
+  EACCES: "permission denied (the user running the gateway cannot write there)",
+  EPERM: "operation not permitted",
+  EROFS: "the file system is read-only",
+  ENOTDIR: "a part of the path is a file, not a folder",
+  ENOSPC: "no space left on the device",
+};
+
 export function openDatabase(file: string): Db {
-  if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
-  const sqlite = new Database(file, { create: true, strict: true });
-  sqlite.exec("PRAGMA journal_mode = WAL");
+  ensureDatabaseFolder(file);
+  let sqlite: Database;
+  try {
+    sqlite = new Database(file, { create: true, strict: true });
+    sqlite.exec("PRAGMA journal_mode = WAL");
+  } catch (e) {
+    throw new OperatorError(`cannot open the database ${file}: ${sqliteReason(e)}`);
+  }
   // Several processes (server, CLI) share the file; wait for the write lock instead of failing.
   sqlite.exec("PRAGMA busy_timeout = 5000");
   sqlite.exec("PRAGMA foreign_keys = ON");
@@ -43,4 +72,13 @@ function countApplied(db: Db): number {
     .get() as { n: number };
   if (row.n === 0) return 0;
   return (db.$client.query("SELECT count(*) AS n FROM __drizzle_migrations").get() as { n: number }).n;
+}
+
+/** SQLite's own words for the common ways a file cannot serve as the database. */
+function sqliteReason(e: unknown): string {
+  const err = e as { code?: string; message?: string };
+  if (err.code === "SQLITE_NOTADB") return "the file is not a SQLite database";
+  if (err.code?.startsWith("SQLITE_CANTOPEN")) return "unable to open the file (check that the path is a file and that the folder is writable)";
+  if (err.code?.startsWith("SQLITE_READONLY")) return "the file is read-only";
+  return err.message ?? String(e);
 }

@@ -1,6 +1,9 @@
 import { Database } from "bun:sqlite";
+import { existsSync, lstatSync, readlinkSync, realpathSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { OperatorError } from "../operator-error.ts";
 
-export class ServeLockError extends Error {}
+export class ServeLockError extends OperatorError {}
 
 /** How long a start waits for a server that is still stopping (a restart that overlaps the old process). */
 const WAIT_MS = 3000;
@@ -17,7 +20,8 @@ const held = new Set<Database>();
 
 export function acquireServeLock(database: string): { release(): void } {
   if (database === ":memory:") return { release() {} };
-  const path = `${database}.serve-lock`;
+  // Keyed by the file's real path: a symlink or `./x/../gateway.db` names the same database.
+  const path = `${realDatabasePath(database)}.serve-lock`;
   const deadline = Date.now() + WAIT_MS;
   for (;;) {
     const lock = tryLock(path);
@@ -57,4 +61,14 @@ function tryLock(path: string): Database | null {
     if (/locked|busy/i.test(String(e))) return null;
     throw e;
   }
+}
+
+/** The database's path with every symlink and `..` resolved; the file itself may not exist yet. */
+export function realDatabasePath(database: string, depth = 0): string {
+  if (existsSync(database)) return realpathSync(database);
+  // A symlink to a file not created yet still names that file.
+  if (depth < 16 && lstatSync(database, { throwIfNoEntry: false })?.isSymbolicLink()) {
+    return realDatabasePath(resolve(dirname(database), readlinkSync(database)), depth + 1);
+  }
+  return join(realpathSync(dirname(database)), basename(database));
 }

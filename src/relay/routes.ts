@@ -39,6 +39,8 @@ export async function attemptRoutes(svc: Services, model: Model, clientSignal: A
     const abort = new AbortController();
     const onClientAbort = () => abort.abort(new Error("client went away"));
     clientSignal.addEventListener("abort", onClientAbort, { once: true });
+    const onCutoff = () => abort.abort(svc.cutoff.signal.reason);
+    svc.cutoff.signal.addEventListener("abort", onCutoff, { once: true });
     const timeoutMs = provider.config.timeout_ms ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS;
     const timer = setTimeout(() => abort.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     attempts++;
@@ -64,11 +66,13 @@ export async function attemptRoutes(svc: Services, model: Model, clientSignal: A
     } catch (e) {
       if (e instanceof GatewayError) throw e;
       if (clientSignal.aborted) throw new GatewayError("upstream_unavailable", "The client closed the connection.");
+      if (svc.cutoff.signal.aborted) throw shuttingDown();
       svc.health.failure(route.key, (e as Error).message ?? String(e));
       last = upstreamUnavailable(model.id);
     } finally {
       clearTimeout(timer);
       clientSignal.removeEventListener("abort", onClientAbort);
+      svc.cutoff.signal.removeEventListener("abort", onCutoff);
     }
   }
   if (attempts === 0) {
@@ -78,6 +82,10 @@ export async function attemptRoutes(svc: Services, model: Model, clientSignal: A
   }
   throw last ?? upstreamUnavailable(model.id);
 }
+
+/** A request the gateway ended because it is stopping: not the route's fault, free, and safe to retry. */
+export const shuttingDown = () =>
+  new GatewayError("upstream_unavailable", "The gateway is shutting down; this request was not charged. Retry it.");
 
 const upstreamUnavailable = (model: string) =>
   new GatewayError("upstream_unavailable", `The upstream provider for '${model}' failed to answer. The request was not charged; retry later.`);

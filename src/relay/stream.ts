@@ -67,17 +67,23 @@ export function relayStream(
   // Both SDKs skip these: Messages parses and drops `ping`; a `:` line is an SSE comment.
   const keepAlive = call.log.endpoint === "messages" ? 'event: ping\ndata: {"type":"ping"}\n\n' : ": keep-alive\n\n";
   let settled = false;
+  // A stop's deadline (server.ts drain) cuts the upstream; the read below then fails and the client
+  // gets its dialect's error event. Listened to only while the stream runs.
+  const cutoff = call.svc.cutoff.signal;
+  const onCutoff = () => a.abort.abort(cutoff.reason);
+  cutoff.addEventListener("abort", onCutoff, { once: true });
 
   const finish = (outcome: Outcome): Promise<void> => {
     if (settled) return Promise.resolve();
     settled = true;
     clearInterval(keepAliveTimer);
+    cutoff.removeEventListener("abort", onCutoff);
     const usage = adapter.usage;
     let ledgerWrite: () => void;
     if (outcome === "upstream_failed") {
       ledgerWrite = () => {
         call.svc.ledger.release(hold);
-        call.log.errorCode = "upstream_unavailable";
+        call.log.errorCode = cutoff.aborted ? "shutdown" : "upstream_unavailable";
       };
     } else {
       const billed: TokenUsage = usage ?? estimatedUsage(estimatedInputTokens, adapter.outputChars);
@@ -135,7 +141,10 @@ export function relayStream(
         try {
           chunk = p.ended ? { done: true } : await p.reader.read();
         } catch {
-          send(adapter.fail("api_error", "The upstream connection failed mid-stream; this request was not charged."), c);
+          const why = cutoff.aborted
+            ? "The gateway is shutting down; this request was not charged. Retry it."
+            : "The upstream connection failed mid-stream; this request was not charged.";
+          send(adapter.fail("api_error", why), c);
           return end(c, "upstream_failed");
         }
         if (chunk.done) {

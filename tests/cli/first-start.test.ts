@@ -29,7 +29,7 @@ describe("gateway serve", () => {
       await server.stop();
     }
     expect(printed).toContain("created the account demo@gateway.local with 1 USD");
-    expect(printed).toContain(`curl http://localhost:`);
+    expect(printed).toContain(`curl http://127.0.0.1:`); // the config binds 127.0.0.1: links name the address it listens on
     expect(printed).toContain(`-H "Authorization: Bearer ${firstKey}"`);
   });
 

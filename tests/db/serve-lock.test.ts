@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { acquireServeLock, ServeLockError } from "../../src/db/serve-lock.ts";
@@ -51,6 +51,32 @@ describe("the serve lock", () => {
     const other = await holdElsewhere(db, 10_000);
     try {
       expect(() => acquireServeLock(db)).toThrow(ServeLockError);
+    } finally {
+      other.kill();
+      await other.exited;
+    }
+  });
+
+  it("refuses a symlink to a served database", async () => {
+    const db = database();
+    const other = await holdElsewhere(db, 10_000);
+    const link = join(db, "..", "link.db");
+    symlinkSync(db, link);
+    try {
+      expect(() => acquireServeLock(link)).toThrow(ServeLockError);
+    } finally {
+      other.kill();
+      await other.exited;
+    }
+  });
+
+  it("refuses a path with `..` that names a served database", async () => {
+    const db = database();
+    const other = await holdElsewhere(db, 10_000);
+    const dir = join(db, "..");
+    mkdirSync(join(dir, "x"));
+    try {
+      expect(() => acquireServeLock(`${dir}/x/../gateway.db`)).toThrow(ServeLockError);
     } finally {
       other.kill();
       await other.exited;

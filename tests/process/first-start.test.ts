@@ -1,0 +1,149 @@
+import { afterAll, describe, expect, it } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { startMockUpstream } from "../support/mock-upstream.ts";
+import { freePort, startServe, tempFolder } from "./support.ts";
+
+// Issue 13, first start: `bun install && bun run start` on a fresh clone, and the binary in an empty
+// folder, must work; what cannot work is one line that names the cause.
+
+const folders: { remove(): void }[] = [];
+const folder = (config?: string) => {
+  const f = tempFolder(config);
+  folders.push(f);
+  return f;
+};
+afterAll(() => folders.forEach((f) => f.remove()));
+
+const chat = (url: string, key: string) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "demo", max_tokens: 50, messages: [{ role: "user", content: "Hello" }] }),
+  });
+
+describe("the first start", () => {
+  it("creates ./data/ in an empty working folder and serves the printed demo key", async () => {
+    const f = folder();
+    const s = startServe(["--config", f.config, "--port", "0"], { cwd: f.dir });
+    try {
+      const url = await s.url();
+      const key = (await s.until(/gk_sk_[A-Za-z0-9]+/))[0];
+      const res = await chat(url, key);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { usage: { cost_usd: number } };
+      expect(body.usage.cost_usd).toBeGreaterThan(0);
+      expect(existsSync(join(f.dir, "data", "gateway.db"))).toBe(true);
+    } finally {
+      s.kill();
+      expect(await s.exited()).toBe(0);
+    }
+  });
+
+  it("creates every missing parent folder of --db", async () => {
+    const f = folder();
+    const db = join(f.dir, "var", "lib", "gateway", "gateway.db");
+    const s = startServe(["--config", f.config, "--port", "0", "--db", db]);
+    try {
+      await s.url();
+      expect(existsSync(db)).toBe(true);
+    } finally {
+      s.kill();
+      await s.exited();
+    }
+  });
+
+  it("names in one line the folder it cannot create, and exits non-zero", async () => {
+    const f = folder();
+    writeFileSync(join(f.dir, "plain-file"), "x");
+    const s = startServe(["--config", f.config, "--port", "0", "--db", join(f.dir, "plain-file", "sub", "gateway.db")]);
+    expect(await s.exited()).not.toBe(0);
+    expect(s.err.trimEnd().split("\n")).toEqual([
+      `gateway: cannot create the folder ${join(f.dir, "plain-file", "sub")} for the database ${join(f.dir, "plain-file", "sub", "gateway.db")}: a part of the path is a file, not a folder`,
+    ]);
+  });
+
+  it("says in one line that a file is not a database", async () => {
+    const f = folder();
+    const db = join(f.dir, "notes.db");
+    writeFileSync(db, "these are my notes, not a database ".repeat(200));
+    const s = startServe(["--config", f.config, "--port", "0", "--db", db]);
+    expect(await s.exited()).not.toBe(0);
+    expect(s.err.trimEnd().split("\n")).toEqual([`gateway: cannot open the database ${db}: the file is not a SQLite database`]);
+  });
+
+  it("with real providers makes no demo key and prints how to create the first account", async () => {
+    await using up = await startMockUpstream();
+    const f = folder(`[server]
+host = "127.0.0.1"
+[[providers]]
+id = "anthropic"
+kind = "anthropic"
+base_url = "${up.url}"
+api_key = "sk-upstream"
+[[models]]
+id = "claude-x"
+modalities = ["text"]
+endpoints = ["messages"]
+pricing = { input = 3.0, output = 15.0 }
+routes = [{ provider = "anthropic", model = "claude-x-1" }]
+`);
+    const s = startServe(["--config", f.config, "--port", "0", "--db", join(f.dir, "gateway.db")]);
+    try {
+      await s.until(/gateway key create/);
+      expect(s.out).not.toContain("gk_sk_");
+      expect(s.out).toContain("gateway account create --email");
+    } finally {
+      s.kill();
+      await s.exited();
+    }
+  });
+});
+
+describe("the listen address", () => {
+  it("refuses a port in use with one line, and the running server keeps all the traffic", async () => {
+    const f = folder();
+    const port = freePort();
+    const first = startServe(["--config", f.config, "--port", String(port), "--db", join(f.dir, "one.db")]);
+    try {
+      const url = await first.url();
+      const key = (await first.until(/gk_sk_[A-Za-z0-9]+/))[0];
+      const second = startServe(["--config", f.config, "--port", String(port), "--db", join(f.dir, "two.db")]);
+      expect(await second.exited()).not.toBe(0);
+      expect(second.err.trimEnd().split("\n")).toEqual([`gateway: port ${port} is in use`]);
+      const statuses = await Promise.all(Array.from({ length: 10 }, () => fetch(`${url}/v1/me`, { headers: { "x-api-key": key } }).then((r) => r.status)));
+      expect(statuses).toEqual(Array(10).fill(200));
+    } finally {
+      first.kill();
+      await first.exited();
+    }
+  });
+
+  it("binds [server] host and prints the address it really listens on", async () => {
+    const f = folder('[server]\nhost = "127.0.0.1"\n');
+    const s = startServe(["--config", f.config, "--port", "0", "--db", join(f.dir, "gateway.db")]);
+    try {
+      const url = await s.url();
+      const port = new URL(url).port;
+      expect(s.out).toContain(`address 127.0.0.1:${port}`);
+    } finally {
+      s.kill();
+      await s.exited();
+    }
+  });
+
+  it("listens on IPv6 loopback alone when host is ::1", async () => {
+    const f = folder('[server]\nhost = "::1"\n');
+    const s = startServe(["--config", f.config, "--port", "0", "--db", join(f.dir, "gateway.db")]);
+    try {
+      const url = await s.url();
+      const port = new URL(url).port;
+      expect(s.out).toContain(`address [::1]:${port}`);
+      expect((await fetch(`http://[::1]:${port}/status`)).status).toBe(200);
+      expect(fetch(`http://127.0.0.1:${port}/status`)).rejects.toThrow();
+    } finally {
+      s.kill();
+      await s.exited();
+    }
+  });
+});
