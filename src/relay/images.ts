@@ -41,9 +41,10 @@ export async function serveImages(call: KeyedCall, endpoint: ImageEndpoint): Pro
   const req = readRequest(call, endpoint);
   const model = resolveModel(call, req.model, endpoint);
   const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, req.n * model.perImageNano);
+  call.hold = hold;
   let settled = false;
   try {
-    const attempt = await attemptRoutes(call.svc, model, call.request.signal, {
+    const attempt = await attemptRoutes(call.svc, model, call, {
       send(route, provider, signal) {
         let body: JsonObject | FormData;
         if (endpoint === "images.generations") body = { ...call.json, model: route.upstreamModel };
@@ -56,9 +57,6 @@ export async function serveImages(call: KeyedCall, endpoint: ImageEndpoint): Pro
         return provider.images({ endpoint, body, signal });
       },
     });
-    call.log.provider = attempt.route.provider.id;
-    call.log.upstreamModel = attempt.route.upstreamModel;
-    call.log.attempts = attempt.attempts;
     const answer = (await attempt.response.json()) as JsonObject;
     const count = Array.isArray(answer.data) ? answer.data.length : 0;
     const cost = count * model.perImageNano;

@@ -94,6 +94,7 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
   call.log.stream = client.stream;
 
   const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, reserveNano);
+  call.hold = hold;
   let handedOff = false;
   try {
     const pair = (upstreamModel: string, maxTokensField: PairOptions["maxTokensField"]): PairOptions => ({
@@ -105,7 +106,7 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
     });
     let dropped: string[] = [];
     let upstreamDialect: Dialect = client.dialect;
-    const attempt = await attemptRoutes(call.svc, model, call.request.signal, {
+    const attempt = await attemptRoutes(call.svc, model, call, {
       send(route, provider, signal) {
         upstreamDialect = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
         const out = upstreamBody(client.dialect, upstreamDialect, client.body, {
@@ -117,9 +118,6 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
       },
       confirm: client.stream ? (a) => firstEvents(a) : undefined,
     });
-    call.log.provider = attempt.route.provider.id;
-    call.log.upstreamModel = attempt.route.upstreamModel;
-    call.log.attempts = attempt.attempts;
     const headers: Record<string, string> = { ...client.headers };
     // The client side may have dropped fields of its own (Responses → Chat): one list of both.
     const allDropped = [client.headers?.["x-gateway-dropped"], ...dropped].filter(Boolean);
