@@ -134,9 +134,10 @@ export class EventLog {
 
   /**
    * A row that could not be written (request_log: the request id is then only here; idempotency: a
-   * retry with the same key runs again instead of replaying). The answer itself has gone out.
+   * retry with the same key runs again instead of replaying; ledger: a streamed answer went out
+   * uncharged). The answer itself has gone out.
    */
-  writeFailed(table: "request_log" | "idempotency", requestId: string, cause: unknown): void {
+  writeFailed(table: "request_log" | "idempotency" | "ledger", requestId: string, cause: unknown): void {
     const reason = describe(cause);
     this.emit("error", `${table}_write_failed`, "", { request_id: requestId, reason }, `${table} row of ${requestId} not written: ${reason}`);
   }
@@ -198,7 +199,8 @@ export function describe(err: unknown): string {
 }
 
 function short(s: string): string {
-  const line = s.replace(/\s+/g, " ").trim();
+  // Bun's fetch errors end with advice for the developer, not the operator.
+  const line = s.replace(/\s+/g, " ").replace(/ For more information, pass `verbose: true`.*$/, "").trim();
   return line.length > MAX_REASON ? `${line.slice(0, MAX_REASON - 1)}…` : line;
 }
 

@@ -3,7 +3,7 @@ import { GatewayError } from "../errors.ts";
 import type { KeyedCall } from "../http/pipeline.ts";
 import { ImageGenerationBody, validate } from "../http/schemas.ts";
 import { nanoToUsd } from "../ledger/money.ts";
-import { attemptRoutes } from "./routes.ts";
+import { attemptRoutes, readJsonAnswer } from "./routes.ts";
 import { resolveModel } from "./text.ts";
 
 export const MAX_EDIT_SOURCES = 4;
@@ -44,7 +44,8 @@ export async function serveImages(call: KeyedCall, endpoint: ImageEndpoint): Pro
   call.hold = hold;
   let settled = false;
   try {
-    const attempt = await attemptRoutes(call.svc, model, call, {
+    let answer: JsonObject = {};
+    await attemptRoutes(call.svc, model, call, {
       send(route, provider, signal) {
         let body: JsonObject | FormData;
         if (endpoint === "images.generations") body = { ...call.json, model: route.upstreamModel };
@@ -56,8 +57,10 @@ export async function serveImages(call: KeyedCall, endpoint: ImageEndpoint): Pro
         }
         return provider.images({ endpoint, body, signal });
       },
+      async confirm(a) {
+        answer = (await readJsonAnswer(a)).json;
+      },
     });
-    const answer = (await attempt.response.json()) as JsonObject;
     const count = Array.isArray(answer.data) ? answer.data.length : 0;
     const cost = count * model.perImageNano;
     // Committed by the pipeline with the request's log row.

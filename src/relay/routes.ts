@@ -1,4 +1,5 @@
 import type { Model, Route } from "../catalog/catalog.ts";
+import type { JsonObject } from "../dialects/wire.ts";
 import { GatewayError } from "../errors.ts";
 import { describe, events } from "../logs/events.ts";
 import type { LogRow } from "../logs/request-log.ts";
@@ -97,6 +98,27 @@ export async function attemptRoutes(svc: Services, model: Model, call: TriedBy, 
     });
   }
   throw last ?? upstreamUnavailable(model.id);
+}
+
+/**
+ * Reads a whole non-streamed answer inside the route loop (as AttemptHooks.confirm): a body cut
+ * mid-way or one that is not JSON is that route's failure (502 or the next route), not a 500. The
+ * reasons never quote the body: it is content.
+ */
+export async function readJsonAnswer(a: Attempt): Promise<{ text: string; json: JsonObject }> {
+  let text: string;
+  try {
+    text = await a.response.text();
+  } catch (e) {
+    throw new Error(`answer cut while reading it: ${describe(e)}`);
+  }
+  try {
+    const json = JSON.parse(text) as unknown;
+    if (json && typeof json === "object" && !Array.isArray(json)) return { text, json: json as JsonObject };
+  } catch {
+    // reported below, without the parser's quote of the body
+  }
+  throw new Error(`answer is not a JSON object (${text.length} bytes)`);
 }
 
 /**

@@ -7,6 +7,7 @@ import { SseParser, type SseEvent } from "../upstreams/sse.ts";
 import type { StreamAdapter } from "./adapters.ts";
 import type { Attempt } from "./routes.ts";
 import { settle } from "./text.ts";
+import { events } from "../logs/events.ts";
 
 interface ChunkReader {
   read(): Promise<{ done: boolean; value?: Uint8Array }>;
@@ -98,8 +99,11 @@ export function relayStream(
       })
       .catch((e: unknown) => {
         // The ledger write failed and rolled back with the row; the row alone still records the request.
+        // The batch may not even have begun (read-only database): the hold goes either way. The answer
+        // has gone out uncharged; one event line, not a rethrow (Bun prints a stack per failed stream).
+        call.svc.ledger.release(hold);
         writeLog();
-        throw e;
+        events.writeFailed("ledger", call.requestId, e);
       });
   };
 

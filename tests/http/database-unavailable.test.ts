@@ -78,6 +78,19 @@ describe("a read-only database", () => {
     expect(mine.some((l) => "stack" in l)).toBe(false);
   });
 
+  it("keeps no hold of a stream that could not be settled", async () => {
+    const a = gw.account(1);
+    readOnly();
+    // How the stream ends for the client is the stream's business (it may be cut); the hold must go.
+    await postWithApiKey(gw, "/v1/chat/completions", { ...chat, stream: true }, a.key)
+      .then((res) => res.text())
+      .catch(() => "");
+    gw.services.db.$client.exec("PRAGMA query_only = OFF");
+    const m = gw.money(a.accountId);
+    expect(m).toMatchObject({ reserved: 0, openHolds: 0, balance: m.ledgerSum });
+    expect(lines.find((l) => l.event === "ledger_write_failed")).toMatchObject({ reason: expect.stringContaining("SQLITE_READONLY") });
+  });
+
   it("serves again once the database is writable, without a restart", async () => {
     const a = gw.account(1);
     readOnly();

@@ -101,6 +101,31 @@ describe("the operator's event log", () => {
   });
 });
 
+describe("a non-streamed answer that cannot be read", () => {
+  it("cut mid-way is that route's failure: the next route serves it", async () => {
+    up.script({ kind: "fail_mid_stream", afterEvents: 0, mode: "drop" }, { kind: "text", text: "from second" });
+    const res = await postWithApiKey(gw, "/v1/messages", ask("pair"), key);
+    expect(res.status).toBe(200);
+    expect(eventsOf(idOf(res))[0]).toMatchObject({ event: "upstream_failed", route: "anthropic/pair-first", reason: expect.stringContaining("answer cut") });
+  });
+
+  it("not JSON answers 502 upstream_unavailable, not 500, and the event does not quote the body", async () => {
+    up.script({ kind: "raw", status: 200, body: "secret-completion-9912 is not json" });
+    const res = await postWithApiKey(gw, "/v1/messages", ask("solo"), key);
+    expect(res.status).toBe(502);
+    expect((await errorOf(res)).code).toBe("upstream_unavailable");
+    const mine = eventsOf(idOf(res));
+    expect(mine[0]).toMatchObject({ event: "upstream_failed", reason: expect.stringContaining("not a JSON object") });
+    expect(JSON.stringify(mine)).not.toContain("secret-completion-9912");
+  });
+
+  it("from an image route answers 502, not 500", async () => {
+    up.script({ kind: "raw", status: 200, body: "{not json" });
+    const res = await postWithApiKey(gw, "/v1/images/generations", { model: "img", prompt: "a square" }, key);
+    expect(res.status).toBe(502);
+  });
+});
+
 describe("a provider that rejects the gateway's own key", () => {
   it("is logged as the operator's misconfiguration, naming the provider and its config entry", async () => {
     up.script({ kind: "error", status: 401, body: anthropicError("authentication_error", "invalid x-api-key") });
