@@ -75,6 +75,19 @@ describe("the operator's event log", () => {
     expect(String(e!.reason).length).toBeGreaterThan(0);
   });
 
+  it("writes a timeout as such", async () => {
+    const config = gw.services.providers.get("anthropic")!.config;
+    config.timeout_ms = 50;
+    try {
+      up.script({ kind: "hang", ms: 1000 }, { kind: "text", text: "from second" });
+      const res = await postWithApiKey(gw, "/v1/messages", ask("pair"), key);
+      expect(res.status).toBe(200);
+      expect(eventsOf(idOf(res))[0]).toMatchObject({ event: "upstream_failed", route: "anthropic/pair-first", reason: "timeout: no answer within 50 ms" });
+    } finally {
+      delete config.timeout_ms;
+    }
+  });
+
   it("writes each failed attempt and then the 502 the gateway answered, all under the client's request id", async () => {
     up.script({ kind: "error", status: 500 }, { kind: "error", status: 500 });
     const res = await postWithApiKey(gw, "/v1/messages", ask("pair"), key);
