@@ -20,6 +20,7 @@ export type ErrorCode =
   | "upstream_unavailable"
   | "product_paused"
   | "no_eligible_route"
+  | "database_unavailable"
   | "internal_error";
 
 // error.type decides retry or not (spec: Errors). Gateway errors carry type = code; the key
@@ -44,6 +45,9 @@ const TABLE: Record<ErrorCode, { status: number; type: string }> = {
   upstream_unavailable: { status: 502, type: "upstream_unavailable" },
   product_paused: { status: 503, type: "product_paused" },
   no_eligible_route: { status: 503, type: "no_eligible_route" },
+  // Not in the spec's table: a full disk or a read-only file is the gateway's availability, so 5xx,
+  // and 503 with Retry-After because it clears without the client changing anything.
+  database_unavailable: { status: 503, type: "database_unavailable" },
   internal_error: { status: 500, type: "internal_error" },
 };
 
@@ -51,6 +55,8 @@ export interface ErrorOptions {
   retryAfter?: number;
   /** Extra response headers (allow on 405, x-should-retry, …). */
   headers?: Record<string, string>;
+  /** What was thrown underneath, for the operator's event log (never sent to the client). */
+  cause?: unknown;
 }
 
 export class GatewayError extends Error {
@@ -61,7 +67,7 @@ export class GatewayError extends Error {
   readonly headers: Record<string, string>;
 
   constructor(code: ErrorCode, message: string, opts: ErrorOptions = {}) {
-    super(message);
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     const row = TABLE[code];
     this.status = row.status;
     this.type = row.type;
@@ -82,3 +88,30 @@ export const modelNotFound = (model: string) =>
   new GatewayError("model_not_found", `The model '${model}' does not exist or you do not have access to it.`);
 
 export const invalidRequest = (message: string) => new GatewayError("invalid_request", message);
+
+// SQLite result codes that mean the database cannot be written now, through no fault of the request:
+// full disk (SQLITE_FULL), read-only file or mount (SQLITE_READONLY_*), I/O failure, a lock held past
+// busy_timeout, a file that cannot be opened, a write batch SQLite rolled back for one of these
+// (SQLITE_ABORT_ROLLBACK, db/group-commit.ts). They clear by themselves or by the operator's hand.
+const UNAVAILABLE = /^SQLITE_(FULL|READONLY|IOERR|BUSY|CANTOPEN|ABORT)(_|$)/;
+
+/** The SQLite code when `err` says the database is unavailable (not a bug, not the request's fault), else null. */
+export function databaseUnavailableCode(err: unknown): string | null {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && UNAVAILABLE.test(code) ? code : null;
+}
+
+export const DATABASE_RETRY_AFTER_S = 10;
+
+/** Any thrown value as the gateway's error: unavailable database → 503 database_unavailable, anything else → 500. */
+export function asGatewayError(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  if (databaseUnavailableCode(err)) {
+    return new GatewayError(
+      "database_unavailable",
+      "The gateway cannot record requests right now (its database is full or read-only). The request was not charged; retry later.",
+      { retryAfter: DATABASE_RETRY_AFTER_S, cause: err },
+    );
+  }
+  return new GatewayError("internal_error", "The gateway hit an unexpected error. Report the request id to the operator.", { cause: err });
+}

@@ -36,7 +36,13 @@ export class GroupCommit {
     try {
       return (first ? fn() : this.savepoint(fn)) as T;
     } catch (e) {
-      if (first) {
+      if (!this.db.inTransaction) {
+        // SQLite ended the batch itself (it rolls back the transaction on SQLITE_FULL, SQLITE_IOERR, …):
+        // every write of the batch is gone, so its waiters fail with this error, not with COMMIT's
+        // "no transaction is active", which would hide a full disk behind a 500.
+        this.open = false;
+        for (const w of this.waiters.splice(0)) w.reject(e);
+      } else if (first) {
         this.db.run("ROLLBACK");
         this.open = false;
       }
@@ -73,6 +79,10 @@ export class GroupCommit {
     const waiters = this.waiters;
     this.waiters = [];
     try {
+      // A write that fails quietly (a request log row never fails its request) may have ended the batch:
+      // SQLite rolls the transaction back on SQLITE_FULL or an I/O error. COMMIT would say only
+      // "no transaction is active"; the code says what happened (SQLite's own for this case).
+      if (!this.db.inTransaction) throw Object.assign(new Error("the write batch was rolled back by SQLite (disk full or I/O error)"), { code: "SQLITE_ABORT_ROLLBACK" });
       this.db.run("COMMIT");
     } catch (e) {
       // Nothing of the batch is in the database; the holds it took are gone with it, which leaves

@@ -1,7 +1,21 @@
-import { GatewayError } from "../errors.ts";
+import { asGatewayError, type GatewayError } from "../errors.ts";
+import { events } from "../logs/events.ts";
 
-/** The single place that writes error bodies: exactly the spec's four fields. */
-export function errorResponse(err: unknown, requestId: string, extraHeaders: Record<string, string> = {}): Response {
+/** What the request had reached when it failed, for the operator's event line of a 5xx. */
+export interface FailureContext {
+  /** The upstream route key last tried. */
+  route?: string;
+  provider?: string;
+  upstreamStatus?: number;
+  /** The client went away: its answer goes nowhere and is no event. */
+  quiet?: boolean;
+}
+
+/**
+ * The single place that writes error bodies: exactly the spec's four fields. Every 5xx also writes
+ * one line to the operator's event log (logs/events.ts), with the request id the client was given.
+ */
+export function errorResponse(err: unknown, requestId: string, extraHeaders: Record<string, string> = {}, ctx: FailureContext = {}): Response {
   const e = toGatewayError(err);
   const headers: Record<string, string> = {
     "content-type": "application/json",
@@ -10,6 +24,9 @@ export function errorResponse(err: unknown, requestId: string, extraHeaders: Rec
     ...e.headers,
   };
   if (e.retryAfter !== undefined) headers["retry-after"] = String(e.retryAfter);
+  if (e.status >= 500 && !ctx.quiet) {
+    events.gatewayError({ requestId, status: e.status, code: e.code, route: ctx.route, provider: ctx.provider, upstreamStatus: ctx.upstreamStatus, cause: e.cause });
+  }
   return new Response(errorBody(e, requestId), { status: e.status, headers });
 }
 
@@ -17,11 +34,8 @@ export function errorBody(e: GatewayError, requestId: string): string {
   return JSON.stringify({ error: { type: e.type, code: e.code, message: e.message, request_id: requestId } });
 }
 
-export function toGatewayError(err: unknown): GatewayError {
-  if (err instanceof GatewayError) return err;
-  console.error("gateway: unexpected error:", err);
-  return new GatewayError("internal_error", "The gateway hit an unexpected error. Report the request id to the operator.");
-}
+/** Anything thrown, as the gateway's error; logging is errorResponse's, once per answer. */
+export const toGatewayError = asGatewayError;
 
 /**
  * x-gateway-request-id is the spec's header; request-id and x-request-id carry the same value so

@@ -1,6 +1,10 @@
 import { createHash } from "node:crypto";
 import { presentedKey, type KeyRecord } from "../auth/keys.ts";
 import { GatewayError } from "../errors.ts";
+import type { Hold } from "../ledger/ledger.ts";
+import type { StoredAnswer } from "../limits/idempotency.ts";
+import type { Bucket } from "../limits/rate-limit.ts";
+import { events } from "../logs/events.ts";
 import type { LogRow } from "../logs/request-log.ts";
 import type { Services } from "../services.ts";
 import { readBodyLimited, parseJsonObject } from "./body.ts";
@@ -24,6 +28,10 @@ export interface KeyedCall {
   deferLog: boolean;
   /** The ledger write of a completed answer (settle), committed together with the log row. */
   charge: (() => void) | null;
+  /** The request's hold, released here if the request fails after the handler let go of it. */
+  hold: Hold | null;
+  /** The status the last upstream route answered with (relay/routes.ts). */
+  upstreamStatus?: number;
 }
 
 export interface KeyRouteOptions {
@@ -47,6 +55,8 @@ export async function runKeyRoute(
   const started = performance.now();
   const log: LogRow = { requestId, method: request.method, path: url.pathname, status: 0, latencyMs: 0 };
   let idem: { keyId: number; key: string } | null = null;
+  let rate: Bucket | null = null;
+  let call: KeyedCall | null = null;
   try {
     // The spec's order is pause, body, key: the switch is read after the body has arrived, so that a
     // pause the operator sets meanwhile still turns the request away.
@@ -62,8 +72,10 @@ export async function runKeyRoute(
     const key = svc.keys.check(presented, svc.keys.lookup(presented), clientIp);
     log.keyId = key.id;
     log.accountId = key.accountId;
-    if (opts.bucket === "count_tokens") svc.limiter.take(`${key.id}:ct`, svc.config.countTokensRpm, "count_tokens on this key");
-    else svc.limiter.take(`${key.id}:main`, key.rpm ?? svc.config.defaultRpm, "this key");
+    rate =
+      opts.bucket === "count_tokens"
+        ? svc.limiter.take(`${key.id}:ct`, svc.config.countTokensRpm, "count_tokens on this key")
+        : svc.limiter.take(`${key.id}:main`, key.rpm ?? svc.config.defaultRpm, "this key");
     const json = opts.body === "json" ? parseJsonObject(bytes) : {};
     const form = opts.body === "multipart" ? await parseForm(request, bytes) : null;
 
@@ -75,17 +87,20 @@ export async function runKeyRoute(
         log.status = begun.answer.status;
         log.latencyMs = performance.now() - started;
         svc.logs.write(log);
-        return new Response(begun.answer.body, {
+        const replay = new Response(begun.answer.body, {
           status: begun.answer.status,
           headers: { "content-type": begun.answer.contentType, "idempotent-replayed": "true", ...requestIdHeaders(requestId) },
         });
+        svc.limiter.withHeaders(replay.headers, rate);
+        return replay;
       }
       idem = { keyId: key.id, key: idemKey };
     }
 
-    const call: KeyedCall = { svc, request, requestId, started, key, bytes, json, form, search: url.search, log, deferLog: false, charge: null };
+    call = { svc, request, requestId, started, key, bytes, json, form, search: url.search, log, deferLog: false, charge: null, hold: null };
     const response = await handler(call);
     for (const [k, v] of Object.entries(requestIdHeaders(requestId))) response.headers.set(k, v);
+    svc.limiter.withHeaders(response.headers, rate);
     log.status = response.status;
     if (!call.deferLog) {
       // The charge and its log row commit together, before the answer leaves.
@@ -96,15 +111,33 @@ export async function runKeyRoute(
         svc.logs.write(log);
       });
     }
-    return idem ? recordForReplay(svc, idem, response) : response;
+    return idem ? recordForReplay(svc, idem, requestId, response) : response;
   } catch (err) {
+    // Nothing in here may throw: a failure escaping to the app's error handler would answer under a
+    // new request id, with no row for the one the client was given.
     const e = toGatewayError(err);
-    if (idem) svc.idempotency.finish(idem.keyId, idem.key, null);
+    // A settle that never ran (its batch could not begin) still lets go of the hold; release is idempotent.
+    if (call?.hold) svc.ledger.release(call.hold);
+    if (idem) finishIdempotency(svc, idem, requestId, null);
     log.status = e.status;
     log.errorCode = e.code;
     log.latencyMs = performance.now() - started;
     svc.logs.write(log);
-    return errorResponse(e, requestId);
+    const ctx = request.signal.aborted ? { quiet: true } : { route: routeOf(log), provider: log.provider ?? undefined, upstreamStatus: call?.upstreamStatus };
+    const response = errorResponse(e, requestId, {}, ctx);
+    if (rate) svc.limiter.withHeaders(response.headers, rate);
+    return response;
+  }
+}
+
+const routeOf = (log: LogRow) => (log.provider && log.upstreamModel ? `${log.provider}/${log.upstreamModel}` : undefined);
+
+/** Ends an idempotency claim; a failed write (full disk) costs only the replay, so it is reported, not thrown. */
+function finishIdempotency(svc: Services, idem: { keyId: number; key: string }, requestId: string, answer: StoredAnswer | null): void {
+  try {
+    svc.idempotency.finish(idem.keyId, idem.key, answer);
+  } catch (e) {
+    events.writeFailed("idempotency", requestId, e);
   }
 }
 
@@ -124,9 +157,9 @@ async function parseForm(request: Request, bytes: Uint8Array): Promise<FormData>
 }
 
 /** Keeps a copy of the answer as it goes out, stored for replay once complete. */
-function recordForReplay(svc: Services, idem: { keyId: number; key: string }, response: Response): Response {
+function recordForReplay(svc: Services, idem: { keyId: number; key: string }, requestId: string, response: Response): Response {
   if (!response.body || response.status < 200 || response.status >= 300) {
-    svc.idempotency.finish(idem.keyId, idem.key, null);
+    finishIdempotency(svc, idem, requestId, null);
     return response;
   }
   const contentType = response.headers.get("content-type") ?? "application/json";
@@ -137,7 +170,7 @@ function recordForReplay(svc: Services, idem: { keyId: number; key: string }, re
     async pull(c) {
       const { done, value } = await reader.read();
       if (done) {
-        svc.idempotency.finish(idem.keyId, idem.key, { status: response.status, contentType, body: text + decoder.decode() });
+        finishIdempotency(svc, idem, requestId, { status: response.status, contentType, body: text + decoder.decode() });
         c.close();
         return;
       }
@@ -146,7 +179,7 @@ function recordForReplay(svc: Services, idem: { keyId: number; key: string }, re
     },
     cancel(reason) {
       // A client that went away mid-answer leaves nothing complete to replay; a retry runs again.
-      svc.idempotency.finish(idem.keyId, idem.key, null);
+      finishIdempotency(svc, idem, requestId, null);
       return reader.cancel(reason);
     },
   });

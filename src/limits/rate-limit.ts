@@ -1,9 +1,11 @@
 import { GatewayError } from "../errors.ts";
 
-interface Bucket {
+/** One key's bucket; `rpm` is the limit it was last taken at (a key's rpm can be changed while it runs). */
+export interface Bucket {
   /** Tokens in 1/60 000ths: at r requests per minute a bucket gains r units per millisecond. */
   units: number;
   at: number;
+  rpm: number;
 }
 
 // Whole units keep the arithmetic exact on a millisecond clock: with fractional tokens
@@ -21,31 +23,50 @@ export class RateLimiter {
 
   constructor(private readonly now: () => number = () => performance.now()) {}
 
-  take(id: string, rpm: number, what: string): void {
+  /** Takes one request from the bucket and returns it (for withHeaders), or refuses with 429. */
+  take(id: string, rpm: number, what: string): Bucket {
     const t = this.now();
     const capacity = rpm * UNITS_PER_TOKEN;
     let b = this.buckets.get(id);
     if (!b) {
-      b = { units: capacity, at: t };
+      b = { units: capacity, at: t, rpm };
       this.buckets.set(id, b);
     } else {
       b.units = Math.min(capacity, b.units + (t - b.at) * rpm);
       b.at = t;
+      b.rpm = rpm;
     }
     if (t - this.sweptAt > 60_000) this.sweep(t);
     if (b.units >= UNITS_PER_TOKEN) {
       b.units -= UNITS_PER_TOKEN;
-      return;
+      return b;
     }
     const waitMs = (UNITS_PER_TOKEN - b.units) / rpm;
     const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
     throw new GatewayError("rate_limit", `Rate limit exceeded: ${rpm} requests per minute for ${what}. Retry after ${retryAfter} seconds.`, {
       retryAfter,
+      headers: Object.fromEntries(this.withHeaders(new Headers(), b)),
     });
+  }
+
+  /**
+   * OpenAI's x-ratelimit-*-requests headers for `b` as it stands now (after this request's take and any
+   * others since): the limit, whole requests left, and the time until the bucket is full again.
+   */
+  withHeaders(h: Headers, b: Bucket): Headers {
+    const units = this.unitsNow(b);
+    h.set("x-ratelimit-limit-requests", String(b.rpm));
+    h.set("x-ratelimit-remaining-requests", String(Math.floor(units / UNITS_PER_TOKEN)));
+    h.set("x-ratelimit-reset-requests", goDuration((b.rpm * UNITS_PER_TOKEN - units) / b.rpm));
+    return h;
   }
 
   get size(): number {
     return this.buckets.size;
+  }
+
+  private unitsNow(b: Bucket): number {
+    return Math.min(b.rpm * UNITS_PER_TOKEN, b.units + (this.now() - b.at) * b.rpm);
   }
 
   // A bucket idle for over a minute is full again, indistinguishable from a new one: drop it.
@@ -53,4 +74,21 @@ export class RateLimiter {
     this.sweptAt = t;
     for (const [id, b] of this.buckets) if (t - b.at > 60_000) this.buckets.delete(id);
   }
+}
+
+/**
+ * A duration as OpenAI writes x-ratelimit-reset-requests, which is Go's time.Duration format
+ * ("20ms", "1s", "6m0s", "2m59.56s"; clients parse it with time.ParseDuration or the like).
+ * Rounded up to the millisecond, so that waiting that long always finds the bucket full.
+ */
+export function goDuration(ms: number): string {
+  const total = Math.ceil(ms);
+  if (total <= 0) return "0s";
+  if (total < 1000) return `${total}ms`;
+  const h = Math.floor(total / 3_600_000);
+  const m = Math.floor((total % 3_600_000) / 60_000);
+  const s = (total % 60_000) / 1000;
+  if (h) return `${h}h${m}m${s}s`;
+  if (m) return `${m}m${s}s`;
+  return `${s}s`;
 }

@@ -1,6 +1,7 @@
 import type { Statement } from "bun:sqlite";
 import type { Db } from "../db/client.ts";
 import { requestIdPrefixAt } from "../request-id.ts";
+import { events } from "./events.ts";
 
 export const LOG_RETENTION_MS = 90 * 24 * 3600 * 1000;
 
@@ -65,8 +66,8 @@ export class RequestLog {
         Date.now(),
       );
     } catch (e) {
-      // A log row must never turn a served request into a failure.
-      console.error("gateway: request log write failed:", (e as Error).message);
+      // A log row must never turn a served request into a failure; the event (rate-limited) keeps its id.
+      events.writeFailed("request_log", r.requestId, e);
     }
   }
 

@@ -3,7 +3,7 @@ import { GatewayError } from "../errors.ts";
 import type { KeyedCall } from "../http/pipeline.ts";
 import { ImageGenerationBody, validate } from "../http/schemas.ts";
 import { nanoToUsd } from "../ledger/money.ts";
-import { attemptRoutes } from "./routes.ts";
+import { attemptRoutes, readJsonAnswer } from "./routes.ts";
 import { resolveModel } from "./text.ts";
 
 export const MAX_EDIT_SOURCES = 4;
@@ -41,9 +41,11 @@ export async function serveImages(call: KeyedCall, endpoint: ImageEndpoint): Pro
   const req = readRequest(call, endpoint);
   const model = resolveModel(call, req.model, endpoint);
   const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, req.n * model.perImageNano);
+  call.hold = hold;
   let settled = false;
   try {
-    const attempt = await attemptRoutes(call.svc, model, call.request.signal, {
+    let answer: JsonObject = {};
+    await attemptRoutes(call.svc, model, call, {
       send(route, provider, signal) {
         let body: JsonObject | FormData;
         if (endpoint === "images.generations") body = { ...call.json, model: route.upstreamModel };
@@ -55,11 +57,10 @@ export async function serveImages(call: KeyedCall, endpoint: ImageEndpoint): Pro
         }
         return provider.images({ endpoint, body, signal });
       },
+      async confirm(a) {
+        answer = (await readJsonAnswer(a)).json;
+      },
     });
-    call.log.provider = attempt.route.provider.id;
-    call.log.upstreamModel = attempt.route.upstreamModel;
-    call.log.attempts = attempt.attempts;
-    const answer = (await attempt.response.json()) as JsonObject;
     const count = Array.isArray(answer.data) ? answer.data.length : 0;
     const cost = count * model.perImageNano;
     // Committed by the pipeline with the request's log row.

@@ -1,5 +1,8 @@
 import type { Model, Route } from "../catalog/catalog.ts";
+import type { JsonObject } from "../dialects/wire.ts";
 import { GatewayError } from "../errors.ts";
+import { describe, events } from "../logs/events.ts";
+import type { LogRow } from "../logs/request-log.ts";
 import type { Services } from "../services.ts";
 import type { Provider } from "../upstreams/types.ts";
 import { isRetryableStatus, passThrough, readVendorError } from "./upstream-error.ts";
@@ -16,6 +19,15 @@ export interface Attempt {
   attempts: number;
 }
 
+/** The request as the route loop records it: its log row names the route last tried, even when all fail. */
+export interface TriedBy {
+  requestId: string;
+  request: Request;
+  log: LogRow;
+  /** The status the last route tried answered with, when it answered (for the operator's 5xx line). */
+  upstreamStatus?: number;
+}
+
 export interface AttemptHooks {
   /** Builds and sends the upstream call for one route. Throwing a GatewayError stops the loop. */
   send(route: Route, provider: Provider, signal: AbortSignal): Promise<Response>;
@@ -30,7 +42,8 @@ export interface AttemptHooks {
  * Tries the model's routes in order. Server errors, 529, connection errors and timeouts move on
  * to the next route; a vendor's 4xx is the answer; the circuit breaker skips routes that keep failing.
  */
-export async function attemptRoutes(svc: Services, model: Model, clientSignal: AbortSignal, hooks: AttemptHooks): Promise<Attempt> {
+export async function attemptRoutes(svc: Services, model: Model, call: TriedBy, hooks: AttemptHooks): Promise<Attempt> {
+  const clientSignal = call.request.signal;
   let attempts = 0;
   let last: GatewayError | null = null;
   for (const route of model.routes) {
@@ -44,11 +57,17 @@ export async function attemptRoutes(svc: Services, model: Model, clientSignal: A
     const timeoutMs = provider.config.timeout_ms ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS;
     const timer = setTimeout(() => abort.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     attempts++;
+    call.log.provider = route.provider.id;
+    call.log.upstreamModel = route.upstreamModel;
+    call.log.attempts = attempts;
+    call.upstreamStatus = undefined;
     try {
       const response = await hooks.send(route, provider, abort.signal);
       if (!response.ok) {
         const text = await response.text().catch(() => "");
         const vendor = readVendorError(text);
+        call.upstreamStatus = response.status;
+        reportStatus(svc, call, route, response.status, vendor?.type);
         if (isRetryableStatus(response.status)) {
           svc.health.failure(route.key, `HTTP ${response.status}${vendor ? ` ${vendor.type}` : ""}`);
           last = vendor && response.status === 529 ? passThrough(529, vendor) : upstreamUnavailable(model.id);
@@ -67,6 +86,8 @@ export async function attemptRoutes(svc: Services, model: Model, clientSignal: A
       if (e instanceof GatewayError) throw e;
       if (clientSignal.aborted) throw new GatewayError("upstream_unavailable", "The client closed the connection.");
       if (svc.cutoff.signal.aborted) throw shuttingDown();
+      const reason = abort.signal.aborted ? `timeout: ${describe(abort.signal.reason)}` : describe(e);
+      events.upstreamFailed({ requestId: call.requestId, route: route.key, provider: route.provider.id, reason });
       svc.health.failure(route.key, (e as Error).message ?? String(e));
       last = upstreamUnavailable(model.id);
     } finally {
@@ -86,6 +107,46 @@ export async function attemptRoutes(svc: Services, model: Model, clientSignal: A
 /** A request the gateway ended because it is stopping: not the route's fault, free, and safe to retry. */
 export const shuttingDown = () =>
   new GatewayError("upstream_unavailable", "The gateway is shutting down; this request was not charged. Retry it.");
+
+/**
+ * Reads a whole non-streamed answer inside the route loop (as AttemptHooks.confirm): a body cut
+ * mid-way or one that is not JSON is that route's failure (502 or the next route), not a 500. The
+ * reasons never quote the body: it is content.
+ */
+export async function readJsonAnswer(a: Attempt): Promise<{ text: string; json: JsonObject }> {
+  let text: string;
+  try {
+    text = await a.response.text();
+  } catch (e) {
+    throw new Error(`answer cut while reading it: ${describe(e)}`);
+  }
+  try {
+    const json = JSON.parse(text) as unknown;
+    if (json && typeof json === "object" && !Array.isArray(json)) return { text, json: json as JsonObject };
+  } catch {
+    // reported below, without the parser's quote of the body
+  }
+  throw new Error(`answer is not a JSON object (${text.length} bytes)`);
+}
+
+/**
+ * One event line per failed answer. 401, and 403 for authentication or permission, refuse the
+ * gateway's own credentials: the operator's configuration, so it is named as such.
+ */
+function reportStatus(svc: Services, call: TriedBy, route: Route, status: number, vendorType: string | undefined): void {
+  const failure = {
+    requestId: call.requestId,
+    route: route.key,
+    provider: route.provider.id,
+    upstreamStatus: status,
+    reason: `HTTP ${status}${vendorType ? ` ${vendorType}` : ""}`,
+  };
+  if (status === 401 || (status === 403 && (vendorType === "authentication_error" || vendorType === "permission_error"))) {
+    events.providerKeyRejected({ ...failure, providerIndex: svc.config.providers.findIndex((p) => p.id === route.provider.id) });
+  } else {
+    events.upstreamFailed(failure);
+  }
+}
 
 const upstreamUnavailable = (model: string) =>
   new GatewayError("upstream_unavailable", `The upstream provider for '${model}' failed to answer. The request was not charged; retry later.`);

@@ -7,6 +7,7 @@ import { SseParser, type SseEvent } from "../upstreams/sse.ts";
 import type { StreamAdapter } from "./adapters.ts";
 import type { Attempt } from "./routes.ts";
 import { settle } from "./text.ts";
+import { describe, events } from "../logs/events.ts";
 
 interface ChunkReader {
   read(): Promise<{ done: boolean; value?: Uint8Array }>;
@@ -104,10 +105,16 @@ export function relayStream(
       })
       .catch((e: unknown) => {
         // The ledger write failed and rolled back with the row; the row alone still records the request.
+        // The batch may not even have begun (read-only database): the hold goes either way. The answer
+        // has gone out uncharged; one event line, not a rethrow (Bun prints a stack per failed stream).
+        call.svc.ledger.release(hold);
         writeLog();
-        throw e;
+        events.writeFailed("ledger", call.requestId, e);
       });
   };
+
+  const cutMidStream = (reason: string) =>
+    events.upstreamFailed({ requestId: call.requestId, route: a.route.key, provider: a.route.provider.id, reason });
 
   let quiet = false;
   let keepAliveTimer: ReturnType<typeof setInterval> | undefined;
@@ -140,7 +147,8 @@ export function relayStream(
         let chunk: { done: boolean; value?: Uint8Array };
         try {
           chunk = p.ended ? { done: true } : await p.reader.read();
-        } catch {
+        } catch (e) {
+          if (!cutoff.aborted) cutMidStream(`stream cut mid-way: ${describe(e)}`);
           const why = cutoff.aborted
             ? "The gateway is shutting down; this request was not charged. Retry it."
             : "The upstream connection failed mid-stream; this request was not charged.";
@@ -152,6 +160,7 @@ export function relayStream(
           if (adapter.upstreamError) return end(c, "upstream_failed");
           if (!adapter.complete) {
             // EOF without the dialect's ending: the upstream dropped us mid-answer.
+            cutMidStream("stream ended before the dialect's final event");
             send(adapter.fail("api_error", "The upstream stream ended early; this request was not charged."), c);
             return end(c, "upstream_failed");
           }

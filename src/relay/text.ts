@@ -10,7 +10,7 @@ import type { Dialect } from "../upstreams/types.ts";
 import { chatUsage, messagesUsage } from "../dialects/usage.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
 import { clientAnswer, streamAdapter, upstreamBody, withCost, type PairOptions, type StreamAdapter } from "./adapters.ts";
-import { attemptRoutes } from "./routes.ts";
+import { attemptRoutes, readJsonAnswer } from "./routes.ts";
 import { relayStream, firstEvents } from "./stream.ts";
 
 const ENDPOINT: Record<Dialect, "messages" | "chat.completions"> = { messages: "messages", chat: "chat.completions" };
@@ -94,6 +94,7 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
   call.log.stream = client.stream;
 
   const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, reserveNano);
+  call.hold = hold;
   let handedOff = false;
   try {
     const pair = (upstreamModel: string, maxTokensField: PairOptions["maxTokensField"]): PairOptions => ({
@@ -105,7 +106,8 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
     });
     let dropped: string[] = [];
     let upstreamDialect: Dialect = client.dialect;
-    const attempt = await attemptRoutes(call.svc, model, call.request.signal, {
+    let whole: { text: string; json: JsonObject } | null = null;
+    const attempt = await attemptRoutes(call.svc, model, call, {
       send(route, provider, signal) {
         upstreamDialect = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
         const out = upstreamBody(client.dialect, upstreamDialect, client.body, {
@@ -115,11 +117,12 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
         dropped = out.dropped;
         return provider.text({ dialect: upstreamDialect, body: out.body, clientHeaders: call.request.headers, search: call.search, signal });
       },
-      confirm: client.stream ? (a) => firstEvents(a) : undefined,
+      confirm: client.stream
+        ? (a) => firstEvents(a)
+        : async (a) => {
+            whole = await readJsonAnswer(a);
+          },
     });
-    call.log.provider = attempt.route.provider.id;
-    call.log.upstreamModel = attempt.route.upstreamModel;
-    call.log.attempts = attempt.attempts;
     const headers: Record<string, string> = { ...client.headers };
     // The client side may have dropped fields of its own (Responses → Chat): one list of both.
     const allDropped = [client.headers?.["x-gateway-dropped"], ...dropped].filter(Boolean);
@@ -130,8 +133,8 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
       call.deferLog = true;
       return relayStream(call, attempt, adapter, hold, model, estimatedInputTokens, headers);
     }
-    const text = await attempt.response.text();
-    const { body: out, usage: reported } = clientAnswer(client.dialect, upstreamDialect, JSON.parse(text) as JsonObject, model.id);
+    const { text, json } = whole!;
+    const { body: out, usage: reported } = clientAnswer(client.dialect, upstreamDialect, json, model.id);
     // Some compatible servers report no usage: bill our own count (estimate in, answer bytes out) and
     // show the client the counts it was billed on, in its own dialect.
     const usage = reported ?? estimatedUsage(estimatedInputTokens, text.length);

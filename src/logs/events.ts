@@ -1,0 +1,211 @@
+import pino from "pino";
+
+// The operator's event log: one JSON line per event on stderr (stdout is the access log's). An event
+// is what an operator must act on: a 5xx the gateway answered, an upstream attempt that failed, a
+// provider refusing the gateway's own key, a request log row that could not be written. Lines carry
+// ids, route keys, provider ids, statuses and short reasons: never content, never a key, never a
+// vendor's error text (OpenAI's 401 text quotes part of the key).
+//
+// A failure that repeats per request must not flood the disk it may be filling (issue 13: a full
+// disk printed 35 000 stack traces, 17 MB in 6 s): each kind of event writes at most
+// EVENTS_PER_WINDOW lines per EVENT_WINDOW_MS, then one line saying how many more were suppressed;
+// a stack trace is written once per distinct message, not per request.
+
+export const EVENT_WINDOW_MS = 10_000;
+export const EVENTS_PER_WINDOW = 20;
+const MAX_REASON = 300;
+const MAX_STACKS_REMEMBERED = 1_000;
+
+type Level = "warn" | "error";
+
+interface Window {
+  start: number;
+  written: number;
+  suppressed: number;
+  timer: ReturnType<typeof setTimeout> | null;
+}
+
+export interface UpstreamFailure {
+  requestId: string;
+  /** The upstream route key, provider/upstream-model. */
+  route: string;
+  provider: string;
+  /** The HTTP status the upstream answered, when it answered. */
+  upstreamStatus?: number;
+  /** Short and content-free: "HTTP 503 overloaded_error", "timeout: no answer within 100 ms", "ConnectionRefused". */
+  reason: string;
+}
+
+export interface GatewayErrorEvent {
+  requestId: string;
+  status: number;
+  code: string;
+  route?: string;
+  provider?: string;
+  upstreamStatus?: number;
+  /** What was thrown, for an error the gateway did not expect (internal_error, database_unavailable). */
+  cause?: unknown;
+}
+
+export interface EventLogOptions {
+  windowMs?: number;
+  perWindow?: number;
+  now?: () => number;
+}
+
+export class EventLog {
+  private readonly logger: pino.Logger;
+  private write: (line: string) => void;
+  private readonly windows = new Map<string, Window>();
+  private readonly stacksWritten = new Set<string>();
+  private readonly windowMs: number;
+  private readonly perWindow: number;
+  private readonly now: () => number;
+
+  constructor(write: (line: string) => void, opts: EventLogOptions = {}) {
+    this.write = write;
+    this.windowMs = opts.windowMs ?? EVENT_WINDOW_MS;
+    this.perWindow = opts.perWindow ?? EVENTS_PER_WINDOW;
+    this.now = opts.now ?? Date.now;
+    this.logger = pino(
+      {
+        base: null,
+        timestamp: pino.stdTimeFunctions.isoTime,
+        formatters: { level: (label) => ({ level: label }) },
+      },
+      { write: (line: string) => this.write(line) },
+    );
+  }
+
+  /** Sends the lines elsewhere, with fresh rate windows, until the returned function is called (tests read them). */
+  redirect(write: (line: string) => void): () => void {
+    const before = this.write;
+    this.resetWindows();
+    this.write = write;
+    return () => {
+      this.resetWindows();
+      this.write = before;
+    };
+  }
+
+  private resetWindows(): void {
+    for (const w of this.windows.values()) if (w.timer) clearTimeout(w.timer);
+    this.windows.clear();
+  }
+
+  /** One failed attempt of a route: it answered an error, or could not be reached or read in time. */
+  upstreamFailed(f: UpstreamFailure): void {
+    this.emit("warn", "upstream_failed", f.route, {
+      request_id: f.requestId,
+      route: f.route,
+      provider: f.provider,
+      upstream_status: f.upstreamStatus,
+      reason: short(f.reason),
+    }, `upstream route ${f.route} failed: ${short(f.reason)}`);
+  }
+
+  /** The provider refused the gateway's own credentials: the operator's configuration, not the client. */
+  providerKeyRejected(f: UpstreamFailure & { providerIndex: number }): void {
+    this.emit("error", "provider_key_rejected", f.provider, {
+      request_id: f.requestId,
+      route: f.route,
+      provider: f.provider,
+      upstream_status: f.upstreamStatus,
+      reason: short(f.reason),
+    }, `the provider rejected the gateway's key for provider ${f.provider}: check providers[${f.providerIndex}].api_key`);
+  }
+
+  /** A 5xx the gateway answered. The stack of an unexpected error is written once per distinct message. */
+  gatewayError(e: GatewayErrorEvent): void {
+    const cause = e.cause === undefined ? null : describe(e.cause);
+    const reason = cause ?? e.code;
+    const fields: Record<string, unknown> = {
+      request_id: e.requestId,
+      status: e.status,
+      code: e.code,
+      route: e.route,
+      provider: e.provider,
+      upstream_status: e.upstreamStatus,
+      reason,
+    };
+    if (cause && e.code === "internal_error" && e.cause instanceof Error && e.cause.stack && this.firstStackOf(cause)) fields.stack = e.cause.stack;
+    this.emit(e.status === 500 ? "error" : "warn", "gateway_error", e.code, fields, `answered ${e.status} ${e.code}${cause ? `: ${cause}` : ""}`);
+  }
+
+  /**
+   * A row that could not be written (request_log: the request id is then only here; idempotency: a
+   * retry with the same key runs again instead of replaying; ledger: a streamed answer went out
+   * uncharged). The answer itself has gone out.
+   */
+  writeFailed(table: "request_log" | "idempotency" | "ledger", requestId: string, cause: unknown): void {
+    const reason = describe(cause);
+    this.emit("error", `${table}_write_failed`, "", { request_id: requestId, reason }, `${table} row of ${requestId} not written: ${reason}`);
+  }
+
+  private firstStackOf(message: string): boolean {
+    if (this.stacksWritten.has(message)) return false;
+    // Bounded: an error whose message varies per request would otherwise grow this forever.
+    if (this.stacksWritten.size >= MAX_STACKS_REMEMBERED) return false;
+    this.stacksWritten.add(message);
+    return true;
+  }
+
+  private emit(level: Level, event: string, discriminator: string, fields: Record<string, unknown>, msg: string): void {
+    const kind = discriminator ? `${event}:${discriminator}` : event;
+    const t = this.now();
+    let w = this.windows.get(kind);
+    if (w && t - w.start >= this.windowMs) {
+      this.flush(kind);
+      w = undefined;
+    }
+    if (!w) {
+      w = { start: t, written: 0, suppressed: 0, timer: null };
+      this.windows.set(kind, w);
+    }
+    if (w.written < this.perWindow) {
+      w.written++;
+      this.logger[level]({ event, ...fields }, msg);
+      return;
+    }
+    w.suppressed++;
+    if (!w.timer) {
+      // The count is written when the window closes, even if no event of this kind comes after it.
+      w.timer = setTimeout(() => this.flush(kind), Math.max(0, w.start + this.windowMs - t));
+      w.timer.unref?.();
+    }
+  }
+
+  private flush(kind: string): void {
+    const w = this.windows.get(kind);
+    if (!w) return;
+    this.windows.delete(kind);
+    if (w.timer) clearTimeout(w.timer);
+    if (w.suppressed === 0) return;
+    this.logger.warn(
+      { event: "events_suppressed", kind, suppressed: w.suppressed, window_s: this.windowMs / 1000 },
+      `${w.suppressed} more like this suppressed (${kind})`,
+    );
+  }
+}
+
+/** "SQLITE_FULL: database or disk is full": the code first, one line, bounded. */
+export function describe(err: unknown): string {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    const text = typeof code === "string" && code && !err.message.startsWith(code) ? `${code}: ${err.message}` : err.message || err.name;
+    return short(text);
+  }
+  return short(String(err));
+}
+
+function short(s: string): string {
+  // Bun's fetch errors end with advice for the developer, not the operator.
+  const line = s.replace(/\s+/g, " ").replace(/ For more information, pass `verbose: true`.*$/, "").trim();
+  return line.length > MAX_REASON ? `${line.slice(0, MAX_REASON - 1)}…` : line;
+}
+
+// Synchronous: events are few (rate-limited) and the last ones before a crash must not be lost in a buffer.
+const stderr = pino.destination({ dest: 2, sync: true });
+
+/** The process's event log. */
+export const events = new EventLog((line) => stderr.write(line));
