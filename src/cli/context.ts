@@ -56,7 +56,7 @@ export function openInstallation(values: CommonValues, access: "read" | "write")
       migrate(db);
     } else {
       db = openReadOnly(database);
-      const pending = embeddedMigrations.length - appliedMigrations(db);
+      const pending = pendingMigrations(db);
       if (pending > 0) throw new UsageError(`${database} is ${pending} migration(s) behind this gateway: run gateway migrate first`);
     }
   } catch (e) {
@@ -77,9 +77,11 @@ function openReadOnly(file: string): Db {
   return drizzle(sqlite, { schema }) as Db;
 }
 
-function appliedMigrations(db: Db): number {
+// As drizzle's migrator decides: the migrations made after the last one applied.
+function pendingMigrations(db: Db): number {
   const has = db.$client.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
-  return has ? (db.$client.query("SELECT count(*) AS n FROM __drizzle_migrations").get() as { n: number }).n : 0;
+  const last = has ? ((db.$client.query("SELECT max(created_at) AS t FROM __drizzle_migrations").get() as { t: number | null }).t ?? 0) : 0;
+  return embeddedMigrations.filter((m) => m.when > last).length;
 }
 
 /**
