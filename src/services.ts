@@ -47,7 +47,7 @@ export function buildServices(config: Config, db: Db = openDatabase(config.datab
     ledger: new Ledger(db),
     keys: new Keys(db),
     limiter: new RateLimiter(),
-    logs: new RequestLog(db),
+    logs: new RequestLog(db, { retentionDays: config.logRetentionDays }),
     settings: new Settings(db),
     health: new Health(),
     providers: buildProviders(config.providers),

@@ -1,8 +1,11 @@
 import type { Statement } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { changeWatch, type ChangeWatch } from "../db/change-watch.ts";
+import { eq } from "drizzle-orm";
 import type { Db } from "../db/client.ts";
+import { apiKeys } from "../db/schema.ts";
 import { GatewayError } from "../errors.ts";
+import { usdToNano } from "../ledger/money.ts";
 import { parseCidrList, ipAllowed, type Cidr } from "./ip.ts";
 
 export const KEY_PREFIX = "gk_sk_";
@@ -19,6 +22,8 @@ export interface KeyRecord {
   rpm: number | null;
   expiresAt: number | null;
   revokedAt: number | null;
+  /** When the key's account was disabled (`gateway account disable`); null while it is enabled. */
+  accountDisabledAt: number | null;
 }
 
 export interface NewKey {
@@ -28,6 +33,117 @@ export interface NewKey {
   ipAllow?: string[] | null;
   rpm?: number | null;
   expiresAt?: number | null;
+}
+
+/**
+ * A key's restrictions as a person types them (CLI flags, dashboard form); for each field, undefined
+ * leaves it as it is and null removes the restriction.
+ */
+export interface KeyRulesInput {
+  name?: string;
+  /** USD, as text ("0.5") or a number. */
+  quota?: string | number | null;
+  /** Model ids or aliases of the installation's catalog. */
+  models?: string[] | null;
+  /** IP addresses or CIDRs, IPv4 or IPv6. */
+  ip?: string[] | null;
+  rpm?: string | number | null;
+  /** ISO 8601 text, or Unix milliseconds. */
+  expires?: string | number | null;
+}
+
+/** A refused restriction; `field` names it as KeyRulesInput does, so each caller can name its own flag or form field. */
+export class KeyRuleError extends GatewayError {
+  constructor(
+    readonly field: keyof KeyRulesInput,
+    message: string,
+  ) {
+    super("invalid_request", message);
+  }
+}
+
+/**
+ * The key rules, the one implementation behind every create and update (CLI and dashboard): turns
+ * what a person typed into a NewKey, or refuses it with the field and the reason.
+ */
+export function keyRules(input: KeyRulesInput, opts: { resolveModel: (name: string) => string | undefined; now?: number }): NewKey {
+  const out: NewKey = {};
+  const now = opts.now ?? Date.now();
+  if (input.name !== undefined) {
+    if (input.name.length > 100) throw new KeyRuleError("name", "a key's name has at most 100 characters");
+    out.name = input.name;
+  }
+  if (input.quota !== undefined) {
+    try {
+      out.quotaNano = input.quota === null ? null : usdToNano(input.quota);
+    } catch {
+      throw new KeyRuleError("quota", `not a USD amount (a number of at least 0 with at most 9 decimals): ${input.quota}`);
+    }
+  }
+  if (input.models !== undefined) {
+    if (input.models === null) out.models = null;
+    else {
+      const names = input.models.map((m) => m.trim()).filter(Boolean);
+      // An empty allow-list would refuse every model: almost surely a slip, and "none" says "any model".
+      if (names.length === 0) throw new KeyRuleError("models", "name at least one model (or none for no restriction)");
+      out.models = [
+        ...new Set(
+          names.map((n) => {
+            const id = opts.resolveModel(n);
+            if (!id) throw new KeyRuleError("models", `no model '${n}' in this installation's catalog`);
+            return id;
+          }),
+        ),
+      ];
+    }
+  }
+  if (input.ip !== undefined) {
+    if (input.ip === null) out.ipAllow = null;
+    else {
+      const list = input.ip.map((c) => c.trim()).filter(Boolean);
+      if (list.length === 0) throw new KeyRuleError("ip", "name at least one address or CIDR (or none for any address)");
+      try {
+        parseCidrList(list);
+      } catch (e) {
+        throw new KeyRuleError("ip", (e as Error).message);
+      }
+      out.ipAllow = list;
+    }
+  }
+  if (input.rpm !== undefined) {
+    const rpm = typeof input.rpm === "string" && /^\d+$/.test(input.rpm) ? Number(input.rpm) : input.rpm;
+    // rpm 0 would refuse every request with Retry-After: Infinity; the config's limits need ≥ 1 too.
+    if (rpm !== null && !(typeof rpm === "number" && Number.isSafeInteger(rpm) && rpm >= 1)) {
+      throw new KeyRuleError("rpm", `requests per minute must be a whole number of at least 1, not ${input.rpm}`);
+    }
+    out.rpm = rpm;
+  }
+  if (input.expires !== undefined) {
+    if (input.expires === null) out.expiresAt = null;
+    else {
+      const at = typeof input.expires === "number" ? input.expires : isoTime(input.expires);
+      if (at === null || !Number.isSafeInteger(at)) throw new KeyRuleError("expires", `not an ISO 8601 time: ${input.expires}`);
+      if (at <= now) throw new KeyRuleError("expires", `${new Date(at).toISOString()} is in the past`);
+      out.expiresAt = at;
+    }
+  }
+  return out;
+}
+
+// Date.parse alone takes "1" or "next 2027" in some engines; ISO 8601 starts with a four-digit year.
+function isoTime(text: string): number | null {
+  if (!/^\d{4}-\d{2}-\d{2}/.test(text.trim())) return null;
+  const t = Date.parse(text.trim());
+  return Number.isNaN(t) ? null : t;
+}
+
+/** What the database must never hold, whoever writes the key (tests and the first start pass NewKey directly). */
+function assertStorable(opts: NewKey): void {
+  if (opts.ipAllow) parseCidrList(opts.ipAllow); // refuse a bad CIDR before writing anything
+  if (opts.rpm != null && !(Number.isInteger(opts.rpm) && opts.rpm >= 1)) throw new RangeError(`rpm must be a whole number of at least 1, not ${opts.rpm}`);
+  if (opts.quotaNano != null && !(Number.isSafeInteger(opts.quotaNano) && opts.quotaNano >= 0)) {
+    throw new RangeError(`a quota must be a whole, non-negative number of nano-dollars, not ${opts.quotaNano}`);
+  }
 }
 
 export function generateKey(): string {
@@ -53,7 +169,10 @@ export class Keys {
 
   constructor(private readonly db: Db) {
     this.byHash = db.$client.prepare(
-      "SELECT id, account_id, name, prefix, quota_nano, models, ip_allow, rpm, expires_at, revoked_at FROM api_keys WHERE key_hash = ?",
+      // The account's switch rides along, so a disabled account costs the hot path nothing extra.
+      `SELECT id, account_id, name, prefix, quota_nano, models, ip_allow, rpm, expires_at, revoked_at,
+        (SELECT disabled_at FROM accounts WHERE accounts.id = api_keys.account_id) AS account_disabled_at
+       FROM api_keys WHERE key_hash = ?`,
     );
     this.watch = changeWatch(db.$client);
     this.watch.onChange(() => this.records.clear());
@@ -61,12 +180,7 @@ export class Keys {
 
   create(accountId: number, opts: NewKey = {}): { key: string; record: KeyRecord } {
     const key = generateKey();
-    if (opts.ipAllow) parseCidrList(opts.ipAllow); // refuse a bad CIDR before writing anything
-    // rpm 0 would refuse every request with Retry-After: Infinity; the config's limits need ≥ 1 too.
-    if (opts.rpm != null && !(Number.isInteger(opts.rpm) && opts.rpm >= 1)) throw new RangeError(`rpm must be a whole number of at least 1, not ${opts.rpm}`);
-    if (opts.quotaNano != null && !(Number.isSafeInteger(opts.quotaNano) && opts.quotaNano >= 0)) {
-      throw new RangeError(`a quota must be a whole, non-negative number of nano-dollars, not ${opts.quotaNano}`);
-    }
+    assertStorable(opts);
     const row = this.db.$client
       .prepare(
         "INSERT INTO api_keys (account_id, name, prefix, key_hash, quota_nano, models, ip_allow, rpm, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -84,6 +198,33 @@ export class Keys {
         Date.now(),
       ) as { id: number };
     return { key, record: this.lookupHash(hashKey(key))! };
+  }
+
+  /** Changes the restrictions given (undefined: unchanged, null: removed); false when no key has this id. */
+  update(id: number, patch: NewKey): boolean {
+    assertStorable(patch);
+    const set: Partial<typeof apiKeys.$inferInsert> = {};
+    if (patch.name !== undefined) set.name = patch.name;
+    if (patch.quotaNano !== undefined) set.quotaNano = patch.quotaNano;
+    if (patch.models !== undefined) set.models = patch.models && JSON.stringify(patch.models);
+    if (patch.ipAllow !== undefined) set.ipAllow = patch.ipAllow && JSON.stringify(patch.ipAllow);
+    if (patch.rpm !== undefined) set.rpm = patch.rpm;
+    if (patch.expiresAt !== undefined) set.expiresAt = patch.expiresAt;
+    const where = eq(apiKeys.id, id);
+    const found = Object.keys(set).length
+      ? this.db.update(apiKeys).set(set).where(where).returning({ id: apiKeys.id }).all()
+      : this.db.select({ id: apiKeys.id }).from(apiKeys).where(where).all();
+    // This connection's own write: data_version does not move for it.
+    this.watch.forget();
+    return found.length > 0;
+  }
+
+  /** Revokes the key; null when no key has this id, else whether it was active until now. */
+  revoke(id: number, now = Date.now()): boolean | null {
+    const changed = this.db.$client.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(now, id).changes;
+    this.watch.forget();
+    if (changed) return true;
+    return this.db.$client.query("SELECT 1 FROM api_keys WHERE id = ?").get(id) ? false : null;
   }
 
   /** The key with this hash; null when no key has it. */
@@ -104,6 +245,7 @@ export class Keys {
       rpm: r.rpm as number | null,
       expiresAt: r.expires_at as number | null,
       revokedAt: r.revoked_at as number | null,
+      accountDisabledAt: r.account_disabled_at as number | null,
     };
     // Shared by every request with this key until forgotten.
     this.records.set(hash, Object.freeze(record));
@@ -128,6 +270,7 @@ export class Keys {
     if (!presented) throw new GatewayError("no-key", "Missing API key. Pass it in the x-api-key header or as Authorization: Bearer <key>.");
     if (!rec) throw new GatewayError("no-key", "Invalid API key.");
     if (rec.revokedAt !== null) throw new GatewayError("inactive", "This API key has been revoked.");
+    if (rec.accountDisabledAt !== null) throw new GatewayError("inactive", "The account of this API key is disabled by the operator.");
     if (rec.expiresAt !== null && rec.expiresAt <= now) throw new GatewayError("expired", "This API key has expired.");
     const clientIp = rec.ipAllow ? clientIpOf() : null;
     if (rec.ipAllow && !(clientIp && ipAllowed(rec.ipAllow, clientIp))) {

@@ -1,7 +1,26 @@
-import { createAccount, findAccount } from "../ledger/accounts.ts";
-import { formatUsd, usdToNano } from "../ledger/money.ts";
-import { parse, required, UsageError } from "./args.ts";
+import { desc, eq } from "drizzle-orm";
+import { ledgerEntries } from "../db/schema.ts";
+import { createAccount, debitAccount, findAccount, listAccounts, setAccountDisabled, STARTING_BALANCE_NANO } from "../ledger/accounts.ts";
+import { parse, required, usdFlag, UsageError } from "./args.ts";
 import { openInstallation, output } from "./context.ts";
+import { formatUsd, iso, table, usd } from "./format.ts";
+import { accountOf, keyLine, keysOf, keyView } from "./key.ts";
+
+export const ACCOUNT_USAGE = `Usage:
+  gateway account create --email E [--balance USD] [--password-stdin]
+  gateway account credit --email E --usd N [--note T]
+  gateway account debit --email E --usd N --note T
+  gateway account list
+  gateway account show --email E
+  gateway account disable --email E
+  gateway account enable --email E
+
+create without --balance credits the spec's starting balance of ${formatUsd(STARTING_BALANCE_NANO)} USD (--balance 0 for none).
+debit is a correcting ledger entry (kind operator_debit) with a required note; it never takes the
+balance below zero. disable refuses every key of the account (403 inactive) on the running server
+at its next request, until enable. list and show print the balance in the database file; the holds
+of running requests live in the serving process's memory, which the CLI cannot see, so they are not
+shown (GET /v1/me with a key of the account shows them).`;
 
 async function readPasswordFromStdin(): Promise<string> {
   const text = (await Bun.stdin.text()).replace(/\r?\n$/, "");
@@ -9,42 +28,107 @@ async function readPasswordFromStdin(): Promise<string> {
   return text;
 }
 
+const SUBS = ["create", "credit", "debit", "list", "show", "disable", "enable"];
+const READ_ONLY = new Set(["list", "show"]);
+// Which flags each subcommand takes, so a flag of another one is refused rather than ignored.
+const TAKES: Record<string, string[]> = {
+  create: ["email", "balance", "password-stdin"],
+  credit: ["email", "usd", "note"],
+  debit: ["email", "usd", "note"],
+  list: [],
+  show: ["email"],
+  disable: ["email"],
+  enable: ["email"],
+};
+
 export async function accountCommand(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv;
-  const { values } = parse(rest, {
+  if (!sub || !SUBS.includes(sub)) throw new UsageError(`account needs one of: ${SUBS.join(", ")} (see gateway account --help)`);
+  const flags = {
     email: { type: "string" },
     balance: { type: "string" },
     usd: { type: "string" },
     note: { type: "string" },
     "password-stdin": { type: "boolean" },
-  });
-  const ctx = openInstallation(values);
+  } as const;
+  const { values } = parse(rest, flags);
+  const stray = (Object.keys(flags) as (keyof typeof flags)[]).find((f) => values[f] !== undefined && !TAKES[sub]!.includes(f));
+  if (stray) throw new UsageError(`account ${sub} takes no --${stray}`);
+  const ctx = openInstallation(values, READ_ONLY.has(sub) ? "read" : "write");
+
   if (sub === "create") {
     const email = required(values, "email");
-    const balanceNano = values.balance === undefined ? undefined : usdToNano(values.balance);
+    const balanceNano = values.balance === undefined ? undefined : usdFlag("balance", values.balance);
     const passwordHash = values["password-stdin"] ? await Bun.password.hash(await readPasswordFromStdin()) : null;
     const acc = createAccount(ctx.db, ctx.ledger, email, { balanceNano, passwordHash });
+    output(ctx, { id: acc.id, email: acc.email, balance_usd: usd(acc.balanceNano) }, `account ${acc.id} created for ${acc.email} with ${formatUsd(acc.balanceNano)} USD`);
+    return;
+  }
+  if (sub === "list") {
+    const rows = listAccounts(ctx.db);
+    const data = rows.map((a) => ({
+      id: a.id,
+      email: a.email,
+      balance_usd: usd(a.balanceNano),
+      status: a.disabledAt === null ? "active" : "disabled",
+      keys: a.keys,
+      active_keys: a.activeKeys,
+      created_at: iso(a.createdAt),
+    }));
+    const human = rows.length
+      ? table(
+          ["id", "email", "balance USD", "status", "keys (active)", "created"],
+          rows.map((a, i) => [a.id, a.email, formatUsd(a.balanceNano), data[i]!.status, `${a.keys} (${a.activeKeys})`, data[i]!.created_at]),
+        )
+      : "no accounts";
+    output(ctx, data, human);
+    return;
+  }
+
+  const acc = accountOf(ctx, required(values, "email"));
+  if (sub === "show") {
+    const keys = keysOf(ctx.db, acc.id);
+    const entries = ctx.db.select().from(ledgerEntries).where(eq(ledgerEntries.accountId, acc.id)).orderBy(desc(ledgerEntries.id)).limit(10).all();
+    const status = acc.disabledAt === null ? "active" : "disabled";
+    const data = {
+      id: acc.id,
+      email: acc.email,
+      balance_usd: usd(acc.balanceNano),
+      status,
+      disabled_at: iso(acc.disabledAt),
+      created_at: iso(acc.createdAt),
+      keys: keys.map((k) => keyView(k)),
+      recent_ledger: entries.map((e) => ({ id: e.id, kind: e.kind, amount_usd: usd(e.amountNano), note: e.note, request_id: e.requestId, created_at: iso(e.createdAt) })),
+    };
+    const human = [
+      `account ${acc.id} ${acc.email} (${status}${acc.disabledAt === null ? "" : ` since ${data.disabled_at}`})`,
+      `balance ${formatUsd(acc.balanceNano)} USD, created ${data.created_at}`,
+      `keys:${keys.length ? "\n" + keys.map(keyLine).join("\n") : " none"}`,
+      `recent ledger entries:`,
+      table(["id", "kind", "USD", "note", "when"], entries.map((e) => [e.id, e.kind, formatUsd(e.amountNano), e.note ?? e.requestId, iso(e.createdAt)])),
+    ].join("\n");
+    output(ctx, data, human);
+    return;
+  }
+  if (sub === "credit" || sub === "debit") {
+    const nano = usdFlag("usd", required(values, "usd"), { positive: true });
+    if (sub === "credit") ctx.ledger.credit(acc.id, nano, "operator_credit", values.note || null);
+    else debitAccount(ctx.db, acc.id, nano, required(values, "note"));
+    const after = findAccount(ctx.db, acc.email)!;
+    const verb = sub === "credit" ? "credited" : "debited";
     output(
-      values.json,
-      { id: acc.id, email: acc.email, balance_usd: formatUsd(acc.balanceNano) },
-      `account ${acc.id} created for ${acc.email} with ${formatUsd(acc.balanceNano)} USD`,
+      ctx,
+      { id: after.id, email: after.email, [`${verb}_usd`]: usd(nano), balance_usd: usd(after.balanceNano) },
+      `${verb} ${formatUsd(nano)} USD ${sub === "credit" ? "to" : "from"} ${after.email}; balance ${formatUsd(after.balanceNano)} USD`,
     );
     return;
   }
-  if (sub === "credit") {
-    const email = required(values, "email");
-    const nano = usdToNano(required(values, "usd"));
-    if (nano <= 0) throw new UsageError("--usd must be more than 0");
-    const acc = findAccount(ctx.db, email);
-    if (!acc) throw new UsageError(`no account with email ${email}`);
-    ctx.ledger.credit(acc.id, nano, "operator_credit", values.note ?? null);
-    const after = findAccount(ctx.db, email)!;
-    output(
-      values.json,
-      { id: after.id, email: after.email, credited_usd: formatUsd(nano), balance_usd: formatUsd(after.balanceNano) },
-      `credited ${formatUsd(nano)} USD to ${after.email}; balance ${formatUsd(after.balanceNano)} USD`,
-    );
-    return;
-  }
-  throw new UsageError("usage: gateway account create --email E [--balance USD] | account credit --email E --usd N [--note T]");
+  const disable = sub === "disable";
+  const changed = setAccountDisabled(ctx.db, acc.id, disable);
+  const status = disable ? "disabled" : "active";
+  output(
+    ctx,
+    { id: acc.id, email: acc.email, status, changed },
+    changed ? `account ${acc.email} ${disable ? "disabled: its keys are refused" : "enabled"}` : `account ${acc.email} was already ${status}`,
+  );
 }

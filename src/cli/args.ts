@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { usdToNano } from "../ledger/money.ts";
 
 export class UsageError extends Error {}
 
@@ -11,17 +12,71 @@ export const COMMON_OPTIONS = {
 
 type Spec = Record<string, { type: "string" | "boolean"; short?: string }>;
 
-/** Parses flags strictly: an unknown flag or a missing value is a one-line error, not a guess. */
-export function parse<S extends Spec>(argv: string[], spec: S) {
+/**
+ * Parses flags strictly: an unknown flag, a missing value or a word too many is a one-line error,
+ * not a guess. `words` names the positional arguments the command takes, in order.
+ */
+export function parse<S extends Spec>(argv: string[], spec: S, words: string[] = []) {
+  const options = { ...COMMON_OPTIONS, ...spec };
+  let parsed;
   try {
-    return parseArgs({ args: argv, options: { ...COMMON_OPTIONS, ...spec }, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: joinNegativeValues(argv, options), options, allowPositionals: true, strict: true });
   } catch (e) {
     throw new UsageError((e as Error).message.split("\n")[0]!);
   }
+  const extra = parsed.positionals[words.length];
+  if (extra !== undefined) throw new UsageError(`unexpected argument '${extra}'`);
+  return { values: parsed.values, words: Object.fromEntries(words.map((w, i) => [w, parsed.positionals[i]])) as Record<string, string | undefined> };
+}
+
+// parseArgs takes `--usd -1` for two flags; joined as `--usd=-1`, the value reaches its own check,
+// which says what is wrong with it (negative amounts are refused there, by name).
+function joinNegativeValues(argv: string[], options: Spec): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const next = argv[i + 1];
+    if (a.startsWith("--") && !a.includes("=") && options[a.slice(2)]?.type === "string" && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
 }
 
 export function required(values: Record<string, unknown>, name: string): string {
   const v = values[name];
   if (typeof v !== "string" || v === "") throw new UsageError(`--${name} is required`);
   return v;
+}
+
+/** A USD amount from a flag, in nano-dollars. */
+export function usdFlag(name: string, text: string, opts: { positive?: boolean } = {}): number {
+  if (/^\s*-/.test(text)) throw new UsageError(`--${name}: negative amounts are refused (${text})`);
+  let nano: number;
+  try {
+    nano = usdToNano(text);
+  } catch {
+    throw new UsageError(`--${name}: not a USD amount (digits with at most 9 decimals, like 2.50): ${text}`);
+  }
+  if (opts.positive && nano <= 0) throw new UsageError(`--${name} must be more than 0`);
+  return nano;
+}
+
+/** A whole number of at least `min` from a flag or word. */
+export function wholeNumber(name: string, text: string, min = 1): number {
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`${name} must be a whole number of at least ${min}, not '${text}'`);
+  return n;
+}
+
+const UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };
+
+/** --since: an ISO 8601 time, or a duration back from now (30m, 24h, 7d, 2w). */
+export function sinceFlag(text: string, now = Date.now()): number {
+  const d = /^(\d+)([mhdw])$/.exec(text);
+  if (d) return now - Number(d[1]) * UNITS[d[2]!]!;
+  const t = /^\d{4}-\d{2}-\d{2}/.test(text) ? Date.parse(text) : NaN;
+  if (Number.isNaN(t)) throw new UsageError(`--since: not an ISO 8601 time or a duration like 24h or 7d: ${text}`);
+  return t;
 }

@@ -1,30 +1,100 @@
+import { Database } from "bun:sqlite";
+import { drizzle } from "drizzle-orm/bun-sqlite";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { Keys } from "../auth/keys.ts";
+import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
 import { loadConfig, type Config } from "../config/load.ts";
 import { migrate, openDatabase, type Db } from "../db/client.ts";
-import { Keys } from "../auth/keys.ts";
+import { embeddedMigrations } from "../db/migrations.gen.ts";
+import * as schema from "../db/schema.ts";
 import { Ledger } from "../ledger/ledger.ts";
+import { UsageError } from "./args.ts";
 
 export interface CliContext {
   config: Config;
+  /** The database file, as an absolute path: every command says which one it used. */
+  database: string;
   db: Db;
   ledger: Ledger;
   keys: Keys;
+  json: boolean;
+  catalog(): Catalog;
 }
 
-/** The installation a command acts on: --config / GATEWAY_CONFIG, and --db over the config's database. */
-export function loadInstallation(values: { config?: string; db?: string }): Config {
+/** The file the running command opened, for an error SQLite raises later (a read-only file, a full disk). */
+export let openedDatabase: string | null = null;
+
+interface CommonValues {
+  config?: string;
+  db?: string;
+  json?: boolean;
+}
+
+/** The installation a command acts on: --config / GATEWAY_CONFIG; the database from --db, else GATEWAY_DB, else the config. */
+export function loadInstallation(values: CommonValues): Config {
   const config = loadConfig(values.config ?? process.env.GATEWAY_CONFIG);
-  if (values.db) config.database = values.db;
+  const db = values.db ?? (process.env.GATEWAY_DB || undefined);
+  if (db) config.database = db;
   return config;
 }
 
-export function openInstallation(values: { config?: string; db?: string }): CliContext {
+/**
+ * Opens an existing database: only `serve` and `migrate` create one, so a mistyped path is an error
+ * naming it rather than a new empty installation. "read" opens it read-only and never migrates (it
+ * works on a file the process may not write); "write" brings the schema up to date first.
+ */
+export function openInstallation(values: CommonValues, access: "read" | "write"): CliContext {
   const config = loadInstallation(values);
-  const db = openDatabase(config.database);
-  migrate(db);
-  return { config, db, ledger: new Ledger(db), keys: new Keys(db) };
+  const database = resolve(config.database);
+  openedDatabase = database;
+  if (!existsSync(database)) throw new UsageError(`no database at ${database} (gateway migrate or gateway serve creates one)`);
+  let db: Db;
+  try {
+    if (access === "write") {
+      db = openDatabase(database);
+      migrate(db);
+    } else {
+      db = openReadOnly(database);
+      const pending = pendingMigrations(db);
+      if (pending > 0) throw new UsageError(`${database} is ${pending} migration(s) behind this gateway: run gateway migrate first`);
+    }
+  } catch (e) {
+    // "file is not a database", "unable to open database file": one line naming the file.
+    if ((e as Error).name === "SQLiteError") throw new UsageError(`${database}: ${(e as Error).message}`);
+    throw e;
+  }
+  let catalog: Catalog | undefined;
+  return { config, database, db, ledger: new Ledger(db), keys: new Keys(db), json: values.json ?? false, catalog: () => (catalog ??= buildCatalog(config)) };
 }
 
-/** Prints a result for people, or as one JSON document with --json. */
-export function output(json: boolean | undefined, data: unknown, human: string): void {
-  console.log(json ? JSON.stringify(data, null, 2) : human);
+// db/client.ts's openDatabase creates and sets the journal mode, both writes; this opens in SQLite's
+// read-only mode, where neither can happen.
+function openReadOnly(file: string): Db {
+  const sqlite = new Database(file, { readonly: true, strict: true });
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  sqlite.query("SELECT count(*) FROM sqlite_master").get(); // fails here if the file is not a database
+  return drizzle(sqlite, { schema }) as Db;
+}
+
+// As drizzle's migrator decides: the migrations made after the last one applied.
+function pendingMigrations(db: Db): number {
+  const has = db.$client.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
+  const last = has ? ((db.$client.query("SELECT max(created_at) AS t FROM __drizzle_migrations").get() as { t: number | null }).t ?? 0) : 0;
+  return embeddedMigrations.filter((m) => m.when > last).length;
+}
+
+/**
+ * Prints a result: for people, or as one JSON document with --json. The database used goes to
+ * stderr either way, so stdout stays the result alone (and lists stay JSON arrays).
+ */
+export function output(ctx: Pick<CliContext, "database" | "json">, data: unknown, human: string): void {
+  console.error(`gateway: database ${ctx.database}`);
+  console.log(ctx.json ? JSON.stringify(data, null, 2) : human);
+}
+
+/** A report as CSV on stdout (the database used on stderr). */
+export function outputCsv(ctx: Pick<CliContext, "database">, text: string): void {
+  console.error(`gateway: database ${ctx.database}`);
+  process.stdout.write(text);
 }

@@ -1,98 +1,161 @@
-import { parseCidrList } from "../auth/ip.ts";
-import { findAccount } from "../ledger/accounts.ts";
-import { formatUsd, usdToNano } from "../ledger/money.ts";
-import { parse, required, UsageError } from "./args.ts";
+import { eq, or, sql } from "drizzle-orm";
+import { hashKey, KEY_PREFIX, keyRules, KeyRuleError, type KeyRulesInput, type NewKey } from "../auth/keys.ts";
+import { accounts, apiKeys } from "../db/schema.ts";
+import type { Db } from "../db/client.ts";
+import { findAccount, type Account } from "../ledger/accounts.ts";
+import { parse, required, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, type CliContext } from "./context.ts";
+import { formatUsd, iso, table, usd, usdOrNull } from "./format.ts";
 
-const list = (v: string | undefined) => (v === undefined ? null : v.split(",").map((s) => s.trim()).filter(Boolean));
+export const KEY_USAGE = `Usage:
+  gateway key create --email E [--name N] [--quota USD] [--models a,b] [--expires ISO8601] [--ip CIDR,…] [--rpm N]
+  gateway key list --email E
+  gateway key find PREFIX|KEY
+  gateway key update ID [--name N] [--quota USD|none] [--models a,b|none] [--expires ISO8601|none] [--ip CIDR,…|none] [--rpm N|none]
+  gateway key revoke ID
 
-function create(ctx: CliContext, values: Record<string, string | boolean | undefined>): void {
-  const email = required(values, "email");
-  const acc = findAccount(ctx.db, email);
-  if (!acc) throw new UsageError(`no account with email ${email}`);
-  const models = list(values.models as string | undefined);
-  const ip = list(values.ip as string | undefined);
-  if (ip) parseCidrList(ip);
-  let expiresAt: number | null = null;
-  if (values.expires !== undefined) {
-    expiresAt = Date.parse(values.expires as string);
-    if (Number.isNaN(expiresAt)) throw new UsageError(`--expires: not an ISO 8601 time: ${values.expires}`);
+create prints the new key once. --models takes model ids or aliases of this installation's catalog;
+--ip takes addresses or CIDRs (IPv4, IPv6); --expires must be in the future. In update, "none"
+removes a restriction and a flag left out leaves it as it is. find answers which account owns a
+key: give its visible prefix (gk_sk_ and a few characters) or, after a leak, the whole key, which is
+matched by its hash and never printed.`;
+
+const KEY_FLAGS = {
+  email: { type: "string" },
+  name: { type: "string" },
+  quota: { type: "string" },
+  models: { type: "string" },
+  expires: { type: "string" },
+  ip: { type: "string" },
+  rpm: { type: "string" },
+} as const;
+
+type Flags = Partial<Record<keyof typeof KEY_FLAGS, string>>;
+
+/** The flags as the shared key rules take them; "none" clears a restriction. */
+function rulesOf(ctx: CliContext, flags: Flags): NewKey {
+  const none = <T>(v: string | undefined, f: (s: string) => T): T | null | undefined => (v === undefined ? undefined : v === "none" ? null : f(v));
+  const list = (s: string) => s.split(",");
+  const input: KeyRulesInput = {
+    name: flags.name,
+    quota: none(flags.quota, String),
+    models: none(flags.models, list),
+    ip: none(flags.ip, list),
+    rpm: none(flags.rpm, String),
+    expires: none(flags.expires, String),
+  };
+  try {
+    return keyRules(input, { resolveModel: (n) => ctx.catalog().lookup(n)?.id });
+  } catch (e) {
+    if (e instanceof KeyRuleError) throw new UsageError(`--${e.field}: ${e.message}`);
+    throw e;
   }
-  let rpm: number | null = null;
-  if (values.rpm !== undefined) {
-    rpm = Number(values.rpm);
-    if (!Number.isInteger(rpm) || rpm < 1) throw new UsageError("--rpm must be a whole number of at least 1");
-  }
-  const quotaNano = values.quota === undefined ? null : usdToNano(values.quota as string);
-  const { key, record } = ctx.keys.create(acc.id, { name: (values.name as string | undefined) ?? "", quotaNano, models, ipAllow: ip, rpm, expiresAt });
-  output(
-    values.json as boolean | undefined,
-    { id: record.id, key, prefix: record.prefix, account: acc.email, name: record.name, quota_usd: quotaNano === null ? null : formatUsd(quotaNano), models, ip, rpm, expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString() },
-    `key ${record.id} for ${acc.email} (shown once, store it now):\n${key}`,
-  );
 }
 
-interface KeyRow {
-  id: number;
-  name: string;
-  prefix: string;
-  quota_nano: number | null;
-  spent_nano: number;
-  models: string | null;
-  ip_allow: string | null;
-  rpm: number | null;
-  expires_at: number | null;
-  revoked_at: number | null;
-  created_at: number;
-}
+type KeyRow = typeof apiKeys.$inferSelect;
 
-function listKeys(ctx: CliContext, values: Record<string, string | boolean | undefined>): void {
-  const email = required(values, "email");
-  const acc = findAccount(ctx.db, email);
-  if (!acc) throw new UsageError(`no account with email ${email}`);
-  const rows = ctx.db.$client.query("SELECT * FROM api_keys WHERE account_id = ? ORDER BY id").all(acc.id) as KeyRow[];
-  const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
-  const data = rows.map((r) => ({
+/** A key as the CLI shows it: prefix, never the key; money in USD numbers. */
+export function keyView(r: KeyRow, now = Date.now()) {
+  return {
     id: r.id,
     name: r.name,
     prefix: r.prefix,
-    status: r.revoked_at !== null ? "revoked" : r.expires_at !== null && r.expires_at <= Date.now() ? "expired" : "active",
-    quota_usd: r.quota_nano === null ? null : formatUsd(r.quota_nano),
-    spent_usd: formatUsd(r.spent_nano),
-    models: r.models ? JSON.parse(r.models) : null,
-    ip: r.ip_allow ? JSON.parse(r.ip_allow) : null,
+    status: r.revokedAt !== null ? "revoked" : r.expiresAt !== null && r.expiresAt <= now ? "expired" : "active",
+    quota_usd: usdOrNull(r.quotaNano),
+    spent_usd: usd(r.spentNano),
+    models: r.models ? (JSON.parse(r.models) as string[]) : null,
+    ip: r.ipAllow ? (JSON.parse(r.ipAllow) as string[]) : null,
     rpm: r.rpm,
-    expires_at: iso(r.expires_at),
-    created_at: iso(r.created_at),
-  }));
-  const human = data.length
-    ? data.map((k) => `${k.id}\t${k.prefix}…\t${k.status}\t${k.name || "-"}\tspent ${k.spent_usd} USD${k.quota_usd ? ` of ${k.quota_usd}` : ""}`).join("\n")
-    : `no keys for ${acc.email}`;
-  output(values.json as boolean | undefined, data, human);
+    expires_at: iso(r.expiresAt),
+    created_at: iso(r.createdAt),
+  };
 }
+
+export const keysOf = (db: Db, accountId: number): KeyRow[] => db.select().from(apiKeys).where(eq(apiKeys.accountId, accountId)).orderBy(apiKeys.id).all();
+
+export const keyLine = (r: KeyRow) =>
+  `${r.id}\t${r.prefix}…\t${keyView(r).status}\t${r.name || "-"}\tspent ${formatUsd(r.spentNano)} USD${r.quotaNano !== null ? ` of ${formatUsd(r.quotaNano)}` : ""}`;
+
+export function accountOf(ctx: CliContext, email: string): Account {
+  const acc = findAccount(ctx.db, email);
+  if (!acc) throw new UsageError(`no account with email ${email}`);
+  return acc;
+}
+
+function create(ctx: CliContext, flags: Flags): void {
+  const acc = accountOf(ctx, required(flags, "email"));
+  const rules = rulesOf(ctx, flags);
+  const { key, record } = ctx.keys.create(acc.id, rules);
+  const row = ctx.db.select().from(apiKeys).where(eq(apiKeys.id, record.id)).get()!;
+  output(ctx, { ...keyView(row), key, account: acc.email }, `key ${record.id} for ${acc.email} (shown once, store it now):\n${key}`);
+}
+
+function update(ctx: CliContext, id: number, flags: Flags): void {
+  if (flags.email !== undefined) throw new UsageError("--email: a key stays with its account; update takes the key's ID");
+  const rules = rulesOf(ctx, flags);
+  if (Object.keys(rules).length === 0) throw new UsageError("nothing to update: give at least one of --name --quota --models --expires --ip --rpm");
+  if (!ctx.keys.update(id, rules)) throw new UsageError(`no key with id ${id}`);
+  const row = ctx.db.select().from(apiKeys).where(eq(apiKeys.id, id)).get()!;
+  output(ctx, keyView(row), `key ${id} updated\n${keyLine(row)}`);
+}
+
+/** Keys whose prefix matches the text, or, for a whole key, the one with its hash. */
+export function findKeys(db: Db, text: string) {
+  const cols = { key: apiKeys, email: accounts.email };
+  const base = () => db.select(cols).from(apiKeys).innerJoin(accounts, eq(accounts.id, apiKeys.accountId));
+  const t = text.startsWith(KEY_PREFIX) ? text : KEY_PREFIX + text;
+  if (t.length >= KEY_PREFIX.length + 32) return base().where(eq(apiKeys.keyHash, hashKey(t))).all();
+  if (t.length < KEY_PREFIX.length + 3) throw new UsageError("give at least 3 characters of the key after gk_sk_");
+  // The stored prefix is 6 characters after gk_sk_: a longer text matches it by its start, a shorter one is its start.
+  return base()
+    .where(or(sql`substr(${apiKeys.prefix}, 1, length(${t})) = ${t}`, sql`substr(${t}, 1, length(${apiKeys.prefix})) = ${apiKeys.prefix}`))
+    .orderBy(apiKeys.id)
+    .all();
+}
+
+function find(ctx: CliContext, text: string): void {
+  const found = findKeys(ctx.db, text);
+  // Never echo a whole key back: it may be the leaked secret.
+  const shown = text.length > KEY_PREFIX.length + 6 ? `${text.slice(0, KEY_PREFIX.length + 6)}…` : text;
+  if (found.length === 0) throw new UsageError(`no key matches ${shown}`);
+  const data = found.map((f) => ({ ...keyView(f.key), account_id: f.key.accountId, account: f.email }));
+  const human = table(
+    ["id", "prefix", "status", "account", "name", "created"],
+    data.map((k) => [k.id, `${k.prefix}…`, k.status, k.account, k.name, k.created_at]),
+  );
+  output(ctx, data, human);
+}
+
+const keyId = (word: string | undefined, sub: string) => {
+  if (word === undefined) throw new UsageError(`usage: gateway key ${sub} ID`);
+  return wholeNumber(`key ${sub}: ID`, word);
+};
 
 export function keyCommand(argv: string[]): void {
   const [sub, ...rest] = argv;
-  const { values, positionals } = parse(rest, {
-    email: { type: "string" },
-    name: { type: "string" },
-    quota: { type: "string" },
-    models: { type: "string" },
-    expires: { type: "string" },
-    ip: { type: "string" },
-    rpm: { type: "string" },
-  });
-  const ctx = openInstallation(values);
+  const takesWord = sub === "find" || sub === "update" || sub === "revoke";
+  const { values, words } = parse(rest, KEY_FLAGS, takesWord ? ["arg"] : []);
+  const readOnly = sub === "list" || sub === "find";
+  if (!["create", "list", "find", "update", "revoke"].includes(sub ?? "")) {
+    throw new UsageError(`key needs one of: create, list, find, update, revoke (see gateway key --help)`);
+  }
+  const restricted = (Object.keys(KEY_FLAGS) as (keyof typeof KEY_FLAGS)[]).filter((f) => f !== "email" && values[f] !== undefined);
+  if ((sub === "list" || sub === "find" || sub === "revoke") && restricted.length) throw new UsageError(`key ${sub} takes no --${restricted[0]}`);
+  const ctx = openInstallation(values, readOnly ? "read" : "write");
   if (sub === "create") return create(ctx, values);
-  if (sub === "list") return listKeys(ctx, values);
-  if (sub === "revoke") {
-    const id = Number(positionals[0]);
-    if (!Number.isInteger(id)) throw new UsageError("usage: gateway key revoke ID");
-    const changed = ctx.db.$client.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(Date.now(), id).changes;
-    const exists = ctx.db.$client.query("SELECT id FROM api_keys WHERE id = ?").get(id);
-    if (!exists) throw new UsageError(`no key with id ${id}`);
-    output(values.json, { id, revoked: true, already_revoked: changed === 0 }, changed ? `key ${id} revoked` : `key ${id} was already revoked`);
+  if (sub === "update") return update(ctx, keyId(words.arg, "update"), values);
+  if (sub === "find") {
+    if (!words.arg) throw new UsageError("usage: gateway key find PREFIX|KEY");
+    return find(ctx, words.arg);
+  }
+  if (sub === "list") {
+    const acc = accountOf(ctx, required(values, "email"));
+    const rows = keysOf(ctx.db, acc.id);
+    output(ctx, rows.map((r) => keyView(r)), rows.length ? rows.map(keyLine).join("\n") : `no keys for ${acc.email}`);
     return;
   }
-  throw new UsageError("usage: gateway key create --email E … | key list --email E | key revoke ID");
+  const id = keyId(words.arg, "revoke");
+  const revoked = ctx.keys.revoke(id);
+  if (revoked === null) throw new UsageError(`no key with id ${id}`);
+  output(ctx, { id, revoked: true, already_revoked: !revoked }, revoked ? `key ${id} revoked` : `key ${id} was already revoked`);
 }

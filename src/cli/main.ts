@@ -2,26 +2,63 @@
 import { ConfigError } from "../config/load.ts";
 import { OperatorError } from "../operator-error.ts";
 import { GatewayError } from "../errors.ts";
+import { VERSION } from "../services.ts";
 import { UsageError } from "./args.ts";
-import { accountCommand } from "./account.ts";
-import { keyCommand } from "./key.ts";
-import { logsCommand, migrateCommand, pauseCommand } from "./admin.ts";
+import { openedDatabase } from "./context.ts";
+import { ACCOUNT_USAGE, accountCommand } from "./account.ts";
+import { KEY_USAGE, keyCommand } from "./key.ts";
+import { migrateCommand, pauseCommand } from "./admin.ts";
+import { LOGS_USAGE, logsCommand, USAGE_USAGE, usageCommand } from "./logs.ts";
 import { serveCommand } from "./serve.ts";
 
-const HELP = `gateway: a self-hosted prepaid LLM API gateway
+const COMMON = `Every command takes --json (one JSON document on stdout; money as numbers of USD), --config FILE
+(or GATEWAY_CONFIG) and --db FILE (or GATEWAY_DB; the flag wins, then the variable, then the config's
+[server] database). Each names the database it used on stderr. Only serve and migrate create a
+database; list, find, show and usage open it read-only and never migrate it.`;
+
+const HELP = `gateway ${VERSION}: a self-hosted prepaid LLM API gateway
 
 Usage:
   gateway serve [--config FILE] [--port N] [--db FILE]
   gateway migrate
   gateway account create --email E [--balance USD] [--password-stdin]
   gateway account credit --email E --usd N [--note T]
+  gateway account debit --email E --usd N --note T
+  gateway account list | account show --email E
+  gateway account disable --email E | account enable --email E
   gateway key create --email E [--name N] [--quota USD] [--models a,b] [--expires ISO8601] [--ip CIDR,…] [--rpm N]
-  gateway key list --email E
-  gateway key revoke ID
+  gateway key list --email E | key find PREFIX|KEY | key revoke ID
+  gateway key update ID [--name N] [--quota USD|none] [--models a,b|none] [--expires ISO8601|none] [--ip CIDR,…|none] [--rpm N|none]
   gateway pause | resume
   gateway logs show REQUEST_ID | logs prune
+  gateway logs list [--account EMAIL] [--key ID|PREFIX] [--model M] [--status N|4xx|5xx] [--since ISO8601|24h] [--limit N] [--csv]
+  gateway usage [--account EMAIL] [--since ISO8601|30d] [--csv]
+  gateway --version | gateway COMMAND --help
 
-Every command takes --json, --config FILE (or GATEWAY_CONFIG) and --db FILE.`;
+account create without --balance credits the starting balance of 1 USD.
+
+${COMMON}`;
+
+const COMMAND_HELP: Record<string, string> = {
+  serve: `Usage:
+  gateway serve [--config FILE] [--port N] [--db FILE]
+
+Runs the gateway: creates the database (and its folder) when missing, applies migrations, listens on
+[server] host and port (--port, then PORT, then the config; 8080 by default).`,
+  migrate: `Usage:
+  gateway migrate
+
+Creates the database when missing and applies the migrations this version carries (serve does too).`,
+  account: ACCOUNT_USAGE,
+  key: KEY_USAGE,
+  pause: `Usage:
+  gateway pause | gateway resume
+
+The product switch: while paused, key routes answer 503 product_paused with Retry-After: 60.`,
+  logs: LOGS_USAGE,
+  usage: USAGE_USAGE,
+};
+COMMAND_HELP.resume = COMMAND_HELP.pause!;
 
 const COMMANDS: Record<string, (argv: string[]) => Promise<void> | void> = {
   serve: serveCommand,
@@ -31,30 +68,45 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<void> | void> = {
   pause: (argv) => pauseCommand(argv, true),
   resume: (argv) => pauseCommand(argv, false),
   logs: logsCommand,
+  usage: usageCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === "help" || command === "--help" || command === "-h") {
     console.log(HELP);
-    return command ? 0 : 1;
+    return 0;
+  }
+  if (command === "--version" || command === "-v" || command === "version") {
+    console.log(`gateway ${VERSION}`);
+    return 0;
   }
   const run = COMMANDS[command];
   if (!run) {
     console.error(`gateway: unknown command '${command}' (see gateway --help)`);
     return 2;
   }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    console.log(`${COMMAND_HELP[command]}\n\n${COMMON}`);
+    return 0;
+  }
   try {
     await run(rest);
     return 0;
   } catch (e) {
-    if (e instanceof UsageError || e instanceof ConfigError || e instanceof OperatorError || e instanceof GatewayError || e instanceof RangeError) {
-      const json = rest.includes("--json");
-      if (json) console.log(JSON.stringify({ error: e.message }));
-      else console.error(`gateway: ${e.message}`);
-      return 2;
+    const known = e instanceof UsageError || e instanceof ConfigError || e instanceof OperatorError || e instanceof GatewayError || e instanceof RangeError;
+    // SQLite's own refusals (a read-only or full file) are the operator's to fix, not a bug: one line naming the file.
+    const sqlite = (e as Error)?.name === "SQLiteError";
+    if (!known && !sqlite) {
+      // A bug, not the operator's doing: still one line (a minified binary's stack is unreadable), the stack on request.
+      if (process.env.GATEWAY_DEBUG) console.error(e);
+      console.error(`gateway: unexpected error: ${(e as Error)?.message ?? String(e)} (run with GATEWAY_DEBUG=1 for the stack)`);
+      return 1;
     }
-    throw e;
+    const message = sqlite && openedDatabase ? `${openedDatabase}: ${(e as Error).message}` : (e as Error).message;
+    if (rest.includes("--json")) console.log(JSON.stringify({ error: message }));
+    else console.error(`gateway: ${message}`);
+    return 2;
   }
 }
 

@@ -7,8 +7,7 @@ import { loadInstallation } from "./context.ts";
 export const DEMO_EMAIL = "demo@gateway.local";
 
 export async function serveCommand(argv: string[]): Promise<void> {
-  const { values, positionals } = parse(argv, { port: { type: "string" } });
-  if (positionals.length) throw new UsageError(`serve takes no arguments (got '${positionals.join(" ")}')`);
+  const { values } = parse(argv, { port: { type: "string" } });
   const config = loadInstallation(values);
   // --port beats PORT, which beats the config file (DESIGN: flags beat the config).
   const portText = values.port ?? process.env.PORT;

@@ -17,5 +17,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795382088144,
     "breakpoints": true,
     "sql": "DROP TABLE `reservations`;--> statement-breakpoint\nALTER TABLE `accounts` DROP COLUMN `reserved_nano`;--> statement-breakpoint\nALTER TABLE `api_keys` DROP COLUMN `reserved_nano`;"
+  },
+  {
+    "tag": "0003_accounts_disabled_at",
+    "when": 1795519832968,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `accounts` ADD `disabled_at` integer;"
   }
 ];

@@ -10,6 +10,8 @@ export const accounts = sqliteTable("accounts", {
   email: text("email").notNull().unique(),
   passwordHash: text("password_hash"),
   balanceNano: integer("balance_nano").notNull().default(0),
+  // Set by `gateway account disable`: the account's keys are refused (403 inactive) until enabled.
+  disabledAt: integer("disabled_at"),
   createdAt: integer("created_at").notNull(),
 });
 
@@ -36,7 +38,8 @@ export const apiKeys = sqliteTable(
 );
 
 // Append-only: a row is never updated or deleted. kind is one of
-// registration_credit, top_up, operator_credit, charge.
+// registration_credit, top_up, operator_credit (positive), charge, operator_debit (negative: a
+// correction by `gateway account debit`, never below a zero balance).
 // Every index here is written by every charge, so only the ones an operator needs exist: the rowid
 // grows without AUTOINCREMENT (rows are never deleted, so ids are never reused) and external_ref is
 // indexed only where it is set (payments), not on the millions of charge rows.

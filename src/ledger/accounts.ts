@@ -1,6 +1,10 @@
+import { asc, eq, sql } from "drizzle-orm";
+import { changeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
+import { accounts, apiKeys } from "../db/schema.ts";
 import { GatewayError } from "../errors.ts";
 import type { CreditKind, Ledger } from "./ledger.ts";
+import { formatUsd } from "./money.ts";
 
 export const STARTING_BALANCE_NANO = 1_000_000_000; // spec: registration credits 1 USD
 
@@ -8,16 +12,17 @@ export interface Account {
   id: number;
   email: string;
   balanceNano: number;
+  /** Set while the account is disabled: its keys are refused with 403 inactive. */
+  disabledAt: number | null;
   createdAt: number;
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
+const ACCOUNT = { id: accounts.id, email: accounts.email, balanceNano: accounts.balanceNano, disabledAt: accounts.disabledAt, createdAt: accounts.createdAt };
+
 export function findAccount(db: Db, email: string): Account | null {
-  const r = db.$client.query("SELECT id, email, balance_nano, created_at FROM accounts WHERE email = ?").get(email.toLowerCase()) as
-    | { id: number; email: string; balance_nano: number; created_at: number }
-    | null;
-  return r && { id: r.id, email: r.email, balanceNano: r.balance_nano, createdAt: r.created_at };
+  return db.select(ACCOUNT).from(accounts).where(eq(accounts.email, email.trim().toLowerCase())).get() ?? null;
 }
 
 /** A new account; its opening balance is a ledger row like every other balance change. */
@@ -40,4 +45,62 @@ export function createAccount(
 
 export function countAccounts(db: Db): number {
   return (db.$client.query("SELECT count(*) AS n FROM accounts").get() as { n: number }).n;
+}
+
+export interface AccountSummary extends Account {
+  /** Keys neither revoked nor expired. */
+  activeKeys: number;
+  keys: number;
+}
+
+/** Every account with its key counts, oldest first. Holds of running requests are not in the file (ledger/holds.ts). */
+export function listAccounts(db: Db, now = Date.now()): AccountSummary[] {
+  const active = sql<number>`count(CASE WHEN ${apiKeys.id} IS NOT NULL AND ${apiKeys.revokedAt} IS NULL AND (${apiKeys.expiresAt} IS NULL OR ${apiKeys.expiresAt} > ${now}) THEN 1 END)`;
+  return db
+    .select({ ...ACCOUNT, keys: sql<number>`count(${apiKeys.id})`, activeKeys: active })
+    .from(accounts)
+    .leftJoin(apiKeys, eq(apiKeys.accountId, accounts.id))
+    .groupBy(accounts.id)
+    .orderBy(asc(accounts.id))
+    .all();
+}
+
+/**
+ * A correcting entry (`operator_debit`): takes money back with a note saying why. Never takes the
+ * balance below zero, checked inside the write transaction so that a charge committed meanwhile
+ * counts; running requests' holds are the server's, and a settle is capped at the balance anyway.
+ */
+export function debitAccount(db: Db, accountId: number, amountNano: number, note: string): number {
+  if (!Number.isSafeInteger(amountNano) || amountNano <= 0) throw new RangeError("a debit must be a positive whole number of nano-dollars");
+  const client = db.$client;
+  const balance = client.transaction(() => {
+    const row = client.query("SELECT balance_nano FROM accounts WHERE id = ?").get(accountId) as { balance_nano: number } | null;
+    if (!row) throw new GatewayError("invalid_request", `no account with id ${accountId}`);
+    if (row.balance_nano < amountNano) {
+      throw new GatewayError(
+        "invalid_request",
+        `a debit of ${formatUsd(amountNano)} USD would take the balance of ${formatUsd(row.balance_nano)} USD below zero`,
+      );
+    }
+    client
+      .prepare("INSERT INTO ledger_entries (account_id, kind, amount_nano, note, created_at) VALUES (?, 'operator_debit', ?, ?, ?)")
+      .run(accountId, -amountNano, note, Date.now());
+    client.prepare("UPDATE accounts SET balance_nano = balance_nano - ? WHERE id = ?").run(amountNano, accountId);
+    return row.balance_nano - amountNano;
+  }).immediate();
+  // Written behind the Ledger's back: its copy of this balance must go.
+  changeWatch(client).forget();
+  return balance;
+}
+
+/** Disables (refusing its keys) or enables an account; false when it already was so. */
+export function setAccountDisabled(db: Db, accountId: number, disabled: boolean, now = Date.now()): boolean {
+  const changed = db
+    .update(accounts)
+    .set({ disabledAt: disabled ? now : null })
+    .where(sql`${accounts.id} = ${accountId} AND ${accounts.disabledAt} IS ${disabled ? sql`NULL` : sql`NOT NULL`}`)
+    .returning({ id: accounts.id })
+    .all();
+  changeWatch(db.$client).forget();
+  return changed.length > 0;
 }

@@ -3,7 +3,10 @@ import type { Db } from "../db/client.ts";
 import { requestIdPrefixAt } from "../request-id.ts";
 import { events } from "./events.ts";
 
-export const LOG_RETENTION_MS = 90 * 24 * 3600 * 1000;
+const DAY_MS = 24 * 3600 * 1000;
+/** `[logs] retention_days` when the config names none (DESIGN: kept 90 days). */
+export const DEFAULT_RETENTION_DAYS = 90;
+export const LOG_RETENTION_MS = DEFAULT_RETENTION_DAYS * DAY_MS;
 
 export interface LogRow {
   requestId: string;
@@ -31,8 +34,14 @@ export interface LogRow {
 /** One row per /v1 request; content and keys never reach this table. */
 export class RequestLog {
   private readonly insert: Statement;
+  /** How long rows are kept: `[logs] retention_days` (Config.logRetentionDays). */
+  readonly retentionDays: number;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    opts: { retentionDays?: number } = {},
+  ) {
+    this.retentionDays = opts.retentionDays ?? DEFAULT_RETENTION_DAYS;
     this.insert = db.$client.prepare(
       `INSERT OR REPLACE INTO request_logs (request_id, account_id, key_id, method, path, endpoint, model, provider, upstream_model, stream,
         status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, images, cost_nano, latency_ms, attempts, created_at)
@@ -71,16 +80,24 @@ export class RequestLog {
     }
   }
 
+  /** The row, with the email of its account and the prefix of its key (never the key). */
   show(requestId: string): Record<string, unknown> | null {
-    return this.db.$client.query("SELECT * FROM request_logs WHERE request_id = ?").get(requestId) as Record<string, unknown> | null;
+    return this.db.$client
+      .query(
+        `SELECT l.request_id, a.email AS account_email, k.prefix AS key_prefix, l.*
+         FROM request_logs l LEFT JOIN accounts a ON a.id = l.account_id LEFT JOIN api_keys k ON k.id = l.key_id
+         WHERE l.request_id = ?`,
+      )
+      .get(requestId) as Record<string, unknown> | null;
   }
 
-  prune(now = Date.now(), retentionMs = LOG_RETENTION_MS): number {
+  /** Deletes the rows older than the retention; returns how many. */
+  prune(now = Date.now()): number {
     // Request ids begin with their time (newRequestId), so the key range finds the candidates without a
     // created_at index; a day of margin covers clock skew between processes, created_at decides.
-    const cutoff = now - retentionMs;
+    const cutoff = now - this.retentionDays * DAY_MS;
     return this.db.$client
       .prepare("DELETE FROM request_logs WHERE request_id < ? AND created_at < ?")
-      .run(requestIdPrefixAt(cutoff + 24 * 3600 * 1000), cutoff).changes;
+      .run(requestIdPrefixAt(cutoff + DAY_MS), cutoff).changes;
   }
 }

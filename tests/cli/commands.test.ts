@@ -29,18 +29,18 @@ interface CreatedKey {
 describe("gateway account", () => {
   it("create opens an account with the starting 1 USD", async () => {
     const e = email();
-    expect(await run("account", "create", "--email", e)).toMatchObject({ email: e, balance_usd: "1" });
+    expect(await run("account", "create", "--email", e)).toMatchObject({ email: e, balance_usd: 1 });
   });
 
   it("create --balance sets the opening balance", async () => {
-    expect(await run("account", "create", "--email", email(), "--balance", "2.5")).toMatchObject({ balance_usd: "2.5" });
+    expect(await run("account", "create", "--email", email(), "--balance", "2.5")).toMatchObject({ balance_usd: 2.5 });
   });
 
   it("credit tops up through the ledger and reports the new balance", async () => {
     const e = email();
     const acc = await run<{ id: number }>("account", "create", "--email", e, "--balance", "2");
     const out = await run("account", "credit", "--email", e, "--usd", "1.25", "--note", "invoice 7");
-    expect(out).toMatchObject({ credited_usd: "1.25", balance_usd: "3.25" });
+    expect(out).toMatchObject({ credited_usd: 1.25, balance_usd: 3.25 });
     const money = gw.money(acc.id);
     expect(money.balance).toBe(3.25e9);
     expect(money.ledgerSum).toBe(money.balance);
@@ -93,7 +93,8 @@ describe("gateway key", () => {
   it("create records the restrictions the key is sold with", async () => {
     const k = await run<CreatedKey>("key", "create", "--email", owner, "--quota", "0.5", "--models", "demo", "--rpm", "5");
     const view = await me(k.key);
-    expect(view.key).toMatchObject({ models: ["demo"], quota: { limit_usd: 0.5 } });
+    // Stored by canonical id: "demo" is an alias of the demo catalog's demo-text-1.
+    expect(view.key).toMatchObject({ models: ["demo-text-1"], quota: { limit_usd: 0.5 } });
     expect(view.limits.rpm).toBe(5);
   });
 
@@ -137,7 +138,7 @@ describe("gateway logs", () => {
     const id = res.headers.get("x-gateway-request-id")!;
     const row = await run("logs", "show", id);
     expect(row).toMatchObject({ request_id: id, status: 200, model: "demo-text-1", path: "/v1/chat/completions" });
-    expect(Number(row.cost_usd)).toBe(body.usage.cost_usd);
+    expect(row.cost_usd).toBe(body.usage.cost_usd);
     const text = JSON.stringify(row);
     expect(text).not.toContain(secret);
     expect(text).not.toContain(body.choices[0]!.message.content.slice(0, 20));

@@ -37,6 +37,7 @@ routes = [{ provider = "anthropic", model = "claude-x-1" }]
   folders.push(f);
   const db = join(f.dir, "gateway.db");
   const create = (args: string[]) => Bun.spawnSync(["bun", join(import.meta.dir, "../../src/cli/main.ts"), ...args, "--config", f.config, "--db", db, "--json"]);
+  expect(create(["migrate"]).exitCode).toBe(0);
   expect(create(["account", "create", "--email", "a@test.local", "--balance", "5"]).exitCode).toBe(0);
   const key = JSON.parse(create(["key", "create", "--email", "a@test.local", "--rpm", "1000"]).stdout.toString()).key as string;
   const s = startServe(["--config", f.config, "--port", "0", "--db", db]);

@@ -1,0 +1,25 @@
+import { formatUsd, nanoToUsd } from "../ledger/money.ts";
+
+/** Money for --json: a number of USD (up to 9 decimals), never a string. */
+export const usd = (nano: number): number => nanoToUsd(nano);
+export const usdOrNull = (nano: number | null): number | null => (nano === null ? null : nanoToUsd(nano));
+export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** Text money for people and CSV: the exact decimal. */
+export { formatUsd };
+
+/** Columns padded to their widest cell, for people. */
+export function table(header: string[], rows: (string | number | null)[][]): string {
+  const cells = [header, ...rows.map((r) => r.map((c) => (c === null || c === "" ? "-" : String(c))))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
+  return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ")).join("\n");
+}
+
+/** RFC 4180: every field with a comma, quote or line break is quoted, quotes doubled; CRLF line ends. */
+export function csv(header: string[], rows: (string | number | null)[][]): string {
+  const field = (v: string | number | null) => {
+    const s = v === null ? "" : String(v);
+    return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+  };
+  return [header, ...rows].map((r) => r.map(field).join(",")).join("\r\n") + "\r\n";
+}

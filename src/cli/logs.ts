@@ -1,0 +1,109 @@
+import { eq } from "drizzle-orm";
+import { Idempotency } from "../limits/idempotency.ts";
+import { listLogs, usageReport, type LogFilter } from "../logs/queries.ts";
+import { RequestLog } from "../logs/request-log.ts";
+import { apiKeys } from "../db/schema.ts";
+import { parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";
+import { openInstallation, output, outputCsv, type CliContext } from "./context.ts";
+import { csv, formatUsd, iso, table, usd } from "./format.ts";
+import { accountOf, findKeys } from "./key.ts";
+
+export const LOGS_USAGE = `Usage:
+  gateway logs show REQUEST_ID
+  gateway logs list [--account EMAIL] [--key ID|PREFIX] [--model M] [--status N|4xx|5xx] [--since ISO8601|24h|7d] [--limit N] [--csv]
+  gateway logs prune
+
+show prints one request's row (no content, never a key): status, model, route, tokens, cost, with
+the account's email and the key's prefix. list prints the newest rows first (--limit, default 50).
+prune deletes rows older than [logs] retention_days (default 90), as the server does daily.`;
+
+export const USAGE_USAGE = `Usage:
+  gateway usage [--account EMAIL] [--since ISO8601|30d] [--csv]
+
+Spend per UTC day, account, key and model, from the request log (so over its retention period):
+requests, tokens and cost as priced; what a balance could not cover is in the ledger's shortfall_nano.`;
+
+const FILTER_FLAGS = {
+  account: { type: "string" },
+  since: { type: "string" },
+  csv: { type: "boolean" },
+} as const;
+
+function status(text: string): { min: number; max: number } {
+  const x = /^([1-5])xx$/i.exec(text);
+  if (x) return { min: Number(x[1]) * 100, max: Number(x[1]) * 100 + 99 };
+  if (/^[1-5]\d\d$/.test(text)) return { min: Number(text), max: Number(text) };
+  throw new UsageError(`--status: an HTTP status like 402, or a class like 4xx or 5xx, not '${text}'`);
+}
+
+function filterOf(ctx: CliContext, v: { account?: string; key?: string; model?: string; status?: string; since?: string }): LogFilter {
+  const f: LogFilter = {};
+  if (v.account !== undefined) f.accountId = accountOf(ctx, v.account).id;
+  if (v.key !== undefined) {
+    f.keyIds = /^\d+$/.test(v.key) ? [Number(v.key)] : findKeys(ctx.db, v.key).map((k) => k.key.id);
+    if (f.keyIds.length === 0) throw new UsageError(`--key: no key matches ${v.key.slice(0, 12)}`);
+  }
+  // The log names models by their canonical id; an alias finds them too.
+  if (v.model !== undefined) f.model = ctx.catalog().lookup(v.model)?.id ?? v.model;
+  if (v.status !== undefined) f.status = status(v.status);
+  if (v.since !== undefined) f.since = sinceFlag(v.since);
+  return f;
+}
+
+function noCsvWithJson(v: { csv?: boolean; json?: boolean }): void {
+  if (v.csv && v.json) throw new UsageError("--csv and --json: choose one");
+}
+
+export function logsCommand(argv: string[]): void {
+  const [sub, ...rest] = argv;
+  if (sub === "show") {
+    const { values, words } = parse(rest, {}, ["id"]);
+    if (!words.id) throw new UsageError("usage: gateway logs show REQUEST_ID");
+    const ctx = openInstallation(values, "read");
+    const row = new RequestLog(ctx.db).show(words.id);
+    if (!row) throw new UsageError(`no request ${words.id} in the log (kept ${ctx.config.logRetentionDays} days)`);
+    const { cost_nano, ...fields } = row;
+    const view = { ...fields, stream: Boolean(row.stream), cost_usd: usd(cost_nano as number), created_at: iso(row.created_at as number) };
+    const human = Object.entries({ ...view, cost_usd: formatUsd(cost_nano as number) })
+      .map(([k, v]) => `${k.padEnd(18)} ${v ?? "-"}`)
+      .join("\n");
+    output(ctx, view, human);
+    return;
+  }
+  if (sub === "list") {
+    const { values } = parse(rest, { ...FILTER_FLAGS, key: { type: "string" }, model: { type: "string" }, status: { type: "string" }, limit: { type: "string" } });
+    noCsvWithJson(values);
+    const limit = values.limit === undefined ? 50 : wholeNumber("--limit", values.limit);
+    const ctx = openInstallation(values, "read");
+    const rows = listLogs(ctx.db, filterOf(ctx, values), limit);
+    const header = ["request_id", "created_at", "account", "key_prefix", "path", "model", "provider", "status", "error_code", "input_tokens", "output_tokens", "cost_usd", "latency_ms"];
+    const cells = (money: (n: number) => string | number) =>
+      rows.map((r) => [r.requestId, iso(r.createdAt), r.accountEmail, r.keyPrefix, r.path, r.model, r.provider, r.status, r.errorCode, r.inputTokens, r.outputTokens, money(r.costNano), r.latencyMs]);
+    if (values.csv) return outputCsv(ctx, csv(header, cells(formatUsd)));
+    const data = cells(usd).map((c) => Object.fromEntries(header.map((h, i) => [h, c[i]])));
+    output(ctx, data, rows.length ? table(header, cells(formatUsd)) : "no matching requests");
+    return;
+  }
+  if (sub === "prune") {
+    const { values } = parse(rest, {});
+    const ctx = openInstallation(values, "write");
+    const days = ctx.config.logRetentionDays;
+    const removed = new RequestLog(ctx.db, { retentionDays: days }).prune();
+    const idem = new Idempotency(ctx.db).prune();
+    output(ctx, { removed, retention_days: days, idempotency_removed: idem }, `removed ${removed} request log row(s) older than ${days} days`);
+    return;
+  }
+  throw new UsageError("logs needs one of: show, list, prune (see gateway logs --help)");
+}
+
+export function usageCommand(argv: string[]): void {
+  const { values } = parse(argv, FILTER_FLAGS);
+  noCsvWithJson(values);
+  const ctx = openInstallation(values, "read");
+  const rows = usageReport(ctx.db, filterOf(ctx, values));
+  const header = ["day", "account", "key_id", "key_prefix", "model", "requests", "input_tokens", "output_tokens", "cost_usd"];
+  const cells = rows.map((r) => [r.day, r.account_email, r.key_id, r.key_prefix, r.model, r.requests, r.input_tokens, r.output_tokens, formatUsd(r.cost_nano)]);
+  if (values.csv) return outputCsv(ctx, csv(header, cells));
+  const data = rows.map(({ cost_nano, ...r }) => ({ ...r, cost_usd: usd(cost_nano) }));
+  output(ctx, data, rows.length ? table(header, cells) : "no usage in the request log");
+}

@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { expectOneLineFailure, gateway, gatewayJson } from "../support/cli.ts";
+import { startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectError, hi, postJson } from "../support/http.ts";
+
+// gateway account list / show / debit / disable / enable, against the database of a running
+// server, whose answers show each command took effect.
+
+let gw: TestGateway;
+let db: string;
+beforeAll(async () => {
+  gw = await startTestGateway();
+  db = gw.config.database;
+});
+afterAll(() => gw.stop());
+
+let seq = 0;
+const email = () => `acc${process.pid}-${++seq}@cli.test`;
+const run = <T = Record<string, any>>(...args: string[]) => gatewayJson<T>([...args, "--db", db]);
+const chat = (key: string) => postJson(gw, "/v1/chat/completions", key, { model: "demo", max_tokens: 8, messages: hi });
+
+describe("account list", () => {
+  it("shows every account with its balance, status, keys and creation time", async () => {
+    const e = email();
+    await run("account", "create", "--email", e, "--balance", "2.5");
+    await run("key", "create", "--email", e);
+    const revoked = await run<{ id: number }>("key", "create", "--email", e);
+    await run("key", "revoke", String(revoked.id));
+    const rows = await run<Record<string, unknown>[]>("account", "list");
+    const row = rows.find((r) => r.email === e);
+    expect(row).toMatchObject({ balance_usd: 2.5, status: "active", keys: 2, active_keys: 1 });
+    expect(Date.parse(row!.created_at as string)).toBeGreaterThan(Date.now() - 60_000);
+  });
+
+  it("prints a table for people, one account a line", async () => {
+    const e = email();
+    await run("account", "create", "--email", e, "--balance", "3");
+    const r = await gateway(["account", "list", "--db", db]);
+    expect(r.stdout.split("\n")[0]).toMatch(/^id\s+email\s+balance USD\s+status\s+keys/);
+    expect(r.stdout.split("\n").find((l) => l.includes(e))).toMatch(/\s3\s+active\s/);
+  });
+});
+
+describe("account show", () => {
+  it("shows the account, its keys by prefix and its latest ledger rows", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    const k = await run<{ prefix: string; key: string }>("key", "create", "--email", e, "--name", "laptop");
+    await run("account", "credit", "--email", e, "--usd", "4", "--note", "invoice 12");
+    const shown = await run("account", "show", "--email", e);
+    expect(shown).toMatchObject({ email: e, balance_usd: 5, status: "active", keys: [{ prefix: k.prefix, name: "laptop" }] });
+    expect(shown.recent_ledger[0]).toMatchObject({ kind: "operator_credit", amount_usd: 4, note: "invoice 12" });
+    expect(JSON.stringify(shown)).not.toContain(k.key);
+  });
+
+  it("refuses an unknown email in one line", async () => {
+    expect(expectOneLineFailure(await gateway(["account", "show", "--email", "nobody@cli.test", "--db", db]))).toContain("no account");
+  });
+});
+
+describe("account debit", () => {
+  it("takes money back with a correcting ledger row of its own kind and its note; the books still balance", async () => {
+    const e = email();
+    const acc = await run<{ id: number }>("account", "create", "--email", e, "--balance", "3");
+    expect(await run("account", "debit", "--email", e, "--usd", "1.25", "--note", "refund reversed")).toMatchObject({ debited_usd: 1.25, balance_usd: 1.75 });
+    const money = gw.money(acc.id);
+    expect(money.balance).toBe(1.75e9);
+    expect(money.ledgerSum).toBe(money.balance);
+    const row = gw.services.db.$client.query("SELECT kind, amount_nano, note FROM ledger_entries WHERE account_id = ? ORDER BY id DESC LIMIT 1").get(acc.id);
+    expect(row).toEqual({ kind: "operator_debit", amount_nano: -1.25e9, note: "refund reversed" });
+  });
+
+  it("applies to the running server's next request", async () => {
+    const e = email();
+    await run("account", "create", "--email", e, "--balance", "1");
+    const k = await run<{ key: string }>("key", "create", "--email", e);
+    expect((await chat(k.key)).status).toBe(200);
+    const left = (await run("account", "show", "--email", e)).balance_usd as number;
+    await run("account", "debit", "--email", e, "--usd", String(left), "--note", "empty it");
+    await expectError(await chat(k.key), 402, "insufficient_balance");
+  });
+
+  it("never takes the balance below zero: refused with the balance in the reason, nothing written", async () => {
+    const e = email();
+    const acc = await run<{ id: number }>("account", "create", "--email", e, "--balance", "1");
+    const line = expectOneLineFailure(await gateway(["account", "debit", "--email", e, "--usd", "1.000000001", "--note", "x", "--db", db]));
+    expect(line).toBe("gateway: a debit of 1.000000001 USD would take the balance of 1 USD below zero");
+    expect(gw.money(acc.id)).toMatchObject({ balance: 1e9, ledgerSum: 1e9 });
+  });
+
+  it("requires a note", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    expect(expectOneLineFailure(await gateway(["account", "debit", "--email", e, "--usd", "0.5", "--db", db]))).toBe("gateway: --note is required");
+  });
+
+  it("refuses zero and negative amounts", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    expect(expectOneLineFailure(await gateway(["account", "debit", "--email", e, "--usd", "0", "--note", "x", "--db", db]))).toContain("more than 0");
+    expect(expectOneLineFailure(await gateway(["account", "debit", "--email", e, "--usd", "-2", "--note", "x", "--db", db]))).toContain("negative");
+  });
+});
+
+describe("account disable and enable", () => {
+  it("disable makes the running server refuse the account's keys with 403 inactive, saying the account is disabled", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    const k = await run<{ key: string }>("key", "create", "--email", e);
+    // Used first, so the server holds the key in memory when the CLI disables the account.
+    expect((await chat(k.key)).status).toBe(200);
+    expect(await run("account", "disable", "--email", e)).toMatchObject({ status: "disabled", changed: true });
+    const err = await expectError(await chat(k.key), 403, "inactive", "permission_error");
+    expect(err.message).toContain("account");
+    expect(err.message).toContain("disabled");
+    expect((await run("account", "show", "--email", e)).status).toBe("disabled");
+  });
+
+  it("enable lets the same keys through again", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    const k = await run<{ key: string }>("key", "create", "--email", e);
+    await run("account", "disable", "--email", e);
+    await expectError(await chat(k.key), 403, "inactive", "permission_error");
+    expect(await run("account", "enable", "--email", e)).toMatchObject({ status: "active", changed: true });
+    expect((await chat(k.key)).status).toBe(200);
+  });
+
+  it("says so when the account already was in that state", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    expect(await run("account", "enable", "--email", e)).toMatchObject({ status: "active", changed: false });
+  });
+});

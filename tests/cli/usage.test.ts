@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { expectOneLineFailure, gateway, gatewayJson, ROOT, tempInstallation } from "../support/cli.ts";
+
+// The CLI explains itself and refuses bad input in one line (DESIGN, Commands).
+
+const install = tempInstallation();
+const db = install.db;
+const owner = "owner@usage.test";
+beforeAll(async () => {
+  await gatewayJson(["migrate", "--db", db]);
+  await gatewayJson(["account", "create", "--email", owner, "--db", db]);
+});
+afterAll(() => install.remove());
+
+const fails = async (...args: string[]) => expectOneLineFailure(await gateway([...args, "--db", db]));
+const createKey = (...flags: string[]) => fails("key", "create", "--email", owner, ...flags);
+
+describe("help", () => {
+  it("gateway alone prints the usage and exits 0", async () => {
+    const r = await gateway([]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("gateway account list");
+    expect(r.stdout).toContain("gateway key update ID");
+  });
+
+  it("gateway --help prints the usage and exits 0", async () => {
+    const r = await gateway(["--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("Usage:");
+  });
+
+  for (const command of ["serve", "migrate", "account", "key", "pause", "resume", "logs", "usage"]) {
+    it(`gateway ${command} --help prints that command's usage and exits 0 without opening a database`, async () => {
+      const r = await gateway([command, "--help", "--db", join(install.dir, "absent.db")]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(`gateway ${command}`);
+      expect(r.stderr).toBe("");
+    });
+  }
+
+  it("gateway key create --help shows the key flags", async () => {
+    const r = await gateway(["key", "create", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("--quota USD|none");
+  });
+
+  it("account --help says that create without --balance credits 1 USD", async () => {
+    expect((await gateway(["account", "--help"])).stdout).toContain("create without --balance credits the spec's starting balance of 1 USD");
+  });
+
+  it("gateway --version prints the version of package.json", async () => {
+    const r = await gateway(["--version"]);
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe(`gateway ${pkg.version}`);
+  });
+});
+
+describe("refused with a one-line reason", () => {
+  it("--ip ''", async () => expect(await createKey("--ip", "")).toContain("--ip"));
+  it("--ip with a bad CIDR", async () => expect(await createKey("--ip", "10.0.0.0/33")).toContain("--ip"));
+  it("--models ''", async () => expect(await createKey("--models", "")).toContain("--models"));
+  it("a model the catalog does not have in --models", async () => expect(await createKey("--models", "demo,gpt-9")).toBe("gateway: --models: no model 'gpt-9' in this installation's catalog"));
+  it("--expires in the past", async () => expect(await createKey("--expires", "2020-01-01T00:00:00Z")).toContain("in the past"));
+  it("--expires that is not a time", async () => expect(await createKey("--expires", "1")).toContain("--expires"));
+  it("--rpm 0", async () => expect(await createKey("--rpm", "0")).toContain("--rpm"));
+  it("--rpm that is not a number", async () => expect(await createKey("--rpm", "fast")).toContain("--rpm"));
+  it("a negative --quota", async () => expect(await createKey("--quota", "-1")).toContain("--quota"));
+  it("key revoke 1.0", async () => expect(await fails("key", "revoke", "1.0")).toContain("'1.0'"));
+  it("key update 1e3", async () => expect(await fails("key", "update", "1e3", "--rpm", "5")).toContain("'1e3'"));
+  it("an extra word: gateway pause now", async () => expect(await fails("pause", "now")).toBe("gateway: unexpected argument 'now'"));
+  it("an extra word after key revoke ID", async () => expect(await fails("key", "revoke", "1", "2")).toBe("gateway: unexpected argument '2'"));
+  it("a flag another subcommand takes", async () => expect(await fails("account", "list", "--usd", "1")).toContain("--usd"));
+  it("a negative --usd", async () => expect(await fails("account", "credit", "--email", owner, "--usd", "-1")).toBe("gateway: --usd: negative amounts are refused (-1)"));
+  it("a negative --usd written --usd=-1", async () => expect(await fails("account", "credit", "--email", owner, "--usd=-1")).toContain("negative"));
+  it("a non-numeric --balance", async () => expect(await fails("account", "create", "--email", "x@usage.test", "--balance", "lots")).toContain("--balance"));
+  it("a subcommand that does not exist", async () => expect(await fails("account", "delete", "--email", owner)).toContain("account needs one of"));
+  it("--csv with --json, as a JSON error document", async () => {
+    const r = await gateway(["usage", "--csv", "--json", "--db", db]);
+    expect(r.code).not.toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ error: "--csv and --json: choose one" });
+  });
+});
+
+describe("--json", () => {
+  it("prints money as JSON numbers of USD, never strings", async () => {
+    const created = await gatewayJson<Record<string, unknown>>(["account", "create", "--email", "money@usage.test", "--balance", "0.000000001", "--db", db]);
+    expect(created.balance_usd).toBe(1e-9);
+    const credited = await gatewayJson<Record<string, unknown>>(["account", "credit", "--email", "money@usage.test", "--usd", "1234.5", "--db", db]);
+    expect(credited).toMatchObject({ credited_usd: 1234.5, balance_usd: 1234.500000001 });
+    const key = await gatewayJson<Record<string, unknown>>(["key", "create", "--email", "money@usage.test", "--quota", "0.25", "--db", db]);
+    expect(key).toMatchObject({ quota_usd: 0.25, spent_usd: 0 });
+  });
+});
