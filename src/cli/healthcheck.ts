@@ -7,8 +7,7 @@ const TIMEOUT_MS = 3000;
  * asks its own server: GET /healthz on loopback, 200 or a one-line failure (non-zero exit).
  */
 export async function healthcheckCommand(argv: string[]): Promise<void> {
-  const { values, positionals } = parse(argv, { port: { type: "string" } });
-  if (positionals.length > 0) throw new UsageError(`healthcheck: unexpected argument '${positionals[0]}'`);
+  const { values } = parse(argv, { port: { type: "string" } });
   const portText = values.port ?? process.env.PORT ?? "8080";
   const port = Number(portText);
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port: not a port number: ${portText}`);

@@ -10,6 +10,7 @@ import { KEY_USAGE, keyCommand } from "./key.ts";
 import { migrateCommand, pauseCommand } from "./admin.ts";
 import { LOGS_USAGE, logsCommand, USAGE_USAGE, usageCommand } from "./logs.ts";
 import { serveCommand } from "./serve.ts";
+import { healthcheckCommand } from "./healthcheck.ts";
 
 const COMMON = `Every command takes --json (one JSON document on stdout; money as numbers of USD), --config FILE
 (or GATEWAY_CONFIG) and --db FILE (or GATEWAY_DB; the flag wins, then the variable, then the config's
@@ -33,6 +34,7 @@ Usage:
   gateway logs show REQUEST_ID | logs prune
   gateway logs list [--account EMAIL] [--key ID|PREFIX] [--model M] [--status N|4xx|5xx] [--since ISO8601|24h] [--limit N] [--csv]
   gateway usage [--account EMAIL] [--since ISO8601|30d] [--csv]
+  gateway healthcheck [--port N]                     # GET /healthz on loopback: exit 0 when healthy
   gateway --version | gateway COMMAND --help
 
 account create without --balance credits the starting balance of 1 USD.
@@ -57,6 +59,11 @@ Creates the database when missing and applies the migrations this version carrie
 The product switch: while paused, key routes answer 503 product_paused with Retry-After: 60.`,
   logs: LOGS_USAGE,
   usage: USAGE_USAGE,
+  healthcheck: `Usage:
+  gateway healthcheck [--port N]
+
+Asks the server on this machine (127.0.0.1, --port, then PORT, then 8080) for GET /healthz: exit 0 when
+it answers 200, else one line and a non-zero exit. The container image's HEALTHCHECK runs it.`,
 };
 COMMAND_HELP.resume = COMMAND_HELP.pause!;
 
@@ -69,6 +76,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<void> | void> = {
   resume: (argv) => pauseCommand(argv, false),
   logs: logsCommand,
   usage: usageCommand,
+  healthcheck: healthcheckCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {
