@@ -5,7 +5,7 @@ import { resolve } from "node:path";
 import { Keys } from "../auth/keys.ts";
 import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
 import { loadConfig, type Config } from "../config/load.ts";
-import { migrate, openDatabase, type Db } from "../db/client.ts";
+import { migrate, openDatabase, refuseNewerSchema, type Db } from "../db/client.ts";
 import { embeddedMigrations } from "../db/migrations.gen.ts";
 import * as schema from "../db/schema.ts";
 import { Ledger } from "../ledger/ledger.ts";
@@ -56,6 +56,7 @@ export function openInstallation(values: CommonValues, access: "read" | "write")
       migrate(db);
     } else {
       db = openReadOnly(database);
+      refuseNewerSchema(db);
       const pending = pendingMigrations(db);
       if (pending > 0) throw new UsageError(`${database} is ${pending} migration(s) behind this gateway: run gateway migrate first`);
     }

@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { createHash } from "node:crypto";
-import { mkdirSync } from "node:fs";
+import { accessSync, constants, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { OperatorError } from "../operator-error.ts";
 import * as schema from "./schema.ts";
@@ -21,6 +21,14 @@ export function ensureDatabaseFolder(file: string): void {
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     throw new OperatorError(`cannot create the folder ${folder} for the database ${file}: ${FS_REASONS[err.code ?? ""] ?? err.message}`);
+  }
+  // SQLite needs the folder itself, not only the file: the WAL, its index and the serve lock live beside it.
+  try {
+    accessSync(folder, constants.W_OK);
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    const who = process.getuid ? ` (uid ${process.getuid()})` : "";
+    throw new OperatorError(`the folder ${folder} of the database is not writable by this user${who}: ${FS_REASONS[err.code ?? ""] ?? err.message}`);
   }
 }
 
@@ -50,6 +58,7 @@ export function openDatabase(file: string): Db {
 
 /** Applies the migrations compiled into the program; compatible with drizzle-kit's bookkeeping table. */
 export function migrate(db: Db): number {
+  refuseNewerSchema(db);
   const metas = embeddedMigrations.map((m) => ({
     sql: m.sql.split("--> statement-breakpoint"),
     bps: m.breakpoints,
@@ -64,6 +73,27 @@ export function migrate(db: Db): number {
     {},
   );
   return countApplied(db) - before;
+}
+
+/**
+ * Drizzle's migrator compares only the newest migration time, so an older gateway on a database a
+ * newer one migrated would call it up to date and fail later on a column it has never heard of
+ * (mid-request). A downgrade is a restore of the backup taken before the upgrade: say so at once.
+ */
+export function refuseNewerSchema(db: Db): void {
+  const newestKnown = Math.max(...embeddedMigrations.map((m) => m.when));
+  const last = lastApplied(db);
+  if (last !== null && last > newestKnown) {
+    throw new OperatorError(
+      `the database ${db.$client.filename} was migrated by a newer gateway (schema of ${new Date(last).toISOString()}; this one knows up to ${new Date(newestKnown).toISOString()}): run the newer gateway, or restore the backup taken before the upgrade`,
+    );
+  }
+}
+
+function lastApplied(db: Db): number | null {
+  const has = db.$client.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
+  if (!has) return null;
+  return (db.$client.query("SELECT max(created_at) AS t FROM __drizzle_migrations").get() as { t: number | null }).t;
 }
 
 function countApplied(db: Db): number {

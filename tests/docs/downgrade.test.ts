@@ -4,24 +4,42 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrate, openDatabase } from "../../src/db/client.ts";
 import { embeddedMigrations } from "../../src/db/migrations.gen.ts";
+import { OperatorError } from "../../src/operator-error.ts";
+import { expectOneLineFailure, gateway } from "../support/cli.ts";
 
-// docs/operations.md (Upgrades) tells operators that a downgrade is a restore, because an older
-// binary does not notice a newer database. This pins what it describes: a database that has a
-// migration this binary does not know is "up to date" to it. If the gateway learns to refuse such
-// a file, this test fails and the docs must say so instead.
+// docs/operations.md (Upgrades): a downgrade is a restore. An older gateway refuses a database that a
+// newer one migrated, at start and in the CLI, instead of failing later on a column it does not know.
 const dir = mkdtempSync(join(tmpdir(), "gw-downgrade-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe("an older gateway on a newer database", () => {
-  it("applies nothing and raises nothing", () => {
-    const db = openDatabase(join(dir, "gateway.db"));
-    expect(migrate(db)).toBe(embeddedMigrations.length);
-    // What a newer release's migration leaves behind: one more row, dated after all of ours.
-    const newest = Math.max(...embeddedMigrations.map((m) => m.when));
-    db.$client.run("ALTER TABLE accounts ADD COLUMN added_later INTEGER NOT NULL DEFAULT 0");
-    db.$client.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-a-newer-release', ?)", [newest + 1]);
+/** A database as a newer release leaves it: one more migration row, dated after all of ours. */
+function newerDatabase(name: string): string {
+  const file = join(dir, name);
+  const db = openDatabase(file);
+  expect(migrate(db)).toBe(embeddedMigrations.length);
+  const newest = Math.max(...embeddedMigrations.map((m) => m.when));
+  db.$client.run("ALTER TABLE accounts ADD COLUMN added_later INTEGER NOT NULL DEFAULT 0");
+  db.$client.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-a-newer-release', ?)", [newest + 1]);
+  db.$client.close();
+  return file;
+}
 
-    expect(migrate(db)).toBe(0);
-    db.$client.close();
+describe("an older gateway on a newer database", () => {
+  it("refuses to migrate it, saying a newer gateway migrated it", () => {
+    const db = openDatabase(newerDatabase("a.db"));
+    try {
+      expect(() => migrate(db)).toThrow(OperatorError);
+      expect(() => migrate(db)).toThrow(/migrated by a newer gateway/);
+    } finally {
+      db.$client.close();
+    }
+  });
+
+  it("refuses it in one line in serve and in read-only commands", async () => {
+    const file = newerDatabase("b.db");
+    for (const args of [["serve", "--port", "0"], ["account", "list"]]) {
+      const line = expectOneLineFailure(await gateway([...args, "--db", file]));
+      expect(line).toContain("migrated by a newer gateway");
+    }
   });
 });

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from "bun:test";
-import { existsSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startMockUpstream } from "../support/mock-upstream.ts";
-import { freePort, startServe, tempFolder } from "./support.ts";
+import { freePort, MAIN, startServe, tempFolder } from "./support.ts";
 
 // Issue 13, first start: `bun install && bun run start` on a fresh clone, and the binary in an empty
 // folder, must work; what cannot work is one line that names the cause.
@@ -61,6 +61,18 @@ describe("the first start", () => {
     expect(s.err.trimEnd().split("\n")).toEqual([
       `gateway: cannot create the folder ${join(f.dir, "plain-file", "sub")} for the database ${join(f.dir, "plain-file", "sub", "gateway.db")}: a part of the path is a file, not a folder`,
     ]);
+  });
+
+  // Root writes anywhere, so the refusal is seen as another user (the image runs as one): nobody, via runuser.
+  const asNobody = process.getuid?.() === 0 && Bun.spawnSync(["runuser", "-u", "nobody", "--", "bun", "-e", `await Bun.file(${JSON.stringify(MAIN)}).text()`]).exitCode === 0;
+  it.skipIf(!asNobody)("names in one line a folder the user cannot write in (as user nobody)", async () => {
+    const f = folder();
+    chmodSync(f.dir, 0o755);
+    const db = join(f.dir, "gateway.db");
+    const proc = Bun.spawn(["runuser", "-u", "nobody", "--", "bun", MAIN, "serve", "--port", "0", "--db", db], { stdout: "pipe", stderr: "pipe" });
+    const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    expect(code).not.toBe(0);
+    expect(err.trimEnd().split("\n")).toEqual([`gateway: the folder ${f.dir} of the database is not writable by this user (uid 65534): permission denied (the user running the gateway cannot write there)`]);
   });
 
   it("says in one line that a file is not a database", async () => {
