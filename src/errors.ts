@@ -18,6 +18,7 @@ export type ErrorCode =
   | "rate_limit"
   | "quota"
   | "upstream_unavailable"
+  | "ambiguous_upstream_result"
   | "product_paused"
   | "no_eligible_route"
   | "database_unavailable"
@@ -43,6 +44,8 @@ const TABLE: Record<ErrorCode, { status: number; type: string }> = {
   rate_limit: { status: 429, type: "rate_limit" },
   quota: { status: 429, type: "insufficient_quota" },
   upstream_unavailable: { status: 502, type: "upstream_unavailable" },
+  // spec Retry rules 4: a media request the provider may have accepted; not retried automatically.
+  ambiguous_upstream_result: { status: 502, type: "ambiguous_upstream_result" },
   product_paused: { status: 503, type: "product_paused" },
   no_eligible_route: { status: 503, type: "no_eligible_route" },
   // Not in the spec's table: a full disk or a read-only file is the gateway's availability, so 5xx,

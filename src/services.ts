@@ -39,12 +39,13 @@ export const VERSION = "0.1.0";
 
 export function buildServices(config: Config, db: Db = openDatabase(config.database)): Services {
   migrate(db);
+  const commits = new GroupCommit(db.$client);
   return {
     config,
     catalog: buildCatalog(config),
     db,
-    commits: new GroupCommit(db.$client),
-    ledger: new Ledger(db),
+    commits,
+    ledger: new Ledger(db, commits),
     keys: new Keys(db),
     limiter: new RateLimiter(),
     logs: new RequestLog(db, { retentionDays: config.logRetentionDays }),

@@ -24,11 +24,11 @@ export interface KeyedCall {
   search: string;
   /** Filled in by the handler as it learns model, provider, usage and cost. */
   log: LogRow;
-  /** A streamed answer writes its log row when the stream ends; the handler sets this. */
-  deferLog: boolean;
-  /** The ledger write of a completed answer (settle), committed together with the log row. */
-  charge: (() => void) | null;
-  /** The request's hold, released here if the request fails after the handler let go of it. */
+  /**
+   * The request's hold (relay/text.ts reserve). Whoever resolves it writes the request's log row
+   * with it: post commits the charge and the row together, a stream writes its row at its end. The
+   * error path here closes it as a last resort.
+   */
   hold: Hold | null;
   /** The status the last upstream route answered with (relay/routes.ts). */
   upstreamStatus?: number;
@@ -97,27 +97,25 @@ export async function runKeyRoute(
       idem = { keyId: key.id, key: idemKey };
     }
 
-    call = { svc, request, requestId, started, key, bytes, json, form, search: url.search, log, deferLog: false, charge: null, hold: null };
+    call = { svc, request, requestId, started, key, bytes, json, form, search: url.search, log, hold: null };
     const response = await handler(call);
     for (const [k, v] of Object.entries(requestIdHeaders(requestId))) response.headers.set(k, v);
     svc.limiter.withHeaders(response.headers, rate);
-    log.status = response.status;
-    if (!call.deferLog) {
-      // The charge and its log row commit together, before the answer leaves.
-      const charge = call.charge;
+    if (!call.hold) {
+      // A route that holds no money (count_tokens, /v1/me): its row is written here.
+      log.status = response.status;
       await svc.commits.run(() => {
-        charge?.();
         log.latencyMs = performance.now() - started;
         svc.logs.write(log);
       });
     }
-    return idem ? recordForReplay(svc, idem, requestId, response) : response;
+    return idem ? recordForReplay(svc, idem, requestId, response, log) : response;
   } catch (err) {
     // Nothing in here may throw: a failure escaping to the app's error handler would answer under a
     // new request id, with no row for the one the client was given.
     const e = toGatewayError(err);
-    // A settle that never ran (its batch could not begin) still lets go of the hold; release is idempotent.
-    if (call?.hold) svc.ledger.release(call.hold);
+    // The relay's own finally has resolved it; this is the last resort should a path ever miss it.
+    call?.hold?.close("failed");
     if (idem) finishIdempotency(svc, idem, requestId, null);
     log.status = e.status;
     log.errorCode = e.code;
@@ -157,7 +155,7 @@ async function parseForm(request: Request, bytes: Uint8Array): Promise<FormData>
 }
 
 /** Keeps a copy of the answer as it goes out, stored for replay once complete. */
-function recordForReplay(svc: Services, idem: { keyId: number; key: string }, requestId: string, response: Response): Response {
+function recordForReplay(svc: Services, idem: { keyId: number; key: string }, requestId: string, response: Response, log: LogRow): Response {
   if (!response.body || response.status < 200 || response.status >= 300) {
     finishIdempotency(svc, idem, requestId, null);
     return response;
@@ -170,7 +168,9 @@ function recordForReplay(svc: Services, idem: { keyId: number; key: string }, re
     async pull(c) {
       const { done, value } = await reader.read();
       if (done) {
-        finishIdempotency(svc, idem, requestId, { status: response.status, contentType, body: text + decoder.decode() });
+        // A stream that ended in an error event failed: a failed request is not replayed, a retry runs again.
+        const failed = log.errorCode != null;
+        finishIdempotency(svc, idem, requestId, failed ? null : { status: response.status, contentType, body: text + decoder.decode() });
         c.close();
         return;
       }

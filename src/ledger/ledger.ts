@@ -2,11 +2,16 @@ import type { Statement } from "bun:sqlite";
 import { changeWatch, type ChangeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
 import { GatewayError } from "../errors.ts";
-import { Holds, type Hold } from "./holds.ts";
+import type { GroupCommit } from "../db/group-commit.ts";
+import { Hold, type HoldOwner } from "./hold.ts";
+import { Holds } from "./holds.ts";
 import { formatUsd } from "./money.ts";
 
 export type CreditKind = "registration_credit" | "top_up" | "operator_credit";
-export type { Hold };
+export { Hold };
+
+/** The most a single request can be charged: nano-dollars stay exact JavaScript numbers (about 9M USD). */
+export const MAX_COST_NANO = Number.MAX_SAFE_INTEGER;
 
 export interface Settlement {
   chargedNano: number;
@@ -28,7 +33,7 @@ export interface BalanceView {
  * JavaScript runs it in one go; a settle is part of one write transaction (the group commit's
  * batch) and reads the balance it charges inside that transaction.
  */
-export class Ledger {
+export class Ledger implements HoldOwner {
   readonly holds = new Holds();
   private readonly s: Record<string, Statement>;
   private readonly watch: ChangeWatch;
@@ -38,12 +43,17 @@ export class Ledger {
   // Built once: bun:sqlite builds a new wrapper (and its properties) on every db.transaction call.
   private readonly tx: { immediate: (fn: () => unknown) => unknown };
 
-  constructor(private readonly db: Db) {
+  /** `commits`: the serving process's group commit, through which holds post; the CLI has none. */
+  constructor(
+    private readonly db: Db,
+    private readonly commits: GroupCommit | null = null,
+  ) {
     const q = (sql: string) => db.$client.prepare(sql);
     this.s = {
       // A scalar subquery, not a join: the join's plan costs about 3x as much here.
       funds: q("SELECT (SELECT balance_nano FROM accounts WHERE id = ?2) AS balance_nano, quota_nano, spent_nano FROM api_keys WHERE id = ?1"),
       balance: q("SELECT balance_nano FROM accounts WHERE id = ?"),
+      keySpend: q("SELECT quota_nano, spent_nano FROM api_keys WHERE id = ?"),
       charge: q("UPDATE accounts SET balance_nano = balance_nano - ? WHERE id = ?"),
       chargeKey: q("UPDATE api_keys SET spent_nano = spent_nano + ? WHERE id = ?"),
       entry: q("INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, note, external_ref, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
@@ -94,7 +104,7 @@ export class Ledger {
           "Top up your balance or lower max_tokens.",
       );
     }
-    const hold: Hold = { requestId, accountId, keyId, amountNano };
+    const hold = new Hold(this, requestId, accountId, keyId, amountNano);
     this.holds.add(hold);
     return hold;
   }
@@ -112,34 +122,51 @@ export class Ledger {
     return { balance_nano: balance, quota_nano: spend.quotaNano, spent_nano: spend.spentNano };
   }
 
-  /** Charges the actual cost (capped at the balance) and lets the hold go, exactly once. */
-  settle(hold: Hold, costNano: number, requestId: string): Settlement {
-    if (!Number.isSafeInteger(costNano) || costNano < 0) throw new RangeError(`bad cost ${costNano}`);
+  /** HoldOwner: the charge and `alongside` in one group-committed transaction (see Hold.post). */
+  async post(hold: Hold, costNano: number, alongside: (() => void) | undefined): Promise<Settlement> {
+    if (!this.commits) throw new Error("holds post through the serving process's group commit");
+    const commits = this.commits;
     try {
-      // Nothing to charge: no transaction, no ledger row.
-      if (costNano === 0) return { chargedNano: 0, shortfallNano: 0 };
-      return this.write((): Settlement => {
-        const acc = this.s.balance!.get(hold.accountId) as { balance_nano: number };
-        const chargedNano = Math.min(costNano, Math.max(acc.balance_nano, 0));
-        const shortfallNano = costNano - chargedNano;
-        this.s.charge!.run(chargedNano, hold.accountId);
-        this.s.chargeKey!.run(chargedNano, hold.keyId);
-        this.s.entry!.run(hold.accountId, "charge", -chargedNano, shortfallNano, hold.keyId, requestId, null, null, Date.now());
-        this.balances.set(hold.accountId, acc.balance_nano - chargedNano);
-        const spend = this.spend.get(hold.keyId);
-        if (spend) spend.spentNano += chargedNano;
-        return { chargedNano, shortfallNano };
+      return await commits.run(() => {
+        const s = this.charge(hold, costNano);
+        alongside?.();
+        return s;
       });
     } finally {
-      // Also when the write failed: the request is over either way, and a hold kept would only
-      // shrink the spendable balance until the next start.
+      // Also when the write failed: the request is over either way (it failed, so it is free),
+      // and a hold kept would only shrink the spendable balance until the next start.
       this.holds.remove(hold);
     }
   }
 
-  /** Failure path: the request is not charged; the hold goes back to spendable. */
-  release(hold: Hold): void {
+  /** HoldOwner: nothing is written; the held amount is spendable again. */
+  void(hold: Hold): void {
     this.holds.remove(hold);
+  }
+
+  /**
+   * The charge of one request, inside the caller's transaction: capped so that the balance never goes
+   * below zero and the key never spends past its quota (concurrent requests whose estimates were too
+   * low can together reach past both); what could not be charged is recorded as shortfall.
+   */
+  charge(hold: Pick<Hold, "accountId" | "keyId">, costNano: number, requestId = (hold as Hold).requestId): Settlement {
+    const cost = boundedCost(costNano);
+    // Nothing to charge: no ledger row.
+    if (cost === 0) return { chargedNano: 0, shortfallNano: 0 };
+    return this.write((): Settlement => {
+      const acc = this.s.balance!.get(hold.accountId) as { balance_nano: number };
+      const key = this.s.keySpend!.get(hold.keyId) as { quota_nano: number | null; spent_nano: number } | null;
+      const quotaLeft = key?.quota_nano == null ? Infinity : Math.max(key.quota_nano - key.spent_nano, 0);
+      const chargedNano = Math.min(cost, Math.max(acc.balance_nano, 0), quotaLeft);
+      const shortfallNano = cost - chargedNano;
+      this.s.charge!.run(chargedNano, hold.accountId);
+      this.s.chargeKey!.run(chargedNano, hold.keyId);
+      this.s.entry!.run(hold.accountId, "charge", -chargedNano, shortfallNano, hold.keyId, requestId, null, null, Date.now());
+      this.balances.set(hold.accountId, acc.balance_nano - chargedNano);
+      const spend = this.spend.get(hold.keyId);
+      if (spend) spend.spentNano += chargedNano;
+      return { chargedNano, shortfallNano };
+    });
   }
 
   /** Adds money with its ledger row. externalRef makes a payment event credit at most once. */
@@ -163,4 +190,16 @@ export class Ledger {
     const reservedNano = this.holds.account(accountId);
     return { balanceNano, reservedNano, spendableNano: balanceNano - reservedNano };
   }
+}
+
+/**
+ * A cost as the ledger can hold it: a whole, non-negative number of nano-dollars no larger than
+ * MAX_COST_NANO. Usage counts are validated before pricing, but a price times an absurd count (an
+ * upstream reporting 10^12 tokens) can pass 2^53; it is capped, and the balance cap then charges
+ * what the balance allows, the rest recorded as shortfall.
+ */
+export function boundedCost(costNano: number): number {
+  // NaN or a negative cost is a bug upstream of the ledger (counts are validated before pricing).
+  if (Number.isNaN(costNano) || costNano < 0) throw new RangeError(`bad cost ${costNano}`);
+  return costNano >= MAX_COST_NANO ? MAX_COST_NANO : Math.ceil(costNano);
 }

@@ -4,7 +4,8 @@ import type { KeyedCall } from "../http/pipeline.ts";
 import { ImageGenerationBody, validate } from "../http/schemas.ts";
 import { nanoToUsd } from "../ledger/money.ts";
 import { attemptRoutes, readJsonAnswer } from "./routes.ts";
-import { resolveModel } from "./text.ts";
+import { post, reserve, resolveModel } from "./text.ts";
+import { describe } from "../logs/events.ts";
 
 export const MAX_EDIT_SOURCES = 4;
 
@@ -40,9 +41,7 @@ function readRequest(call: KeyedCall, endpoint: ImageEndpoint): { model: unknown
 export async function serveImages(call: KeyedCall, endpoint: ImageEndpoint): Promise<Response> {
   const req = readRequest(call, endpoint);
   const model = resolveModel(call, req.model, endpoint);
-  const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, req.n * model.perImageNano);
-  call.hold = hold;
-  let settled = false;
+  const hold = reserve(call, req.n * model.perImageNano);
   try {
     let answer: JsonObject = {};
     await attemptRoutes(call.svc, model, call, {
@@ -58,19 +57,29 @@ export async function serveImages(call: KeyedCall, endpoint: ImageEndpoint): Pro
         return provider.images({ endpoint, body, signal });
       },
       async confirm(a) {
-        answer = (await readJsonAnswer(a)).json;
+        try {
+          answer = (await readJsonAnswer(a)).json;
+        } catch (e) {
+          // Headers came, so the provider took the request and may bill it: trying another route
+          // could make two images charged to us for one asked (spec: not retried, not charged).
+          throw new GatewayError(
+            "ambiguous_upstream_result",
+            `The image provider accepted the request but its answer was lost (${describe(e)}). It was not charged; do not retry automatically: the provider may have generated it.`,
+          );
+        }
       },
     });
-    const count = Array.isArray(answer.data) ? answer.data.length : 0;
+    const images = Array.isArray(answer.data) ? answer.data : [];
+    // An upstream that returns more images than asked is paid for what was asked, and the client gets that many.
+    const count = Math.min(images.length, req.n);
+    if (images.length > count) answer.data = images.slice(0, count);
     const cost = count * model.perImageNano;
-    // Committed by the pipeline with the request's log row.
-    call.charge = () => call.svc.ledger.settle(hold, cost, call.requestId);
-    settled = true;
     call.log.images = count;
-    call.log.costNano = cost;
     const usage = { ...((answer.usage as JsonObject | undefined) ?? {}), cost_usd: nanoToUsd(cost) };
-    return new Response(JSON.stringify({ ...answer, usage }), { headers: { "content-type": "application/json" } });
+    const body = JSON.stringify({ ...answer, usage });
+    await post(call, hold, cost, null, 200);
+    return new Response(body, { headers: { "content-type": "application/json" } });
   } finally {
-    if (!settled) call.svc.ledger.release(hold);
+    hold.close("failed");
   }
 }

@@ -4,7 +4,7 @@ import type { JsonObject } from "../dialects/wire.ts";
 import { GatewayError, modelNotFound } from "../errors.ts";
 import type { KeyedCall } from "../http/pipeline.ts";
 import { estimateInputTokens } from "../ledger/estimate.ts";
-import type { Hold } from "../ledger/ledger.ts";
+import { boundedCost, type Hold } from "../ledger/ledger.ts";
 import { tokenCost, type TokenUsage } from "../ledger/money.ts";
 import type { Dialect } from "../upstreams/types.ts";
 import { chatUsage, messagesUsage } from "../dialects/usage.ts";
@@ -87,15 +87,18 @@ export interface ClientSide {
   headers?: Record<string, string>;
 }
 
-/** reserve → routes (with fallback) → answer or stream → settle; the hold is released on any failure. */
+/**
+ * reserve → routes (with fallback) → answer or stream → post. The hold is this function's until a
+ * stream takes it (relayStream resolves it when the stream ends); whatever else happens, the
+ * `finally` voids it if nothing resolved it.
+ */
 export async function relayText(call: KeyedCall, model: Model, client: ClientSide): Promise<Response> {
   const estimatedInputTokens = estimateInputTokens(call.bytes.byteLength);
   const reserveNano = tokenCost(model.prices, { input: estimatedInputTokens, output: client.maxOut, cacheRead: 0, cacheWrite: 0 });
   call.log.stream = client.stream;
 
-  const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, reserveNano);
-  call.hold = hold;
-  let handedOff = false;
+  const hold = reserve(call, reserveNano);
+  let stream: Response | null = null;
   try {
     const pair = (upstreamModel: string, maxTokensField: PairOptions["maxTokensField"]): PairOptions => ({
       model,
@@ -129,9 +132,8 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
     if (allDropped.length) headers["x-gateway-dropped"] = allDropped.join(", ");
     if (client.stream) {
       const adapter = client.adapter(pair(attempt.route.upstreamModel, "max_tokens"), upstreamDialect);
-      handedOff = true;
-      call.deferLog = true;
-      return relayStream(call, attempt, adapter, hold, model, estimatedInputTokens, headers);
+      stream = relayStream(call, attempt, adapter, hold, model, estimatedInputTokens, upstreamDialect, headers);
+      return stream;
     }
     const { text, json } = whole!;
     const { body: out, usage: reported } = clientAnswer(client.dialect, upstreamDialect, json, model.id);
@@ -140,22 +142,36 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
     const usage = reported ?? estimatedUsage(estimatedInputTokens, text.length);
     if (!reported) out.usage = client.dialect === "messages" ? messagesUsage(usage) : chatUsage(usage);
     const cost = tokenCost(model.prices, usage);
-    handedOff = true;
-    // Committed by the pipeline with the request's log row (one group commit).
-    call.charge = () => settle(call, hold, cost, usage);
-    return new Response(JSON.stringify(client.answer(out, cost)), { headers: { "content-type": "application/json", ...headers } });
+    const body = JSON.stringify(client.answer(out, cost));
+    // The charge and the request's log row are durable before the answer leaves.
+    await post(call, hold, cost, usage, 200);
+    return new Response(body, { headers: { "content-type": "application/json", ...headers } });
   } finally {
-    if (!handedOff) call.svc.ledger.release(hold);
+    // A stream owns its hold from here; any other ending without a post is a failure, and free.
+    if (!stream) hold.close("failed");
   }
 }
 
-export function settle(call: KeyedCall, hold: Hold, cost: number, usage: TokenUsage | null): void {
-  call.svc.ledger.settle(hold, cost, call.requestId);
-  call.log.costNano = cost;
+/** Takes the request's hold; the pipeline's error path closes it too, as a last resort. */
+export function reserve(call: KeyedCall, amountNano: number): Hold {
+  const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, amountNano);
+  call.hold = hold;
+  return hold;
+}
+
+/** Posts the request's cost with its log row (usage, cost, status) in one commit. */
+export function post(call: KeyedCall, hold: Hold, cost: number, usage: TokenUsage | null, status: number): Promise<unknown> {
+  const log = call.log;
+  log.costNano = boundedCost(cost);
+  log.status = status;
   if (usage) {
-    call.log.inputTokens = usage.input;
-    call.log.outputTokens = usage.output;
-    call.log.cacheReadTokens = usage.cacheRead;
-    call.log.cacheWriteTokens = usage.cacheWrite;
+    log.inputTokens = usage.input;
+    log.outputTokens = usage.output;
+    log.cacheReadTokens = usage.cacheRead;
+    log.cacheWriteTokens = usage.cacheWrite;
   }
+  return hold.post(cost, () => {
+    log.latencyMs = performance.now() - call.started;
+    call.svc.logs.write(log);
+  });
 }

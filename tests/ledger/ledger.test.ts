@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { Keys } from "../../src/auth/keys.ts";
 import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
-import { Ledger } from "../../src/ledger/ledger.ts";
+import { Ledger, MAX_COST_NANO } from "../../src/ledger/ledger.ts";
+import { HoldResolvedTwice } from "../../src/ledger/hold.ts";
 import { GroupCommit } from "../../src/db/group-commit.ts";
 import { refusal } from "../support/refusal.ts";
 
@@ -21,7 +22,7 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "gw-ledger-"));
   db = openDatabase(join(dir, "gateway.db"));
   migrate(db);
-  ledger = new Ledger(db);
+  ledger = new Ledger(db, new GroupCommit(db.$client));
   keys = new Keys(db);
 });
 afterEach(() => {
@@ -72,10 +73,10 @@ describe("reserve", () => {
     expect(ledger.balance(a.accountId).spendableNano).toBe(0);
   });
 
-  it("refuses with 429 quota and x-should-retry: false when spent + held + estimate exceeds the key's quota", () => {
+  it("refuses with 429 quota and x-should-retry: false when spent + held + estimate exceeds the key's quota", async () => {
     const a = account(10, 500_000_000);
     const h = ledger.reserve("gw_r1", a.accountId, a.keyId, 200_000_000);
-    ledger.settle(h, 200_000_000, "gw_r1");
+    await h.post(200_000_000);
     ledger.reserve("gw_r2", a.accountId, a.keyId, 200_000_000);
     const e = refusal(() => ledger.reserve("gw_r3", a.accountId, a.keyId, 100_000_001));
     expect([e.status, e.code, e.type]).toEqual([429, "quota", "insufficient_quota"]);
@@ -85,48 +86,73 @@ describe("reserve", () => {
 });
 
 describe("settle", () => {
-  it("charges the actual cost, releases the whole hold and appends one charge row", () => {
+  it("charges the actual cost, releases the whole hold and appends one charge row", async () => {
     const a = account(1);
     const h = ledger.reserve("gw_s1", a.accountId, a.keyId, 300_000_000);
-    expect(ledger.settle(h, 120_000_000, "gw_s1")).toEqual({ chargedNano: 120_000_000, shortfallNano: 0 });
+    expect(await h.post(120_000_000)).toEqual({ chargedNano: 120_000_000, shortfallNano: 0 });
     expect(ledger.balance(a.accountId)).toEqual({ balanceNano: 880_000_000, reservedNano: 0, spendableNano: 880_000_000 });
     expect(keyRow(a.keyId)).toEqual({ spent_nano: 120_000_000, reserved_nano: 0 });
     expect(rows(a.accountId).at(-1)).toEqual({ kind: "charge", amount_nano: -120_000_000, shortfall_nano: 0, key_id: a.keyId, request_id: "gw_s1" });
     expect(holds()).toBe(0);
   });
 
-  it("caps the charge at the balance and records the rest as shortfall, never going negative", () => {
+  it("caps the charge at the balance and records the rest as shortfall, never going negative", async () => {
     const a = account(1);
     const h = ledger.reserve("gw_s2", a.accountId, a.keyId, 100_000_000);
-    expect(ledger.settle(h, 3_500_000_000, "gw_s2")).toEqual({ chargedNano: USD, shortfallNano: 2_500_000_000 });
+    expect(await h.post(3_500_000_000)).toEqual({ chargedNano: USD, shortfallNano: 2_500_000_000 });
     expect(ledger.balance(a.accountId).balanceNano).toBe(0);
     expect(rows(a.accountId).at(-1)).toMatchObject({ kind: "charge", amount_nano: -USD, shortfall_nano: 2_500_000_000 });
   });
 
-  it("charges nothing more once the balance is at zero, recording the whole cost as shortfall", () => {
+  it("charges nothing more once the balance is at zero, recording the whole cost as shortfall", async () => {
     const a = account(1);
     const h1 = ledger.reserve("gw_a", a.accountId, a.keyId, 400_000_000);
     const h2 = ledger.reserve("gw_b", a.accountId, a.keyId, 400_000_000);
-    ledger.settle(h1, 2 * USD, "gw_a");
+    await h1.post(2 * USD);
     expect(ledger.balance(a.accountId)).toEqual({ balanceNano: 0, reservedNano: 400_000_000, spendableNano: -400_000_000 });
-    expect(ledger.settle(h2, 300_000_000, "gw_b")).toEqual({ chargedNano: 0, shortfallNano: 300_000_000 });
+    expect(await h2.post(300_000_000)).toEqual({ chargedNano: 0, shortfallNano: 300_000_000 });
     expect(ledger.balance(a.accountId)).toEqual({ balanceNano: 0, reservedNano: 0, spendableNano: 0 });
     expect(rows(a.accountId).at(-1)).toMatchObject({ amount_nano: 0, shortfall_nano: 300_000_000 });
   });
 
-  it("writes no charge row for a zero cost", () => {
+  it("writes no charge row for a zero cost", async () => {
     const a = account(1);
-    ledger.settle(ledger.reserve("gw_z", a.accountId, a.keyId, 1000), 0, "gw_z");
+    await ledger.reserve("gw_z", a.accountId, a.keyId, 1000).post(0);
     expect(rows(a.accountId).map((r) => r.kind)).toEqual(["registration_credit"]);
     expect(ledger.balance(a.accountId)).toEqual({ balanceNano: USD, reservedNano: 0, spendableNano: USD });
   });
 
-  it("refuses a cost that is not a whole, non-negative number of nano-dollars", () => {
+  it("refuses a negative or NaN cost (a bug upstream of the ledger), charging nothing and letting the hold go", async () => {
     const a = account(1);
-    const h = ledger.reserve("gw_bad", a.accountId, a.keyId, 1000);
-    expect(() => ledger.settle(h, 0.5, "gw_bad")).toThrow(RangeError);
-    expect(() => ledger.settle(h, -1, "gw_bad")).toThrow(RangeError);
-    expect(holds()).toBe(1);
+    expect(ledger.reserve("gw_bad", a.accountId, a.keyId, 1000).post(-1)).rejects.toThrow(RangeError);
+    expect(ledger.reserve("gw_nan", a.accountId, a.keyId, 1000).post(NaN)).rejects.toThrow(RangeError);
+    await Bun.sleep(5);
+    expect(holds()).toBe(0);
+    expect(ledger.balance(a.accountId).balanceNano).toBe(USD);
+  });
+
+  it("rounds a fractional cost up to a whole nano-dollar", async () => {
+    const a = account(1);
+    expect(await ledger.reserve("gw_half", a.accountId, a.keyId, 1000).post(0.5)).toEqual({ chargedNano: 1, shortfallNano: 0 });
+  });
+
+  // issue 14 item 2: an upstream reporting 10^12 tokens priced above 2^53 nano-USD threw before the hold was let go.
+  it("caps a cost above 2^53 nano-dollars, charges what the balance allows, records the shortfall and lets the hold go", async () => {
+    const a = account(1);
+    const h = ledger.reserve("gw_huge", a.accountId, a.keyId, 1000);
+    expect(await h.post(3e18)).toEqual({ chargedNano: USD, shortfallNano: MAX_COST_NANO - USD });
+    expect(holds()).toBe(0);
+    expect(ledger.balance(a.accountId).balanceNano).toBe(0);
+  });
+
+  // issue 14 item 12: concurrent requests whose estimates undershoot could together spend past the quota.
+  it("caps the charge at what is left of the key's quota, recording the rest as shortfall", async () => {
+    const a = account(10, 500_000_000);
+    const h1 = ledger.reserve("gw_q1", a.accountId, a.keyId, 100_000_000);
+    const h2 = ledger.reserve("gw_q2", a.accountId, a.keyId, 100_000_000);
+    expect(await h1.post(400_000_000)).toEqual({ chargedNano: 400_000_000, shortfallNano: 0 });
+    expect(await h2.post(400_000_000)).toEqual({ chargedNano: 100_000_000, shortfallNano: 300_000_000 });
+    expect(keyRow(a.keyId).spent_nano).toBe(500_000_000);
   });
 });
 
@@ -134,19 +160,38 @@ describe("release", () => {
   it("returns the hold to spendable and charges nothing", () => {
     const a = account(1);
     const h = ledger.reserve("gw_f", a.accountId, a.keyId, 300_000_000);
-    ledger.release(h);
+    h.void("test");
     expect(ledger.balance(a.accountId)).toEqual({ balanceNano: USD, reservedNano: 0, spendableNano: USD });
     expect(keyRow(a.keyId)).toEqual({ spent_nano: 0, reserved_nano: 0 });
     expect(rows(a.accountId)).toHaveLength(1);
   });
 
-  it("is a no-op the second time", () => {
+  it("throws on a second resolution, void or post, and changes nothing", async () => {
     const a = account(1);
     const h = ledger.reserve("gw_f2", a.accountId, a.keyId, 300_000_000);
-    ledger.release(h);
-    ledger.release(h);
-    expect(ledger.balance(a.accountId).reservedNano).toBe(0);
+    h.void("test");
+    expect(() => h.void("again")).toThrow(HoldResolvedTwice);
+    expect(() => h.post(1000)).toThrow(HoldResolvedTwice);
+    expect(ledger.balance(a.accountId)).toEqual({ balanceNano: USD, reservedNano: 0, spendableNano: USD });
     expect(keyRow(a.keyId).reserved_nano).toBe(0);
+  });
+
+  it("a posted hold cannot be voided, and close() after a post does nothing", async () => {
+    const a = account(1);
+    const h = ledger.reserve("gw_f3", a.accountId, a.keyId, 300_000_000);
+    await h.post(100_000_000);
+    expect(() => h.void("late")).toThrow(HoldResolvedTwice);
+    h.close();
+    expect(ledger.balance(a.accountId).balanceNano).toBe(900_000_000);
+  });
+
+  it("close() voids a hold nobody resolved (the request's finally)", () => {
+    const a = account(1);
+    {
+      using h = ledger.reserve("gw_f4", a.accountId, a.keyId, 300_000_000);
+      expect(h.open).toBe(true);
+    }
+    expect(holds()).toBe(0);
   });
 });
 
@@ -159,11 +204,12 @@ describe("holds belong to the process", () => {
     expect(rows(a.accountId)).toHaveLength(1);
   });
 
-  it("lets the hold go even when the settle's write fails, charging nothing", () => {
+  it("lets the hold go even when the settle's write fails, charging nothing", async () => {
     const a = account(1);
     const h = ledger.reserve("gw_o2", a.accountId, a.keyId, 300_000_000);
     db.$client.exec("CREATE TRIGGER no_charges BEFORE INSERT ON ledger_entries BEGIN SELECT RAISE(ABORT, 'disk says no'); END");
-    expect(() => ledger.settle(h, 50_000_000, "gw_o2")).toThrow("disk says no");
+    expect(h.post(50_000_000)).rejects.toThrow("disk says no");
+    await Bun.sleep(5);
     expect(ledger.balance(a.accountId)).toEqual({ balanceNano: USD, reservedNano: 0, spendableNano: USD });
     expect(keyRow(a.keyId)).toEqual({ spent_nano: 0, reserved_nano: 0 });
   });
@@ -197,15 +243,15 @@ describe("credits", () => {
 describe("balances and spend kept between requests", () => {
   const nextTurn = () => new Promise((r) => setImmediate(r));
 
-  it("checks a reserve after a settle against the charged balance", () => {
+  it("checks a reserve after a settle against the charged balance", async () => {
     const a = account(1);
-    ledger.settle(ledger.reserve("gw_k1", a.accountId, a.keyId, 600_000_000), 600_000_000, "gw_k1");
+    await ledger.reserve("gw_k1", a.accountId, a.keyId, 600_000_000).post(600_000_000);
     expect(refusal(() => ledger.reserve("gw_k2", a.accountId, a.keyId, 600_000_000)).code).toBe("insufficient_balance");
   });
 
-  it("checks a reserve after a settle against the key's spend", () => {
+  it("checks a reserve after a settle against the key's spend", async () => {
     const a = account(5, USD);
-    ledger.settle(ledger.reserve("gw_k3", a.accountId, a.keyId, 600_000_000), 600_000_000, "gw_k3");
+    await ledger.reserve("gw_k3", a.accountId, a.keyId, 600_000_000).post(600_000_000);
     expect(refusal(() => ledger.reserve("gw_k4", a.accountId, a.keyId, 600_000_000)).code).toBe("quota");
   });
 
@@ -221,7 +267,7 @@ describe("balances and spend kept between requests", () => {
 
   it("sees a quota lowered by another process from the next turn of the event loop on", async () => {
     const a = account(5);
-    ledger.release(ledger.reserve("gw_k7", a.accountId, a.keyId, USD));
+    ledger.reserve("gw_k7", a.accountId, a.keyId, USD).void("test");
     const cli = openDatabase(join(dir, "gateway.db"));
     cli.$client.run("UPDATE api_keys SET quota_nano = ? WHERE id = ?", [USD / 2, a.keyId]);
     cli.$client.close();
@@ -233,12 +279,8 @@ describe("balances and spend kept between requests", () => {
     const a = account(1);
     // A deferred constraint fails at COMMIT, after the settle has run: the whole batch rolls back.
     db.$client.exec("CREATE TABLE must_point (ref INTEGER REFERENCES accounts(id) DEFERRABLE INITIALLY DEFERRED)");
-    const commits = new GroupCommit(db.$client);
     const h = ledger.reserve("gw_k9", a.accountId, a.keyId, 600_000_000);
-    const charged = commits.run(() => {
-      ledger.settle(h, 600_000_000, "gw_k9");
-      db.$client.run("INSERT INTO must_point VALUES (999)");
-    });
+    const charged = h.post(600_000_000, () => db.$client.run("INSERT INTO must_point VALUES (999)"));
     expect(await charged.then(() => "committed", (e) => String(e))).toContain("FOREIGN KEY");
     expect(ledger.balance(a.accountId).balanceNano).toBe(USD);
     expect(() => ledger.reserve("gw_k10", a.accountId, a.keyId, 600_000_000)).not.toThrow();

@@ -88,10 +88,11 @@ describe("GET /v1/me for a key without restrictions", () => {
     expect((await errorOf(res)).code).toBe("no-key");
   });
 
-  it("shows remaining quota as 0, not negative, once a charge went past the quota", async () => {
+  // A charge is capped at what is left of the quota (issue 14 item 12), the rest recorded as shortfall.
+  it("caps a charge that would pass the quota at the quota, and shows remaining quota as 0", async () => {
     const a = gw.account(10, { quotaNano: 10_000_000 });
     up.script({ kind: "text", text: "ok", usage: { input: 0, output: 100_000, cacheRead: 0, cacheWrite: 0 } }); // $1.5 on a $0.01 quota
     expect((await postWithApiKey(gw, "/v1/messages", messagesBody(1, "priced"), a.key)).status).toBe(200);
-    expect((await me(a.key)).key.quota).toMatchObject({ limit_usd: 0.01, spent_usd: 1.5, remaining_usd: 0 });
+    expect((await me(a.key)).key.quota).toMatchObject({ limit_usd: 0.01, spent_usd: 0.01, remaining_usd: 0 });
   });
 });

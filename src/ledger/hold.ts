@@ -1,0 +1,70 @@
+import type { Settlement } from "./ledger.ts";
+
+/** A second resolution of one hold: a bug in the money path, never a client's doing. */
+export class HoldResolvedTwice extends Error {}
+
+/** What resolves a hold: the ledger, which owns the balance it holds. */
+export interface HoldOwner {
+  post(hold: Hold, costNano: number, alongside: (() => void) | undefined): Promise<Settlement>;
+  void(hold: Hold): void;
+}
+
+/**
+ * A running request's hold on its account's balance and its key's quota (a pending transfer, in
+ * TigerBeetle's words). It resolves exactly once: `post` charges what the request cost, `void` lets it
+ * go uncharged. Every request holds it in one `try/finally` whose `finally` calls `close()`, so no path
+ * (an exception, a client gone, a failed commit) can leave it open; a second resolution throws.
+ */
+export class Hold {
+  private state: "open" | "posted" | "voided" = "open";
+  /** Why it was voided, for the request log. */
+  voidReason: string | null = null;
+
+  constructor(
+    private readonly owner: HoldOwner,
+    readonly requestId: string,
+    readonly accountId: number,
+    readonly keyId: number,
+    readonly amountNano: number,
+  ) {}
+
+  get open(): boolean {
+    return this.state === "open";
+  }
+
+  get posted(): boolean {
+    return this.state === "posted";
+  }
+
+  /**
+   * Charges `costNano` (capped so the balance and the key's quota are never overrun; the rest is
+   * recorded as shortfall) and runs `alongside` (the request's log row) in the same write
+   * transaction; resolves once both are durable. If the write fails the hold is let go uncharged and
+   * the error is thrown: the request then failed, and a failed request is free.
+   */
+  post(costNano: number, alongside?: () => void): Promise<Settlement> {
+    this.resolve("posted");
+    return this.owner.post(this, costNano, alongside);
+  }
+
+  /** Lets the hold go uncharged: the request failed or was refused. */
+  void(reason: string): void {
+    this.resolve("voided");
+    this.voidReason = reason;
+    this.owner.void(this);
+  }
+
+  /** The request's `finally`: voids the hold if nothing resolved it, else does nothing. */
+  close(reason = "abandoned"): void {
+    if (this.state === "open") this.void(reason);
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  private resolve(to: "posted" | "voided"): void {
+    if (this.state !== "open") throw new HoldResolvedTwice(`hold of ${this.requestId} is already ${this.state}; it cannot be ${to}`);
+    this.state = to;
+  }
+}
