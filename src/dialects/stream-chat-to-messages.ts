@@ -4,7 +4,7 @@
 import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
 import { StreamTally, estimatedUsage } from "./stream-usage.ts";
 import { toolIdToMessages } from "./tool-ids.ts";
-import { finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
+import { billableChatUsage, finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
 import type { ChatChunk, ChatToolCall, JsonObject, MessagesEvent } from "./wire.ts";
 
 export interface ChatToMessagesOptions {
@@ -61,7 +61,7 @@ export class ChatToMessagesStream extends StreamTally {
       return this.fail(type, message);
     }
     if (!this.started) this.start(chunk, out);
-    if (chunk.usage) {
+    if (chunk.usage && billableChatUsage(chunk.usage)) {
       this.realUsage = usageFromChat(chunk.usage);
       this.reasoningTokens = chunk.usage.completion_tokens_details?.reasoning_tokens;
     }

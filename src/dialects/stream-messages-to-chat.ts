@@ -4,7 +4,7 @@
 import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
 import { StreamTally, estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
 import { toolIdFromMessages } from "./tool-ids.ts";
-import { chatUsage, stopToFinish } from "./usage.ts";
+import { billableMessagesUsage, chatUsage, stopToFinish } from "./usage.ts";
 import type { ChatChunk, ChatUsage, JsonObject, MessagesEvent } from "./wire.ts";
 
 export interface MessagesToChatOptions {
@@ -108,7 +108,7 @@ export class MessagesToChatStream extends StreamTally {
   private messageStart(data: JsonObject): ChatStreamItem[] {
     const msg = (data.message ?? {}) as JsonObject;
     if (typeof msg.id === "string" && msg.id && !this.started) this.id = `chatcmpl-${msg.id.replace(/^msg_/, "")}`;
-    if (msg.usage && typeof msg.usage === "object") this.realUsage = mergeMessagesUsage(null, msg.usage as JsonObject);
+    if (billableMessagesUsage(msg.usage)) this.realUsage = mergeMessagesUsage(null, msg.usage as JsonObject);
     const out: ChatStreamItem[] = [];
     this.ensureStarted(out);
     return out;
@@ -178,7 +178,9 @@ export class MessagesToChatStream extends StreamTally {
     const out: ChatStreamItem[] = [];
     this.ensureStarted(out);
     const usage = data.usage;
-    if (usage && typeof usage === "object") {
+    // Counts that are not counts make the whole usage unknown: our estimate is shown and billed.
+    if (usage && typeof usage === "object" && !billableMessagesUsage(usage, ["output_tokens"])) this.realUsage = null;
+    else if (usage && typeof usage === "object") {
       this.realUsage = mergeMessagesUsage(this.realUsage, usage as JsonObject);
       const details = (usage as JsonObject).output_tokens_details as JsonObject | undefined;
       if (details && typeof details.thinking_tokens === "number") this.thinkingTokens = details.thinking_tokens;

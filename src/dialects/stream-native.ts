@@ -8,7 +8,7 @@ import type { SseEvent } from "../upstreams/sse.ts";
 import { encodeSse } from "../upstreams/sse.ts";
 import { plainChatTextLength, plainTextLength } from "./stream-scan.ts";
 import { estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
-import { chatUsage, messagesUsage, usageFromChat } from "./usage.ts";
+import { billableChatUsage, billableMessagesUsage, chatUsage, messagesUsage, usageFromChat } from "./usage.ts";
 import type { ChatUsage, JsonObject } from "./wire.ts";
 
 const parse = (text: string): JsonObject | null => {
@@ -117,11 +117,12 @@ export class NativeMessagesStream {
     const msg = data?.message;
     if (!data || !isObject(msg)) return encodeSse(ev.event, ev.data);
     let changed = false;
-    if (isObject(msg.usage) && hasCount(msg.usage)) {
-      this.tokens = mergeMessagesUsage(null, msg.usage);
+    if (billableMessagesUsage(msg.usage)) {
+      this.tokens = mergeMessagesUsage(null, msg.usage as JsonObject);
       this.reported = true;
-    } else if (!isObject(msg.usage)) {
-      // The SDKs' stream helpers write into message.usage on every message_delta: it must exist.
+    } else if (!isObject(msg.usage) || hasCount(msg.usage)) {
+      // The SDKs' stream helpers write into message.usage on every message_delta: it must exist. Counts
+      // that are not counts (negative, strings) are replaced by ours, as if none had been sent.
       msg.usage = messagesUsage({ input: this.opts.estimatedInputTokens, output: 0, cacheRead: 0, cacheWrite: 0 });
       changed = true;
     }
@@ -136,9 +137,14 @@ export class NativeMessagesStream {
     const data = parse(ev.data);
     if (!data) return encodeSse(ev.event, ev.data);
     const usage: JsonObject = isObject(data.usage) ? data.usage : {};
-    if (hasCount(usage)) this.reported = true;
-    if (this.reported) this.tokens = mergeMessagesUsage(this.tokens, usage);
-    else {
+    const valid = billableMessagesUsage(usage, ["output_tokens"]);
+    if (valid) this.reported = true;
+    if (this.reported && valid) this.tokens = mergeMessagesUsage(this.tokens, usage);
+    else if (this.reported) {
+      // Input came from message_start; an output count that is not one is replaced by our estimate.
+      this.tokens = { ...this.tokens!, output: estimatedUsage(0, this.chars).output };
+      Object.assign(usage, messagesUsage(this.tokens));
+    } else {
       // A compatible server that counts nothing: the client is shown, and pays, our own count.
       this.tokens = estimatedUsage(this.opts.estimatedInputTokens, this.chars);
       Object.assign(usage, messagesUsage(this.tokens));
@@ -242,6 +248,11 @@ export class NativeChatStream {
       chunk.model = this.opts.model;
     }
     const choices = Array.isArray(chunk.choices) ? (chunk.choices as unknown[]) : null;
+    if (isObject(chunk.usage) && !billableChatUsage(chunk.usage)) {
+      // Counts that are not counts: as if the upstream sent none (our estimate is shown and billed at the end).
+      delete chunk.usage;
+      renamed = null;
+    }
     const hasUsage = isObject(chunk.usage);
     if (hasUsage) {
       this.tokens = usageFromChat(chunk.usage as ChatUsage);

@@ -10,6 +10,35 @@ function count(v: unknown): number {
   return typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
 }
 
+const whole = (v: unknown): boolean => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+
+/**
+ * A usage the ledger may bill: every count present is a whole, non-negative number and the `required`
+ * ones are there. Anything else (missing, negative, fractional, strings) is no usage: the caller bills
+ * its estimate, never zero (issue 14: a usage of "-5" or {} made answers free).
+ */
+function countsValid(u: unknown, names: readonly string[], required: readonly string[]): boolean {
+  if (!u || typeof u !== "object" || Array.isArray(u)) return false;
+  const o = u as Record<string, unknown>;
+  for (const k of names) if (o[k] != null && !whole(o[k])) return false;
+  return required.every((k) => whole(o[k]));
+}
+
+const MESSAGES_COUNTS = ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"] as const;
+const CHAT_COUNTS = ["prompt_tokens", "completion_tokens", "total_tokens"] as const;
+
+/** A Messages usage (a whole answer's, or message_start's) that can be billed; `required` for message_delta is output only. */
+export function billableMessagesUsage(u: unknown, required: readonly string[] = ["input_tokens", "output_tokens"]): boolean {
+  return countsValid(u, MESSAGES_COUNTS, required);
+}
+
+/** A Chat usage that can be billed: prompt and completion counts, and valid cache details if any. */
+export function billableChatUsage(u: unknown): boolean {
+  if (!countsValid(u, CHAT_COUNTS, ["prompt_tokens", "completion_tokens"])) return false;
+  const d = (u as ChatUsage).prompt_tokens_details;
+  return d == null || countsValid(d, ["cached_tokens", "cache_write_tokens"], []);
+}
+
 export function usageFromMessages(u: MessagesUsage): TokenUsage {
   return {
     input: count(u.input_tokens),

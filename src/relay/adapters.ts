@@ -4,7 +4,7 @@ import { messagesRequestToChat, chatResponseToMessages } from "../dialects/messa
 import { ChatToMessagesStream } from "../dialects/stream-chat-to-messages.ts";
 import { MessagesToChatStream, type ChatStreamItem } from "../dialects/stream-messages-to-chat.ts";
 import { NativeChatStream, NativeMessagesStream } from "../dialects/stream-native.ts";
-import { usageFromChat, usageFromMessages } from "../dialects/usage.ts";
+import { billableChatUsage, billableMessagesUsage, usageFromChat, usageFromMessages } from "../dialects/usage.ts";
 import type { ChatRequest, ChatResponse, JsonObject, MessagesEvent, MessagesRequest, MessagesResponse } from "../dialects/wire.ts";
 import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
 import { encodeSse, type SseEvent } from "../upstreams/sse.ts";
@@ -64,10 +64,11 @@ export function clientAnswer(client: Dialect, upstream: Dialect, answer: JsonObj
   if (client === upstream) (body = answer).model = model;
   else if (client === "messages") body = chatResponseToMessages(answer as ChatResponse, { model });
   else body = messagesResponseToChat(answer as MessagesResponse, { model });
+  // The upstream's own usage decides: without valid counts it is no usage, and the estimate is billed
+  // (a translation would turn a missing usage into zeros, and zeros into a free answer).
+  const billable = upstream === "messages" ? billableMessagesUsage(answer.usage) : billableChatUsage(answer.usage);
   const raw = body.usage as JsonObject | undefined;
-  // A usage object without counts is no usage: billing it would charge zero for a real answer.
-  const counted = raw && Object.values(raw).some((v) => typeof v === "number");
-  const usage = counted ? (client === "messages" ? usageFromMessages(raw as never) : usageFromChat(raw as never)) : null;
+  const usage = billable && raw ? (client === "messages" ? usageFromMessages(raw as never) : usageFromChat(raw as never)) : null;
   return { body, usage };
 }
 

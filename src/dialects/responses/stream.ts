@@ -18,7 +18,7 @@ import { callItem, finishOf, logprobsOf, messageItem, outputTextPart, reasoningI
 import { unwrapCustomInput } from "./tools.ts";
 import type { ResponsesEvent, ToolNameMap, ToolTarget } from "./types.ts";
 import { estimatedUsage } from "../stream-usage.ts";
-import { chatUsage, usageFromChat } from "../usage.ts";
+import { billableChatUsage, chatUsage, usageFromChat } from "../usage.ts";
 import { responsesUsage } from "./usage.ts";
 
 export interface ChatToResponsesStreamOptions extends ResponseContext {
@@ -123,7 +123,8 @@ export class ChatToResponsesStream {
         out.push(...this.closeAll());
       }
     }
-    if (chunk.usage) this.lastUsage = chunk.usage;
+    // Counts that are not counts are no usage: the estimate is shown and billed (issue 14 item 8).
+    if (chunk.usage && billableChatUsage(chunk.usage)) this.lastUsage = chunk.usage;
     // Usage normally follows the finish in its own chunk (choices:[]); some servers put it on the
     // finish chunk. Usage seen before the finish may be a running count, so it waits for done().
     if (this.finish && chunk.usage) out.push(...this.terminal());
