@@ -1,7 +1,7 @@
 import { Keys } from "./auth/keys.ts";
 import { buildCatalog, type Catalog } from "./catalog/catalog.ts";
 import type { Config } from "./config/load.ts";
-import { migrate, openDatabase, type Db } from "./db/client.ts";
+import { migrate, openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from "./db/client.ts";
 import { GroupCommit } from "./db/group-commit.ts";
 import { Ledger } from "./ledger/ledger.ts";
 import { RateLimiter } from "./limits/rate-limit.ts";
@@ -37,7 +37,7 @@ export interface Services {
 
 export const VERSION = "0.1.0";
 
-export function buildServices(config: Config, db: Db = openDatabase(config.database)): Services {
+export function buildServices(config: Config, db: Db = openDatabase(config.database, { busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS })): Services {
   migrate(db);
   const commits = new GroupCommit(db.$client);
   return {

@@ -40,7 +40,15 @@ const FS_REASONS: Record<string, string> = {
   ENOSPC: "no space left on the device",
 };
 
-export function openDatabase(file: string): Db {
+/**
+ * The server's wait for SQLite's write lock, on the JavaScript thread: short, because while it waits
+ * nothing else runs (with 5 s, GET /status took 6 s behind an operator's long `sqlite3` write). Longer
+ * locks are waited out between turns of the event loop (GroupCommit), then answered with 503.
+ */
+export const SERVER_BUSY_TIMEOUT_MS = 10;
+
+/** `busyTimeoutMs`: how long a statement blocks for another process's lock; the CLI can afford seconds. */
+export function openDatabase(file: string, opts: { busyTimeoutMs?: number } = {}): Db {
   ensureDatabaseFolder(file);
   let sqlite: Database;
   try {
@@ -50,7 +58,7 @@ export function openDatabase(file: string): Db {
     throw new OperatorError(`cannot open the database ${file}: ${sqliteReason(e)}`);
   }
   // Several processes (server, CLI) share the file; wait for the write lock instead of failing.
-  sqlite.exec("PRAGMA busy_timeout = 5000");
+  sqlite.exec(`PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
   sqlite.exec("PRAGMA foreign_keys = ON");
   sqlite.exec("PRAGMA synchronous = NORMAL");
   return drizzle(sqlite, { schema }) as Db;

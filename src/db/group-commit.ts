@@ -14,6 +14,11 @@ import { changeWatch, type ChangeWatch } from "./change-watch.ts";
  * resolves after the COMMIT. `now` is for writes whose loss in a crash would change nothing: the
  * caller goes on at once. (Holds of running requests are not written at all: ledger/holds.ts.)
  */
+/** How long a write waits for another process's lock (an operator's sqlite3, a VACUUM) before 503. */
+export const LOCK_WAIT_MS = 2000;
+
+const isBusy = (e: unknown) => /^SQLITE_(BUSY|LOCKED)/.test(String((e as { code?: unknown })?.code ?? ""));
+
 export class GroupCommit {
   private open = false;
   /** Writes in the open batch; the first needs no savepoint. */
@@ -52,13 +57,39 @@ export class GroupCommit {
     }
   }
 
-  /** Runs `fn` in the batch now; resolves with its result once the batch is committed. */
+  /**
+   * Runs `fn` in the batch (now, or once another process lets go of the write lock); resolves with its
+   * result once the batch is committed. A lock held past LOCK_WAIT_MS fails with SQLITE_BUSY (503).
+   */
   async run<T>(fn: () => T): Promise<T> {
+    // Synchronous while the lock is free, so that writes join the batch in the order they came.
+    if (!this.open) {
+      try {
+        this.begin();
+      } catch (e) {
+        if (!isBusy(e)) throw e;
+        await this.begun();
+      }
+    }
     const value = this.now(fn);
     const { promise, resolve, reject } = Promise.withResolvers<void>();
     this.waiters.push({ resolve, reject });
     await promise;
     return value;
+  }
+
+  /** BEGIN IMMEDIATE, retried between turns of the event loop while another process holds the lock. */
+  private async begun(): Promise<void> {
+    const deadline = performance.now() + LOCK_WAIT_MS;
+    for (let pause = 2; ; pause = Math.min(pause * 2, 100)) {
+      try {
+        this.begin();
+        return;
+      } catch (e) {
+        if (!isBusy(e) || performance.now() >= deadline) throw e;
+      }
+      await Bun.sleep(pause);
+    }
   }
 
   private begin(): void {

@@ -120,7 +120,9 @@ export async function runKeyRoute(
     log.status = e.status;
     log.errorCode = e.code;
     log.latencyMs = performance.now() - started;
-    svc.logs.write(log);
+    // Through the group commit, which waits out another process's write lock between turns; the
+    // error answer does not wait for it.
+    svc.commits.run(() => svc.logs.write(log)).catch((w: unknown) => events.writeFailed("request_log", requestId, w));
     const ctx = request.signal.aborted ? { quiet: true } : { route: routeOf(log), provider: log.provider ?? undefined, upstreamStatus: call?.upstreamStatus };
     const response = errorResponse(e, requestId, {}, ctx);
     if (rate) svc.limiter.withHeaders(response.headers, rate);
