@@ -23,5 +23,17 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795519832968,
     "breakpoints": true,
     "sql": "ALTER TABLE `accounts` ADD `disabled_at` integer;"
+  },
+  {
+    "tag": "0004_ledger_invariants",
+    "when": 1795521904625,
+    "breakpoints": true,
+    "sql": "PRAGMA foreign_keys=OFF;--> statement-breakpoint\nCREATE TABLE `__new_ledger_entries` (\n\t`id` integer PRIMARY KEY NOT NULL,\n\t`account_id` integer NOT NULL,\n\t`kind` text NOT NULL,\n\t`amount_nano` integer NOT NULL,\n\t`shortfall_nano` integer DEFAULT 0 NOT NULL,\n\t`key_id` integer,\n\t`request_id` text,\n\t`note` text,\n\t`external_ref` text,\n\t`created_at` integer NOT NULL,\n\tFOREIGN KEY (`account_id`) REFERENCES `accounts`(`id`) ON UPDATE no action ON DELETE no action,\n\tCONSTRAINT \"ledger_kind_sign\" CHECK((\"__new_ledger_entries\".\"kind\" IN ('registration_credit', 'top_up', 'operator_credit') AND \"__new_ledger_entries\".\"amount_nano\" > 0)\n        OR (\"__new_ledger_entries\".\"kind\" = 'charge' AND \"__new_ledger_entries\".\"amount_nano\" <= 0)\n        OR (\"__new_ledger_entries\".\"kind\" = 'operator_debit' AND \"__new_ledger_entries\".\"amount_nano\" < 0)),\n\tCONSTRAINT \"ledger_shortfall_non_negative\" CHECK(\"__new_ledger_entries\".\"shortfall_nano\" >= 0)\n);\n--> statement-breakpoint\nINSERT INTO `__new_ledger_entries`(\"id\", \"account_id\", \"kind\", \"amount_nano\", \"shortfall_nano\", \"key_id\", \"request_id\", \"note\", \"external_ref\", \"created_at\") SELECT \"id\", \"account_id\", \"kind\", \"amount_nano\", \"shortfall_nano\", \"key_id\", \"request_id\", \"note\", \"external_ref\", \"created_at\" FROM `ledger_entries`;--> statement-breakpoint\nDROP TABLE `ledger_entries`;--> statement-breakpoint\nALTER TABLE `__new_ledger_entries` RENAME TO `ledger_entries`;--> statement-breakpoint\nPRAGMA foreign_keys=ON;--> statement-breakpoint\nCREATE INDEX `ledger_account_time` ON `ledger_entries` (`account_id`,`created_at`);--> statement-breakpoint\nCREATE UNIQUE INDEX `ledger_external_ref` ON `ledger_entries` (`external_ref`) WHERE \"ledger_entries\".\"external_ref\" IS NOT NULL;"
+  },
+  {
+    "tag": "0005_ledger_append_only",
+    "when": 1795521920467,
+    "breakpoints": true,
+    "sql": "-- Invariants a CHECK cannot hold (docs/database.md): ledger rows are facts, never edited or removed\n-- (a mistake is fixed by a correcting entry); a balance never goes below zero.\nCREATE TRIGGER `ledger_entries_no_update` BEFORE UPDATE ON `ledger_entries`\nBEGIN SELECT RAISE(ABORT, 'ledger entries are append-only: write a correcting entry instead'); END;\n--> statement-breakpoint\nCREATE TRIGGER `ledger_entries_no_delete` BEFORE DELETE ON `ledger_entries`\nBEGIN SELECT RAISE(ABORT, 'ledger entries are append-only: write a correcting entry instead'); END;\n--> statement-breakpoint\nCREATE TRIGGER `accounts_balance_not_negative` BEFORE UPDATE OF `balance_nano` ON `accounts` WHEN NEW.`balance_nano` < 0\nBEGIN SELECT RAISE(ABORT, 'a balance never goes below zero'); END;\n--> statement-breakpoint\nCREATE TRIGGER `api_keys_spent_not_negative` BEFORE UPDATE OF `spent_nano` ON `api_keys` WHEN NEW.`spent_nano` < 0\nBEGIN SELECT RAISE(ABORT, 'a key''s spend never goes below zero'); END;\n"
   }
 ];

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { sqliteTable, text, integer, index, primaryKey, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sqliteTable, text, integer, index, primaryKey, uniqueIndex, check } from "drizzle-orm/sqlite-core";
 
 // Money columns end in _nano: integer nano-dollars (1 USD = 1e9). Times are unix milliseconds.
 // Balances are denormalised onto accounts so the hot path never sums the ledger;
@@ -61,6 +61,15 @@ export const ledgerEntries = sqliteTable(
   (t) => [
     index("ledger_account_time").on(t.accountId, t.createdAt),
     uniqueIndex("ledger_external_ref").on(t.externalRef).where(sql`${t.externalRef} IS NOT NULL`),
+    // The invariants the schema can hold (docs/database.md): known kinds only, each with its sign;
+    // a charge may be 0 (all shortfall), never positive; shortfall is never negative.
+    check(
+      "ledger_kind_sign",
+      sql`(${t.kind} IN ('registration_credit', 'top_up', 'operator_credit') AND ${t.amountNano} > 0)
+        OR (${t.kind} = 'charge' AND ${t.amountNano} <= 0)
+        OR (${t.kind} = 'operator_debit' AND ${t.amountNano} < 0)`,
+    ),
+    check("ledger_shortfall_non_negative", sql`${t.shortfallNano} >= 0`),
   ],
 );
 
