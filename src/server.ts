@@ -81,6 +81,7 @@ export function startGateway(config: Config, opts: { port?: number; db?: Db; qui
     closed = true;
     clearInterval(timer);
     await holdsResolved(svc);
+    svc.accessLog?.flush();
     svc.db.$client.close();
     lock.release();
   };

@@ -5,7 +5,9 @@ import { migrate, openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from "./db/cli
 import { GroupCommit } from "./db/group-commit.ts";
 import { Ledger } from "./ledger/ledger.ts";
 import { RateLimiter } from "./limits/rate-limit.ts";
-import { RequestLog } from "./logs/request-log.ts";
+import { RequestLog, type LogRow } from "./logs/request-log.ts";
+import { AccessLog } from "./observe/access-log.ts";
+import { Metrics } from "./observe/metrics.ts";
 import { Health } from "./relay/health.ts";
 import { Settings } from "./settings.ts";
 import { buildProviders } from "./upstreams/registry.ts";
@@ -28,6 +30,9 @@ export interface Services {
   providers: Map<string, Provider>;
   idempotency: Idempotency;
   version: string;
+  /** One JSON line per request on stdout (`[server] access_log`), or null when off. */
+  accessLog: AccessLog | null;
+  metrics: Metrics;
   /**
    * Aborted when a stop's deadline passes (server.ts drain): upstream calls still running end, so
    * that every request in flight answers, resolves its hold and writes its log row before the exit.
@@ -40,20 +45,35 @@ export const VERSION = "0.1.0";
 export function buildServices(config: Config, db: Db = openDatabase(config.database, { busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS })): Services {
   migrate(db);
   const commits = new GroupCommit(db.$client);
+  const ledger = new Ledger(db, commits);
+  const health = new Health();
+  const catalog = buildCatalog(config);
+  const metrics = new Metrics({
+    holds: () => ({ count: ledger.holds.count, nano: ledger.holds.total }),
+    routes: () => catalog.models.flatMap((m) => m.routes.map((r) => health.view(r.key))),
+  });
+  const accessLog = config.accessLog ? new AccessLog() : null;
+  commits.onCommit = (writes) => metrics.commitBatch(writes);
+  const onRow = (r: LogRow) => {
+    metrics.row(r);
+    accessLog?.line(r);
+  };
   return {
     config,
-    catalog: buildCatalog(config),
+    catalog,
     db,
     commits,
-    ledger: new Ledger(db, commits),
+    ledger,
     keys: new Keys(db),
     limiter: new RateLimiter(),
-    logs: new RequestLog(db, { retentionDays: config.logRetentionDays }),
+    logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow }),
     settings: new Settings(db),
-    health: new Health(),
+    health,
     providers: buildProviders(config.providers),
     idempotency: new Idempotency(db),
     version: VERSION,
     cutoff: new AbortController(),
+    accessLog,
+    metrics,
   };
 }

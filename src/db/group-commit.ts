@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { changeWatch, type ChangeWatch } from "./change-watch.ts";
+import { databaseUnavailableCode } from "../errors.ts";
 
 /**
  * Group commit for the per-request writes (a settle and its request log row). A write runs at once
@@ -28,6 +29,11 @@ export class GroupCommit {
   private readonly watch: ChangeWatch;
   private readonly commitTurn = () => this.commit();
 
+  /** Told the size of each committed batch (metrics). */
+  onCommit: ((writes: number) => void) | null = null;
+  /** The last batch failed for the database's sake (full, read-only, locked): GET /readyz says not ready. */
+  failing: unknown = null;
+
   constructor(private readonly db: Database) {
     // Inside the batch's BEGIN, bun:sqlite runs a transaction function as a SAVEPOINT.
     this.savepoint = db.transaction((fn: () => unknown) => fn());
@@ -53,6 +59,7 @@ export class GroupCommit {
       }
       // In-memory copies of rows may hold what was rolled back.
       this.watch.forget();
+      if (databaseUnavailableCode(e)) this.failing = e;
       throw e;
     }
   }
@@ -86,7 +93,11 @@ export class GroupCommit {
         this.begin();
         return;
       } catch (e) {
-        if (!isBusy(e) || performance.now() >= deadline) throw e;
+        if (!isBusy(e)) throw e;
+        if (performance.now() >= deadline) {
+          this.failing = e;
+          throw e;
+        }
       }
       await Bun.sleep(pause);
     }
@@ -120,9 +131,12 @@ export class GroupCommit {
       // every balance consistent (a settle that finds no hold charges without releasing one).
       if (this.db.inTransaction) this.db.run("ROLLBACK");
       this.watch.forget();
+      this.failing = e;
       for (const w of waiters) w.reject(e);
       return;
     }
+    this.failing = null;
+    this.onCommit?.(this.writes);
     for (const w of waiters) w.resolve();
   }
 }

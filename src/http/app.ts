@@ -13,6 +13,8 @@ import { clientAddress } from "../auth/ip.ts";
 import { ChatBody, MessagesBody, validate } from "./schemas.ts";
 import { serveResponses } from "../relay/responses.ts";
 import { serveImages } from "../relay/images.ts";
+import { doc, openapiDocument } from "./openapi.ts";
+import { operatorRoutes } from "./operator-routes.ts";
 
 type Ctx = { request: Request; server: Server<unknown> | null };
 
@@ -73,19 +75,23 @@ export function buildApp(svc: Services) {
   const JSON_MAIN: KeyRouteOptions = { bucket: "main", body: "json" };
 
   return new Elysia({ normalize: false })
-    .get("/status", publicRoute(status, svc))
-    .get("/v1/models", publicRoute(listModels, svc))
+    .use(openapiDocument(svc.version))
+    .use(operatorRoutes(svc))
+    .get("/status", publicRoute(status, svc), doc("GET /status"))
+    .get("/v1/models", publicRoute(listModels, svc), doc("GET /v1/models"))
     .get(
       "/v1/models/:id",
       publicRoute((s, request) => getModel(s, modelIdOf(splitUrl(request.url).pathname)), svc),
+      doc("GET /v1/models/:id"),
     )
-    .get("/api/pricing", publicRoute(pricing, svc))
+    .get("/api/pricing", publicRoute(pricing, svc), doc("GET /api/pricing"))
     .post(
       "/v1/messages",
       keyRoute(JSON_MAIN, (c) => {
         validate(MessagesBody, c.json);
         return serveText(c, "messages", c.json);
       }),
+      doc("POST /v1/messages"),
     )
     .post(
       "/v1/chat/completions",
@@ -93,12 +99,13 @@ export function buildApp(svc: Services) {
         validate(ChatBody, c.json);
         return serveText(c, "chat", c.json);
       }),
+      doc("POST /v1/chat/completions"),
     )
-    .post("/v1/messages/count_tokens", keyRoute({ bucket: "count_tokens", body: "json" }, countTokens))
-    .post("/v1/responses", keyRoute(JSON_MAIN, serveResponses))
-    .post("/v1/images/generations", keyRoute(JSON_MAIN, (c) => serveImages(c, "images.generations")))
-    .post("/v1/images/edits", keyRoute({ bucket: "main", body: "multipart" }, (c) => serveImages(c, "images.edits")))
-    .get("/v1/me", keyRoute({ bucket: "main", body: "none" }, me))
+    .post("/v1/messages/count_tokens", keyRoute({ bucket: "count_tokens", body: "json" }, countTokens), doc("POST /v1/messages/count_tokens"))
+    .post("/v1/responses", keyRoute(JSON_MAIN, serveResponses), doc("POST /v1/responses"))
+    .post("/v1/images/generations", keyRoute(JSON_MAIN, (c) => serveImages(c, "images.generations")), doc("POST /v1/images/generations"))
+    .post("/v1/images/edits", keyRoute({ bucket: "main", body: "multipart" }, (c) => serveImages(c, "images.edits")), doc("POST /v1/images/edits"))
+    .get("/v1/me", keyRoute({ bucket: "main", body: "none" }, me), doc("GET /v1/me"))
     .head("/", () => new Response(null, { status: 200 }))
     .get("/", () => new Response("gateway: see GET /status and GET /v1/models\n", { headers: { "content-type": "text/plain" } }))
     .onError(({ code, error, request }) => {

@@ -72,6 +72,7 @@ export async function runKeyRoute(
     const key = svc.keys.check(presented, svc.keys.lookup(presented), clientIp);
     log.keyId = key.id;
     log.accountId = key.accountId;
+    log.keyPrefix = key.prefix;
     rate =
       opts.bucket === "count_tokens"
         ? svc.limiter.take(`${key.id}:ct`, svc.config.countTokensRpm, "count_tokens on this key")

@@ -17,9 +17,11 @@ export class Holds {
   private readonly open = new Set<Hold>();
   private readonly byAccount = new Map<number, number>();
   private readonly byKey = new Map<number, number>();
+  private totalNano = 0;
 
   add(h: Hold): void {
     this.open.add(h);
+    this.totalNano += h.amountNano;
     bump(this.byAccount, h.accountId, h.amountNano);
     bump(this.byKey, h.keyId, h.amountNano);
   }
@@ -27,6 +29,7 @@ export class Holds {
   /** Removes the hold; false when it was already gone (each hold is let go exactly once). */
   remove(h: Hold): boolean {
     if (!this.open.delete(h)) return false;
+    this.totalNano -= h.amountNano;
     bump(this.byAccount, h.accountId, -h.amountNano);
     bump(this.byKey, h.keyId, -h.amountNano);
     return true;
@@ -38,6 +41,11 @@ export class Holds {
 
   key(keyId: number): number {
     return this.byKey.get(keyId) ?? 0;
+  }
+
+  /** Nano-dollars held by all running requests. */
+  get total(): number {
+    return this.totalNano;
   }
 
   get count(): number {

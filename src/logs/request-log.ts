@@ -29,6 +29,12 @@ export interface LogRow {
   costNano?: number;
   latencyMs: number;
   attempts?: number;
+  // For the access log and metrics only, not stored: the key's visible prefix, and upstream timings.
+  keyPrefix?: string;
+  /** Sending upstream to its response headers (the route that answered). */
+  upstreamLatencyMs?: number;
+  /** Sending a streamed request upstream to its first event. */
+  ttfbMs?: number;
 }
 
 /** One row per /v1 request; content and keys never reach this table. */
@@ -36,12 +42,15 @@ export class RequestLog {
   private readonly insert: Statement;
   /** How long rows are kept: `[logs] retention_days` (Config.logRetentionDays). */
   readonly retentionDays: number;
+  /** Told of every row written (the access log and metrics). */
+  private readonly onRow: ((r: LogRow) => void) | null;
 
   constructor(
     private readonly db: Db,
-    opts: { retentionDays?: number } = {},
+    opts: { retentionDays?: number; onRow?: (r: LogRow) => void } = {},
   ) {
     this.retentionDays = opts.retentionDays ?? DEFAULT_RETENTION_DAYS;
+    this.onRow = opts.onRow ?? null;
     this.insert = db.$client.prepare(
       `INSERT OR REPLACE INTO request_logs (request_id, account_id, key_id, method, path, endpoint, model, provider, upstream_model, stream,
         status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, images, cost_nano, latency_ms, attempts, created_at)
@@ -78,6 +87,7 @@ export class RequestLog {
       // A log row must never turn a served request into a failure; the event (rate-limited) keeps its id.
       events.writeFailed("request_log", r.requestId, e);
     }
+    this.onRow?.(r);
   }
 
   /** The row, with the email of its account and the prefix of its key (never the key). */

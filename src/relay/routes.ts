@@ -62,7 +62,9 @@ export async function attemptRoutes(svc: Services, model: Model, call: TriedBy, 
     call.log.attempts = attempts;
     call.upstreamStatus = undefined;
     try {
+      const sentAt = performance.now();
       const response = await hooks.send(route, provider, abort.signal);
+      call.log.upstreamLatencyMs = performance.now() - sentAt;
       if (!response.ok) {
         const text = await response.text().catch(() => "");
         const vendor = readVendorError(text);
@@ -80,6 +82,7 @@ export async function attemptRoutes(svc: Services, model: Model, call: TriedBy, 
       }
       const attempt: Attempt = { route, provider, response, abort, attempts };
       if (hooks.confirm) await hooks.confirm(attempt);
+      if (call.log.stream) call.log.ttfbMs = performance.now() - sentAt;
       svc.health.success(route.key);
       return attempt;
     } catch (e) {

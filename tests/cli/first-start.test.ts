@@ -42,6 +42,6 @@ describe("gateway serve", () => {
       printed = await server.stop();
     }
     expect(printed).toContain("listening on");
-    expect(printed).not.toContain("gk_sk_");
+    expect(printed).not.toMatch(/gk_sk_[A-Za-z0-9]{40}/); // the access log names the key prefix only
   });
 });

@@ -27,7 +27,8 @@ let seq = 0;
  */
 export async function startTestGateway(config: Record<string, unknown> = {}): Promise<TestGateway> {
   const dir = mkdtempSync(join(tmpdir(), "gw-test-"));
-  const raw = { ...config, server: { host: "127.0.0.1", ...(config.server as object), database: join(dir, "gateway.db") } };
+  // The access log (stdout) is off unless a test turns it on: the suite's output stays readable.
+  const raw = { ...config, server: { host: "127.0.0.1", access_log: false, ...(config.server as object), database: join(dir, "gateway.db") } };
   const cfg = parseConfig(raw, "test config");
   const gw = startGateway(cfg, { port: 0, quiet: true });
   const svc = gw.services;

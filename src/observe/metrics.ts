@@ -1,0 +1,67 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { LogRow } from "../logs/request-log.ts";
+import { nanoToUsd } from "../ledger/money.ts";
+
+/** What the metrics read at scrape time rather than count as they go. */
+export interface MetricsSources {
+  holds(): { count: number; nano: number };
+  routes(): { route: string; state: "healthy" | "failing" | "open" }[];
+}
+
+const ROUTE_STATE = { healthy: 0, failing: 1, open: 2 } as const;
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/**
+ * GET /metrics in the Prometheus text format (prom-client), on a registry of its own so that several
+ * gateways can live in one process (tests). Request counts, tokens and cost come from the request log
+ * row each request ends with; holds and breaker states are read when scraped.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({ name: "gateway_requests_total", help: "Requests on /v1 by endpoint path, model and status.", labelNames: ["path", "model", "status"], registers: [this.registry] });
+  private readonly upstreamLatency = new Histogram({ name: "gateway_upstream_latency_seconds", help: "Time from sending a request upstream to its response headers, by route.", labelNames: ["route"], buckets: SECONDS, registers: [this.registry] });
+  private readonly ttfb = new Histogram({ name: "gateway_upstream_ttfb_seconds", help: "Time from sending a streamed request upstream to its first event, by route.", labelNames: ["route"], buckets: SECONDS, registers: [this.registry] });
+  private readonly tokens = new Counter({ name: "gateway_tokens_total", help: "Tokens billed, by model and kind (input, output, cache_read, cache_write).", labelNames: ["model", "kind"], registers: [this.registry] });
+  private readonly cost = new Counter({ name: "gateway_cost_usd_total", help: "Cost of answered requests in USD, by model (the exact figures are in the ledger).", labelNames: ["model"], registers: [this.registry] });
+  private readonly rateLimited = new Counter({ name: "gateway_rate_limit_refusals_total", help: "Requests refused with 429 rate_limit, by endpoint path.", labelNames: ["path"], registers: [this.registry] });
+  private readonly batch = new Histogram({ name: "gateway_group_commit_batch_size", help: "Writes committed together by one group commit.", buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers: [this.registry] });
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    new Gauge({ name: "gateway_holds_open", help: "Holds of running requests.", registers, collect() { this.set(sources.holds().count); } });
+    new Gauge({ name: "gateway_holds_usd", help: "Money held by running requests, in USD.", registers, collect() { this.set(nanoToUsd(sources.holds().nano)); } });
+    new Gauge({
+      name: "gateway_route_state",
+      help: "Circuit breaker per upstream route: 0 healthy, 1 failing, 2 open.",
+      labelNames: ["route"],
+      registers,
+      collect() {
+        this.reset();
+        for (const r of sources.routes()) this.set({ route: r.route }, ROUTE_STATE[r.state]);
+      },
+    });
+  }
+
+  /** One finished /v1 request, from its log row. */
+  row(r: LogRow): void {
+    const model = r.model ?? "";
+    this.requests.inc({ path: r.path, model, status: r.status });
+    if (r.errorCode === "rate_limit") this.rateLimited.inc({ path: r.path });
+    const route = r.provider && r.upstreamModel ? `${r.provider}/${r.upstreamModel}` : null;
+    if (route && r.upstreamLatencyMs !== undefined) this.upstreamLatency.observe({ route }, r.upstreamLatencyMs / 1000);
+    if (route && r.ttfbMs !== undefined) this.ttfb.observe({ route }, r.ttfbMs / 1000);
+    if (r.inputTokens) this.tokens.inc({ model, kind: "input" }, r.inputTokens);
+    if (r.outputTokens) this.tokens.inc({ model, kind: "output" }, r.outputTokens);
+    if (r.cacheReadTokens) this.tokens.inc({ model, kind: "cache_read" }, r.cacheReadTokens);
+    if (r.cacheWriteTokens) this.tokens.inc({ model, kind: "cache_write" }, r.cacheWriteTokens);
+    if (r.costNano) this.cost.inc({ model }, nanoToUsd(r.costNano));
+  }
+
+  commitBatch(writes: number): void {
+    this.batch.observe(writes);
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

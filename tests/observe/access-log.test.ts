@@ -1,0 +1,54 @@
+import { afterAll, describe, expect, it } from "bun:test";
+import { join } from "node:path";
+import { startServe, tempFolder } from "../process/support.ts";
+
+// Issue 13: an access log, one JSON line per request on stdout, never content, never a key;
+// off with [server] access_log = false.
+
+const folders: { remove(): void }[] = [];
+afterAll(() => folders.forEach((f) => f.remove()));
+
+async function served(config: string) {
+  const f = tempFolder(config);
+  folders.push(f);
+  const s = startServe(["--config", f.config, "--port", "0", "--db", join(f.dir, "gateway.db")]);
+  const url = await s.url();
+  const key = (await s.until(/gk_sk_[A-Za-z0-9]+/))[0];
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "demo", max_tokens: 20, messages: [{ role: "user", content: "a secret prompt" }] }),
+  });
+  const requestId = res.headers.get("x-gateway-request-id")!;
+  const body = await res.text();
+  return { s, key, requestId, body };
+}
+
+describe("the access log", () => {
+  it("writes one JSON line per request on stdout with id, route, key prefix, status, tokens, cost and latency", async () => {
+    const { s, key, requestId, body } = await served('[server]\nhost = "127.0.0.1"\n');
+    const line = (await s.until(new RegExp(`\\{[^\\n]*"request_id":"${requestId}"[^\\n]*\\}`)))[0];
+    s.kill();
+    await s.exited();
+    const entry = JSON.parse(line);
+    expect(entry).toMatchObject({ request_id: requestId, method: "POST", path: "/v1/chat/completions", status: 200, model: "demo-text-1", provider: "demo", route: "demo/demo-text", key_prefix: key.slice(0, 12) });
+    expect(entry.latency_ms).toBeGreaterThanOrEqual(0);
+    expect(entry.output_tokens).toBeGreaterThan(0);
+    expect(entry.cost_usd).toBeGreaterThan(0);
+    expect(typeof entry.time).toBe("string");
+    // Never content, never the key.
+    const answer = (JSON.parse(body) as { choices: { message: { content: string } }[] }).choices[0]!.message.content;
+    const accessLines = s.out.split("\n").filter((l) => l.startsWith("{")).join("\n");
+    expect(accessLines).not.toContain(key);
+    expect(accessLines).not.toContain("a secret prompt");
+    expect(accessLines).not.toContain(answer);
+  });
+
+  it("writes nothing with [server] access_log = false", async () => {
+    const { s, requestId } = await served('[server]\nhost = "127.0.0.1"\naccess_log = false\n');
+    await Bun.sleep(200);
+    s.kill();
+    await s.exited();
+    expect(s.out).not.toContain(requestId);
+  });
+});
