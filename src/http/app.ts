@@ -110,7 +110,7 @@ export function buildApp(svc: Services) {
         return err;
       }
       logPlain(svc, request, splitUrl(request.url).pathname, requestId, err.status, err.code, started);
-      return errorResponse(err, requestId, corsFor(request));
+      return errorResponse(err, requestId, corsFor(request), { path: splitUrl(request.url).pathname });
     });
 }
 

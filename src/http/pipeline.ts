@@ -124,7 +124,7 @@ export async function runKeyRoute(
     log.latencyMs = performance.now() - started;
     svc.logs.write(log);
     const ctx = request.signal.aborted ? { quiet: true } : { route: routeOf(log), provider: log.provider ?? undefined, upstreamStatus: call?.upstreamStatus };
-    const response = errorResponse(e, requestId, {}, ctx);
+    const response = errorResponse(e, requestId, {}, { ...ctx, path: url.pathname });
     if (rate) svc.limiter.withHeaders(response.headers, rate);
     return response;
   }
