@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { presentedKey, type KeyRecord } from "../auth/keys.ts";
 import { GatewayError } from "../errors.ts";
 import type { Hold } from "../ledger/ledger.ts";
-import type { StoredAnswer } from "../limits/idempotency.ts";
+import { scopedIdempotencyKey, type StoredAnswer } from "../limits/idempotency.ts";
 import type { Bucket } from "../limits/rate-limit.ts";
 import { events } from "../logs/events.ts";
 import type { LogRow } from "../logs/request-log.ts";
@@ -79,7 +79,7 @@ export async function runKeyRoute(
     const json = opts.body === "json" ? parseJsonObject(bytes) : {};
     const form = opts.body === "multipart" ? await parseForm(request, bytes) : null;
 
-    const idemKey = request.headers.get("idempotency-key");
+    const idemKey = scopedIdempotencyKey(url.pathname, request.headers.get("idempotency-key"));
     if (idemKey && request.method === "POST") {
       const sha = createHash("sha256").update(bytes).digest("hex");
       const begun = await svc.idempotency.begin(key.id, idemKey, sha, requestId);
