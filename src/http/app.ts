@@ -8,7 +8,7 @@ import { newRequestId } from "../request-id.ts";
 import type { GatewayError } from "../errors.ts";
 import { runKeyRoute, type KeyRouteOptions, type KeyedCall } from "./pipeline.ts";
 import { getModel, listModels, pricing, status } from "./public-routes.ts";
-import { CORS_HEADERS, endpointNotFound, findRoute, methodNotAllowed, preflight } from "./routing.ts";
+import { CORS_HEADERS, endpointNotFound, findRoute, methodNotAllowed, preflight, PUBLISHED_ROUTES } from "./routing.ts";
 import { clientAddress } from "../auth/ip.ts";
 import { ChatBody, MessagesBody, validate } from "./schemas.ts";
 import { serveResponses } from "../relay/responses.ts";
@@ -72,38 +72,41 @@ export function buildApp(svc: Services) {
     runKeyRoute(svc, request, splitUrl(request.url), () => clientIp(svc, request, server), opts, async (c) => handler(c));
   const JSON_MAIN: KeyRouteOptions = { bucket: "main", body: "json" };
 
-  return new Elysia({ normalize: false })
-    .get("/status", publicRoute(status, svc))
-    .get("/v1/models", publicRoute(listModels, svc))
-    .get(
-      "/v1/models/:id",
-      publicRoute((s, request) => getModel(s, modelIdOf(splitUrl(request.url).pathname)), svc),
-    )
-    .get("/api/pricing", publicRoute(pricing, svc))
-    .post(
-      "/v1/messages",
-      keyRoute(JSON_MAIN, (c) => {
-        validate(MessagesBody, c.json);
-        return serveText(c, "messages", c.json);
-      }),
-    )
-    .post(
-      "/v1/chat/completions",
-      keyRoute(JSON_MAIN, (c) => {
-        validate(ChatBody, c.json);
-        return serveText(c, "chat", c.json);
-      }),
-    )
-    .post("/v1/messages/count_tokens", keyRoute({ bucket: "count_tokens", body: "json" }, countTokens))
-    .post("/v1/responses", keyRoute(JSON_MAIN, serveResponses))
-    .post("/v1/images/generations", keyRoute(JSON_MAIN, (c) => serveImages(c, "images.generations")))
-    .post("/v1/images/edits", keyRoute({ bucket: "main", body: "multipart" }, (c) => serveImages(c, "images.edits")))
-    .get("/v1/me", keyRoute({ bucket: "main", body: "none" }, me))
+  // One handler per published route (routing.ts), by its path: Elysia routes on the request target as
+  // sent, and the fallback below serves the same handlers for a target that only normalises to one.
+  const handlers: Record<string, (c: Ctx) => Response | Promise<Response>> = {
+    "/status": publicRoute(status, svc),
+    "/v1/models": publicRoute(listModels, svc),
+    "/v1/models/{id}": publicRoute((s, request) => getModel(s, modelIdOf(splitUrl(request.url).pathname)), svc),
+    "/api/pricing": publicRoute(pricing, svc),
+    "/v1/messages": keyRoute(JSON_MAIN, (c) => {
+      validate(MessagesBody, c.json);
+      return serveText(c, "messages", c.json);
+    }),
+    "/v1/chat/completions": keyRoute(JSON_MAIN, (c) => {
+      validate(ChatBody, c.json);
+      return serveText(c, "chat", c.json);
+    }),
+    "/v1/messages/count_tokens": keyRoute({ bucket: "count_tokens", body: "json" }, countTokens),
+    "/v1/responses": keyRoute(JSON_MAIN, serveResponses),
+    "/v1/images/generations": keyRoute(JSON_MAIN, (c) => serveImages(c, "images.generations")),
+    "/v1/images/edits": keyRoute({ bucket: "main", body: "multipart" }, (c) => serveImages(c, "images.edits")),
+    "/v1/me": keyRoute({ bucket: "main", body: "none" }, me),
+  };
+  let app = new Elysia({ normalize: false });
+  for (const r of PUBLISHED_ROUTES) app = app.route(r.method, r.path.replace(/\{(\w+)\}/g, ":$1"), handlers[r.path]!);
+
+  return app
     .head("/", () => new Response(null, { status: 200 }))
     .get("/", () => new Response("gateway: see GET /status and GET /v1/models\n", { headers: { "content-type": "text/plain" } }))
-    .onError(({ code, error, request }) => {
+    .onError(({ code, error, request, server }) => {
       const started = performance.now();
       const requestId = newRequestId();
+      const route = code === "NOT_FOUND" ? findRoute(splitUrl(request.url).pathname) : undefined;
+      // The router matches the target as sent; request.url is already normalised (dot segments,
+      // %2e, a trailing slash). A target that normalises to a published route and method is that
+      // route, as it is for every URL parser: /v1/../v1/messages answered a baffling "use POST" 405.
+      if (route?.method === request.method) return handlers[route.path]!({ request, server });
       const err = code === "NOT_FOUND" ? unrouted(request) : toGatewayError(code === "PARSE" ? (error as Error).cause : error);
       if (err instanceof Response) {
         if (request.url.includes("/v1/")) for (const [k, v] of Object.entries(requestIdHeaders(requestId))) err.headers.set(k, v);
