@@ -17,7 +17,11 @@ export function parseCidr(text: string): Cidr {
   if (len !== undefined && !/^\d{1,3}$/.test(len)) throw new RangeError(`bad prefix length in ${text}`);
   const prefix = len === undefined ? max : Number(len);
   if (prefix > max) throw new RangeError(`bad prefix length in ${text}`);
-  return { v6, bits: toBits(addr), prefix };
+  const bits = toBits(addr);
+  // An IPv4-mapped entry (::ffff:10.0.0.0/104) is read as IPv4, as ipAllowed reads a mapped client;
+  // kept as IPv6 it could never match one.
+  if (v6 && prefix >= 96 && bits >> 32n === 0xffffn) return { v6: false, bits: bits & 0xffffffffn, prefix: prefix - 96 };
+  return { v6, bits, prefix };
 }
 
 export const parseCidrList = (list: string[]) => list.map(parseCidr);

@@ -238,7 +238,7 @@ function convertMessages(msgs: unknown[], c: Ctx): Turns {
     if (isSet(m.name) && role !== "tool") c.dropped.push(`${path}.name`);
     ROLES[role]!(m, path, c, t);
   });
-  requireToolsForToolHistory(msgs, c);
+  declareHistoryTools(msgs, t.messages, c);
   trimFinalPrefill(t.messages);
   return t;
 }
@@ -324,13 +324,27 @@ function toolResult(m: ChatMessage, path: string): MessagesBlock {
   return block;
 }
 
-/** Anthropic rejects tool_use/tool_result history in a request without tools. */
-function requireToolsForToolHistory(msgs: unknown[], c: Ctx): void {
+/**
+ * Anthropic rejects tool_use/tool_result history in a request without tools ("Requests which include
+ * tool_use or tool_result blocks must define tools", anthropic-sdk-python#494), and a multi-agent
+ * handoff (the OpenAI Agents SDK) sends exactly that: the previous agent's calls, and no tools of
+ * its own. Stub tools named after the history's calls satisfy the rule, and tool_choice none keeps
+ * the model from calling a tool the client never offered.
+ */
+function declareHistoryTools(msgs: unknown[], turns: MessagesMessage[], c: Ctx): void {
   if (c.out.tools?.length) return;
-  const i = msgs.findIndex((m) => isObject(m) && (m.role === "tool" || (Array.isArray(m.tool_calls) && m.tool_calls.length > 0)));
-  if (i < 0) return;
-  const m = msgs[i] as ChatMessage;
-  refuse(m.role === "tool" ? `messages[${i}]` : `messages[${i}].tool_calls`, `tool history needs tools: a ${UPSTREAM} upstream rejects tool calls without tool definitions`);
+  const names = new Set<string>();
+  for (const m of turns) if (Array.isArray(m.content)) for (const b of m.content) if (b.type === "tool_use") names.add(String(b.name));
+  if (names.size === 0) {
+    const i = msgs.findIndex((m) => isObject(m) && m.role === "tool");
+    // Results without any call: no name to declare, and Anthropic refuses a tool_result whose tool_use is missing.
+    if (i >= 0) refuse(`messages[${i}]`, "a tool result needs the assistant tool call it answers earlier in messages");
+    return;
+  }
+  const forced = c.out.tool_choice?.type;
+  if (forced === "any" || forced === "tool") refuse("tool_choice", "a tool choice needs tools; this request declares none");
+  c.out.tools = [...names].map((name) => ({ name, input_schema: { type: "object" } }));
+  c.out.tool_choice = { type: "none" };
 }
 
 /** A final assistant turn is a prefill, and Anthropic 400s when it ends in whitespace. */

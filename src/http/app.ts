@@ -8,12 +8,14 @@ import { newRequestId } from "../request-id.ts";
 import type { GatewayError } from "../errors.ts";
 import { runKeyRoute, type KeyRouteOptions, type KeyedCall } from "./pipeline.ts";
 import { getModel, listModels, pricing, status } from "./public-routes.ts";
-import { CORS_HEADERS, endpointNotFound, findRoute, methodNotAllowed, preflight } from "./routing.ts";
+import { CORS_HEADERS, endpointNotFound, findRoute, methodNotAllowed, preflight, PUBLISHED_ROUTES } from "./routing.ts";
 import { clientAddress } from "../auth/ip.ts";
+import { presentedKey } from "../auth/keys.ts";
+import { RefusalGate, type RefusalGateOptions } from "../limits/refusals.ts";
 import { ChatBody, MessagesBody, validate } from "./schemas.ts";
 import { serveResponses } from "../relay/responses.ts";
 import { serveImages } from "../relay/images.ts";
-import { doc, openapiDocument } from "./openapi.ts";
+import { doc, openapiDocument, ROUTE_DOCS } from "./openapi.ts";
 import { operatorRoutes } from "./operator-routes.ts";
 
 type Ctx = { request: Request; server: Server<unknown> | null };
@@ -42,6 +44,17 @@ function modelIdOf(pathname: string): string {
   }
 }
 
+/**
+ * A refusal that carries no valid key (401, or 404/405 on /v1), while its address is over the refusal
+ * budget (limits/refusals.ts): the 429 to answer instead, with no row. Null: answer and log as usual.
+ * The key is looked up only then, so valid keys pay nothing and are never refused here.
+ */
+function overRefusalBudget(svc: Services, gate: RefusalGate, request: Request, ip: string | null): GatewayError | null {
+  const wait = gate.waitFor(ip);
+  if (wait === null || svc.keys.lookup(presentedKey(request.headers))) return null;
+  return gate.refuse(ip, wait);
+}
+
 /** A log row for /v1 requests that never reach a key route (public GETs, unknown paths). */
 function logPlain(svc: Services, request: Request, pathname: string, requestId: string, status: number, errorCode: string | null, started: number): void {
   if (!pathname.startsWith("/v1/")) return;
@@ -49,8 +62,8 @@ function logPlain(svc: Services, request: Request, pathname: string, requestId: 
 }
 
 /** Public routes answer errors (unknown model id) with CORS too, since browsers may call them. */
-function publicRoute(fn: (svc: Services, request: Request) => Response, svc: Services) {
-  return ({ request }: Ctx) => {
+function publicRoute(fn: (svc: Services, request: Request) => Response, svc: Services, gate: RefusalGate) {
+  return ({ request, server }: Ctx) => {
     const started = performance.now();
     const requestId = newRequestId();
     const { pathname } = splitUrl(request.url);
@@ -61,6 +74,10 @@ function publicRoute(fn: (svc: Services, request: Request) => Response, svc: Ser
       if (pathname.startsWith("/v1/")) for (const [k, v] of Object.entries(requestIdHeaders(requestId))) response.headers.set(k, v);
     } catch (e) {
       const err = toGatewayError(e);
+      const ip = err.status === 404 && pathname.startsWith("/v1/") ? clientIp(svc, request, server) : undefined;
+      const over = ip === undefined ? null : overRefusalBudget(svc, gate, request, ip);
+      if (over) return errorResponse(over, requestId, { ...CORS_HEADERS }, { path: pathname });
+      if (ip !== undefined) gate.spend(ip);
       code = err.code;
       response = errorResponse(err, requestId, { ...CORS_HEADERS });
     }
@@ -69,55 +86,73 @@ function publicRoute(fn: (svc: Services, request: Request) => Response, svc: Ser
   };
 }
 
-export function buildApp(svc: Services) {
-  const keyRoute = (opts: KeyRouteOptions, handler: (c: KeyedCall) => Response | Promise<Response>) => ({ request, server }: Ctx) =>
-    runKeyRoute(svc, request, splitUrl(request.url), () => clientIp(svc, request, server), opts, async (c) => handler(c));
+export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}) {
+  const refusals = new RefusalGate(gateOptions);
+  const keyRoute = (opts: KeyRouteOptions, handler: (c: KeyedCall) => Response | Promise<Response>) => async ({ request, server }: Ctx) => {
+    const url = splitUrl(request.url);
+    const ip = clientIp(svc, request, server);
+    // Over budget, a keyless request is turned away before its body is read (item 11).
+    const over = overRefusalBudget(svc, refusals, request, ip);
+    if (over) return errorResponse(over, newRequestId(), {}, { path: url.pathname });
+    const response = await runKeyRoute(svc, request, url, () => ip, opts, async (c) => handler(c));
+    if (response.status === 401) refusals.spend(ip);
+    return response;
+  };
   const JSON_MAIN: KeyRouteOptions = { bucket: "main", body: "json" };
 
-  return new Elysia({ normalize: false })
-    .use(openapiDocument(svc.version))
-    .use(operatorRoutes(svc))
-    .get("/status", publicRoute(status, svc), doc("GET /status"))
-    .get("/v1/models", publicRoute(listModels, svc), doc("GET /v1/models"))
-    .get(
-      "/v1/models/:id",
-      publicRoute((s, request) => getModel(s, modelIdOf(splitUrl(request.url).pathname)), svc),
-      doc("GET /v1/models/:id"),
-    )
-    .get("/api/pricing", publicRoute(pricing, svc), doc("GET /api/pricing"))
-    .post(
-      "/v1/messages",
-      keyRoute(JSON_MAIN, (c) => {
-        validate(MessagesBody, c.json);
-        return serveText(c, "messages", c.json);
-      }),
-      doc("POST /v1/messages"),
-    )
-    .post(
-      "/v1/chat/completions",
-      keyRoute(JSON_MAIN, (c) => {
-        validate(ChatBody, c.json);
-        return serveText(c, "chat", c.json);
-      }),
-      doc("POST /v1/chat/completions"),
-    )
-    .post("/v1/messages/count_tokens", keyRoute({ bucket: "count_tokens", body: "json" }, countTokens), doc("POST /v1/messages/count_tokens"))
-    .post("/v1/responses", keyRoute(JSON_MAIN, serveResponses), doc("POST /v1/responses"))
-    .post("/v1/images/generations", keyRoute(JSON_MAIN, (c) => serveImages(c, "images.generations")), doc("POST /v1/images/generations"))
-    .post("/v1/images/edits", keyRoute({ bucket: "main", body: "multipart" }, (c) => serveImages(c, "images.edits")), doc("POST /v1/images/edits"))
-    .get("/v1/me", keyRoute({ bucket: "main", body: "none" }, me), doc("GET /v1/me"))
+  // One handler per published route (routing.ts), by its path: Elysia routes on the request target as
+  // sent, and the fallback below serves the same handlers for a target that only normalises to one.
+  const handlers: Record<string, (c: Ctx) => Response | Promise<Response>> = {
+    "/status": publicRoute(status, svc, refusals),
+    "/v1/models": publicRoute(listModels, svc, refusals),
+    "/v1/models/{id}": publicRoute((s, request) => getModel(s, modelIdOf(splitUrl(request.url).pathname)), svc, refusals),
+    "/api/pricing": publicRoute(pricing, svc, refusals),
+    "/v1/messages": keyRoute(JSON_MAIN, (c) => {
+      validate(MessagesBody, c.json);
+      return serveText(c, "messages", c.json);
+    }),
+    "/v1/chat/completions": keyRoute(JSON_MAIN, (c) => {
+      validate(ChatBody, c.json);
+      return serveText(c, "chat", c.json);
+    }),
+    "/v1/messages/count_tokens": keyRoute({ bucket: "count_tokens", body: "json" }, countTokens),
+    "/v1/responses": keyRoute(JSON_MAIN, serveResponses),
+    "/v1/images/generations": keyRoute(JSON_MAIN, (c) => serveImages(c, "images.generations")),
+    "/v1/images/edits": keyRoute({ bucket: "main", body: "multipart" }, (c) => serveImages(c, "images.edits")),
+    "/v1/me": keyRoute({ bucket: "main", body: "none" }, me),
+  };
+  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version)).use(operatorRoutes(svc));
+  // Elysia's route() registers on the instance itself; its typed return is not needed here.
+  for (const r of PUBLISHED_ROUTES) {
+    const path = r.path.replace(/\{(\w+)\}/g, ":$1");
+    app.route(r.method, path, handlers[r.path]!, doc(`${r.method} ${path}` as keyof typeof ROUTE_DOCS));
+  }
+
+  return app
     .head("/", () => new Response(null, { status: 200 }))
     .get("/", () => new Response("gateway: see GET /status and GET /v1/models\n", { headers: { "content-type": "text/plain" } }))
-    .onError(({ code, error, request }) => {
+    .onError(({ code, error, request, server }) => {
       const started = performance.now();
       const requestId = newRequestId();
+      const route = code === "NOT_FOUND" ? findRoute(splitUrl(request.url).pathname) : undefined;
+      // The router matches the target as sent; request.url is already normalised (dot segments,
+      // %2e, a trailing slash). A target that normalises to a published route and method is that
+      // route, as it is for every URL parser: /v1/../v1/messages answered a baffling "use POST" 405.
+      if (route?.method === request.method) return handlers[route.path]!({ request, server });
       const err = code === "NOT_FOUND" ? unrouted(request) : toGatewayError(code === "PARSE" ? (error as Error).cause : error);
       if (err instanceof Response) {
         if (request.url.includes("/v1/")) for (const [k, v] of Object.entries(requestIdHeaders(requestId))) err.headers.set(k, v);
         return err;
       }
-      logPlain(svc, request, splitUrl(request.url).pathname, requestId, err.status, err.code, started);
-      return errorResponse(err, requestId, corsFor(request));
+      const { pathname } = splitUrl(request.url);
+      if (code === "NOT_FOUND" && pathname.startsWith("/v1/")) {
+        const ip = clientIp(svc, request, server);
+        const over = overRefusalBudget(svc, refusals, request, ip);
+        if (over) return errorResponse(over, requestId, corsFor(request), { path: pathname });
+        refusals.spend(ip);
+      }
+      logPlain(svc, request, pathname, requestId, err.status, err.code, started);
+      return errorResponse(err, requestId, corsFor(request), { path: pathname });
     });
 }
 

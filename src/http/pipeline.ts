@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { presentedKey, type KeyRecord } from "../auth/keys.ts";
 import { GatewayError } from "../errors.ts";
 import type { Hold } from "../ledger/ledger.ts";
-import type { StoredAnswer } from "../limits/idempotency.ts";
+import { scopedIdempotencyKey, type StoredAnswer } from "../limits/idempotency.ts";
 import type { Bucket } from "../limits/rate-limit.ts";
 import { events } from "../logs/events.ts";
 import type { LogRow } from "../logs/request-log.ts";
@@ -80,7 +80,7 @@ export async function runKeyRoute(
     const json = opts.body === "json" ? parseJsonObject(bytes) : {};
     const form = opts.body === "multipart" ? await parseForm(request, bytes) : null;
 
-    const idemKey = request.headers.get("idempotency-key");
+    const idemKey = scopedIdempotencyKey(url.pathname, request.headers.get("idempotency-key"));
     if (idemKey && request.method === "POST") {
       const sha = createHash("sha256").update(bytes).digest("hex");
       const begun = await svc.idempotency.begin(key.id, idemKey, sha, requestId);
@@ -125,7 +125,7 @@ export async function runKeyRoute(
     // error answer does not wait for it.
     svc.commits.run(() => svc.logs.write(log)).catch((w: unknown) => events.writeFailed("request_log", requestId, w));
     const ctx = request.signal.aborted ? { quiet: true } : { route: routeOf(log), provider: log.provider ?? undefined, upstreamStatus: call?.upstreamStatus };
-    const response = errorResponse(e, requestId, {}, ctx);
+    const response = errorResponse(e, requestId, {}, { ...ctx, path: url.pathname });
     if (rate) svc.limiter.withHeaders(response.headers, rate);
     return response;
   }

@@ -7,12 +7,15 @@ export interface PublishedRoute {
   pattern: RegExp;
   /** Public routes carry CORS `*`; every other route takes an API key and has no CORS. */
   cors: boolean;
+  /** The Messages dialect's routes answer errors in Anthropic's envelope (errors.ts). */
+  messages: boolean;
 }
 
 const route = (method: "GET" | "POST", path: string, cors = false): PublishedRoute => ({
   method,
   path,
   cors,
+  messages: path.startsWith("/v1/messages"),
   pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, "[^/]+")}/?$`),
 });
 

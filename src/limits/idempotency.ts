@@ -14,6 +14,19 @@ export interface StoredAnswer {
 export type Begin = { kind: "fresh" } | { kind: "replay"; answer: StoredAnswer };
 
 /**
+ * The Idempotency-Key as stored: prefixed by the endpoint it was sent to, so that each endpoint is its
+ * own namespace. Unscoped, the same key and body sent to /v1/chat/completions and then /v1/messages
+ * replayed the Chat answer to the Messages client. A header value holds no newline, so the split is
+ * unambiguous; a trailing slash names the same endpoint.
+ */
+export function scopedIdempotencyKey(pathname: string, header: string | null): string | null {
+  return header ? `${pathname.replace(/(.)\/$/, "$1")}\n${header}` : null;
+}
+
+/** The client's part of a scoped key. */
+const clientPart = (stored: string) => stored.slice(stored.indexOf("\n") + 1);
+
+/**
  * Idempotency-Key = key + request fingerprint + stored answer (Stripe's model). The in_flight row is
  * claimed in one transaction, so a concurrent duplicate waits for the first instead of running twice.
  */
@@ -33,7 +46,7 @@ export class Idempotency {
   }
 
   async begin(keyId: number, idemKey: string, bodySha: string, requestId: string): Promise<Begin> {
-    if (idemKey.length > 255) throw new GatewayError("invalid_request", "Idempotency-Key must be at most 255 characters.");
+    if (clientPart(idemKey).length > 255) throw new GatewayError("invalid_request", "Idempotency-Key must be at most 255 characters.");
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
     for (;;) {
       const r = this.tryClaim(keyId, idemKey, bodySha, requestId);

@@ -142,6 +142,15 @@ export class EventLog {
     this.emit("error", `${table}_write_failed`, "", { request_id: requestId, reason }, `${table} row of ${requestId} not written: ${reason}`);
   }
 
+  /**
+   * Refusals without a valid key that got no request log row (limits/refusals.ts), summed over a
+   * minute: how many, from how many addresses, and the busiest ones, so an operator can block them.
+   */
+  refusalsSummarized(s: { refused: number; addresses: number; top: { ip: string; refused: number }[]; windowS: number }): void {
+    this.emit("warn", "refusals_summarized", "", { refused: s.refused, addresses: s.addresses, top: s.top, window_s: s.windowS },
+      `${s.refused} refused requests without a valid API key from ${s.addresses} address(es) in ${s.windowS} s were not logged one by one`);
+  }
+
   private firstStackOf(message: string): boolean {
     if (this.stacksWritten.has(message)) return false;
     // Bounded: an error whose message varies per request would otherwise grow this forever.

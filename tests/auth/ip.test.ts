@@ -37,6 +37,19 @@ describe("CIDR allow-lists", () => {
     expect(allows(["10.0.0.0/8"], "::ffff:127.0.0.1")).toBe(false);
   });
 
+  it("read an IPv4-mapped IPv6 entry as the IPv4 range it maps", () => {
+    expect(allows(["::ffff:10.0.0.0/104"], "10.1.2.3")).toBe(true);
+    expect(allows(["::ffff:10.0.0.0/104"], "::ffff:10.1.2.3")).toBe(true);
+    expect(allows(["::ffff:10.0.0.0/104"], "11.0.0.1")).toBe(false);
+    expect(allows(["::ffff:203.0.113.7"], "203.0.113.7")).toBe(true);
+    expect(allows(["::ffff:cb00:7107/128"], "203.0.113.7")).toBe(true);
+    expect(allows(["::ffff:0:0/96"], "192.0.2.1")).toBe(true);
+  });
+
+  it("trust a proxy whose entry is written IPv4-mapped", () => {
+    expect(clientAddress("10.0.0.5", "198.51.100.9", parseCidrList(["::ffff:10.0.0.0/104"]))).toBe("198.51.100.9");
+  });
+
   it("refuse a client address that is not an IP", () => {
     expect(allows(["0.0.0.0/0"], "unknown")).toBe(false);
     expect(allows(["0.0.0.0/0"], "")).toBe(false);
@@ -58,6 +71,11 @@ describe("the ip restriction on a real connection", () => {
 
   it("serves a key whose allow-list holds the caller's address", async () => {
     const a = gw.account(1, { ipAllow: ["127.0.0.0/8", "2001:db8::/32"] });
+    expect((await getWithKey(gw, "/v1/me", a.key)).status).toBe(200);
+  });
+
+  it("serves a key whose allow-list holds the caller's IPv4 range written IPv4-mapped", async () => {
+    const a = gw.account(1, { ipAllow: ["::ffff:127.0.0.0/104"] });
     expect((await getWithKey(gw, "/v1/me", a.key)).status).toBe(200);
   });
 

@@ -70,12 +70,12 @@ describe("chatRequestToMessages refusals", () => {
     expectRefused(() => translate({ stop: " " }), "stop");
   });
 
-  it("refuses tool_calls in history without tools naming them", () => {
+  it("refuses a forced tool_choice over tool history without tools naming tool_choice", () => {
     const messages = [{ role: "user", content: "Hi" }, { role: "assistant", content: null, tool_calls: [call("{}")] }, { role: "tool", tool_call_id: "call_1", content: "ok" }];
-    expectRefused(() => translate({ messages }), "messages[1].tool_calls");
+    expectRefused(() => translate({ messages, tool_choice: "required" }), "tool_choice");
   });
 
-  it("refuses tool messages without tools naming the message", () => {
+  it("refuses tool messages without any tool call or tools naming the message", () => {
     expectRefused(() => translate({ messages: [{ role: "tool", tool_call_id: "call_1", content: "ok" }] }), "messages[0]");
   });
 

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, expect } from "bun:test";
+import { findRoute } from "../../src/http/routing.ts";
 import { startTestGateway, type TestGateway } from "./gateway.ts";
 
 // Helpers for tests that talk HTTP to a real gateway: requests as a client sends them, and the
@@ -35,8 +36,12 @@ export const hi = [{ role: "user", content: "hi" }];
 export async function expectError(res: Response, status: number, code: string, type: string = code): Promise<WireError> {
   expect(res.status).toBe(status);
   expect(res.headers.get("content-type")).toStartWith("application/json");
-  const body = (await res.json()) as { error: WireError };
-  expect(Object.keys(body)).toEqual(["error"]);
+  const body = (await res.json()) as { type?: string; error: WireError };
+  // The Messages dialect's routes add Anthropic's top-level "type": "error" beside the spec's object.
+  if (findRoute(new URL(res.url || "http://x/").pathname)?.messages) {
+    expect(Object.keys(body).sort()).toEqual(["error", "type"]);
+    expect(body.type).toBe("error");
+  } else expect(Object.keys(body)).toEqual(["error"]);
   expect(Object.keys(body.error).sort()).toEqual(["code", "message", "request_id", "type"]);
   expect(body.error.code).toBe(code);
   expect(body.error.type).toBe(type);
