@@ -128,6 +128,7 @@ export async function startRig(o: RigOptions): Promise<Rig> {
   writeFileSync(configFile, configToml(upstream.info));
   const gwRoot = o.gatewayRoot ?? ROOT;
   const cli = (...args: string[]) => runToEnd("gateway CLI", ["bun", "src/cli/main.ts", ...args, "--config", configFile, "--db", dbFile, "--json"], { cwd: gwRoot });
+  await cli("migrate");
   await cli("account", "create", "--email", "bench@gateway.local", "--balance", "1000000");
   const key = (JSON.parse(await cli("key", "create", "--email", "bench@gateway.local", "--rpm", "1000000000", "--name", "bench")) as { key: string }).key;
   const gateway = await startChild<GatewayInfo>(
