@@ -32,8 +32,16 @@ export const ProviderConfig = T.Object(
     api_key: T.Optional(T.String()),
     /** Extra headers sent upstream (OpenRouter's HTTP-Referer, …). */
     headers: T.Optional(T.Record(T.String(), T.String())),
-    /** Milliseconds to wait for the upstream's first byte before trying the next route. */
+    /**
+     * Milliseconds to wait for the upstream's answer to start (its headers) before trying the next
+     * route. Default: 60 000 for a stream, 600 000 for a non-streamed call (its headers come with
+     * the whole answer). Defaults of all three: src/relay/timeouts.ts.
+     */
     timeout_ms: T.Optional(T.Integer({ minimum: 1 })),
+    /** Milliseconds the body or stream may stay silent while the gateway waits on it (default 120 000). */
+    idle_timeout_ms: T.Optional(T.Integer({ minimum: 1 })),
+    /** Milliseconds for the whole upstream call, request sent to last byte (default 900 000). */
+    total_timeout_ms: T.Optional(T.Integer({ minimum: 1 })),
     /** Chat upstreams: which field carries the output cap (OpenAI wants max_completion_tokens, many compatible servers max_tokens). */
     max_tokens_field: T.Optional(T.Union([T.Literal("max_tokens"), T.Literal("max_completion_tokens")])),
   },

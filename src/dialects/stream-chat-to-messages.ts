@@ -6,6 +6,7 @@ import { StreamTally, estimatedUsage } from "./stream-usage.ts";
 import { toolIdToMessages } from "./tool-ids.ts";
 import { billableChatUsage, finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
 import type { ChatChunk, ChatToolCall, JsonObject, MessagesEvent } from "./wire.ts";
+import { redactSecrets } from "../upstreams/scrub.ts";
 
 export interface ChatToMessagesOptions {
   /** Public model name shown to the client. */
@@ -110,7 +111,8 @@ export class ChatToMessagesStream extends StreamTally {
   private failNow(type: string, message: string): MessagesEvent[] {
     this.ended = true;
     this.failedFlag = true;
-    return [{ event: "error", data: { type: "error", error: { type, message } } }];
+    // The message may be the upstream's: a provider credential it quotes never reaches the client.
+    return [{ event: "error", data: { type: "error", error: { type, message: redactSecrets(message) } } }];
   }
 
   private start(chunk: ChatChunk, out: MessagesEvent[]): void {

@@ -6,6 +6,7 @@ import { StreamTally, estimatedUsage, mergeMessagesUsage } from "./stream-usage.
 import { toolIdFromMessages } from "./tool-ids.ts";
 import { billableMessagesUsage, chatUsage, stopToFinish } from "./usage.ts";
 import type { ChatChunk, ChatUsage, JsonObject, MessagesEvent } from "./wire.ts";
+import { redactSecrets } from "../upstreams/scrub.ts";
 
 export interface MessagesToChatOptions {
   /** Public model name shown to the client. */
@@ -85,7 +86,8 @@ export class MessagesToChatStream extends StreamTally {
     if (this.ended) return [];
     this.ended = true;
     this.failedFlag = true;
-    return [{ error: { message, type, code: type } }];
+    // The message may be the upstream's: a provider credential it quotes never reaches the client.
+    return [{ error: { message: redactSecrets(message), type, code: type } }];
   }
 
   private chunk(delta: Delta, finish: string | null = null): ChatChunk {

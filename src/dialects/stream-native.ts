@@ -6,6 +6,7 @@
 import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
 import type { SseEvent } from "../upstreams/sse.ts";
 import { encodeSse } from "../upstreams/sse.ts";
+import { redactSecrets } from "../upstreams/scrub.ts";
 import { plainChatTextLength, plainTextLength } from "./stream-scan.ts";
 import { estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
 import { billableChatUsage, billableMessagesUsage, chatUsage, messagesUsage, usageFromChat } from "./usage.ts";
@@ -94,7 +95,8 @@ export class NativeMessagesStream {
         break;
       case "error":
         this.error = true;
-        break;
+        // Passed on as sent, but for a provider credential the upstream may quote.
+        return encodeSse(ev.event, redactSecrets(ev.data));
     }
     return encodeSse(ev.event, ev.data);
   }
@@ -229,7 +231,7 @@ export class NativeChatStream {
     if (ev.data === "[DONE]") return this.end();
     if (ev.event === "error") {
       this.error = true;
-      return this.flush() + encodeSse(ev.event, ev.data);
+      return this.flush() + encodeSse(ev.event, redactSecrets(ev.data));
     }
     const plain = this.plainChunk(ev);
     if (plain !== null) return plain;
@@ -237,7 +239,7 @@ export class NativeChatStream {
     if (!chunk) return this.passOrHold(encodeSse(ev.event, ev.data));
     if (chunk.error) {
       this.error = true;
-      return this.flush() + encodeSse(ev.event, ev.data);
+      return this.flush() + encodeSse(ev.event, redactSecrets(ev.data));
     }
     this.ident ??= { id: chunk.id, created: chunk.created };
     if (typeof chunk.model === "string") this.upstreamModel = chunk.model;

@@ -5,10 +5,9 @@ import { describe, events } from "../logs/events.ts";
 import type { LogRow } from "../logs/request-log.ts";
 import type { Services } from "../services.ts";
 import type { Provider } from "../upstreams/types.ts";
-import { isRetryableStatus, passThrough, readVendorError } from "./upstream-error.ts";
-
-// Non-streamed answers send their headers only when complete, so this must allow a whole long generation (the SDKs wait 10 min).
-const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 600_000;
+import { SseSizeGuard } from "../upstreams/sse.ts";
+import { AttemptClock, limitsOf, timedResponse } from "./timeouts.ts";
+import { classifyStatus, passThrough, readErrorBody, readVendorError } from "./upstream-error.ts";
 
 export interface Attempt {
   route: Route;
@@ -36,6 +35,8 @@ export interface AttemptHooks {
    * Throwing counts as a route failure, so the next route is tried before the client sees a byte.
    */
   confirm?(a: Attempt): Promise<void>;
+  /** Whether the client asked for a stream; default: the log row's `stream`. Picks the first-byte timeout. */
+  stream?: boolean;
 }
 
 /**
@@ -54,8 +55,9 @@ export async function attemptRoutes(svc: Services, model: Model, call: TriedBy, 
     clientSignal.addEventListener("abort", onClientAbort, { once: true });
     const onCutoff = () => abort.abort(svc.cutoff.signal.reason);
     svc.cutoff.signal.addEventListener("abort", onCutoff, { once: true });
-    const timeoutMs = provider.config.timeout_ms ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS;
-    const timer = setTimeout(() => abort.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const stream = hooks.stream ?? call.log.stream === true;
+    const clock = new AttemptClock(abort, limitsOf(provider.config, stream));
+    let handedOff = false;
     attempts++;
     call.log.provider = route.provider.id;
     call.log.upstreamModel = route.upstreamModel;
@@ -63,14 +65,19 @@ export async function attemptRoutes(svc: Services, model: Model, call: TriedBy, 
     call.upstreamStatus = undefined;
     try {
       const sentAt = performance.now();
-      const response = await hooks.send(route, provider, abort.signal);
+      const raw = await hooks.send(route, provider, abort.signal);
       call.log.upstreamLatencyMs = performance.now() - sentAt;
+      const type = raw.headers.get("content-type") ?? "";
+      const sse = type.startsWith("text/event-stream");
+      // Every body is read under the clock; anything parsed as SSE is also bounded per event.
+      const response = timedResponse(raw, clock, stream || sse ? new SseSizeGuard() : null);
       if (!response.ok) {
-        const text = await response.text().catch(() => "");
+        const text = await readErrorBody(response);
         const vendor = readVendorError(text);
         call.upstreamStatus = response.status;
-        reportStatus(svc, call, route, response.status, vendor?.type);
-        if (isRetryableStatus(response.status)) {
+        const kind = classifyStatus(response.status);
+        reportStatus(svc, call, route, response.status, kind === "unexpected" ? "(not an answer a vendor gives)" : vendor?.type);
+        if (kind !== "refusal") {
           svc.health.failure(route.key, `HTTP ${response.status}${vendor ? ` ${vendor.type}` : ""}`);
           last = vendor && response.status === 529 ? passThrough(529, vendor) : upstreamUnavailable(model.id);
           continue;
@@ -80,10 +87,17 @@ export async function attemptRoutes(svc: Services, model: Model, call: TriedBy, 
         if (vendor) throw passThrough(response.status, vendor);
         throw upstreamUnavailable(model.id);
       }
+      if (!response.body) throw new Error(`HTTP ${response.status} answer without a body`);
+      // Either would only be read to its end to fail there: a JSON body is no stream, and an SSE
+      // body to a JSON request can run on for the whole total timeout.
+      if (stream && type.startsWith("application/json")) throw new Error("a JSON answer to a streamed request");
+      if (!stream && sse) throw new Error("an SSE answer to a non-streamed request");
       const attempt: Attempt = { route, provider, response, abort, attempts };
       if (hooks.confirm) await hooks.confirm(attempt);
       if (call.log.stream) call.log.ttfbMs = performance.now() - sentAt;
       svc.health.success(route.key);
+      // A stream's body is still being read: its clock stops when the relay ends or cancels it.
+      handedOff = true;
       return attempt;
     } catch (e) {
       if (e instanceof GatewayError) throw e;
@@ -94,7 +108,11 @@ export async function attemptRoutes(svc: Services, model: Model, call: TriedBy, 
       svc.health.failure(route.key, (e as Error).message ?? String(e));
       last = upstreamUnavailable(model.id);
     } finally {
-      clearTimeout(timer);
+      if (!handedOff) {
+        clock.stop();
+        // A failed attempt's connection is closed, not left to the upstream.
+        abort.abort(new Error("attempt failed"));
+      }
       clientSignal.removeEventListener("abort", onClientAbort);
       svc.cutoff.signal.removeEventListener("abort", onCutoff);
     }
@@ -123,13 +141,31 @@ export async function readJsonAnswer(a: Attempt): Promise<{ text: string; json: 
   } catch (e) {
     throw new Error(`answer cut while reading it: ${describe(e)}`);
   }
+  let json: unknown;
   try {
-    const json = JSON.parse(text) as unknown;
-    if (json && typeof json === "object" && !Array.isArray(json)) return { text, json: json as JsonObject };
+    json = JSON.parse(text);
   } catch {
     // reported below, without the parser's quote of the body
   }
-  throw new Error(`answer is not a JSON object (${text.length} bytes)`);
+  if (!json || typeof json !== "object" || Array.isArray(json)) throw new Error(`answer is not a JSON object (${text.length} bytes)`);
+  const problem = notAnAnswer(json as JsonObject, a.response.status);
+  if (problem) throw new Error(problem);
+  return { text, json: json as JsonObject };
+}
+
+/**
+ * Why a JSON object with a success status is no answer: a vendor error sent with HTTP 200 (some
+ * compatible servers and proxies do) or a body with none of the parts an answer has (Messages'
+ * content, Chat's choices, Images' data). Relayed, either would be charged as a completion.
+ */
+function notAnAnswer(json: JsonObject, status: number): string | null {
+  const answer = Array.isArray(json.content) || Array.isArray(json.choices) || Array.isArray(json.data);
+  if (json.type === "error" || (!answer && json.error)) {
+    const err = json.error as { type?: unknown; code?: unknown } | null;
+    const type = typeof err?.type === "string" ? err.type : typeof err?.code === "string" ? err.code : "untyped";
+    return `answer is a vendor error (${type}) sent with HTTP ${status}`;
+  }
+  return answer ? null : `answer has no content, choices or data (HTTP ${status})`;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { GatewayError } from "../errors.ts";
+import { redactSecrets } from "../upstreams/scrub.ts";
 
 // Vendor errors the spec passes through with their own texts, in the gateway's error shape.
 
@@ -32,8 +33,44 @@ export function passThrough(status: number, v: VendorError): GatewayError {
   const type = TYPE_FROM_CODE.has(v.code) ? v.code : v.type;
   // A vendor 429 for an exhausted credit balance will not succeed on a retry.
   const headers: Record<string, string> = status === 429 && type === "insufficient_quota" ? { "x-should-retry": "false" } : {};
-  return GatewayError.upstream(status, type, v.code, v.message, headers);
+  // The vendor's own text, except a provider credential it may quote.
+  return GatewayError.upstream(status, type, v.code, redactSecrets(v.message), headers);
 }
 
-/** Retrying another route can help: server errors, overload, and no usable answer at all. */
-export const isRetryableStatus = (status: number) => status >= 500 || status === 529 || status === 408;
+// The 4xx statuses the vendors answer a request with: the client's (or its key's) to see. Any other
+// status (a redirect, 1xx, 402, 418, …) is no vendor answer: a misconfigured or hijacked base URL,
+// a proxy in the way. It is the route's failure, and a redirect is never followed with the key.
+const REFUSALS = new Set([400, 401, 403, 404, 409, 413, 422, 429]);
+
+/**
+ * retryable: another route can help (server errors, overload, timeout); refusal: the vendor's answer
+ * to this request; unexpected: not an answer at all, so also another route's turn.
+ */
+export function classifyStatus(status: number): "retryable" | "refusal" | "unexpected" {
+  if (status >= 500 || status === 408) return "retryable";
+  return REFUSALS.has(status) ? "refusal" : "unexpected";
+}
+
+/** Vendor error bodies are small; more than this is not one, and is not read on. */
+const MAX_ERROR_BODY = 64 * 1024;
+
+/** The start of a failed answer's body, as text; "" when it cannot be read. */
+export async function readErrorBody(response: Response): Promise<string> {
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < MAX_ERROR_BODY) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      parts.push(value);
+      size += value.length;
+    }
+  } catch {
+    return "";
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  return size > MAX_ERROR_BODY ? "" : new TextDecoder().decode(Buffer.concat(parts));
+}

@@ -1,6 +1,7 @@
 import type { ProviderConfig } from "../config/schema.ts";
 import { demoProvider } from "./demo.ts";
 import { anthropicProvider, openaiProvider } from "./http-providers.ts";
+import { rememberSecrets } from "./scrub.ts";
 import type { Provider } from "./types.ts";
 
 const FACTORIES: Record<ProviderConfig["kind"], (c: ProviderConfig) => Provider> = {
@@ -10,5 +11,6 @@ const FACTORIES: Record<ProviderConfig["kind"], (c: ProviderConfig) => Provider>
 };
 
 export function buildProviders(configs: ProviderConfig[]): Map<string, Provider> {
+  rememberSecrets(configs);
   return new Map(configs.map((c) => [c.id, FACTORIES[c.kind](c)]));
 }

@@ -119,6 +119,54 @@ function fieldValue(buf: string, afterName: number, end: number): string | null 
   return buf.slice(from, end);
 }
 
+/** The most an upstream may send of one SSE event (its lines included) before it ends it. */
+export const MAX_SSE_EVENT_BYTES = 16 * 1024 * 1024;
+
+const CR = 13;
+// Where the byte scan stands: inside a line, at the start of a line, or just after a CR (whose LF,
+// if it comes, belongs to the same line break).
+const MID = 0;
+const LINE_START = 1;
+const AFTER_CR = 2;
+
+/**
+ * Counts the bytes of the SSE event in progress, so a line or an event that never ends is cut at
+ * `limit` instead of growing the parser's buffers without bound. Runs on the raw bytes before they
+ * are decoded; a chunk that ends with a blank line (the usual case) costs two byte reads.
+ */
+export class SseSizeGuard {
+  private pending = 0;
+  private state = LINE_START;
+
+  constructor(private readonly limit = MAX_SSE_EVENT_BYTES) {}
+
+  /** null while within the limit; the error to fail the stream with once past it. */
+  push(chunk: Uint8Array): Error | null {
+    const n = chunk.length;
+    if (n >= 2 && chunk[n - 1] === LF && chunk[n - 2] === LF) {
+      this.pending = 0;
+      this.state = LINE_START;
+      return null;
+    }
+    let state = this.state;
+    let boundary = -1;
+    for (let i = 0; i < n; i++) {
+      const b = chunk[i]!;
+      if (b === LF) {
+        if (state === LINE_START) boundary = i;
+        state = LINE_START;
+      } else if (b === CR) {
+        if (state !== MID) boundary = i;
+        state = AFTER_CR;
+      } else state = MID;
+    }
+    this.state = state;
+    this.pending = boundary === -1 ? this.pending + n : n - boundary - 1;
+    if (this.pending <= this.limit) return null;
+    return new Error(`the upstream sent an SSE event over ${this.limit} bytes without ending it`);
+  }
+}
+
 /** One event in the framing both SDKs parse: `\n` line ends and a `\n\n` terminator. */
 export function encodeSse(event: string | undefined, data: string): string {
   // A raw newline inside data would end the field early; SSE carries it as several data lines.

@@ -20,6 +20,7 @@ import type { ResponsesEvent, ToolNameMap, ToolTarget } from "./types.ts";
 import { estimatedUsage } from "../stream-usage.ts";
 import { billableChatUsage, chatUsage, usageFromChat } from "../usage.ts";
 import { responsesUsage } from "./usage.ts";
+import { redactSecrets } from "../../upstreams/scrub.ts";
 
 export interface ChatToResponsesStreamOptions extends ResponseContext {
   toolNames: ToolNameMap;
@@ -151,6 +152,8 @@ export class ChatToResponsesStream {
   fail(code: string, message: string): ResponsesEvent[] {
     const out = this.start();
     if (this.outcome) return out;
+    // The message may be the upstream's: a provider credential it quotes never reaches the client.
+    message = redactSecrets(message);
     for (const item of this.output) if (item.status === "in_progress") item.status = "incomplete";
     this.outcome = "failed";
     out.push(this.ev("error", { code, message, param: null }));

@@ -1,0 +1,146 @@
+import type { ProviderConfig } from "../config/schema.ts";
+import { SseSizeGuard } from "../upstreams/sse.ts";
+
+// The clocks of one upstream attempt. Defaults, each overridable per provider:
+// - timeout_ms, until the response headers: 60 s for a stream (vendors send headers and a first
+//   event within seconds); 600 s for a non-streamed call, whose headers only come with the whole
+//   answer, so this must allow a long generation (the vendors' SDKs wait 10 min too).
+// - idle_timeout_ms, the longest silence while the gateway waits on the body: 120 s, long enough for
+//   a reasoning model's quiet phase, short enough that a stalled upstream frees its hold.
+// - total_timeout_ms, headers to last byte: 15 min; a longer stream needs a higher value.
+export const DEFAULT_STREAM_FIRST_BYTE_MS = 60_000;
+export const DEFAULT_FIRST_BYTE_MS = 600_000;
+export const DEFAULT_IDLE_MS = 120_000;
+export const DEFAULT_TOTAL_MS = 900_000;
+
+export interface Limits {
+  firstByteMs: number;
+  idleMs: number;
+  totalMs: number;
+}
+
+export function limitsOf(config: ProviderConfig, stream: boolean): Limits {
+  return {
+    firstByteMs: config.timeout_ms ?? (stream ? DEFAULT_STREAM_FIRST_BYTE_MS : DEFAULT_FIRST_BYTE_MS),
+    idleMs: config.idle_timeout_ms ?? DEFAULT_IDLE_MS,
+    totalMs: config.total_timeout_ms ?? DEFAULT_TOTAL_MS,
+  };
+}
+
+/**
+ * Aborts an attempt when one of its limits runs out. One timer per attempt, re-armed only when it
+ * fires: a chunk costs a clock read, not a clearTimeout/setTimeout pair. Idle time counts only while
+ * a read is waiting, so a slow client (which stops our reads) does not make the upstream look silent.
+ */
+export class AttemptClock {
+  private readonly started = performance.now();
+  private headers = false;
+  /** When the pending body read began; 0 when none is pending. */
+  private readingSince = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly abort: AbortController,
+    private readonly limits: Limits,
+  ) {
+    this.arm(Math.min(limits.firstByteMs, limits.totalMs));
+  }
+
+  /** The headers arrived: from now on the body's silences are timed. */
+  gotHeaders(): void {
+    if (this.timer === undefined) return;
+    this.headers = true;
+    clearTimeout(this.timer);
+    this.arm(Math.min(this.limits.idleMs, this.limits.totalMs - (performance.now() - this.started)));
+  }
+
+  readStarted(): void {
+    this.readingSince = performance.now();
+  }
+
+  readEnded(): void {
+    this.readingSince = 0;
+  }
+
+  /** The body ended, was cancelled or failed: nothing left to time. */
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private arm(ms: number): void {
+    this.timer = setTimeout(() => this.check(), Math.max(0, ms));
+  }
+
+  private check(): void {
+    if (this.timer === undefined) return;
+    const now = performance.now();
+    const { firstByteMs, idleMs, totalMs } = this.limits;
+    const expired =
+      now - this.started >= totalMs
+        ? `the upstream call exceeded its total time of ${totalMs} ms`
+        : !this.headers
+          ? now - this.started >= firstByteMs
+            ? `no answer within ${firstByteMs} ms`
+            : null
+          : this.readingSince && now - this.readingSince >= idleMs
+            ? `no byte from the upstream for ${idleMs} ms`
+            : null;
+    if (expired) {
+      this.timer = undefined;
+      this.abort.abort(new Error(expired));
+      return;
+    }
+    // With no read pending, look again one idle period from now.
+    const next = !this.headers ? this.started + firstByteMs : (this.readingSince || now) + idleMs;
+    this.arm(Math.min(next, this.started + totalMs) - now);
+  }
+}
+
+/**
+ * The answer with its body timed by `clock` and, for SSE, bounded by `guard`; the relay reads it as
+ * it would the upstream's own. The clock stops when the body ends, fails or is cancelled.
+ */
+export function timedResponse(response: Response, clock: AttemptClock, guard: SseSizeGuard | null): Response {
+  clock.gotHeaders();
+  if (!response.body) {
+    clock.stop();
+    return response;
+  }
+  const reader = response.body.getReader();
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(c) {
+        let chunk: Awaited<ReturnType<typeof reader.read>>;
+        clock.readStarted();
+        try {
+          chunk = await reader.read();
+        } catch (e) {
+          clock.stop();
+          throw e;
+        } finally {
+          clock.readEnded();
+        }
+        if (chunk.done) {
+          clock.stop();
+          c.close();
+          return;
+        }
+        const overflow = guard?.push(chunk.value);
+        if (overflow) {
+          clock.stop();
+          reader.cancel(overflow).catch(() => {});
+          throw overflow;
+        }
+        c.enqueue(chunk.value);
+      },
+      cancel(reason) {
+        clock.stop();
+        return reader.cancel(reason);
+      },
+    },
+    // Read only when the relay asks: a slow client keeps slowing the upstream read.
+    { highWaterMark: 0 },
+  );
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
