@@ -13,7 +13,7 @@ import type { SuiteFigures } from "../tests/fault/support/figures.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const DOC = join(ROOT, "docs", "reliability.md");
-const SUITES = ["fuzz", "disconnects", "crash"] as const;
+const SUITES = ["fuzz", "upstream-fuzz", "disconnects", "crash"] as const;
 const long = process.argv.includes("--long");
 
 const out = mkdtempSync(join(tmpdir(), "gw-faults-"));
@@ -45,6 +45,7 @@ if (lostNano !== 0 || holdsLeft !== 0) {
 const git = (...args: string[]) => Bun.spawnSync(["git", ...args], { cwd: ROOT }).stdout.toString().trim();
 const commit = git("rev-parse", "--short", "HEAD") + (git("status", "--porcelain", "--untracked-files=no") ? " (with uncommitted changes)" : "");
 const fuzz = figures.get("fuzz")!;
+const upFuzz = figures.get("upstream-fuzz")!;
 const disc = figures.get("disconnects")!;
 const crash = figures.get("crash")!;
 const n = (x: number) => x.toLocaleString("en-US");
@@ -60,7 +61,7 @@ function exclusions(): string[] {
     if (!f.endsWith(".ts")) continue;
     const src = readFileSync(join(dir, f), "utf8").split("\n");
     src.forEach((line, i) => {
-      const m = line.match(/\/\/ (BUG\(issue \d+ item \d+\)): (.*)/);
+      const m = line.match(/\/\/ (BUG\(issue \d+[^)]*\)): (.*)/);
       if (!m) return;
       // The comment runs on over the following `//` lines.
       let text = m[2]!;
@@ -83,6 +84,7 @@ from outside, on the real server, and run in every \`bun test\`:
 | suite | what it does | what must hold afterwards |
 |---|---|---|
 | \`fuzz.test.ts\` | fast-check (a property-based testing library) generates hostile requests over a bare socket: wrong-typed JSON in every field of Messages, Chat, Responses and Images bodies, huge and negative numbers, deep nesting, bytes that are not UTF-8, wrong content types, PUT/PATCH/DELETE/OPTIONS/HEAD on every path, dot segments, encoded slashes, very long paths, odd and repeated headers | every answer is a 4xx in the spec's error shape (\`error.type\`, \`code\`, \`message\`, \`request_id\` = \`x-gateway-request-id\`) or a success, never a 5xx; the balance moves only by the \`usage.cost_usd\` of successful answers; balance = SUM(ledger); no hold open |
+| \`upstream-fuzz.test.ts\` | the same property from the other side: valid requests (Messages and Chat, JSON and streams, native and translated) meet hostile upstream answers: usage counts of the wrong type, zero or huge, error statuses, streams cut or ended by an error event after a random event, connections dropped, a 200 carrying a vendor error, garbage, HTML, \`null\`, a cut JSON body, SSE to a JSON request, 302 without Location, 418 | never a 500; a broken answer is 502 \`upstream_unavailable\`; a failure costs nothing; a success is charged the \`cost_usd\` it showed (capped at the balance), never zero when the usage had no valid counts; balance = SUM(ledger); no hold open; no gateway error or failed ledger write in the operator's events |
 | \`disconnects.test.ts\` | clients on their own accounts go away at a random moment: before their body is sent, while the upstream thinks, mid-stream after a random event; JSON and streams, Messages and Chat, native and translated routes | balance = SUM(ledger) for every account; no hold open; no 5xx; one log row per request the server received; a complete answer is charged exactly its \`cost_usd\`; gone before the upstream answered: 0; a cancelled stream: at most the full answer's cost |
 | \`crash.test.ts\` | a real \`gateway serve\` under mixed load (eight clients, four accounts, JSON and streams) is killed with SIGKILL at a random moment and started again on the same database, round after round | after each kill and restart: balance = SUM(ledger) per account, none negative, nothing held; every answer a client received in full has its charge in the ledger under its request id |
 
@@ -93,11 +95,11 @@ the fuzz checks that they are refused that way and touch nothing.
 ## Running them
 
 - \`bun test\` runs the default variants (${Math.round(seconds)} s together in the last run below, on a shared 2-core machine).
-- \`GATEWAY_FAULTS=long bun test tests/fault\` runs the long variants: 20,000 fuzz inputs, 10,000
-  disconnects, 100 SIGKILL rounds of up to 2 s of load.
+- \`GATEWAY_FAULTS=long bun test tests/fault\` runs the long variants: 20,000 hostile requests,
+  10,000 hostile upstream answers, 10,000 disconnects, 100 SIGKILL rounds of up to 2 s of load.
 - \`bun scripts/reliability.ts\` (add \`--long\` for the long variants) runs the suites and rewrites
   this page with their figures; it refuses to when a suite fails or money was lost.
-- A failing run prints its seed: \`FUZZ_SEED\`, \`DISCONNECT_SEED\` and \`CRASH_SEED\` replay its random
+- A failing run prints its seed: \`FUZZ_SEED\` (either fuzz), \`DISCONNECT_SEED\` and \`CRASH_SEED\` replay its random
   choices (the crash suite's timing still varies).
 
 ## Figures of the last run
@@ -108,9 +110,10 @@ Run: ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, commit ${co
 |---|---|
 | requests sent | ${n(requests)} |
 | fuzz inputs (hostile requests) | ${n(fuzz.faults)} |
+| fuzz inputs (hostile upstream answers) | ${n(upFuzz.faults)} |
 | client disconnects | ${n(disc.faults)} (before the body: ${n(byMode.body ?? 0)}, early: ${n(byMode.early ?? 0)}, mid-answer: ${n(byMode.mid ?? 0)}) |
 | SIGKILLs (crashes survived, restarts) | ${n(crash.faults)} |
-| faults injected in all | ${n(fuzz.faults + disc.faults + crash.faults)} |
+| faults injected in all | ${n(fuzz.faults + upFuzz.faults + disc.faults + crash.faults)} |
 | completed answers checked against the ledger after a kill | ${n(Number(crash.extra?.answersVerified ?? 0))} |
 | money lost | **${lostNano / 1e9} USD** |
 | holds left open | **${holdsLeft}** |
@@ -125,4 +128,4 @@ ${exclusions().join("\n") || "- none: every property is checked in full."}
 ${Number(crash.extra?.streamsUncharged_item5 ?? 0) ? `\nIn the last run, ${crash.extra!.streamsUncharged_item5} stream(s) showed their final \`cost_usd\` to the client and were killed before the charge committed (issue 14 item 5).\n` : ""}`;
 
 writeFileSync(DOC, doc);
-console.log(`reliability: ${relative(ROOT, DOC)} written: ${n(requests)} requests, ${n(fuzz.faults + disc.faults + crash.faults)} faults, money lost ${lostNano}, holds left ${holdsLeft}`);
+console.log(`reliability: ${relative(ROOT, DOC)} written: ${n(requests)} requests, ${n(fuzz.faults + upFuzz.faults + disc.faults + crash.faults)} faults, money lost ${lostNano}, holds left ${holdsLeft}`);

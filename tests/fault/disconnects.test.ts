@@ -188,9 +188,19 @@ afterAll(async () => {
 });
 
 const charged = (o: Outcome) => OPENING - gw.money(o.accountId).balance;
-const upstreamOf = (o: Outcome): RecordedRequest | undefined => up.requests.find((r) => r.rawBody.includes(marker(o.i)));
-const rows = (accountId: number) =>
-  (gw.services.db.$client.query("SELECT count(*) AS n FROM request_logs WHERE account_id = ?").get(accountId) as { n: number }).n;
+let byMarker: Map<string, RecordedRequest> | null = null;
+/** The upstream call of a request, found by the marker in its prompt (translated or not). */
+const upstreamOf = (o: Outcome): RecordedRequest | undefined => {
+  byMarker ??= new Map(up.requests.map((r) => [r.rawBody.match(/req-\d{6}/)?.[0] ?? "", r]));
+  return byMarker.get(marker(o.i));
+};
+let rowCounts: Map<number, number> | null = null;
+const rows = (accountId: number): number => {
+  rowCounts ??= new Map(
+    (gw.services.db.$client.query("SELECT account_id AS a, count(*) AS n FROM request_logs GROUP BY account_id").all() as { a: number; n: number }[]).map((r) => [r.a, r.n]),
+  );
+  return rowCounts.get(accountId) ?? 0;
+};
 const explain = (o: Outcome) =>
   `request ${o.i} (${comboName(o.combo)}, ${o.mode} ${o.abortAt}, upstream ${upstreamOf(o)?.outcome ?? "never called"}; seed ${SEED})`;
 
