@@ -94,7 +94,7 @@ const BROKEN: Case[] = [
 ];
 
 // BUG(issue 14 item 5): once the upstream's final usage has been relayed (Anthropic's message_delta,
-// the 9th of 11 events here; OpenAI's usage chunk, the 8th), an upstream that then drops or sends an
+// the 10th of 11 events here; OpenAI's usage chunk, the 8th), an upstream that then drops or sends an
 // error event, even after message_stop, leaves the client a complete answer showing cost_usd that is
 // never charged (e.g. claude-native on /v1/messages, fail_mid_stream after 10 events: shown 0.000195,
 // charged 0). Until the dialect's own end event counts as the end, cuts stop before the final usage.
