@@ -125,7 +125,6 @@ Where a property fails because of a known product bug, the suite leaves that cas
 \`BUG(issue N item M)\` comment, and the fix widens the test again. Today:
 
 ${exclusions().join("\n") || "- none: every property is checked in full."}
-${Number(crash.extra?.streamsUncharged_item5 ?? 0) ? `\nIn the last run, ${crash.extra!.streamsUncharged_item5} stream(s) showed their final \`cost_usd\` to the client and were killed before the charge committed (issue 14 item 5).\n` : ""}`;
 
 writeFileSync(DOC, doc);
 console.log(`reliability: ${relative(ROOT, DOC)} written: ${n(requests)} requests, ${n(fuzz.faults + upFuzz.faults + disc.faults + crash.faults)} faults, money lost ${lostNano}, holds left ${holdsLeft}`);

@@ -27,6 +27,9 @@ export function nanoToUsd(nano: number): number {
 
 export function formatUsd(nano: number): string {
   const sign = nano < 0 ? "-" : "";
+  // Past 2^53 a number has no exact nano digits left (an estimate for max_tokens: 1e300): the whole
+  // dollars of its exact value, by BigInt, rather than float remainders that print as garbage.
+  if (!Number.isSafeInteger(nano)) return Number.isFinite(nano) ? `${sign}${BigInt(Math.trunc(Math.abs(nano))) / BigInt(NANO_PER_USD)}` : `${sign}∞`;
   const abs = Math.abs(nano);
   const whole = Math.floor(abs / NANO_PER_USD);
   const frac = String(abs % NANO_PER_USD).padStart(9, "0").replace(/0+$/, "");

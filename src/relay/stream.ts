@@ -25,24 +25,44 @@ interface Prefetch {
 const prefetched = new WeakMap<Attempt, Prefetch>();
 
 /**
- * Reads until the first complete SSE event. A route that drops or closes before it has not sent the
- * client anything yet, so the relay may still fall back to the next route (spec Rules 8).
+ * Reads until the first event of the answer (pings aside) and checks that it opens the dialect's
+ * answer. A route that drops, closes, or opens with an error or with events that are not its dialect's
+ * has not sent the client anything yet, so the relay may still fall back to the next route, or answer
+ * 502 before the first byte (spec Rules 8), instead of a 200 stream that can only fail.
  */
-export async function firstEvents(a: Attempt): Promise<void> {
+export async function firstEvents(a: Attempt, upstream: Dialect): Promise<void> {
   const reader: ChunkReader = a.response.body!.getReader();
   const parser = new SseParser();
   const p: Prefetch = { reader, parser, events: [], ended: false };
-  while (p.events.length === 0) {
+  let opening: SseEvent | undefined;
+  while (!opening) {
     const { done, value } = await reader.read();
     if (done) {
       p.events.push(...parser.end());
-      if (p.events.length === 0) throw new Error("upstream closed the stream before the first event");
       p.ended = true;
-      break;
-    }
-    p.events.push(...parser.push(value!));
+    } else p.events.push(...parser.push(value!));
+    opening = p.events.find((ev) => ev.event !== "ping");
+    if (!opening && p.ended) throw new Error("upstream closed the stream before the first event");
   }
+  const why = notAnOpening(upstream, opening);
+  if (why) throw new Error(why);
   prefetched.set(a, p);
+}
+
+/** Why this first event does not open a `dialect` answer, or null when it does. Never quotes content. */
+function notAnOpening(dialect: Dialect, ev: SseEvent): string | null {
+  if (ev.event === "error") return "the upstream's stream opened with an error event";
+  let data: unknown;
+  try {
+    data = JSON.parse(ev.data);
+  } catch {
+    return "the upstream's first event is not JSON";
+  }
+  if (!data || typeof data !== "object" || Array.isArray(data)) return "the upstream's first event is not a JSON object";
+  const d = data as Record<string, unknown>;
+  if (d.error !== undefined) return "the upstream's stream opened with an error";
+  if (dialect === "messages") return ev.event === "message_start" || d.type === "message_start" ? null : "the upstream's stream does not open with message_start";
+  return Array.isArray(d.choices) ? null : "the upstream's first event is not a chat completion chunk";
 }
 
 const KEEPALIVE_MS = 15_000;

@@ -121,7 +121,7 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
         return provider.text({ dialect: upstreamDialect, body: out.body, clientHeaders: call.request.headers, search: call.search, signal });
       },
       confirm: client.stream
-        ? (a) => firstEvents(a)
+        ? (a) => firstEvents(a, upstreamDialect)
         : async (a) => {
             whole = await readJsonAnswer(a);
           },

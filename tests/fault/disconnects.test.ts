@@ -264,11 +264,8 @@ describe(`${COUNT} random client disconnects (seed ${SEED}${LONG ? ", long run" 
   it("charge a stream cancelled after its whole text was delivered at least that text's output", () => {
     // Input plus the output delivered (DESIGN, billing): the upstream's count when it sent one, else our
     // estimate; the output part alone is at least what the mock counts for the text (chars / 4).
-    // BUG(issue 14 item 1): a stream from a Messages-kind upstream cancelled after the last text delta
-    // and before message_delta is billed message_start's partial usage (1 output token) instead of the
-    // delivered text (114000 instead of 249000 nano on /v1/messages, 132000 instead of 267000 on
-    // /v1/chat/completions), so claude-native streams are left out until the fix.
-    const delivered = outcomes.filter((o) => o.combo.stream && !o.complete && o.sawAllText && o.combo.model !== "claude-native");
+    // Including Messages-kind upstreams, whose message_start says output_tokens: 1 (issue 14 item 1).
+    const delivered = outcomes.filter((o) => o.combo.stream && !o.complete && o.sawAllText);
     expect(delivered.length).toBeGreaterThan(0);
     for (const o of delivered) {
       expect(charged(o), explain(o)).toBeGreaterThanOrEqual(OUTPUT_NANO);

@@ -49,14 +49,8 @@ afterAll(async () => {
 /** A token count as a misbehaving upstream may report it. */
 const count = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: 0, max: 5_000 }) },
-  // BUG(issue 14 item 8): a negative, null or string count is free (usage {input: -5, output: -5} on
-  // messages→gpt-native JSON, {input: null, output: null} on chat→gpt-native JSON, {input: "12",
-  // output: "12"} on chat→claude-native JSON: 200, charged 0), so those counts are left out until the
-  // fix; add -5, null and "12" back here.
-  // BUG(issue 14 item 2): a count whose cost passes 2^53 nano-USD (output 10^12 tokens) answers 500 on
-  // JSON and relays a stream uncharged ("ledger row not written: bad cost 15000000000015000"), so the
-  // largest count here is 10^9 (cost below 2^53); add 1e12 back here.
-  { weight: 1, arbitrary: fc.constantFrom<unknown>(1.5, 1e9, 2 ** 31, 0) },
+  // Counts that are not counts (item 8) and counts priced past 2^53 nano-USD (item 2).
+  { weight: 1, arbitrary: fc.constantFrom<unknown>(1.5, 1e9, 2 ** 31, 0, -5, null, "12", 1e12) },
 );
 /** A count the gateway may bill as reported: a non-negative whole number. */
 const validCount = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
@@ -73,32 +67,21 @@ const raw = (name: string, status: number, body: string | object, type?: string,
   ...only,
 });
 const BROKEN: Case[] = [
-  // BUG(issue 14 item 9): an upstream 200 whose body is the vendor's error is relayed to a JSON
-  // request as 200 and charged (messages→claude-native: 200 {"type":"error",…,"usage":{…,"cost_usd":…}},
-  // 369000 nano charged; chat→claude-native: 200, free), so these two go to stream requests only
-  // (which get 502) until the fix.
-  raw("200 with Anthropic's error body", 200, { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }, undefined, { streamsOnly: true }),
-  raw("200 with OpenAI's error body", 200, { error: { message: "boom", type: "server_error", param: null, code: null } }, undefined, { streamsOnly: true }),
+  raw("200 with Anthropic's error body", 200, { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }),
+  raw("200 with OpenAI's error body", 200, { error: { message: "boom", type: "server_error", param: null, code: null } }),
   raw("200 garbage", 200, "garbage{", "application/json"),
   raw("200 HTML", 200, "<html>oops</html>", "text/html"),
   raw("200 null", 200, "null", "application/json"),
   raw("200 empty", 200, ""),
   raw("200 JSON cut mid-body", 200, '{"id":"msg_1","type":"message","content":[{"type":"te', "application/json"),
-  // BUG(issue 14, not listed): an upstream 200 SSE body whose only event is not one of the dialect's
-  // (data: {"x":1}) starts the client's stream (200; on messages→claude-native the junk event is relayed
-  // as is) and then ends it with an error event, free, instead of a 502 before the first byte; so the
-  // case goes to JSON requests only (which get 502) until the fix.
-  raw("200 SSE to a JSON request", 200, 'data: {"x":1}\n\n', "text/event-stream", { jsonOnly: true }),
+  raw("200 SSE that is not the dialect's", 200, 'data: {"x":1}\n\n', "text/event-stream"),
   raw("302 without Location", 302, ""),
   raw("418", 418, "teapot"),
 ];
 
-// BUG(issue 14 item 5): once the upstream's final usage has been relayed (Anthropic's message_delta,
-// the 10th of 11 events here; OpenAI's usage chunk, the 8th), an upstream that then drops or sends an
-// error event, even after message_stop, leaves the client a complete answer showing cost_usd that is
-// never charged (e.g. claude-native on /v1/messages, fail_mid_stream after 10 events: shown 0.000195,
-// charged 0). Until the dialect's own end event counts as the end, cuts stop before the final usage.
-const LAST_CUT: Record<string, number> = { "claude-native": 9, "gpt-native": 7 };
+// Cuts anywhere, after the final usage event and after the dialect's own end event too (item 5):
+// whatever the client was shown as cost_usd is what it is charged.
+const LAST_CUT: Record<string, number> = { "claude-native": 11, "gpt-native": 9 };
 
 const upstreamAnswer = (model: string): fc.Arbitrary<Case> => fc.oneof(
   { weight: 4, arbitrary: usage.map((u) => ({ name: `usage ${JSON.stringify(u)}`, behaviour: { kind: "text", text: "one two three four", usage: u as never } as Behaviour })) },

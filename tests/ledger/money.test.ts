@@ -105,6 +105,12 @@ describe("rendering nano-dollars", () => {
     expect(formatUsd(-2_000_000_000)).toBe("-2");
   });
 
+  // A reserve for max_tokens: 1e300 read "needs up to 4e+294.053110272 USD" in its 402.
+  it("formatUsd writes an amount past 2^53 nano-dollars as whole dollars, without exponent or garbage decimals", () => {
+    expect(formatUsd(4e303)).toMatch(/^\d+$/);
+    expect(formatUsd(2 ** 60)).toBe(String(2n ** 60n / 1_000_000_000n));
+  });
+
   it("nanoToUsd gives cost_usd as a JSON number with the same digits", () => {
     expect(JSON.stringify(nanoToUsd(4_499_475))).toBe("0.004499475");
     expect(JSON.stringify(nanoToUsd(123_456_789_012))).toBe("123.456789012");
