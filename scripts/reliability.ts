@@ -125,6 +125,7 @@ Where a property fails because of a known product bug, the suite leaves that cas
 \`BUG(issue N item M)\` comment, and the fix widens the test again. Today:
 
 ${exclusions().join("\n") || "- none: every property is checked in full."}
+`;
 
 writeFileSync(DOC, doc);
 console.log(`reliability: ${relative(ROOT, DOC)} written: ${n(requests)} requests, ${n(fuzz.faults + upFuzz.faults + disc.faults + crash.faults)} faults, money lost ${lostNano}, holds left ${holdsLeft}`);
