@@ -29,7 +29,7 @@ describe("upgrading a database made by the first migration", () => {
   old.run("INSERT INTO accounts (email, balance_nano, created_at) VALUES ('a@x', 700, 1)");
   old.run("INSERT INTO api_keys (account_id, prefix, key_hash, created_at) VALUES (1, 'gk_sk_ab', 'h', 1)");
   old.run("INSERT INTO ledger_entries (account_id, kind, amount_nano, created_at) VALUES (1, 'top_up', 1000, 1), (1, 'charge', -300, 2)");
-  old.run("INSERT INTO ledger_entries (account_id, kind, amount_nano, external_ref, created_at) VALUES (1, 'top_up', 0, 'pi_1', 3)");
+  old.run("INSERT INTO ledger_entries (account_id, kind, amount_nano, external_ref, created_at) VALUES (1, 'top_up', 5, 'pi_1', 3)");
   old.run("INSERT INTO request_logs (request_id, method, path, status, latency_ms, created_at) VALUES ('gw_old1', 'POST', '/v1/messages', 200, 5, 2)");
   old.close();
 
@@ -45,7 +45,7 @@ describe("upgrading a database made by the first migration", () => {
     expect(all("SELECT id, kind, amount_nano FROM ledger_entries ORDER BY id")).toEqual([
       { id: 1, kind: "top_up", amount_nano: 1000 },
       { id: 2, kind: "charge", amount_nano: -300 },
-      { id: 3, kind: "top_up", amount_nano: 0 },
+      { id: 3, kind: "top_up", amount_nano: 5 },
     ]);
   });
 
