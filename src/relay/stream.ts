@@ -111,6 +111,7 @@ export function relayStream(
     settled = true;
     clearInterval(keepAliveTimer);
     cutoff.removeEventListener("abort", onCutoff);
+    if (adapter.upstreamError) cutMidStream("the upstream sent an error event mid-stream");
     if (!hold.open) return;
     if (outcome === "upstream_failed") {
       hold.void("upstream_failed");

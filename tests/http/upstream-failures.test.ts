@@ -65,6 +65,15 @@ describe("the operator's event log", () => {
     expect(String(eventsOf(idOf(res))[0]!.reason)).toStartWith("HTTP 503");
   });
 
+  it("writes a line for an upstream's own error event in the middle of a stream", async () => {
+    up.script({ kind: "fail_mid_stream", afterEvents: 4, mode: "error_event" });
+    const res = await postWithApiKey(gw, "/v1/messages", { ...ask("solo"), stream: true }, key);
+    expect(await res.text()).toContain("event: error");
+    expect(eventsOf(idOf(res))).toContainEqual(
+      expect.objectContaining({ event: "upstream_failed", route: "anthropic/solo-up", reason: "the upstream sent an error event mid-stream" }),
+    );
+  });
+
   it("writes a line for a connection error, without an upstream status", async () => {
     up.script({ kind: "drop_before_headers" }, { kind: "text", text: "from second" });
     const res = await postWithApiKey(gw, "/v1/messages", ask("pair"), key);
