@@ -183,7 +183,8 @@ export class MessagesToChatStream extends StreamTally {
     // Counts that are not counts make the whole usage unknown: our estimate is shown and billed.
     if (usage && typeof usage === "object" && !billableMessagesUsage(usage, ["output_tokens"])) this.realUsage = null;
     else if (usage && typeof usage === "object") {
-      this.realUsage = mergeMessagesUsage(this.realUsage, usage as JsonObject);
+      // Onto message_start's counts; when it had none, onto our input estimate (absent is not zero).
+      this.realUsage = mergeMessagesUsage(this.realUsage ?? estimatedUsage(this.opts.estimatedInputTokens, 0), usage as JsonObject);
       const details = (usage as JsonObject).output_tokens_details as JsonObject | undefined;
       if (details && typeof details.thinking_tokens === "number") this.thinkingTokens = details.thinking_tokens;
     }

@@ -141,7 +141,8 @@ export class NativeMessagesStream {
     const usage: JsonObject = isObject(data.usage) ? data.usage : {};
     const valid = billableMessagesUsage(usage, ["output_tokens"]);
     if (valid) this.reported = true;
-    if (this.reported && valid) this.tokens = mergeMessagesUsage(this.tokens, usage);
+    // Onto message_start's counts; when it had none, onto our input estimate (absent is not zero).
+    if (this.reported && valid) this.tokens = mergeMessagesUsage(this.tokens ?? estimatedUsage(this.opts.estimatedInputTokens, 0), usage);
     else if (this.reported) {
       // Input came from message_start; an output count that is not one is replaced by our estimate.
       this.tokens = { ...this.tokens!, output: estimatedUsage(0, this.chars).output };

@@ -79,6 +79,13 @@ describe("a usage without valid counts", () => {
     expect(charge).toBeGreaterThan(0);
   });
 
+  // Found by the long upstream fuzz: message_start without valid counts, then message_delta's output
+  // alone, billed an input of 0 (and so 0 in all for an output of 0).
+  it("bills the estimated input when message_start has no valid counts and message_delta gives output only", async () => {
+    const { charge } = await billed("/v1/messages", "claude-u", { kind: "text", text: TEXT, chunks: 4, usage: { input: null as never, output: 0 } }, true);
+    expect(charge).toBeGreaterThan(0);
+  });
+
   it("bills the estimated output for a negative count in message_delta (Messages, streamed)", async () => {
     const { log, charge } = await billed("/v1/messages", "claude-u", { kind: "text", text: TEXT, chunks: 4, usage: { output: -5 } }, true);
     expect(log.output_tokens).toBe(100);
