@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "bun:test";
 import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startMockUpstream } from "../support/mock-upstream.ts";
-import { freePort, MAIN, startServe, tempFolder } from "./support.ts";
+import { anthropicConfig, freePort, MAIN, startServe, tempFolder } from "./support.ts";
 
 // Issue 13, first start: `bun install && bun run start` on a fresh clone, and the binary in an empty
 // folder, must work; what cannot work is one line that names the cause.
@@ -86,20 +86,7 @@ describe("the first start", () => {
 
   it("with real providers makes no demo key and prints how to create the first account", async () => {
     await using up = await startMockUpstream();
-    const f = folder(`[server]
-host = "127.0.0.1"
-[[providers]]
-id = "anthropic"
-kind = "anthropic"
-base_url = "${up.url}"
-api_key = "sk-upstream"
-[[models]]
-id = "claude-x"
-modalities = ["text"]
-endpoints = ["messages"]
-pricing = { input = 3.0, output = 15.0 }
-routes = [{ provider = "anthropic", model = "claude-x-1" }]
-`);
+    const f = folder(anthropicConfig(up.url));
     const s = startServe(["--config", f.config, "--port", "0", "--db", join(f.dir, "gateway.db")]);
     try {
       await s.until(/gateway key create/);

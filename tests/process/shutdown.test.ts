@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { join } from "node:path";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
-import { startServe, tempFolder, type Served } from "./support.ts";
+import { anthropicConfig, startServe, tempFolder, type Served } from "./support.ts";
 
 // Issue 13, the process: SIGTERM and SIGINT drain what is in flight up to [server] shutdown_timeout_s,
 // then end the rest with an error (free, hold released, log row written), close the database and
@@ -19,21 +19,7 @@ afterAll(async () => {
 });
 
 async function gateway(timeoutS: number): Promise<{ s: Served; url: string; key: string; db: string }> {
-  const f = tempFolder(`[server]
-host = "127.0.0.1"
-shutdown_timeout_s = ${timeoutS}
-[[providers]]
-id = "anthropic"
-kind = "anthropic"
-base_url = "${up.url}"
-api_key = "sk-upstream"
-[[models]]
-id = "claude-x"
-modalities = ["text"]
-endpoints = ["messages"]
-pricing = { input = 3.0, output = 15.0 }
-routes = [{ provider = "anthropic", model = "claude-x-1" }]
-`);
+  const f = tempFolder(anthropicConfig(up.url, { shutdown_timeout_s: timeoutS }));
   folders.push(f);
   const db = join(f.dir, "gateway.db");
   const create = (args: string[]) => Bun.spawnSync(["bun", join(import.meta.dir, "../../src/cli/main.ts"), ...args, "--config", f.config, "--db", db, "--json"]);

@@ -97,3 +97,22 @@ export function freePort(): number {
   s.stop(true);
   return port;
 }
+
+/** A config serving one Messages model ("claude-x") from an anthropic provider at `url`, on loopback. */
+export function anthropicConfig(url: string, server: Record<string, string | number> = {}): string {
+  const extra = Object.entries(server).map(([k, v]) => `${k} = ${JSON.stringify(v)}\n`).join("");
+  return `[server]
+host = "127.0.0.1"
+${extra}[[providers]]
+id = "anthropic"
+kind = "anthropic"
+base_url = "${url}"
+api_key = "sk-upstream"
+[[models]]
+id = "claude-x"
+modalities = ["text"]
+endpoints = ["messages"]
+pricing = { input = 3.0, output = 15.0 }
+routes = [{ provider = "anthropic", model = "claude-x-1" }]
+`;
+}
