@@ -193,11 +193,13 @@ export const anthropicErrorEvent = (): string =>
 const data = (d: Obj | string): string => `data: ${typeof d === "string" ? d : JSON.stringify(d)}\n\n`;
 
 function openaiUsage(u: Usage): Obj {
-  const prompt = u.input + u.cacheRead + u.cacheWrite;
+  // A count that is not a number (a misbehaving upstream's null, "12") is sent as it is, not summed.
+  const counted = (v: unknown): v is number => typeof v === "number";
+  const prompt = counted(u.input) ? u.input + u.cacheRead + u.cacheWrite : u.input;
   return {
     prompt_tokens: prompt,
     completion_tokens: u.output,
-    total_tokens: prompt + u.output,
+    total_tokens: counted(prompt) && counted(u.output) ? prompt + u.output : null,
     prompt_tokens_details: { cached_tokens: u.cacheRead, audio_tokens: 0 },
     completion_tokens_details: {
       reasoning_tokens: u.reasoning, audio_tokens: 0,
