@@ -8,6 +8,7 @@ import { RateLimiter } from "./limits/rate-limit.ts";
 import { RequestLog, type LogRow } from "./logs/request-log.ts";
 import { AccessLog } from "./observe/access-log.ts";
 import { Metrics } from "./observe/metrics.ts";
+import { findRoute } from "./http/routing.ts";
 import { Health } from "./relay/health.ts";
 import { Settings } from "./settings.ts";
 import { buildProviders } from "./upstreams/registry.ts";
@@ -51,6 +52,7 @@ export function buildServices(config: Config, db: Db = openDatabase(config.datab
   const metrics = new Metrics({
     holds: () => ({ count: ledger.holds.count, nano: ledger.holds.total }),
     routes: () => catalog.models.flatMap((m) => m.routes.map((r) => health.view(r.key))),
+    route: (path) => findRoute(path)?.path ?? null,
   });
   const accessLog = config.accessLog ? new AccessLog() : null;
   commits.onCommit = (writes) => metrics.commitBatch(writes);

@@ -5,6 +5,8 @@ import { nanoToUsd } from "../ledger/money.ts";
 /** What the metrics read at scrape time rather than count as they go. */
 export interface MetricsSources {
   holds(): { count: number; nano: number };
+  /** The published route a path belongs to (`/v1/models/{id}`), or null: labels stay a bounded set. */
+  route(path: string): string | null;
   routes(): { route: string; state: "healthy" | "failing" | "open" }[];
 }
 
@@ -26,7 +28,7 @@ export class Metrics {
   private readonly rateLimited = new Counter({ name: "gateway_rate_limit_refusals_total", help: "Requests refused with 429 rate_limit, by endpoint path.", labelNames: ["path"], registers: [this.registry] });
   private readonly batch = new Histogram({ name: "gateway_group_commit_batch_size", help: "Writes committed together by one group commit.", buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers: [this.registry] });
 
-  constructor(sources: MetricsSources) {
+  constructor(private readonly sources: MetricsSources) {
     const registers = [this.registry];
     new Gauge({ name: "gateway_holds_open", help: "Holds of running requests.", registers, collect() { this.set(sources.holds().count); } });
     new Gauge({ name: "gateway_holds_usd", help: "Money held by running requests, in USD.", registers, collect() { this.set(nanoToUsd(sources.holds().nano)); } });
@@ -42,11 +44,19 @@ export class Metrics {
     });
   }
 
+  // Children per label set, kept: prom-client hashes the labels on every inc() otherwise.
+  private readonly requestChildren = new Map<string, { inc(): void }>();
+
   /** One finished /v1 request, from its log row. */
   row(r: LogRow): void {
     const model = r.model ?? "";
-    this.requests.inc({ path: r.path, model, status: r.status });
-    if (r.errorCode === "rate_limit") this.rateLimited.inc({ path: r.path });
+    // Any path a client sends would be a new series; unknown ones share one label.
+    const path = this.sources.route(r.path) ?? "(unknown)";
+    const id = `${path}\u0000${model}\u0000${r.status}`;
+    let child = this.requestChildren.get(id);
+    if (!child) this.requestChildren.set(id, (child = this.requests.labels(path, model, String(r.status))));
+    child.inc();
+    if (r.errorCode === "rate_limit") this.rateLimited.inc({ path });
     const route = r.provider && r.upstreamModel ? `${r.provider}/${r.upstreamModel}` : null;
     if (route && r.upstreamLatencyMs !== undefined) this.upstreamLatency.observe({ route }, r.upstreamLatencyMs / 1000);
     if (route && r.ttfbMs !== undefined) this.ttfb.observe({ route }, r.ttfbMs / 1000);

@@ -54,6 +54,13 @@ export class AttemptClock {
     this.arm(Math.min(this.limits.idleMs, this.limits.totalMs - (performance.now() - this.started)));
   }
 
+  /** A body read in one go (a plain JSON answer): timed from the headers as a single pending read. */
+  wholeRead(response: Response): Response {
+    this.gotHeaders();
+    this.readStarted();
+    return response;
+  }
+
   readStarted(): void {
     this.readingSince = performance.now();
   }

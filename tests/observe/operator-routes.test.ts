@@ -74,6 +74,14 @@ describe("GET /metrics with [server] metrics = \"loopback\" (the default)", () =
     expect(text).toMatch(/gateway_group_commit_batch_size_count \d+/);
   });
 
+  it("labels requests by published route, so unknown paths and model ids add no series", async () => {
+    for (const p of ["/v1/nope-1", "/v1/nope-2", "/v1/models/x-1", "/v1/models/x-2"]) await (await fetch(`${gw.url}${p}`)).text();
+    const text = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(text).toContain('gateway_requests_total{path="(unknown)",model="",status="404"} 2');
+    expect(text).toContain('gateway_requests_total{path="/v1/models/{id}",model="",status="404"} 2');
+    expect(text).not.toContain("nope-1");
+  });
+
   it("refuses a request that came through a proxy (X-Forwarded-For), since every proxied caller looks local", async () => {
     const res = await fetch(`${gw.url}/metrics`, { headers: { "x-forwarded-for": "203.0.113.9" } });
     expect(res.status).toBe(403);
