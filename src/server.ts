@@ -81,7 +81,7 @@ export function startGateway(config: Config, opts: { port?: number; db?: Db; qui
     closed = true;
     clearInterval(timer);
     await holdsResolved(svc);
-    svc.accessLog?.flush();
+    svc.accessLog?.close();
     svc.db.$client.close();
     lock.release();
   };

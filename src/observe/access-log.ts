@@ -1,55 +1,74 @@
-import pino from "pino";
+import { writeSync } from "node:fs";
 import type { LogRow } from "../logs/request-log.ts";
 import { nanoToUsd } from "../ledger/money.ts";
 
-/** Lines are written when this much is buffered, or at the latest every FLUSH_MS. */
-const BUFFER_BYTES = 8 * 1024; // below sonic-boom's maxWrite (16 KiB)
+/** Lines go out when this much is buffered, or at the latest every FLUSH_MS. */
+const BUFFER_CHARS = 8 * 1024;
 const FLUSH_MS = 500;
 
 /**
  * The access log: one JSON line per /v1 request on stdout, from the same row the request log keeps
- * (so the two never disagree), plus the key's visible prefix. Never content, never a key. pino
- * writes into a buffer that goes out in 8 KiB writes or every half second: a write per line cost
- * about 120 µs of CPU per request at concurrency 1 (bench/RESULTS.md); `flush()` empties it at shutdown.
+ * (so the two never disagree), plus the key's visible prefix. Never content, never a key.
+ *
+ * Not pino, on purpose (issue 13 allows a logger only where it costs no measurable throughput): pino
+ * cost about 120 µs of CPU per request at c=1 writing each line, and still 9–11 % of the CPU per
+ * request at c=1 and c=16 with its writes buffered (bench/RESULTS.md). A fixed-shape object through
+ * the engine's JSON.stringify, buffered to 8 KiB writes or a flush every half second, measures within
+ * noise of no access log. The operator's events (logs/events.ts), a few lines at most, stay on pino.
  */
 export class AccessLog {
-  private readonly destination = pino.destination({ fd: 1, sync: false, minLength: BUFFER_BYTES });
-  private readonly timer = setInterval(() => this.destination.flush(), FLUSH_MS);
-  private readonly logger = pino(
-    { base: null, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },
-    this.destination,
-  );
+  private buffer = "";
+  private readonly timer = setInterval(() => this.flush(), FLUSH_MS);
 
-  constructor() {
+  constructor(private readonly write: (text: string) => void = (text) => void process.stdout.write(text)) {
     // Never what keeps a stopping process alive.
     this.timer.unref();
   }
 
   line(r: LogRow): void {
-    this.logger.info({
-      request_id: r.requestId,
-      method: r.method,
-      path: r.path,
-      status: r.status,
-      error_code: r.errorCode ?? undefined,
-      model: r.model ?? undefined,
-      route: r.provider && r.upstreamModel ? `${r.provider}/${r.upstreamModel}` : undefined,
-      provider: r.provider ?? undefined,
-      key_prefix: r.keyPrefix ?? undefined,
-      stream: r.stream || undefined,
-      latency_ms: Math.round(r.latencyMs),
-      input_tokens: r.inputTokens ?? undefined,
-      output_tokens: r.outputTokens ?? undefined,
-      cost_usd: r.costNano ? nanoToUsd(r.costNano) : undefined,
-    });
+    this.buffer +=
+      JSON.stringify({
+        level: "info",
+        time: new Date().toISOString(),
+        request_id: r.requestId,
+        method: r.method,
+        path: r.path,
+        status: r.status,
+        error_code: r.errorCode ?? undefined,
+        model: r.model ?? undefined,
+        route: r.provider && r.upstreamModel ? `${r.provider}/${r.upstreamModel}` : undefined,
+        provider: r.provider ?? undefined,
+        key_prefix: r.keyPrefix ?? undefined,
+        stream: r.stream || undefined,
+        latency_ms: Math.round(r.latencyMs),
+        input_tokens: r.inputTokens ?? undefined,
+        output_tokens: r.outputTokens ?? undefined,
+        cost_usd: r.costNano ? nanoToUsd(r.costNano) : undefined,
+      }) + "\n";
+    if (this.buffer.length >= BUFFER_CHARS) this.flush();
   }
 
+  /** Writes what is buffered (every half second, and at stop). */
   flush(): void {
-    clearInterval(this.timer);
+    if (!this.buffer) return;
+    const text = this.buffer;
+    this.buffer = "";
     try {
-      this.destination.flushSync();
+      this.write(text);
     } catch {
-      // nothing buffered, or stdout closed: nothing left to save
+      // stdout closed: the lines have nowhere to go, and the request must not fail for it
     }
+  }
+
+  /** At stop: what is left goes out synchronously, since the process exits right after. */
+  close(): void {
+    clearInterval(this.timer);
+    if (!this.buffer) return;
+    try {
+      writeSync(1, this.buffer);
+    } catch {
+      // stdout closed: nowhere to write
+    }
+    this.buffer = "";
   }
 }

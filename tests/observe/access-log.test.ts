@@ -52,3 +52,20 @@ describe("the access log", () => {
     expect(s.out).not.toContain(requestId);
   });
 });
+
+describe("the access log at stop", () => {
+  it("writes the lines still buffered before the process exits on SIGTERM", async () => {
+    const f = tempFolder('[server]\nhost = "127.0.0.1"\n');
+    folders.push(f);
+    const s = startServe(["--config", f.config, "--port", "0", "--db", join(f.dir, "gateway.db")]);
+    const url = await s.url();
+    const key = (await s.until(/gk_sk_[A-Za-z0-9]+/))[0];
+    const res = await fetch(`${url}/v1/me`, { headers: { "x-api-key": key } });
+    const requestId = res.headers.get("x-gateway-request-id")!;
+    await res.text();
+    // At once, well inside the half second the buffer may wait.
+    s.kill();
+    expect(await s.exited()).toBe(0);
+    expect(s.out).toContain(`"request_id":"${requestId}"`);
+  });
+});
