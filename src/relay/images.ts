@@ -4,7 +4,8 @@ import type { KeyedCall } from "../http/pipeline.ts";
 import { ImageGenerationBody, validate } from "../http/schemas.ts";
 import { nanoToUsd } from "../ledger/money.ts";
 import { attemptRoutes, readJsonAnswer } from "./routes.ts";
-import { post, reserve, resolveModel } from "./text.ts";
+import { resolveModel } from "./text.ts";
+import { post, reserve } from "./charge.ts";
 import { describe } from "../logs/events.ts";
 
 export const MAX_EDIT_SOURCES = 4;

@@ -7,7 +7,7 @@ import { SseParser, type SseEvent } from "../upstreams/sse.ts";
 import type { StreamAdapter } from "./adapters.ts";
 import type { Dialect } from "../upstreams/types.ts";
 import type { Attempt } from "./routes.ts";
-import { post } from "./text.ts";
+import { post } from "./charge.ts";
 import { describe, events } from "../logs/events.ts";
 
 interface ChunkReader {

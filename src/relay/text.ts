@@ -4,7 +4,7 @@ import type { JsonObject } from "../dialects/wire.ts";
 import { GatewayError, modelNotFound } from "../errors.ts";
 import type { KeyedCall } from "../http/pipeline.ts";
 import { estimateInputTokens } from "../ledger/estimate.ts";
-import { boundedCost, type Hold } from "../ledger/ledger.ts";
+
 import { tokenCost, type TokenUsage } from "../ledger/money.ts";
 import type { Dialect } from "../upstreams/types.ts";
 import { chatUsage, messagesUsage } from "../dialects/usage.ts";
@@ -12,6 +12,7 @@ import { estimatedUsage } from "../dialects/stream-usage.ts";
 import { clientAnswer, streamAdapter, upstreamBody, withCost, type PairOptions, type StreamAdapter } from "./adapters.ts";
 import { attemptRoutes, readJsonAnswer } from "./routes.ts";
 import { relayStream, firstEvents } from "./stream.ts";
+import { post, reserve } from "./charge.ts";
 
 const ENDPOINT: Record<Dialect, "messages" | "chat.completions"> = { messages: "messages", chat: "chat.completions" };
 
@@ -152,26 +153,3 @@ export async function relayText(call: KeyedCall, model: Model, client: ClientSid
   }
 }
 
-/** Takes the request's hold; the pipeline's error path closes it too, as a last resort. */
-export function reserve(call: KeyedCall, amountNano: number): Hold {
-  const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, amountNano);
-  call.hold = hold;
-  return hold;
-}
-
-/** Posts the request's cost with its log row (usage, cost, status) in one commit. */
-export function post(call: KeyedCall, hold: Hold, cost: number, usage: TokenUsage | null, status: number): Promise<unknown> {
-  const log = call.log;
-  log.costNano = boundedCost(cost);
-  log.status = status;
-  if (usage) {
-    log.inputTokens = usage.input;
-    log.outputTokens = usage.output;
-    log.cacheReadTokens = usage.cacheRead;
-    log.cacheWriteTokens = usage.cacheWrite;
-  }
-  return hold.post(cost, () => {
-    log.latencyMs = performance.now() - call.started;
-    call.svc.logs.write(log);
-  });
-}
