@@ -81,7 +81,7 @@ export function startGateway(config: Config, opts: { port?: number; db?: Db; qui
     closed = true;
     clearInterval(timer);
     await holdsResolved(svc);
-    svc.accessLog?.close();
+    for (const flush of svc.atStop) flush();
     svc.db.$client.close();
     lock.release();
   };

@@ -34,6 +34,8 @@ export interface Services {
   /** One JSON line per request on stdout (`[server] access_log`), or null when off. */
   accessLog: AccessLog | null;
   metrics: Metrics;
+  /** Run once when the server stops, after the last request: what is buffered goes out. */
+  atStop: (() => void)[];
   /**
    * Aborted when a stop's deadline passes (server.ts drain): upstream calls still running end, so
    * that every request in flight answers, resolves its hold and writes its log row before the exit.
@@ -77,5 +79,6 @@ export function buildServices(config: Config, db: Db = openDatabase(config.datab
     cutoff: new AbortController(),
     accessLog,
     metrics,
+    atStop: accessLog ? [() => accessLog.close()] : [],
   };
 }

@@ -88,6 +88,8 @@ function publicRoute(fn: (svc: Services, request: Request) => Response, svc: Ser
 
 export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}) {
   const refusals = new RefusalGate(gateOptions);
+  // The refusals of the last minute before a stop are summarised too.
+  svc.atStop.push(() => refusals.summarize());
   const keyRoute = (opts: KeyRouteOptions, handler: (c: KeyedCall) => Response | Promise<Response>) => async ({ request, server }: Ctx) => {
     const url = splitUrl(request.url);
     const ip = clientIp(svc, request, server);
