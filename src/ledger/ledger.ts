@@ -155,7 +155,9 @@ export class Ledger implements HoldOwner {
     if (cost === 0) return { chargedNano: 0, shortfallNano: 0 };
     return this.write((): Settlement => {
       const acc = this.s.balance!.get(hold.accountId) as { balance_nano: number };
-      const key = this.s.keySpend!.get(hold.keyId) as { quota_nano: number | null; spent_nano: number } | null;
+      // Most keys have no quota (known from the copy the reserve read): no statement for them.
+      const known = this.spend.get(hold.keyId);
+      const key = known && known.quotaNano === null ? null : (this.s.keySpend!.get(hold.keyId) as { quota_nano: number | null; spent_nano: number } | null);
       const quotaLeft = key?.quota_nano == null ? Infinity : Math.max(key.quota_nano - key.spent_nano, 0);
       const chargedNano = Math.min(cost, Math.max(acc.balance_nano, 0), quotaLeft);
       const shortfallNano = cost - chargedNano;

@@ -44,11 +44,18 @@ export class RefusalGate {
     this.now = opts.now ?? (() => performance.now());
   }
 
+  /** No address has spent any budget lately: every request has budget, without asking its address. */
+  get untouched(): boolean {
+    return this.buckets.size === 0;
+  }
+
   /**
    * Seconds until a refusal from `ip` may be logged again, or null while it has budget. Only reads
    * the buckets: a request that turns out to carry a valid key spends nothing.
    */
   waitFor(ip: string | null): number | null {
+    // At most once a second: once everyone's budget is full again, `untouched` lets requests skip this.
+    this.sweep();
     const t = this.now();
     const own = this.tokens(this.keyOf(ip), this.perMinute, t);
     const all = this.tokens(ALL, this.perMinuteAll, t);
@@ -118,6 +125,7 @@ export class RefusalGate {
     const t = this.now();
     if (t - this.sweptAt < 1000) return;
     this.sweptAt = t;
-    for (const [k, b] of this.buckets) if (k !== ALL && t - b.at > 60_000) this.buckets.delete(k);
+    // The shared bucket too: an empty map tells the hot path that no address needs asking (untouched).
+    for (const [k, b] of this.buckets) if (t - b.at > 60_000) this.buckets.delete(k);
   }
 }

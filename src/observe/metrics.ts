@@ -44,27 +44,33 @@ export class Metrics {
     });
   }
 
-  // Children per label set, kept: prom-client hashes the labels on every inc() otherwise.
-  private readonly requestChildren = new Map<string, { inc(): void }>();
-
   /** One finished /v1 request, from its log row. */
   row(r: LogRow): void {
     const model = r.model ?? "";
     // Any path a client sends would be a new series; unknown ones share one label.
     const path = this.sources.route(r.path) ?? "(unknown)";
-    const id = `${path}\u0000${model}\u0000${r.status}`;
-    let child = this.requestChildren.get(id);
-    if (!child) this.requestChildren.set(id, (child = this.requests.labels(path, model, String(r.status))));
-    child.inc();
+    this.child(this.requests, path, model, String(r.status)).inc();
     if (r.errorCode === "rate_limit") this.rateLimited.inc({ path });
     const route = r.provider && r.upstreamModel ? `${r.provider}/${r.upstreamModel}` : null;
-    if (route && r.upstreamLatencyMs !== undefined) this.upstreamLatency.observe({ route }, r.upstreamLatencyMs / 1000);
-    if (route && r.ttfbMs !== undefined) this.ttfb.observe({ route }, r.ttfbMs / 1000);
-    if (r.inputTokens) this.tokens.inc({ model, kind: "input" }, r.inputTokens);
-    if (r.outputTokens) this.tokens.inc({ model, kind: "output" }, r.outputTokens);
-    if (r.cacheReadTokens) this.tokens.inc({ model, kind: "cache_read" }, r.cacheReadTokens);
-    if (r.cacheWriteTokens) this.tokens.inc({ model, kind: "cache_write" }, r.cacheWriteTokens);
-    if (r.costNano) this.cost.inc({ model }, nanoToUsd(r.costNano));
+    if (route && r.upstreamLatencyMs !== undefined) this.child(this.upstreamLatency, route).observe(r.upstreamLatencyMs / 1000);
+    if (route && r.ttfbMs !== undefined) this.child(this.ttfb, route).observe(r.ttfbMs / 1000);
+    if (r.inputTokens) this.child(this.tokens, model, "input").inc(r.inputTokens);
+    if (r.outputTokens) this.child(this.tokens, model, "output").inc(r.outputTokens);
+    if (r.cacheReadTokens) this.child(this.tokens, model, "cache_read").inc(r.cacheReadTokens);
+    if (r.cacheWriteTokens) this.child(this.tokens, model, "cache_write").inc(r.cacheWriteTokens);
+    if (r.costNano) this.child(this.cost, model).inc(nanoToUsd(r.costNano));
+  }
+
+  private readonly children = new Map<unknown, Map<string, { inc(v?: number): void; observe(v: number): void }>>();
+
+  /** The metric's child for these label values, made once (prom-client hashes labels on every call otherwise). */
+  private child(metric: { labels(...values: string[]): unknown }, ...values: string[]): { inc(v?: number): void; observe(v: number): void } {
+    let byLabels = this.children.get(metric);
+    if (!byLabels) this.children.set(metric, (byLabels = new Map()));
+    const id = values.join("\u0000");
+    let c = byLabels.get(id);
+    if (!c) byLabels.set(id, (c = metric.labels(...values) as { inc(v?: number): void; observe(v: number): void }));
+    return c;
   }
 
   commitBatch(writes: number): void {

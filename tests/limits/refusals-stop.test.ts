@@ -23,3 +23,15 @@ it("writes the summary of the refusals counted since the last one when the serve
     restore();
   }
 });
+
+it("forgets every address once their budgets are full again, so requests stop asking for theirs", async () => {
+  const { RefusalGate } = await import("../../src/limits/refusals.ts");
+  let t = 0;
+  const gate = new RefusalGate({ now: () => t });
+  expect(gate.untouched).toBe(true);
+  gate.spend("203.0.113.1");
+  expect(gate.untouched).toBe(false);
+  t += 61_000;
+  expect(gate.waitFor("203.0.113.2")).toBeNull();
+  expect(gate.untouched).toBe(true);
+});
