@@ -8,6 +8,7 @@ import { RateLimiter } from "./limits/rate-limit.ts";
 import { RequestLog, type LogRow } from "./logs/request-log.ts";
 import { AccessLog } from "./observe/access-log.ts";
 import { Metrics } from "./observe/metrics.ts";
+import { Cutoff } from "./relay/cutoff.ts";
 import { findRoute } from "./http/routing.ts";
 import { Health } from "./relay/health.ts";
 import { Settings } from "./settings.ts";
@@ -40,7 +41,7 @@ export interface Services {
    * Aborted when a stop's deadline passes (server.ts drain): upstream calls still running end, so
    * that every request in flight answers, resolves its hold and writes its log row before the exit.
    */
-  cutoff: AbortController;
+  cutoff: Cutoff;
 }
 
 export const VERSION = "0.1.0";
@@ -76,7 +77,7 @@ export function buildServices(config: Config, db: Db = openDatabase(config.datab
     providers: buildProviders(config.providers),
     idempotency: new Idempotency(db),
     version: VERSION,
-    cutoff: new AbortController(),
+    cutoff: new Cutoff(),
     accessLog,
     metrics,
     atStop: accessLog ? [() => accessLog.close()] : [],

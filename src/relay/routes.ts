@@ -53,8 +53,7 @@ export async function attemptRoutes(svc: Services, model: Model, call: TriedBy, 
     const abort = new AbortController();
     const onClientAbort = () => abort.abort(new Error("client went away"));
     clientSignal.addEventListener("abort", onClientAbort, { once: true });
-    const onCutoff = () => abort.abort(svc.cutoff.signal.reason);
-    svc.cutoff.signal.addEventListener("abort", onCutoff, { once: true });
+    svc.cutoff.hold(abort);
     const stream = hooks.stream ?? call.log.stream === true;
     const clock = new AttemptClock(abort, limitsOf(provider.config, stream));
     let handedOff = false;
@@ -107,7 +106,7 @@ export async function attemptRoutes(svc: Services, model: Model, call: TriedBy, 
     } catch (e) {
       if (e instanceof GatewayError) throw e;
       if (clientSignal.aborted) throw new GatewayError("upstream_unavailable", "The client closed the connection.");
-      if (svc.cutoff.signal.aborted) throw shuttingDown();
+      if (svc.cutoff.aborted) throw shuttingDown();
       const reason = abort.signal.aborted ? `timeout: ${describe(abort.signal.reason)}` : describe(e);
       events.upstreamFailed({ requestId: call.requestId, route: route.key, provider: route.provider.id, reason });
       svc.health.failure(route.key, (e as Error).message ?? String(e));
@@ -119,7 +118,8 @@ export async function attemptRoutes(svc: Services, model: Model, call: TriedBy, 
         abort.abort(new Error("attempt failed"));
       }
       clientSignal.removeEventListener("abort", onClientAbort);
-      svc.cutoff.signal.removeEventListener("abort", onCutoff);
+      // A stream's call stays held until the stream ends (relay/stream.ts).
+      if (!handedOff || !stream) svc.cutoff.release(abort);
     }
   }
   if (attempts === 0) {

@@ -100,9 +100,8 @@ export function relayStream(
   let chargeFailed = false;
   // A stop's deadline (server.ts drain) cuts the upstream; the read below then fails and the client
   // gets its dialect's error event. Listened to only while the stream runs.
-  const cutoff = call.svc.cutoff.signal;
-  const onCutoff = () => a.abort.abort(cutoff.reason);
-  cutoff.addEventListener("abort", onCutoff, { once: true });
+  // attemptRoutes left the call held by the cutoff; the stream lets it go when it ends.
+  const cutoff = call.svc.cutoff;
   const costOf = (u: TokenUsage) => tokenCost(model.prices, u);
 
   /** The one place the hold resolves (if the final usage event has not posted it already). */
@@ -110,7 +109,7 @@ export function relayStream(
     if (settled) return;
     settled = true;
     clearInterval(keepAliveTimer);
-    cutoff.removeEventListener("abort", onCutoff);
+    cutoff.release(a.abort);
     if (adapter.upstreamError) cutMidStream("the upstream sent an error event mid-stream");
     if (!hold.open) return;
     if (outcome === "upstream_failed") {
