@@ -47,14 +47,14 @@ try {
   };
 
   // As the gateway commits them: the charge and its log row in one transaction.
-  const settleAndLog = db.$client.transaction((h: Hold, requestId: string) => {
-    ledger.charge(h, 136_000, requestId);
+  const settleAndLog = db.$client.transaction((h: Hold) => {
+    ledger.charge(h, 136_000);
     h.close();
     logs.write(row());
   });
   const holds: Hold[] = [];
   const settleAll = () => {
-    for (const h of holds.splice(0)) (ledger.charge(h, 100_000, `gw_settle_${h.requestId}`), h.close());
+    for (const h of holds.splice(0)) (ledger.charge(h, 100_000), h.close());
   };
   time("sha256 of the key (hashKey)", () => {}, () => hashKey(key));
   time("key lookup (authenticate: hash + SELECT + checks)", () => {}, () => keys.authenticate(key, "127.0.0.1"));
@@ -66,7 +66,7 @@ try {
       settleAll();
       toSettle = Array.from({ length: N }, (_, i) => ledger.reserve(`gw_s${++seq}_${i}`, acc.id, keyId, 200_000));
     },
-    (i) => (ledger.charge(toSettle[i]!, 136_000, `gw_s_${i}`), toSettle[i]!.close()),
+    (i) => (ledger.charge(toSettle[i]!, 136_000), toSettle[i]!.close()),
   );
   time("request log row (INSERT OR REPLACE)", () => {}, () => logs.write(row()));
   time(
@@ -75,7 +75,7 @@ try {
     (i) => {
       const k = keys.authenticate(key, "127.0.0.1");
       const h = ledger.reserve(`gw_all${seq}_${i}`, acc.id, k.id, 200_000);
-      settleAndLog(h, `gw_all${seq}_${i}`);
+      settleAndLog(h);
     },
   );
   settleAll();

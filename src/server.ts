@@ -130,15 +130,19 @@ async function holdsResolved(svc: Services): Promise<void> {
   await new Promise((r) => setImmediate(r));
 }
 
+/** A host as it is written before `:port`: IPv6 in brackets. */
+export const bracketed = (host: string) => (host.includes(":") ? `[${host}]` : host);
+
+/** "Every interface": reached from this machine on loopback. */
+export const isUnspecified = (host: string) => host === "0.0.0.0" || host === "::" || host === "";
+
 function hostPort(server: Server<unknown>): string {
-  const host = server.hostname ?? "0.0.0.0";
-  return `${host.includes(":") ? `[${host}]` : host}:${server.port}`;
+  return `${bracketed(server.hostname ?? "0.0.0.0")}:${server.port}`;
 }
 
 function loopbackFor(host: string): string {
-  if (host === "0.0.0.0" || host === "") return "127.0.0.1";
-  if (host === "::") return "[::1]";
-  return host.includes(":") ? `[${host}]` : host;
+  if (!isUnspecified(host)) return bracketed(host);
+  return host === "::" ? "[::1]" : "127.0.0.1";
 }
 
 function listenError(e: unknown, host: string, port: number): Error {

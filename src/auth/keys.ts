@@ -181,7 +181,7 @@ export class Keys {
   create(accountId: number, opts: NewKey = {}): { key: string; record: KeyRecord } {
     const key = generateKey();
     assertStorable(opts);
-    const row = this.db.$client
+    this.db.$client
       .prepare(
         "INSERT INTO api_keys (account_id, name, prefix, key_hash, quota_nano, models, ip_allow, rpm, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
       )

@@ -5,8 +5,7 @@ import { resolve } from "node:path";
 import { Keys } from "../auth/keys.ts";
 import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
 import { loadConfig, type Config } from "../config/load.ts";
-import { migrate, openDatabase, refuseNewerSchema, type Db } from "../db/client.ts";
-import { embeddedMigrations } from "../db/migrations.gen.ts";
+import { migrate, openDatabase, pendingMigrations, refuseNewerSchema, type Db } from "../db/client.ts";
 import * as schema from "../db/schema.ts";
 import { Ledger } from "../ledger/ledger.ts";
 import { UsageError } from "./args.ts";
@@ -76,13 +75,6 @@ function openReadOnly(file: string): Db {
   sqlite.exec("PRAGMA busy_timeout = 5000");
   sqlite.query("SELECT count(*) FROM sqlite_master").get(); // fails here if the file is not a database
   return drizzle(sqlite, { schema }) as Db;
-}
-
-// As drizzle's migrator decides: the migrations made after the last one applied.
-function pendingMigrations(db: Db): number {
-  const has = db.$client.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
-  const last = has ? ((db.$client.query("SELECT max(created_at) AS t FROM __drizzle_migrations").get() as { t: number | null }).t ?? 0) : 0;
-  return embeddedMigrations.filter((m) => m.when > last).length;
 }
 
 /**

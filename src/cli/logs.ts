@@ -1,8 +1,6 @@
-import { eq } from "drizzle-orm";
 import { Idempotency } from "../limits/idempotency.ts";
 import { listLogs, usageReport, type LogFilter } from "../logs/queries.ts";
 import { RequestLog } from "../logs/request-log.ts";
-import { apiKeys } from "../db/schema.ts";
 import { parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, outputCsv, type CliContext } from "./context.ts";
 import { csv, formatUsd, iso, table, usd } from "./format.ts";

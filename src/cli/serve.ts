@@ -1,6 +1,6 @@
 import type { Catalog } from "../catalog/catalog.ts";
 import { countAccounts, createAccount } from "../ledger/accounts.ts";
-import { startGateway, type RunningGateway } from "../server.ts";
+import { bracketed, isUnspecified, startGateway, type RunningGateway } from "../server.ts";
 import { parse, UsageError } from "./args.ts";
 import { loadInstallation } from "./context.ts";
 
@@ -42,8 +42,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
 
 /** The host to print in links: every interface is reached as localhost from the operator's shell. */
 function linkHost(host: string): string {
-  if (host === "0.0.0.0" || host === "::" || host === "") return "localhost";
-  return host.includes(":") ? `[${host}]` : host;
+  return isUnspecified(host) ? "localhost" : bracketed(host);
 }
 
 function servesDemoOnly(catalog: Catalog): boolean {

@@ -98,6 +98,12 @@ export function refuseNewerSchema(db: Db): void {
   }
 }
 
+/** The embedded migrations made after the last one applied, as drizzle's migrator decides. */
+export function pendingMigrations(db: Db): number {
+  const last = lastApplied(db) ?? 0;
+  return embeddedMigrations.filter((m) => m.when > last).length;
+}
+
 function lastApplied(db: Db): number | null {
   const has = db.$client.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
   if (!has) return null;

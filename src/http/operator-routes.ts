@@ -1,8 +1,8 @@
 import { Elysia } from "elysia";
 import type { Server } from "bun";
 import { timingSafeEqual } from "node:crypto";
-import { clientAddress } from "../auth/ip.ts";
-import { GatewayError } from "../errors.ts";
+import { clientAddress, ipAllowed, parseCidrList } from "../auth/ip.ts";
+import { asGatewayError, GatewayError } from "../errors.ts";
 import { newRequestId } from "../request-id.ts";
 import type { Services } from "../services.ts";
 import { errorResponse } from "./errors.ts";
@@ -13,11 +13,11 @@ import { json } from "./public-routes.ts";
 
 type Ctx = { request: Request; server: Server<unknown> | null };
 
-const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
+const LOOPBACK = parseCidrList(["127.0.0.0/8", "::1"]);
 
 /** GET /readyz's own probe of the write lock: at most this long on the event loop. */
 function writable(svc: Services): GatewayError | null {
-  if (svc.commits.failing) return new GatewayError("database_unavailable", `The database cannot be written: ${(svc.commits.failing as Error).message ?? svc.commits.failing}.`, { retryAfter: 10 });
+  if (svc.commits.failing) return asGatewayError(svc.commits.failing);
   const db = svc.db.$client;
   // A batch of ours is open: the database took a write this turn.
   if (db.inTransaction) return null;
@@ -26,7 +26,7 @@ function writable(svc: Services): GatewayError | null {
     db.run("ROLLBACK");
     return null;
   } catch (e) {
-    return new GatewayError("database_unavailable", `The database cannot be written: ${(e as Error).message}.`, { retryAfter: 10 });
+    return asGatewayError(e);
   }
 }
 
@@ -44,7 +44,7 @@ function metricsRefusal(svc: Services, request: Request, server: Server<unknown>
   const client = clientAddress(peer, request.headers.get("x-forwarded-for"), svc.config.trustProxy);
   // A reverse proxy on the same host makes every caller look local: a proxied request is not local.
   const proxied = request.headers.has("x-forwarded-for") || request.headers.has("forwarded");
-  if (client && LOOPBACK.test(client) && !proxied) return null;
+  if (client && ipAllowed(LOOPBACK, client) && !proxied) return null;
   return new GatewayError("ip", "GET /metrics answers callers on this machine only ([server] metrics = \"loopback\"); set a token to scrape it from elsewhere.");
 }
 

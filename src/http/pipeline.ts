@@ -123,7 +123,7 @@ export async function runKeyRoute(
     log.latencyMs = performance.now() - started;
     // Through the group commit, which waits out another process's write lock between turns; the
     // error answer does not wait for it.
-    svc.commits.run(() => svc.logs.write(log)).catch((w: unknown) => events.writeFailed("request_log", requestId, w));
+    void svc.logs.writeBatched(svc.commits, log);
     const ctx = request.signal.aborted ? { quiet: true } : { route: routeOf(log), provider: log.provider ?? undefined, upstreamStatus: call?.upstreamStatus };
     const response = errorResponse(e, requestId, {}, { ...ctx, path: url.pathname });
     if (rate) svc.limiter.withHeaders(response.headers, rate);

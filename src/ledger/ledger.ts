@@ -149,7 +149,7 @@ export class Ledger implements HoldOwner {
    * below zero and the key never spends past its quota (concurrent requests whose estimates were too
    * low can together reach past both); what could not be charged is recorded as shortfall.
    */
-  charge(hold: Pick<Hold, "accountId" | "keyId">, costNano: number, requestId = (hold as Hold).requestId): Settlement {
+  charge(hold: Hold, costNano: number): Settlement {
     const cost = boundedCost(costNano);
     // Nothing to charge: no ledger row.
     if (cost === 0) return { chargedNano: 0, shortfallNano: 0 };
@@ -163,7 +163,7 @@ export class Ledger implements HoldOwner {
       const shortfallNano = cost - chargedNano;
       this.s.charge!.run(chargedNano, hold.accountId);
       this.s.chargeKey!.run(chargedNano, hold.keyId);
-      this.s.entry!.run(hold.accountId, "charge", -chargedNano, shortfallNano, hold.keyId, requestId, null, null, Date.now());
+      this.s.entry!.run(hold.accountId, "charge", -chargedNano, shortfallNano, hold.keyId, hold.requestId, null, null, Date.now());
       this.balances.set(hold.accountId, acc.balance_nano - chargedNano);
       const spend = this.spend.get(hold.keyId);
       if (spend) spend.spentNano += chargedNano;

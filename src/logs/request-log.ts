@@ -1,5 +1,6 @@
 import type { Statement } from "bun:sqlite";
 import type { Db } from "../db/client.ts";
+import type { GroupCommit } from "../db/group-commit.ts";
 import { requestIdPrefixAt } from "../request-id.ts";
 import { events } from "./events.ts";
 
@@ -88,6 +89,14 @@ export class RequestLog {
       events.writeFailed("request_log", r.requestId, e);
     }
     this.onRow?.(r);
+  }
+
+  /**
+   * Writes the row in the group commit's batch, which waits out another process's write lock between
+   * turns; a failure is one operator event. For rows nobody waits on (failures, a stream's end).
+   */
+  writeBatched(commits: GroupCommit, r: LogRow): Promise<void> {
+    return commits.run(() => this.write(r)).catch((e: unknown) => events.writeFailed("request_log", r.requestId, e));
   }
 
   /** The row, with the email of its account and the prefix of its key (never the key). */

@@ -48,7 +48,7 @@ export class Metrics {
   row(r: LogRow): void {
     const model = r.model ?? "";
     // Any path a client sends would be a new series; unknown ones share one label.
-    const path = this.sources.route(r.path) ?? "(unknown)";
+    const path = this.routeOf(r.path);
     this.child(this.requests, path, model, String(r.status)).inc();
     if (r.errorCode === "rate_limit") this.rateLimited.inc({ path });
     const route = r.provider && r.upstreamModel ? `${r.provider}/${r.upstreamModel}` : null;
@@ -59,6 +59,18 @@ export class Metrics {
     if (r.cacheReadTokens) this.child(this.tokens, model, "cache_read").inc(r.cacheReadTokens);
     if (r.cacheWriteTokens) this.child(this.tokens, model, "cache_write").inc(r.cacheWriteTokens);
     if (r.costNano) this.child(this.cost, model).inc(nanoToUsd(r.costNano));
+  }
+
+  // Published paths only are kept (a bounded set); others are looked up again, and share one label.
+  private readonly routes = new Map<string, string>();
+
+  private routeOf(path: string): string {
+    const known = this.routes.get(path);
+    if (known) return known;
+    const route = this.sources.route(path);
+    if (route === null) return "(unknown)";
+    if (route === path) this.routes.set(path, route);
+    return route;
   }
 
   private readonly children = new Map<unknown, Map<string, { inc(v?: number): void; observe(v: number): void }>>();

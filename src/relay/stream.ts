@@ -131,7 +131,7 @@ export function relayStream(
   };
   const writeLogAlone = () => {
     call.log.latencyMs = performance.now() - call.started;
-    return call.svc.commits.run(() => call.svc.logs.write(call.log)).catch((e: unknown) => events.writeFailed("request_log", call.requestId, e));
+    return call.svc.logs.writeBatched(call.svc.commits, call.log);
   };
 
   const cutMidStream = (reason: string) =>

@@ -1,8 +1,8 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { expectOneLineFailure, gateway, gatewayJson, tempInstallation } from "../support/cli.ts";
+import { join, relative } from "node:path";
+import { expectOneLineFailure, gateway, gatewayJson, ROOT, tempInstallation } from "../support/cli.ts";
 
 // Which database a command acts on, and what it may do to it: only serve and migrate create one,
 // every command names the one it used, and the read-only commands leave the file as it was.
@@ -45,7 +45,8 @@ describe("every command names the database it used", () => {
   });
 
   it("as an absolute path when given a relative one", async () => {
-    const r = await gateway(["account", "list", "--db", join("..", "..", install.db)]);
+    // Relative to the command's working folder (the repository), wherever CI cloned it.
+    const r = await gateway(["account", "list", "--db", relative(ROOT, install.db)]);
     expect(r.stderr).toBe(`gateway: database ${install.db}\n`);
   });
 
