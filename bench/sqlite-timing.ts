@@ -9,7 +9,7 @@ import { hashKey, Keys } from "../src/auth/keys.ts";
 import { migrate, openDatabase } from "../src/db/client.ts";
 import { createAccount } from "../src/ledger/accounts.ts";
 import { Ledger, type Hold } from "../src/ledger/ledger.ts";
-import { usdToNano } from "../src/ledger/money.ts";
+import { usdToNano } from "../src/core/money.ts";
 import { RequestLog, type LogRow } from "../src/logs/request-log.ts";
 
 const N = Number(process.argv[2] ?? 4000);

@@ -4,9 +4,9 @@ import { changeWatch, type ChangeWatch } from "../db/change-watch.ts";
 import { eq } from "drizzle-orm";
 import type { Db } from "../db/client.ts";
 import { apiKeys } from "../db/schema.ts";
-import { GatewayError } from "../errors.ts";
-import { usdToNano } from "../ledger/money.ts";
-import { parseCidrList, ipAllowed, type Cidr } from "./ip.ts";
+import { GatewayError } from "../core/errors.ts";
+import { usdToNano } from "../core/money.ts";
+import { parseCidrList, ipAllowed, type Cidr } from "../core/ip.ts";
 
 export const KEY_PREFIX = "gk_sk_";
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";

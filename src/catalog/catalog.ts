@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Config } from "../config/load.ts";
 import type { Endpoint, ModelConfig, ProviderConfig } from "../config/schema.ts";
-import { usdToNano, type TokenPrices } from "../ledger/money.ts";
+import { usdToNano, type TokenPrices } from "../core/money.ts";
 
 export interface Route {
   /** Stable name for health and logs: "<provider>/<upstream model>". */

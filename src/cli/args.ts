@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { usdToNano } from "../ledger/money.ts";
+import { usdToNano } from "../core/money.ts";
 
 export class UsageError extends Error {}
 

@@ -1,4 +1,4 @@
-import { formatUsd, nanoToUsd } from "../ledger/money.ts";
+import { formatUsd, nanoToUsd } from "../core/money.ts";
 
 /** Money for --json: a number of USD (up to 9 decimals), never a string. */
 export const usd = (nano: number): number => nanoToUsd(nano);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 import { ConfigError } from "../config/load.ts";
-import { OperatorError } from "../operator-error.ts";
-import { GatewayError } from "../errors.ts";
+import { OperatorError } from "../core/operator-error.ts";
+import { GatewayError } from "../core/errors.ts";
 import { VERSION } from "../services.ts";
 import { UsageError } from "./args.ts";
 import { openedDatabase } from "./context.ts";

@@ -2,9 +2,9 @@ import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value"
 import { readFileSync } from "node:fs";
 import { parse as parseToml } from "smol-toml";
 import { ConfigSchema, type ConfigFile, type ModelConfig, type ProviderConfig } from "./schema.ts";
-import { jsonPath } from "../json-path.ts";
+import { jsonPath } from "../core/json-path.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
-import { parseCidr, type Cidr } from "../auth/ip.ts";
+import { parseCidr, type Cidr } from "../core/ip.ts";
 
 export class ConfigError extends Error {}
 

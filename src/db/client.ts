@@ -3,7 +3,7 @@ import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { createHash } from "node:crypto";
 import { accessSync, constants, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { OperatorError } from "../operator-error.ts";
+import { OperatorError } from "../core/operator-error.ts";
 import * as schema from "./schema.ts";
 import { embeddedMigrations } from "./migrations.gen.ts";
 

@@ -1,6 +1,6 @@
 // Text-only gate (spec Rules 7): find the first non-text block of a request before any translation,
 // so the refusal names the block's position in the client's own request.
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../core/errors.ts";
 import { isObject } from "./fields.ts";
 
 export interface ContentHit {

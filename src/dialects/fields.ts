@@ -1,6 +1,6 @@
 // The translators' one way to say no, the shape checks and the field-table walker they share.
-import { GatewayError } from "../errors.ts";
-import type { JsonObject } from "./wire.ts";
+import { GatewayError } from "../core/errors.ts";
+import type { JsonObject } from "../wire/shapes.ts";
 
 /**
  * A field the other dialect cannot carry: 400 invalid_request whose message starts with the

@@ -1,8 +1,8 @@
 // Usage that only streams have: the running total of a Messages stream, which later events
 // overwrite piece by piece, and the estimate shown when a stream ends without any usage.
 
-import type { TokenUsage } from "../ledger/money.ts";
-import type { JsonObject, MessagesUsage } from "./wire.ts";
+import type { TokenUsage } from "../core/money.ts";
+import type { JsonObject, MessagesUsage } from "../wire/shapes.ts";
 
 const count = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : null);
 

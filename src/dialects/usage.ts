@@ -2,8 +2,8 @@
 // The ledger prices each bucket at its own rate, so counts must land in the right bucket: Anthropic's
 // input_tokens is uncached input only, OpenAI's prompt_tokens includes the cached tokens
 // (translation.md §3, Portkey#1564, genkit#5412).
-import type { TokenUsage } from "../ledger/money.ts";
-import type { ChatUsage, MessagesUsage } from "./wire.ts";
+import type { TokenUsage } from "../core/money.ts";
+import type { ChatUsage, MessagesUsage } from "../wire/shapes.ts";
 
 /** A count as sent, or 0 when absent, null or nonsense. Never an estimate. */
 function count(v: unknown): number {

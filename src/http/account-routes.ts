@@ -1,6 +1,6 @@
 import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
 import { estimateInputTokens } from "../ledger/estimate.ts";
-import { nanoToUsd } from "../ledger/money.ts";
+import { nanoToUsd } from "../core/money.ts";
 import { resolveModel } from "../relay/text.ts";
 import { BODY_LIMIT_BYTES } from "./body.ts";
 import type { KeyedCall } from "./pipeline.ts";

@@ -4,15 +4,15 @@ import type { Services } from "../services.ts";
 import { serveText } from "../relay/text.ts";
 import { countTokens, me } from "./account-routes.ts";
 import { errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
-import { newRequestId } from "../request-id.ts";
-import type { GatewayError } from "../errors.ts";
+import { newRequestId } from "../core/request-id.ts";
+import type { GatewayError } from "../core/errors.ts";
 import { runKeyRoute, type KeyRouteOptions, type KeyedCall } from "./pipeline.ts";
 import { getModel, listModels, pricing, status } from "./public-routes.ts";
 import { CORS_HEADERS, endpointNotFound, findRoute, methodNotAllowed, preflight, PUBLISHED_ROUTES } from "./routing.ts";
-import { clientAddress } from "../auth/ip.ts";
+import { clientAddress } from "../core/ip.ts";
 import { presentedKey } from "../auth/keys.ts";
 import { RefusalGate, type RefusalGateOptions } from "../limits/refusals.ts";
-import { ChatBody, MessagesBody, validate } from "./schemas.ts";
+import { ChatBody, ImageGenerationBody, MessagesBody, ResponsesBody, validate } from "./schemas.ts";
 import { serveResponses } from "../relay/responses.ts";
 import { serveImages } from "../relay/images.ts";
 import { doc, openapiDocument, ROUTE_DOCS } from "./openapi.ts";
@@ -121,8 +121,14 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}) {
       return serveText(c, "chat", c.json);
     }),
     "/v1/messages/count_tokens": keyRoute({ bucket: "count_tokens", body: "json" }, countTokens),
-    "/v1/responses": keyRoute(JSON_MAIN, serveResponses),
-    "/v1/images/generations": keyRoute(JSON_MAIN, (c) => serveImages(c, "images.generations")),
+    "/v1/responses": keyRoute(JSON_MAIN, (c) => {
+      validate(ResponsesBody, c.json);
+      return serveResponses(c);
+    }),
+    "/v1/images/generations": keyRoute(JSON_MAIN, (c) => {
+      validate(ImageGenerationBody, c.json);
+      return serveImages(c, "images.generations");
+    }),
     "/v1/images/edits": keyRoute({ bucket: "main", body: "multipart" }, (c) => serveImages(c, "images.edits")),
     "/v1/me": keyRoute({ bucket: "main", body: "none" }, me),
   };

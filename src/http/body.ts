@@ -1,4 +1,4 @@
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../core/errors.ts";
 
 export const BODY_LIMIT_BYTES = 20 * 1024 * 1024;
 

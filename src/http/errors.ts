@@ -1,4 +1,4 @@
-import { asGatewayError, type GatewayError } from "../errors.ts";
+import { asGatewayError, type GatewayError } from "../core/errors.ts";
 import { events } from "../logs/events.ts";
 import { findRoute } from "./routing.ts";
 

@@ -1,9 +1,9 @@
 import { Elysia } from "elysia";
 import type { Server } from "bun";
 import { timingSafeEqual } from "node:crypto";
-import { clientAddress, ipAllowed, parseCidrList } from "../auth/ip.ts";
-import { asGatewayError, GatewayError } from "../errors.ts";
-import { newRequestId } from "../request-id.ts";
+import { clientAddress, ipAllowed, parseCidrList } from "../core/ip.ts";
+import { asGatewayError, GatewayError } from "../core/errors.ts";
+import { newRequestId } from "../core/request-id.ts";
 import type { Services } from "../services.ts";
 import { errorResponse } from "./errors.ts";
 import { json } from "./public-routes.ts";

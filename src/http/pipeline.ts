@@ -1,37 +1,19 @@
 import { createHash } from "node:crypto";
 import { presentedKey, type KeyRecord } from "../auth/keys.ts";
-import { GatewayError } from "../errors.ts";
-import type { Hold } from "../ledger/ledger.ts";
+import { GatewayError } from "../core/errors.ts";
 import { scopedIdempotencyKey, type StoredAnswer } from "../limits/idempotency.ts";
 import type { Bucket } from "../limits/rate-limit.ts";
 import { events } from "../logs/events.ts";
 import type { LogRow } from "../logs/request-log.ts";
+import type { RelayCall } from "../relay/context.ts";
 import type { Services } from "../services.ts";
 import { readBodyLimited, parseJsonObject } from "./body.ts";
 import { errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
-import { newRequestId } from "../request-id.ts";
+import { newRequestId } from "../core/request-id.ts";
 
-export interface KeyedCall {
+/** A key route's call: the relay's RelayCall, with the whole of the process for the routes served here. */
+export interface KeyedCall extends RelayCall {
   svc: Services;
-  request: Request;
-  requestId: string;
-  started: number;
-  key: KeyRecord;
-  bytes: Uint8Array;
-  /** The parsed JSON object (json routes), or the form (multipart routes). */
-  json: Record<string, unknown>;
-  form: FormData | null;
-  search: string;
-  /** Filled in by the handler as it learns model, provider, usage and cost. */
-  log: LogRow;
-  /**
-   * The request's hold (relay/text.ts reserve). Whoever resolves it writes the request's log row
-   * with it: post commits the charge and the row together, a stream writes its row at its end. The
-   * error path here closes it as a last resort.
-   */
-  hold: Hold | null;
-  /** The status the last upstream route answered with (relay/routes.ts). */
-  upstreamStatus?: number;
 }
 
 export interface KeyRouteOptions {

@@ -1,5 +1,5 @@
 import type { Model } from "../catalog/catalog.ts";
-import { modelNotFound } from "../errors.ts";
+import { modelNotFound } from "../core/errors.ts";
 import type { Services } from "../services.ts";
 import { CORS_HEADERS } from "./routing.ts";
 

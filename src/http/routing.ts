@@ -1,4 +1,4 @@
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../core/errors.ts";
 
 export interface PublishedRoute {
   method: "GET" | "POST";

@@ -1,7 +1,7 @@
 import { Type as T, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { GatewayError } from "../errors.ts";
-import { jsonPath } from "../json-path.ts";
+import { GatewayError } from "../core/errors.ts";
+import { jsonPath } from "../core/json-path.ts";
 
 // Wire shapes the gateway requires before it routes a request. Every other field passes through,
 // so objects stay open (additionalProperties) and only what we read is typed.

@@ -2,9 +2,9 @@ import { asc, eq, sql } from "drizzle-orm";
 import { changeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
 import { accounts, apiKeys } from "../db/schema.ts";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../core/errors.ts";
 import type { CreditKind, Ledger } from "./ledger.ts";
-import { formatUsd } from "./money.ts";
+import { formatUsd } from "../core/money.ts";
 
 export const STARTING_BALANCE_NANO = 1_000_000_000; // spec: registration credits 1 USD
 

@@ -1,4 +1,9 @@
-import type { Settlement } from "./ledger.ts";
+/** What posting a hold charged. */
+export interface Settlement {
+  chargedNano: number;
+  /** Cost that could not be charged because the balance would have gone below zero. */
+  shortfallNano: number;
+}
 
 /** A second resolution of one hold: a bug in the money path, never a client's doing. */
 export class HoldResolvedTwice extends Error {}

@@ -1,23 +1,17 @@
 import type { Statement } from "bun:sqlite";
 import { changeWatch, type ChangeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../core/errors.ts";
 import type { GroupCommit } from "../db/group-commit.ts";
-import { Hold, type HoldOwner } from "./hold.ts";
+import { Hold, type HoldOwner, type Settlement } from "./hold.ts";
 import { Holds } from "./holds.ts";
-import { formatUsd } from "./money.ts";
+import { formatUsd } from "../core/money.ts";
 
 export type CreditKind = "registration_credit" | "top_up" | "operator_credit";
-export { Hold };
+export { Hold, type Settlement };
 
 /** The most a single request can be charged: nano-dollars stay exact JavaScript numbers (about 9M USD). */
 export const MAX_COST_NANO = Number.MAX_SAFE_INTEGER;
-
-export interface Settlement {
-  chargedNano: number;
-  /** Cost that could not be charged because the balance would have gone below zero. */
-  shortfallNano: number;
-}
 
 export interface BalanceView {
   balanceNano: number;

@@ -1,6 +1,6 @@
 import type { Statement } from "bun:sqlite";
 import type { Db } from "../db/client.ts";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../core/errors.ts";
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 const WAIT_FOR_FIRST_MS = 30_000;

@@ -1,4 +1,4 @@
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../core/errors.ts";
 
 /** One key's bucket; `rpm` is the limit it was last taken at (a key's rpm can be changed while it runs). */
 export interface Bucket {

@@ -1,4 +1,4 @@
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../core/errors.ts";
 import { events } from "../logs/events.ts";
 
 // Issue 14, item 11: an unauthenticated flood filled the database (158 k bad-key requests in 20 s

@@ -1,7 +1,7 @@
 import { and, desc, eq, gte, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client.ts";
 import { accounts, apiKeys, requestLogs } from "../db/schema.ts";
-import { requestIdPrefixAt } from "../request-id.ts";
+import { requestIdPrefixAt } from "../core/request-id.ts";
 
 // The operator's reports over request_logs: cold paths, run by the CLI against the file.
 

@@ -1,7 +1,7 @@
 import type { Statement } from "bun:sqlite";
 import type { Db } from "../db/client.ts";
 import type { GroupCommit } from "../db/group-commit.ts";
-import { requestIdPrefixAt } from "../request-id.ts";
+import { requestIdPrefixAt } from "../core/request-id.ts";
 import { events } from "./events.ts";
 
 const DAY_MS = 24 * 3600 * 1000;

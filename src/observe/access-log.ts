@@ -1,6 +1,6 @@
 import { writeSync } from "node:fs";
 import type { LogRow } from "../logs/request-log.ts";
-import { nanoToUsd } from "../ledger/money.ts";
+import { nanoToUsd } from "../core/money.ts";
 
 /** Lines go out when this much is buffered, or at the latest every FLUSH_MS. */
 const BUFFER_CHARS = 8 * 1024;

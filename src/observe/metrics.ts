@@ -1,12 +1,12 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { LogRow } from "../logs/request-log.ts";
-import { nanoToUsd } from "../ledger/money.ts";
+import { nanoToUsd } from "../core/money.ts";
 
 /** What the metrics read at scrape time rather than count as they go. */
 export interface MetricsSources {
   holds(): { count: number; nano: number };
-  /** The published route a path belongs to (`/v1/models/{id}`), or null: labels stay a bounded set. */
-  route(path: string): string | null;
+  /** The published endpoint a path belongs to (`/v1/models/{id}`), or null: labels stay a bounded set. */
+  endpoint(path: string): string | null;
   routes(): { route: string; state: "healthy" | "failing" | "open" }[];
 }
 
@@ -67,7 +67,7 @@ export class Metrics {
   private routeOf(path: string): string {
     const known = this.routes.get(path);
     if (known) return known;
-    const route = this.sources.route(path);
+    const route = this.sources.endpoint(path);
     if (route === null) return "(unknown)";
     if (route === path) this.routes.set(path, route);
     return route;

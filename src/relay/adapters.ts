@@ -1,14 +1,14 @@
 import type { Model } from "../catalog/catalog.ts";
-import { chatRequestToMessages, messagesResponseToChat } from "../dialects/chat-to-messages.ts";
-import { messagesRequestToChat, chatResponseToMessages } from "../dialects/messages-to-chat.ts";
-import { ChatToMessagesStream } from "../dialects/stream-chat-to-messages.ts";
-import { MessagesToChatStream, type ChatStreamItem } from "../dialects/stream-messages-to-chat.ts";
-import { NativeChatStream, NativeMessagesStream } from "../dialects/stream-native.ts";
+import { chatRequestToMessages, messagesResponseToChat } from "../dialects/chat-via-messages.ts";
+import { messagesRequestToChat, chatResponseToMessages } from "../dialects/messages-via-chat.ts";
+import { MessagesViaChatStream } from "../dialects/messages-via-chat-stream.ts";
+import { ChatViaMessagesStream, type ChatStreamItem } from "../dialects/chat-via-messages-stream.ts";
+import { NativeChatStream, NativeMessagesStream } from "../dialects/native-stream.ts";
 import { billableChatUsage, billableMessagesUsage, usageFromChat, usageFromMessages } from "../dialects/usage.ts";
-import type { ChatRequest, ChatResponse, JsonObject, MessagesEvent, MessagesRequest, MessagesResponse } from "../dialects/wire.ts";
-import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
-import { encodeSse, type SseEvent } from "../upstreams/sse.ts";
-import type { Dialect } from "../upstreams/types.ts";
+import type { ChatRequest, ChatResponse, JsonObject, MessagesEvent, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
+import { nanoToUsd, type TokenUsage } from "../core/money.ts";
+import { encodeSse, type SseEvent } from "../wire/sse.ts";
+import type { Dialect } from "../dialects/dialect.ts";
 
 // The four (client dialect, upstream dialect) pairs behind one shape, so the relay never branches on them.
 
@@ -138,7 +138,7 @@ export function streamAdapter(client: Dialect, upstream: Dialect, includeUsage: 
   let error = false;
   let end = false;
   if (client === "messages") {
-    const s = new ChatToMessagesStream({ model, ...counts });
+    const s = new MessagesViaChatStream({ model, ...counts });
     return adapt(s, {
       push(ev) {
         if (ev.data === "[DONE]") return "";
@@ -159,7 +159,7 @@ export function streamAdapter(client: Dialect, upstream: Dialect, includeUsage: 
       complete: () => end,
     });
   }
-  const s = new MessagesToChatStream({ model, includeUsage, ...counts });
+  const s = new ChatViaMessagesStream({ model, includeUsage, ...counts });
   return adapt(s, {
     push(ev) {
       const data = parse(ev.data);

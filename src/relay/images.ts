@@ -1,8 +1,7 @@
-import type { JsonObject } from "../dialects/wire.ts";
-import { GatewayError } from "../errors.ts";
-import type { KeyedCall } from "../http/pipeline.ts";
-import { ImageGenerationBody, validate } from "../http/schemas.ts";
-import { nanoToUsd } from "../ledger/money.ts";
+import type { JsonObject } from "../wire/shapes.ts";
+import { GatewayError } from "../core/errors.ts";
+import type { RelayCall } from "./context.ts";
+import { nanoToUsd } from "../core/money.ts";
 import { attemptRoutes, readJsonAnswer } from "./routes.ts";
 import { resolveModel } from "./text.ts";
 import { post, reserve } from "./charge.ts";
@@ -13,9 +12,8 @@ export const MAX_EDIT_SOURCES = 4;
 type ImageEndpoint = "images.generations" | "images.edits";
 
 /** Reads model, prompt and n from either body kind, with the spec's 400s. */
-function readRequest(call: KeyedCall, endpoint: ImageEndpoint): { model: unknown; n: number; images: File[] } {
+function readRequest(call: RelayCall, endpoint: ImageEndpoint): { model: unknown; n: number; images: File[] } {
   if (endpoint === "images.generations") {
-    validate(ImageGenerationBody, call.json);
     if (call.json.stream === true) throw new GatewayError("invalid_request", "stream: streamed image generation is not supported by this gateway; omit stream.");
     return { model: call.json.model, n: (call.json.n as number | null | undefined) ?? 1, images: [] };
   }
@@ -39,7 +37,7 @@ function readRequest(call: KeyedCall, endpoint: ImageEndpoint): { model: unknown
   return { model, n, images: images as File[] };
 }
 
-export async function serveImages(call: KeyedCall, endpoint: ImageEndpoint): Promise<Response> {
+export async function serveImages(call: RelayCall, endpoint: ImageEndpoint): Promise<Response> {
   const req = readRequest(call, endpoint);
   const model = resolveModel(call, req.model, endpoint);
   const hold = reserve(call, req.n * model.perImageNano);

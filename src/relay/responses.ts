@@ -1,22 +1,20 @@
-import { MessagesToChatStream } from "../dialects/stream-messages-to-chat.ts";
-import { responsesRequestToChat } from "../dialects/responses/request.ts";
-import { chatResponseToResponses } from "../dialects/responses/response.ts";
-import { ChatToResponsesStream } from "../dialects/responses/stream.ts";
-import type { ResponsesEvent, ResponsesRequest, ToolNameMap } from "../dialects/responses/types.ts";
-import type { ChatChunk, JsonObject } from "../dialects/wire.ts";
-import type { KeyedCall } from "../http/pipeline.ts";
-import { ResponsesBody, validate } from "../http/schemas.ts";
-import { nanoToUsd } from "../ledger/money.ts";
-import { encodeSse, type SseEvent } from "../upstreams/sse.ts";
-import type { Dialect } from "../upstreams/types.ts";
+import { ChatViaMessagesStream } from "../dialects/chat-via-messages-stream.ts";
+import { responsesRequestToChat } from "../dialects/responses-via-chat/request.ts";
+import { chatResponseToResponses } from "../dialects/responses-via-chat/response.ts";
+import { ResponsesViaChatStream } from "../dialects/responses-via-chat/stream.ts";
+import type { ResponsesEvent, ResponsesRequest, ToolNameMap } from "../dialects/responses-via-chat/types.ts";
+import type { ChatChunk, JsonObject } from "../wire/shapes.ts";
+import type { RelayCall } from "./context.ts";
+import { nanoToUsd } from "../core/money.ts";
+import { encodeSse, type SseEvent } from "../wire/sse.ts";
+import type { Dialect } from "../dialects/dialect.ts";
 import type { PairOptions, StreamAdapter } from "./adapters.ts";
 import { relayText, resolveModel } from "./text.ts";
 
 // POST /v1/responses: an adapter on Chat Completions. The request becomes a chat request that runs
 // through the same routes, fallbacks, ledger and logs; the answer is turned back into a response.
 
-export async function serveResponses(call: KeyedCall): Promise<Response> {
-  validate(ResponsesBody, call.json);
+export async function serveResponses(call: RelayCall): Promise<Response> {
   const request = call.json as ResponsesRequest;
   const model = resolveModel(call, request.model, "chat.completions", "responses");
   const chat = responsesRequestToChat(request, { upstreamModel: model.id, defaultMaxOutputTokens: model.maxOutputTokens });
@@ -49,7 +47,7 @@ function parse(data: string): JsonObject | null {
 /** Chat chunks (native, or from a Messages route through the Messages→Chat machine) → Responses events. */
 function responsesAdapter(o: PairOptions, upstream: Dialect, ctx: { model: string; request: ResponsesRequest; toolNames: ToolNameMap }): StreamAdapter {
   const counts = { costOf: o.costOf, estimatedInputTokens: o.estimatedInputTokens };
-  const rs = new ChatToResponsesStream({ ...ctx, ...counts });
+  const rs = new ResponsesViaChatStream({ ...ctx, ...counts });
   let error = false;
   let finished = false;
   const feed = (chunk: JsonObject): string => {
@@ -58,7 +56,7 @@ function responsesAdapter(o: PairOptions, upstream: Dialect, ctx: { model: strin
     if (choices?.some((c) => c.finish_reason)) finished = true;
     return encode(rs.push(chunk as ChatChunk));
   };
-  const viaMessages = upstream === "messages" ? new MessagesToChatStream({ model: ctx.model, includeUsage: true, ...counts }) : null;
+  const viaMessages = upstream === "messages" ? new ChatViaMessagesStream({ model: ctx.model, includeUsage: true, ...counts }) : null;
   const push = (ev: SseEvent): string => {
     if (ev.data === "[DONE]") return "";
     const data = parse(ev.data);

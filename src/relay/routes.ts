@@ -1,11 +1,11 @@
 import type { Model, Route } from "../catalog/catalog.ts";
-import type { JsonObject } from "../dialects/wire.ts";
-import { GatewayError } from "../errors.ts";
+import type { JsonObject } from "../wire/shapes.ts";
+import { GatewayError } from "../core/errors.ts";
 import { describe, events } from "../logs/events.ts";
 import type { LogRow } from "../logs/request-log.ts";
-import type { Services } from "../services.ts";
+import type { RelayServices } from "./context.ts";
 import type { Provider } from "../upstreams/types.ts";
-import { SseSizeGuard } from "../upstreams/sse.ts";
+import { SseSizeGuard } from "../wire/sse.ts";
 import { AttemptClock, limitsOf, timedResponse } from "./timeouts.ts";
 import { classifyStatus, passThrough, readErrorBody, readVendorError } from "./upstream-error.ts";
 
@@ -43,7 +43,7 @@ export interface AttemptHooks {
  * Tries the model's routes in order. Server errors, 529, connection errors and timeouts move on
  * to the next route; a vendor's 4xx is the answer; the circuit breaker skips routes that keep failing.
  */
-export async function attemptRoutes(svc: Services, model: Model, call: TriedBy, hooks: AttemptHooks): Promise<Attempt> {
+export async function attemptRoutes(svc: RelayServices, model: Model, call: TriedBy, hooks: AttemptHooks): Promise<Attempt> {
   const clientSignal = call.request.signal;
   let attempts = 0;
   let last: GatewayError | null = null;
@@ -177,7 +177,7 @@ function notAnAnswer(json: JsonObject, status: number): string | null {
  * One event line per failed answer. 401, and 403 for authentication or permission, refuse the
  * gateway's own credentials: the operator's configuration, so it is named as such.
  */
-function reportStatus(svc: Services, call: TriedBy, route: Route, status: number, vendorType: string | undefined): void {
+function reportStatus(svc: RelayServices, call: TriedBy, route: Route, status: number, vendorType: string | undefined): void {
   const failure = {
     requestId: call.requestId,
     route: route.key,

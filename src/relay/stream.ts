@@ -1,11 +1,11 @@
 import { estimatedUsage } from "../dialects/stream-usage.ts";
 import type { Model } from "../catalog/catalog.ts";
-import type { KeyedCall } from "../http/pipeline.ts";
+import type { RelayCall } from "./context.ts";
 import type { Hold } from "../ledger/ledger.ts";
-import { tokenCost, type TokenUsage } from "../ledger/money.ts";
-import { SseParser, type SseEvent } from "../upstreams/sse.ts";
+import { tokenCost, type TokenUsage } from "../core/money.ts";
+import { SseParser, type SseEvent } from "../wire/sse.ts";
 import type { StreamAdapter } from "./adapters.ts";
-import type { Dialect } from "../upstreams/types.ts";
+import type { Dialect } from "../dialects/dialect.ts";
 import type { Attempt } from "./routes.ts";
 import { post } from "./charge.ts";
 import { describe, events } from "../logs/events.ts";
@@ -82,7 +82,7 @@ const isTerminal = (upstream: Dialect, ev: SseEvent) => (upstream === "messages"
  * - the client cancelled: input plus the output delivered so far (billing rules, docs/database.md).
  */
 export function relayStream(
-  call: KeyedCall,
+  call: RelayCall,
   a: Attempt,
   adapter: StreamAdapter,
   hold: Hold,

@@ -1,12 +1,12 @@
 import type { Model } from "../catalog/catalog.ts";
 import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
-import type { JsonObject } from "../dialects/wire.ts";
-import { GatewayError, modelNotFound } from "../errors.ts";
-import type { KeyedCall } from "../http/pipeline.ts";
+import type { JsonObject } from "../wire/shapes.ts";
+import { GatewayError, modelNotFound } from "../core/errors.ts";
+import type { RelayCall } from "./context.ts";
 import { estimateInputTokens } from "../ledger/estimate.ts";
 
-import { tokenCost, type TokenUsage } from "../ledger/money.ts";
-import type { Dialect } from "../upstreams/types.ts";
+import { tokenCost, type TokenUsage } from "../core/money.ts";
+import type { Dialect } from "../dialects/dialect.ts";
 import { chatUsage, messagesUsage } from "../dialects/usage.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
 import { clientAnswer, streamAdapter, upstreamBody, withCost, type PairOptions, type StreamAdapter } from "./adapters.ts";
@@ -18,7 +18,7 @@ const ENDPOINT: Record<Dialect, "messages" | "chat.completions"> = { messages: "
 
 /** Model name → catalog model sold on this endpoint and allowed for this key, or the spec's refusal. */
 /** `route` names the dialect asked for when it differs from what is sold (responses rides on chat.completions). */
-export function resolveModel(call: KeyedCall, name: unknown, endpoint: Model["endpoints"][number], route: string = endpoint): Model {
+export function resolveModel(call: RelayCall, name: unknown, endpoint: Model["endpoints"][number], route: string = endpoint): Model {
   const model = typeof name === "string" ? call.svc.catalog.lookup(name) : undefined;
   if (!model) throw modelNotFound(String(name));
   call.log.model = model.id;
@@ -50,7 +50,7 @@ function outputCap(dialect: Dialect, body: JsonObject): number {
 const ANTHROPIC_VERSION = /^\d{4}-\d{2}-\d{2}$/;
 
 /** POST /v1/messages and /v1/chat/completions after the pipeline's checks. */
-export async function serveText(call: KeyedCall, dialect: Dialect, body: JsonObject): Promise<Response> {
+export async function serveText(call: RelayCall, dialect: Dialect, body: JsonObject): Promise<Response> {
   const model = resolveModel(call, body.model, ENDPOINT[dialect]);
   if (dialect === "messages") {
     const v = call.request.headers.get("anthropic-version");
@@ -93,7 +93,7 @@ export interface ClientSide {
  * stream takes it (relayStream resolves it when the stream ends); whatever else happens, the
  * `finally` voids it if nothing resolved it.
  */
-export async function relayText(call: KeyedCall, model: Model, client: ClientSide): Promise<Response> {
+export async function relayText(call: RelayCall, model: Model, client: ClientSide): Promise<Response> {
   const estimatedInputTokens = estimateInputTokens(call.bytes.byteLength);
   const reserveNano = tokenCost(model.prices, { input: estimatedInputTokens, output: client.maxOut, cacheRead: 0, cacheWrite: 0 });
   call.log.stream = client.stream;

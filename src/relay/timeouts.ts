@@ -1,5 +1,5 @@
 import type { ProviderConfig } from "../config/schema.ts";
-import { SseSizeGuard } from "../upstreams/sse.ts";
+import { SseSizeGuard } from "../wire/sse.ts";
 
 // The clocks of one upstream attempt. Defaults, each overridable per provider:
 // - timeout_ms, until the response headers: 60 s for a stream (vendors send headers and a first

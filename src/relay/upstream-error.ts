@@ -1,5 +1,5 @@
-import { GatewayError } from "../errors.ts";
-import { redactSecrets } from "../upstreams/scrub.ts";
+import { GatewayError } from "../core/errors.ts";
+import { redactSecrets } from "../wire/scrub.ts";
 
 // Vendor errors the spec passes through with their own texts, in the gateway's error shape.
 

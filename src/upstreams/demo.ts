@@ -1,6 +1,6 @@
 import type { ProviderConfig } from "../config/schema.ts";
-import type { JsonObject } from "../dialects/wire.ts";
-import { GatewayError } from "../errors.ts";
+import type { JsonObject } from "../wire/shapes.ts";
+import { GatewayError } from "../core/errors.ts";
 import { encodePng } from "./png.ts";
 import type { ImageCall, Provider, TextCall } from "./types.ts";
 

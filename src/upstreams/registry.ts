@@ -1,7 +1,7 @@
 import type { ProviderConfig } from "../config/schema.ts";
 import { demoProvider } from "./demo.ts";
 import { anthropicProvider, openaiProvider } from "./http-providers.ts";
-import { rememberSecrets } from "./scrub.ts";
+import { rememberSecrets } from "../wire/scrub.ts";
 import type { Provider } from "./types.ts";
 
 const FACTORIES: Record<ProviderConfig["kind"], (c: ProviderConfig) => Provider> = {

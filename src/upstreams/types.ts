@@ -1,7 +1,7 @@
 import type { ProviderConfig } from "../config/schema.ts";
-import type { JsonObject } from "../dialects/wire.ts";
+import type { Dialect } from "../dialects/dialect.ts";
+import type { JsonObject } from "../wire/shapes.ts";
 
-export type Dialect = "messages" | "chat";
 
 export interface TextCall {
   /** Dialect of `body`; the provider must speak it. */

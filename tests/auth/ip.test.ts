@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { clientAddress, ipAllowed, parseCidr, parseCidrList } from "../../src/auth/ip.ts";
+import { clientAddress, ipAllowed, parseCidr, parseCidrList } from "../../src/core/ip.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { errorOf, getWithKey } from "../support/keyed.ts";
 

@@ -1,4 +1,4 @@
-import { requestIdPrefixAt } from "../../src/request-id.ts";
+import { requestIdPrefixAt } from "../../src/core/request-id.ts";
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { expectOneLineFailure, gateway, gatewayJson, tempInstallation } from "../support/cli.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";

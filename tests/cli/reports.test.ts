@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { requestIdPrefixAt } from "../../src/request-id.ts";
+import { requestIdPrefixAt } from "../../src/core/request-id.ts";
 import { expectOneLineFailure, gateway, gatewayJson } from "../support/cli.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { hi, postJson } from "../support/http.ts";

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GroupCommit } from "../../src/db/group-commit.ts";
-import { databaseUnavailableCode } from "../../src/errors.ts";
+import { databaseUnavailableCode } from "../../src/core/errors.ts";
 
 // SQLite rolls the whole transaction back when a statement fails with SQLITE_FULL: the group commit
 // must fail the batch's writes with a database-unavailable code (a 503), not with COMMIT's

@@ -3,8 +3,8 @@
 // reads a stream (protocols/responses.md §5).
 
 import OpenAI from "openai";
-import type { ChatChunk, JsonObject } from "../../src/dialects/wire.ts";
-import type { ResponsesEvent } from "../../src/dialects/responses/types.ts";
+import type { ChatChunk, JsonObject } from "../../src/wire/shapes.ts";
+import type { ResponsesEvent } from "../../src/dialects/responses-via-chat/types.ts";
 
 const FIXTURES = `${import.meta.dir}/../fixtures/responses`;
 

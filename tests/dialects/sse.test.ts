@@ -1,5 +1,5 @@
 import { describe, expect, it } from "bun:test";
-import { encodeSse, readSse, SseParser, type SseEvent } from "../../src/upstreams/sse.ts";
+import { encodeSse, readSse, SseParser, type SseEvent } from "../../src/wire/sse.ts";
 import { fixtureText } from "./stream-fixtures.ts";
 
 const parseAll = (...chunks: (string | Uint8Array)[]): SseEvent[] => {

@@ -2,9 +2,9 @@
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { tokenCost, type TokenPrices, type TokenUsage } from "../../src/ledger/money.ts";
-import type { ChatChunk, MessagesEvent } from "../../src/dialects/wire.ts";
-import { SseParser, type SseEvent } from "../../src/upstreams/sse.ts";
+import { tokenCost, type TokenPrices, type TokenUsage } from "../../src/core/money.ts";
+import type { ChatChunk, MessagesEvent } from "../../src/wire/shapes.ts";
+import { SseParser, type SseEvent } from "../../src/wire/sse.ts";
 
 const dir = join(import.meta.dir, "..", "fixtures", "streams");
 

@@ -3,10 +3,10 @@
 import { describe, expect, it } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
-import { ChatToMessagesStream } from "../../src/dialects/stream-chat-to-messages.ts";
-import { MessagesToChatStream } from "../../src/dialects/stream-messages-to-chat.ts";
-import { NativeChatStream } from "../../src/dialects/stream-native.ts";
-import { encodeSse } from "../../src/upstreams/sse.ts";
+import { MessagesViaChatStream } from "../../src/dialects/messages-via-chat-stream.ts";
+import { ChatViaMessagesStream } from "../../src/dialects/chat-via-messages-stream.ts";
+import { NativeChatStream } from "../../src/dialects/native-stream.ts";
+import { encodeSse } from "../../src/wire/sse.ts";
 import { chatItems, costOf, messagesEvents, sseEvents } from "./stream-fixtures.ts";
 
 const serving = (body: string) => (async () => new Response(body, { headers: { "content-type": "text/event-stream" } })) as unknown as typeof fetch;
@@ -15,14 +15,14 @@ const openai = (body: string) => new OpenAI({ apiKey: "k", baseURL: "http://gate
 const ask = { model: "m", max_tokens: 100, messages: [{ role: "user" as const, content: "hi" }] };
 
 function toMessages(fixture: string): string {
-  const s = new ChatToMessagesStream({ model: "m", estimatedInputTokens: 100, costOf });
+  const s = new MessagesViaChatStream({ model: "m", estimatedInputTokens: 100, costOf });
   // done() at the terminator, and again at EOF (a no-op once the stream has ended).
   const events = [...chatItems(fixture).flatMap((it) => (it === "[DONE]" ? s.done() : s.push(it))), ...s.done()];
   return events.map((e) => encodeSse(e.event, JSON.stringify(e.data))).join("");
 }
 
 function toChat(fixture: string, includeUsage: boolean): string {
-  const s = new MessagesToChatStream({ model: "m", includeUsage, costOf, estimatedInputTokens: 100 });
+  const s = new ChatViaMessagesStream({ model: "m", includeUsage, costOf, estimatedInputTokens: 100 });
   const items = [...messagesEvents(fixture).flatMap((e) => s.push(e)), ...s.done()];
   return items.map((c) => encodeSse(undefined, c === "[DONE]" ? c : JSON.stringify(c))).join("");
 }

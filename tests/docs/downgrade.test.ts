@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrate, openDatabase } from "../../src/db/client.ts";
 import { embeddedMigrations } from "../../src/db/migrations.gen.ts";
-import { OperatorError } from "../../src/operator-error.ts";
+import { OperatorError } from "../../src/core/operator-error.ts";
 import { expectOneLineFailure, gateway } from "../support/cli.ts";
 
 // docs/operations.md (Upgrades): a downgrade is a restore. An older gateway refuses a database that a

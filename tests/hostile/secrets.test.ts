@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "bun:test";
-import { buildRedactor, REDACTED, secretsOf } from "../../src/upstreams/scrub.ts";
+import { buildRedactor, REDACTED, secretsOf } from "../../src/wire/scrub.ts";
 import { anthropicOpening, sse, sseHeaders } from "../support/raw-upstream.ts";
 import { ask, HEADER_SECRET, SECRET_A, SECRET_O, startHostileRig, type HostileRig } from "./rig.ts";
 
@@ -100,8 +100,8 @@ describe("the redactor", () => {
 
   it("collects api_key and the secret-looking headers, with and without their scheme", () => {
     const secrets = secretsOf([
-      { id: "a", kind: "openai", api_key: "sk-aaaaaaaaaaaa", headers: { Authorization: "Bearer tok-bbbbbbbbbb", "HTTP-Referer": "https://example.com/app", "x-api-key": "cccccccccccc" } },
-      { id: "b", kind: "openai", api_key: "ollama" },
+      { api_key: "sk-aaaaaaaaaaaa", headers: { Authorization: "Bearer tok-bbbbbbbbbb", "HTTP-Referer": "https://example.com/app", "x-api-key": "cccccccccccc" } },
+      { api_key: "ollama" },
     ]);
     expect(secrets.sort()).toEqual(["Bearer tok-bbbbbbbbbb", "cccccccccccc", "sk-aaaaaaaaaaaa", "tok-bbbbbbbbbb"]);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "bun:test";
-import { MAX_SSE_EVENT_BYTES, SseSizeGuard } from "../../src/upstreams/sse.ts";
+import { MAX_SSE_EVENT_BYTES, SseSizeGuard } from "../../src/wire/sse.ts";
 
 // Issue 14 item 10: the bytes of one SSE event are counted before they reach the parser, so a line
 // or an event that never ends is cut at the limit instead of growing memory without bound.

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "bun:test";
-import { MAX_SSE_EVENT_BYTES } from "../../src/upstreams/sse.ts";
+import { MAX_SSE_EVENT_BYTES } from "../../src/wire/sse.ts";
 import { anthropicOpening, sseHeaders, stalledBody } from "../support/raw-upstream.ts";
 import { ask, startHostileRig, type HostileRig } from "./rig.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "bun:test";
-import { formatUsd, nanoToUsd, tokenCost, usdToNano, type TokenPrices } from "../../src/ledger/money.ts";
+import { formatUsd, nanoToUsd, tokenCost, usdToNano, type TokenPrices } from "../../src/core/money.ts";
 
 // Prices are nano-dollars per 1M tokens, so a price of P USD/M costs P × 1000 nano-dollars a token.
 const prices = (usd: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number }): TokenPrices => ({

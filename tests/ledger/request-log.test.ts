@@ -1,4 +1,4 @@
-import { requestIdPrefixAt } from "../../src/request-id.ts";
+import { requestIdPrefixAt } from "../../src/core/request-id.ts";
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { readFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

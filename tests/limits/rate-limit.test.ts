@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { GatewayError } from "../../src/errors.ts";
+import { GatewayError } from "../../src/core/errors.ts";
 import { RateLimiter } from "../../src/limits/rate-limit.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { errorOf, getWithKey, postWithApiKey } from "../support/keyed.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { requestIdPrefixAt } from "../../src/request-id.ts";
+import { requestIdPrefixAt } from "../../src/core/request-id.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 // [logs] retention_days (default 90): how long the server keeps request log rows.

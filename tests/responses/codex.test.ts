@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import type { JsonObject } from "../../src/dialects/wire.ts";
+import type { JsonObject } from "../../src/wire/shapes.ts";
 import { codexRead, fixtureJson } from "../dialects/responses-support.ts";
 import type { TextRig } from "../text/setup.ts";
 import { CAPPED, lastUpstream, postResponses, sseFrames, startResponsesRig, type SseFrame } from "./support.ts";

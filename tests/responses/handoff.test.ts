@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import type { JsonObject } from "../../src/dialects/wire.ts";
+import type { JsonObject } from "../../src/wire/shapes.ts";
 import type { TextRig } from "../text/setup.ts";
 import { startResponsesRig } from "./support.ts";
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { ResponseStreamEvent } from "openai/resources/responses/responses";
-import type { JsonObject } from "../../src/dialects/wire.ts";
+import type { JsonObject } from "../../src/wire/shapes.ts";
 import type { TextRig } from "../text/setup.ts";
 import { expectedNano } from "../text/setup.ts";
 import { fixtureJson } from "../dialects/responses-support.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { APIError } from "openai";
-import type { JsonObject } from "../../src/dialects/wire.ts";
+import type { JsonObject } from "../../src/wire/shapes.ts";
 import type { TextRig } from "../text/setup.ts";
 import { postResponses, sseFrames, startResponsesRig } from "./support.ts";
 

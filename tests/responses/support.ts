@@ -1,7 +1,7 @@
 // Shared by tests/responses/*.test.ts: the text rig plus one model the Responses route must refuse,
 // raw POSTs for what the SDK would not send, and a reader for the SSE body of a raw stream.
 
-import type { JsonObject } from "../../src/dialects/wire.ts";
+import type { JsonObject } from "../../src/wire/shapes.ts";
 import { PRICES, startTextRig, type TextRig } from "../text/setup.ts";
 
 /** Sold only on Messages: /v1/responses rides on chat.completions, so it must refuse this one. */

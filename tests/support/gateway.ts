@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig, type Config } from "../../src/config/load.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
-import { usdToNano } from "../../src/ledger/money.ts";
+import { usdToNano } from "../../src/core/money.ts";
 import type { NewKey } from "../../src/auth/keys.ts";
 import { startGateway, type RunningGateway } from "../../src/server.ts";
 import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";

@@ -1,4 +1,4 @@
-import { GatewayError } from "../../src/errors.ts";
+import { GatewayError } from "../../src/core/errors.ts";
 
 /** The GatewayError that `fn` throws; fails the test when it throws something else or nothing. */
 export function refusal(fn: () => unknown): GatewayError {

@@ -3,7 +3,7 @@
 // client must be shown that count and its cost_usd where usage normally goes, and pay exactly that.
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
-import { usdToNano } from "../../src/ledger/money.ts";
+import { usdToNano } from "../../src/core/money.ts";
 import { expectedNano, startTextRig, type TextRig } from "./setup.ts";
 
 let rig: TextRig;

@@ -1,13 +1,13 @@
 // Messages client → Chat Completions upstream: the request (translation.md §1, §7) and the
 // non-streamed response back (§3). Pure: a body in, a body out, or a GatewayError naming the field.
 import { randomUUID } from "node:crypto";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../core/errors.ts";
 import { contentKind, unsupportedContent } from "./content-check.ts";
 import { applyFields, arrayAt, handledElsewhere, isObject, isSet, lose, objectAt, refuse, stringAt, type FieldRule } from "./fields.ts";
 import { effortForBudget } from "./reasoning.ts";
 import { toolIdFromMessages, toolIdToMessages, toolNameFor } from "./tool-ids.ts";
 import { finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
-import type { ChatMessage, ChatRequest, ChatResponse, ChatToolCall, JsonObject, MessagesBlock, MessagesMessage, MessagesRequest, MessagesResponse } from "./wire.ts";
+import type { ChatMessage, ChatRequest, ChatResponse, ChatToolCall, JsonObject, MessagesBlock, MessagesMessage, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
 
 /** What a Chat upstream takes beyond plain Chat Completions. Per-upstream catalog flags; all default off. */
 export interface ChatUpstreamCaps {
@@ -19,7 +19,7 @@ export interface ChatUpstreamCaps {
   topK?: boolean;
 }
 
-export interface MessagesToChatOptions {
+export interface MessagesViaChatOptions {
   upstreamModel: string;
   maxTokensField: "max_tokens" | "max_completion_tokens";
   caps?: ChatUpstreamCaps;
@@ -29,7 +29,7 @@ interface Ctx {
   req: MessagesRequest;
   out: ChatRequest;
   dropped: string[];
-  opts: MessagesToChatOptions;
+  opts: MessagesViaChatOptions;
   caps: ChatUpstreamCaps;
 }
 
@@ -98,7 +98,7 @@ const OUTPUT_CONFIG: Record<string, FieldRule<Ctx>> = {
   },
 };
 
-export function messagesRequestToChat(req: MessagesRequest, opts: MessagesToChatOptions): { body: ChatRequest; dropped: string[] } {
+export function messagesRequestToChat(req: MessagesRequest, opts: MessagesViaChatOptions): { body: ChatRequest; dropped: string[] } {
   const c: Ctx = { req, out: { model: opts.upstreamModel, messages: [] }, dropped: [], opts, caps: opts.caps ?? {} };
   applyFields(req, FIELDS, c, "", UPSTREAM);
   const system = isSet(req.system) ? passages(req.system, "system", c) : "";

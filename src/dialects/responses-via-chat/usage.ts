@@ -1,6 +1,6 @@
 // Chat usage → the Responses usage object. Ledger buckets come from usageFromChat in ../usage.ts.
 
-import type { ChatUsage, JsonObject } from "../wire.ts";
+import type { ChatUsage, JsonObject } from "../../wire/shapes.ts";
 
 const count = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
 

@@ -1,13 +1,13 @@
 // Messages client → Chat upstream (translation.md §1, §3, §7). Fixture pairs carry the mappings;
 // the refusals are spelled out here, one per field.
 import { describe, expect, it } from "bun:test";
-import { chatResponseToMessages, messagesRequestToChat, type MessagesToChatOptions } from "../../src/dialects/messages-to-chat.ts";
-import type { ChatResponse, MessagesRequest } from "../../src/dialects/wire.ts";
+import { chatResponseToMessages, messagesRequestToChat, type MessagesViaChatOptions } from "../../src/dialects/messages-via-chat.ts";
+import type { ChatResponse, MessagesRequest } from "../../src/wire/shapes.ts";
 import { translationCases } from "./translation-fixtures.ts";
 import { refusal } from "../support/refusal.ts";
 
-const OPTS: MessagesToChatOptions = { upstreamModel: "gpt-up", maxTokensField: "max_completion_tokens" };
-const translate = (body: Record<string, unknown>, opts: Partial<MessagesToChatOptions> = {}) =>
+const OPTS: MessagesViaChatOptions = { upstreamModel: "gpt-up", maxTokensField: "max_completion_tokens" };
+const translate = (body: Record<string, unknown>, opts: Partial<MessagesViaChatOptions> = {}) =>
   messagesRequestToChat({ model: "claude-client", max_tokens: 1024, messages: [{ role: "user", content: "Hi" }], ...body } as MessagesRequest, { ...OPTS, ...opts });
 
 /** A 400 invalid_request whose message starts with the field's JSON path. */

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "bun:test";
-import { MessagesToChatStream, type ChatStreamItem, type MessagesToChatOptions } from "../../src/dialects/stream-messages-to-chat.ts";
+import { ChatViaMessagesStream, type ChatStreamItem, type ChatViaMessagesStreamOptions } from "../../src/dialects/chat-via-messages-stream.ts";
 import { toolIdToMessages } from "../../src/dialects/tool-ids.ts";
-import type { ChatChunk, MessagesEvent } from "../../src/dialects/wire.ts";
+import type { ChatChunk, MessagesEvent } from "../../src/wire/shapes.ts";
 import { costOf, messagesEvents } from "./stream-fixtures.ts";
 
-const make = (o: Partial<MessagesToChatOptions> = {}) =>
-  new MessagesToChatStream({ model: "claude-sonnet-4-5", includeUsage: false, costOf, estimatedInputTokens: 2000, created: 1763800000, ...o });
+const make = (o: Partial<ChatViaMessagesStreamOptions> = {}) =>
+  new ChatViaMessagesStream({ model: "claude-sonnet-4-5", includeUsage: false, costOf, estimatedInputTokens: 2000, created: 1763800000, ...o });
 
 /** Feeds every event of a fixture, then done() as the route does at EOF. */
-const run = (s: MessagesToChatStream, events: MessagesEvent[]): ChatStreamItem[] => [...events.flatMap((e) => s.push(e)), ...s.done()];
+const run = (s: ChatViaMessagesStream, events: MessagesEvent[]): ChatStreamItem[] => [...events.flatMap((e) => s.push(e)), ...s.done()];
 
 const ID = "chatcmpl-01XFDUDYJgAACzvnptvVoYEL";
 const chunk = (delta: object, finish_reason: string | null = null, extra: object = {}): ChatChunk =>
@@ -31,7 +31,7 @@ const started = () => {
   return s;
 };
 
-describe("MessagesToChatStream", () => {
+describe("ChatViaMessagesStream", () => {
   it("translates a text stream and puts usage with cost_usd on the finish chunk when include_usage is off", () => {
     expect(run(make(), messagesEvents("messages-text.sse"))).toEqual([
       role,

@@ -1,7 +1,7 @@
 // Loose wire shapes of the Responses dialect (protocols/responses.md). Like wire.ts, these name only
 // what the adapter reads or writes; every other field the client sent stays on the object.
 
-import type { JsonObject } from "../wire.ts";
+import type { JsonObject } from "../../wire/shapes.ts";
 
 export interface ResponsesRequest extends JsonObject {
   model?: string;

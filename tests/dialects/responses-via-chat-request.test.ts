@@ -1,8 +1,8 @@
 import { describe, expect, it } from "bun:test";
-import { GatewayError } from "../../src/errors.ts";
-import { responsesRequestToChat } from "../../src/dialects/responses/request.ts";
-import type { ResponsesRequest } from "../../src/dialects/responses/types.ts";
-import type { JsonObject } from "../../src/dialects/wire.ts";
+import { GatewayError } from "../../src/core/errors.ts";
+import { responsesRequestToChat } from "../../src/dialects/responses-via-chat/request.ts";
+import type { ResponsesRequest } from "../../src/dialects/responses-via-chat/types.ts";
+import type { JsonObject } from "../../src/wire/shapes.ts";
 import { fixtureJson } from "./responses-support.ts";
 
 const OPTS = { upstreamModel: "up-model", defaultMaxOutputTokens: 32000 };

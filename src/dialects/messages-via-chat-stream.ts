@@ -1,14 +1,14 @@
 // Chat Completions chunks → Messages SSE events (protocols/translation.md §4). A state machine fed one
 // parsed chunk at a time; it never reads a clock or a socket, so a fixture replays it exactly.
 
-import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
+import { nanoToUsd, type TokenUsage } from "../core/money.ts";
 import { StreamTally, estimatedUsage } from "./stream-usage.ts";
 import { toolIdToMessages } from "./tool-ids.ts";
 import { billableChatUsage, finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
-import type { ChatChunk, ChatToolCall, JsonObject, MessagesEvent } from "./wire.ts";
-import { redactSecrets } from "../upstreams/scrub.ts";
+import type { ChatChunk, ChatToolCall, JsonObject, MessagesEvent } from "../wire/shapes.ts";
+import { redactSecrets } from "../wire/scrub.ts";
 
-export interface ChatToMessagesOptions {
+export interface MessagesViaChatStreamOptions {
   /** Public model name shown to the client. */
   model: string;
   /** Defaults to `msg_` + the upstream chunk id. */
@@ -33,8 +33,8 @@ interface ToolState {
 
 type BlockKind = "text" | "thinking" | "tool";
 
-export class ChatToMessagesStream extends StreamTally {
-  private readonly opts: ChatToMessagesOptions;
+export class MessagesViaChatStream extends StreamTally {
+  private readonly opts: MessagesViaChatStreamOptions;
   private messageId: string | undefined;
   private started = false;
   private open: { kind: BlockKind; index: number; tool?: ToolState } | null = null;
@@ -46,7 +46,7 @@ export class ChatToMessagesStream extends StreamTally {
   private sawRefusal = false;
   private reasoningTokens: number | undefined = undefined;
 
-  constructor(opts: ChatToMessagesOptions) {
+  constructor(opts: MessagesViaChatStreamOptions) {
     super();
     this.opts = opts;
     this.messageId = opts.messageId;

@@ -3,14 +3,14 @@
 // usage merged into the finish chunk when the client did not ask for include_usage, or our own
 // estimate as that usage when the upstream sent none.
 
-import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
-import type { SseEvent } from "../upstreams/sse.ts";
-import { encodeSse } from "../upstreams/sse.ts";
-import { redactSecrets } from "../upstreams/scrub.ts";
+import { nanoToUsd, type TokenUsage } from "../core/money.ts";
+import type { SseEvent } from "../wire/sse.ts";
+import { encodeSse } from "../wire/sse.ts";
+import { redactSecrets } from "../wire/scrub.ts";
 import { plainChatTextLength, plainTextLength } from "./stream-scan.ts";
 import { estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
 import { billableChatUsage, billableMessagesUsage, chatUsage, messagesUsage, usageFromChat } from "./usage.ts";
-import type { ChatUsage, JsonObject } from "./wire.ts";
+import type { ChatUsage, JsonObject } from "../wire/shapes.ts";
 
 const parse = (text: string): JsonObject | null => {
   try {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "bun:test";
-import { responsesRequestToChat } from "../../src/dialects/responses/request.ts";
-import { chatResponseToResponses } from "../../src/dialects/responses/response.ts";
-import type { ResponsesRequest, ToolNameMap } from "../../src/dialects/responses/types.ts";
-import type { ChatResponse, JsonObject } from "../../src/dialects/wire.ts";
+import { responsesRequestToChat } from "../../src/dialects/responses-via-chat/request.ts";
+import { chatResponseToResponses } from "../../src/dialects/responses-via-chat/response.ts";
+import type { ResponsesRequest, ToolNameMap } from "../../src/dialects/responses-via-chat/types.ts";
+import type { ChatResponse, JsonObject } from "../../src/wire/shapes.ts";
 import { usageFromChat as tokenUsageFromChat } from "../../src/dialects/usage.ts";
 import { fixtureJson, jsonResponse, normalize, sdkClient } from "./responses-support.ts";
 

@@ -1,4 +1,8 @@
-import type { ProviderConfig } from "../config/schema.ts";
+/** The parts of a provider's config that carry credentials. */
+export interface SecretBearer {
+  api_key?: string;
+  headers?: Record<string, string>;
+}
 
 // The providers' credentials must never reach a client, yet vendors quote them in error messages
 // (a proxy echoing the request, OpenAI's 401 showing `sk-abc***…***wxyz`). Everything an upstream
@@ -19,7 +23,7 @@ const MIN_FRAGMENT = 3;
 export type Redactor = (text: string) => string;
 
 /** The credentials in these providers' configs: api_key, and header values that look secret. */
-export function secretsOf(providers: readonly ProviderConfig[]): string[] {
+export function secretsOf(providers: readonly SecretBearer[]): string[] {
   const out = new Set<string>();
   const add = (v: string | undefined) => {
     const s = v?.trim();
@@ -66,7 +70,7 @@ const known = new Set<string>();
 let active: Redactor = (text) => text;
 
 /** Called once per built set of providers (upstreams/registry.ts). */
-export function rememberSecrets(providers: readonly ProviderConfig[]): void {
+export function rememberSecrets(providers: readonly SecretBearer[]): void {
   const before = known.size;
   for (const s of secretsOf(providers)) known.add(s);
   if (known.size !== before) active = buildRedactor([...known]);

@@ -1,8 +1,8 @@
 // Responses `input` (a string or an item list, responses.md §2) → Chat messages.
 
-import { GatewayError } from "../../errors.ts";
+import { GatewayError } from "../../core/errors.ts";
 import { isObject, refuse } from "../fields.ts";
-import type { ChatMessage, ChatToolCall, JsonObject } from "../wire.ts";
+import type { ChatMessage, ChatToolCall, JsonObject } from "../../wire/shapes.ts";
 import type { SourcedTool, ToolNamer } from "./tools.ts";
 
 

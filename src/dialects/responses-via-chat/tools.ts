@@ -10,7 +10,7 @@
 
 import { createHash } from "node:crypto";
 import { isObject, refuse } from "../fields.ts";
-import type { JsonObject } from "../wire.ts";
+import type { JsonObject } from "../../wire/shapes.ts";
 import type { ToolNameMap, ToolTarget } from "./types.ts";
 
 const CHAT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;

@@ -1,15 +1,15 @@
 // Chat client → Messages upstream (translation.md §2, §3, §7). Fixture pairs carry the mappings;
 // the refusals are spelled out here, one per field.
 import { describe, expect, it } from "bun:test";
-import { chatRequestToMessages, messagesResponseToChat, type ChatToMessagesOptions } from "../../src/dialects/chat-to-messages.ts";
+import { chatRequestToMessages, messagesResponseToChat, type ChatViaMessagesOptions } from "../../src/dialects/chat-via-messages.ts";
 import { toolIdFromMessages, toolIdToMessages } from "../../src/dialects/tool-ids.ts";
-import type { ChatRequest, MessagesResponse } from "../../src/dialects/wire.ts";
+import type { ChatRequest, MessagesResponse } from "../../src/wire/shapes.ts";
 import { translationCases } from "./translation-fixtures.ts";
 import { refusal } from "../support/refusal.ts";
 
-const OPTS: ChatToMessagesOptions = { upstreamModel: "claude-up" };
+const OPTS: ChatViaMessagesOptions = { upstreamModel: "claude-up" };
 const TOOLS = [{ type: "function", function: { name: "f", parameters: { type: "object" } } }];
-const translate = (body: Record<string, unknown>, opts: Partial<ChatToMessagesOptions> = {}) =>
+const translate = (body: Record<string, unknown>, opts: Partial<ChatViaMessagesOptions> = {}) =>
   chatRequestToMessages({ model: "gpt-client", max_completion_tokens: 4096, messages: [{ role: "user", content: "Hi" }], ...body } as ChatRequest, { ...OPTS, ...opts });
 const call = (args: string, id = "call_1") => ({ id, type: "function", function: { name: "f", arguments: args } });
 

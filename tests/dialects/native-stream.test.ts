@@ -1,7 +1,7 @@
 import { describe, expect, it } from "bun:test";
-import { NativeChatStream, NativeMessagesStream, type NativeChatOptions, type NativeMessagesOptions } from "../../src/dialects/stream-native.ts";
+import { NativeChatStream, NativeMessagesStream, type NativeChatOptions, type NativeMessagesOptions } from "../../src/dialects/native-stream.ts";
 import { plainChatTextLength, plainTextLength } from "../../src/dialects/stream-scan.ts";
-import { encodeSse, SseParser, type SseEvent } from "../../src/upstreams/sse.ts";
+import { encodeSse, SseParser, type SseEvent } from "../../src/wire/sse.ts";
 import { costOf, fixtureText, sseEvents } from "./stream-fixtures.ts";
 
 /** The forwarded bytes, parsed back into events. */

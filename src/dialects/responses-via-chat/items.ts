@@ -2,7 +2,7 @@
 // the echo of the request, output items, and the finish → status map.
 
 import { isObject } from "../fields.ts";
-import type { JsonObject } from "../wire.ts";
+import type { JsonObject } from "../../wire/shapes.ts";
 import type { ResponsesRequest, ToolTarget } from "./types.ts";
 
 export interface ResponseContext {

@@ -1,14 +1,14 @@
 // Messages SSE events → Chat Completions chunks (protocols/translation.md §5). A state machine fed one
 // parsed event at a time; the caller encodes each chunk as `data: <json>` and "[DONE]" as `data: [DONE]`.
 
-import { nanoToUsd, type TokenUsage } from "../ledger/money.ts";
+import { nanoToUsd, type TokenUsage } from "../core/money.ts";
 import { StreamTally, estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
 import { toolIdFromMessages } from "./tool-ids.ts";
 import { billableMessagesUsage, chatUsage, stopToFinish } from "./usage.ts";
-import type { ChatChunk, ChatUsage, JsonObject, MessagesEvent } from "./wire.ts";
-import { redactSecrets } from "../upstreams/scrub.ts";
+import type { ChatChunk, ChatUsage, JsonObject, MessagesEvent } from "../wire/shapes.ts";
+import { redactSecrets } from "../wire/scrub.ts";
 
-export interface MessagesToChatOptions {
+export interface ChatViaMessagesStreamOptions {
   /** Public model name shown to the client. */
   model: string;
   /** The client set stream_options.include_usage. */
@@ -30,8 +30,8 @@ export type ChatStreamItem = ChatChunk | ChatErrorChunk | "[DONE]";
 
 type Delta = ChatChunk["choices"][number]["delta"];
 
-export class MessagesToChatStream extends StreamTally {
-  private readonly opts: MessagesToChatOptions;
+export class ChatViaMessagesStream extends StreamTally {
+  private readonly opts: ChatViaMessagesStreamOptions;
   private readonly created: number;
   private id = "";
   private started = false;
@@ -42,7 +42,7 @@ export class MessagesToChatStream extends StreamTally {
   private thinkingTokens: number | undefined = undefined;
   private finalUsage: ChatUsage | null = null;
 
-  constructor(opts: MessagesToChatOptions) {
+  constructor(opts: ChatViaMessagesStreamOptions) {
     super();
     this.opts = opts;
     this.created = opts.created ?? Math.floor(Date.now() / 1000);

@@ -1,6 +1,6 @@
 // A Chat Completions answer → the Responses `response` object (responses.md §4, §7).
 
-import type { ChatResponse, JsonObject } from "../wire.ts";
+import type { ChatResponse, JsonObject } from "../../wire/shapes.ts";
 import { newCallId, newCustomCallId, newFunctionCallId, newMessageId, newReasoningId, newResponseId } from "./ids.ts";
 import { callItem, finishOf, logprobsOf, messageItem, outputTextPart, reasoningItem, reasoningText, refusalPart, responseShell, type ResponseContext } from "./items.ts";
 import { unwrapCustomInput } from "./tools.ts";

@@ -11,8 +11,8 @@
 // the finish: some upstreams interleave argument fragments of parallel calls, and a closed
 // item cannot reopen.
 
-import { nanoToUsd, type TokenUsage } from "../../ledger/money.ts";
-import type { ChatChunk, ChatToolCall, ChatUsage, JsonObject } from "../wire.ts";
+import { nanoToUsd, type TokenUsage } from "../../core/money.ts";
+import type { ChatChunk, ChatToolCall, ChatUsage, JsonObject } from "../../wire/shapes.ts";
 import { newCallId, newCustomCallId, newFunctionCallId, newMessageId, newReasoningId, newResponseId } from "./ids.ts";
 import { callItem, finishOf, logprobsOf, messageItem, outputTextPart, reasoningItem, reasoningText, refusalPart, responseShell, type Finish, type ResponseContext } from "./items.ts";
 import { unwrapCustomInput } from "./tools.ts";
@@ -20,9 +20,9 @@ import type { ResponsesEvent, ToolNameMap, ToolTarget } from "./types.ts";
 import { estimatedUsage } from "../stream-usage.ts";
 import { billableChatUsage, chatUsage, usageFromChat } from "../usage.ts";
 import { responsesUsage } from "./usage.ts";
-import { redactSecrets } from "../../upstreams/scrub.ts";
+import { redactSecrets } from "../../wire/scrub.ts";
 
-export interface ChatToResponsesStreamOptions extends ResponseContext {
+export interface ResponsesViaChatStreamOptions extends ResponseContext {
   toolNames: ToolNameMap;
   /** Cost of the final usage in nano-dollars; shown as response.usage.cost_usd. */
   costOf: (usage: TokenUsage) => number;
@@ -57,7 +57,7 @@ interface Call {
 
 export type StreamOutcome = "completed" | "incomplete" | "failed";
 
-export class ChatToResponsesStream {
+export class ResponsesViaChatStream {
   private seq = 0;
   private started = false;
   private outcome: StreamOutcome | null = null;
@@ -74,7 +74,7 @@ export class ChatToResponsesStream {
   private lastUsage: ChatUsage | null = null;
   private chars = 0;
 
-  constructor(private readonly opts: ChatToResponsesStreamOptions) {
+  constructor(private readonly opts: ResponsesViaChatStreamOptions) {
     this.id = opts.responseId ?? newResponseId();
     this.createdAt = opts.createdAt ?? Math.floor(Date.now() / 1000);
   }

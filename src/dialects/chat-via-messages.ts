@@ -6,7 +6,7 @@ import { applyFields, arrayAt, handledElsewhere, isObject, isSet, lose, objectAt
 import { budgetForEffort, effortIsOff, MIN_THINKING_BUDGET } from "./reasoning.ts";
 import { toolIdFromMessages, toolIdToMessages, toolNameFor } from "./tool-ids.ts";
 import { chatUsage, stopToFinish, thinkingTokens, usageFromMessages } from "./usage.ts";
-import type { ChatMessage, ChatRequest, ChatResponse, ChatToolCall, JsonObject, MessagesBlock, MessagesMessage, MessagesRequest, MessagesResponse } from "./wire.ts";
+import type { ChatMessage, ChatRequest, ChatResponse, ChatToolCall, JsonObject, MessagesBlock, MessagesMessage, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
 
 /** What a Messages upstream model takes. Per-model catalog flags. */
 export interface MessagesUpstreamCaps {
@@ -22,7 +22,7 @@ export interface MessagesUpstreamCaps {
   fixedSampling?: boolean;
 }
 
-export interface ChatToMessagesOptions {
+export interface ChatViaMessagesOptions {
   upstreamModel: string;
   caps?: MessagesUpstreamCaps;
 }
@@ -105,7 +105,7 @@ const FIELDS: Record<string, FieldRule<Ctx>> = {
   prompt_cache_retention: lose,
 };
 
-export function chatRequestToMessages(req: ChatRequest, opts: ChatToMessagesOptions): { body: MessagesRequest; dropped: string[] } {
+export function chatRequestToMessages(req: ChatRequest, opts: ChatViaMessagesOptions): { body: MessagesRequest; dropped: string[] } {
   const maxTokens = req.max_completion_tokens ?? req.max_tokens;
   // Messages requires it and the reservation is sized from it.
   if (typeof maxTokens !== "number") return refuse("max_completion_tokens", `required (or max_tokens) when this model is served by a ${UPSTREAM} upstream`);

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "bun:test";
-import { ChatToMessagesStream, type ChatToMessagesOptions } from "../../src/dialects/stream-chat-to-messages.ts";
+import { MessagesViaChatStream, type MessagesViaChatStreamOptions } from "../../src/dialects/messages-via-chat-stream.ts";
 import { toolIdFromMessages } from "../../src/dialects/tool-ids.ts";
-import type { ChatChunk, MessagesEvent } from "../../src/dialects/wire.ts";
+import type { ChatChunk, MessagesEvent } from "../../src/wire/shapes.ts";
 import { chatItems, costOf } from "./stream-fixtures.ts";
 
-const make = (o: Partial<ChatToMessagesOptions> = {}) =>
-  new ChatToMessagesStream({ model: "gpt-4o-mini", estimatedInputTokens: 2000, costOf, ...o });
+const make = (o: Partial<MessagesViaChatStreamOptions> = {}) =>
+  new MessagesViaChatStream({ model: "gpt-4o-mini", estimatedInputTokens: 2000, costOf, ...o });
 
 /** Feeds parsed chunks; "[DONE]" calls done(), as the route does at the terminator or at EOF. */
-function run(s: ChatToMessagesStream, items: (ChatChunk | "[DONE]")[]): MessagesEvent[] {
+function run(s: MessagesViaChatStream, items: (ChatChunk | "[DONE]")[]): MessagesEvent[] {
   return items.flatMap((it) => (it === "[DONE]" ? s.done() : s.push(it)));
 }
 
@@ -44,7 +44,7 @@ const messageDelta = (stop_reason: string, usage: object): MessagesEvent => ({
 });
 const messageStop: MessagesEvent = { event: "message_stop", data: { type: "message_stop" } };
 
-describe("ChatToMessagesStream", () => {
+describe("MessagesViaChatStream", () => {
   it("translates a text stream into the exact Messages event sequence", () => {
     expect(run(make(), chatItems("chat-text.sse"))).toEqual([
       start(),

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "bun:test";
 import { APIError } from "openai";
-import type { TokenUsage } from "../../src/ledger/money.ts";
-import { responsesRequestToChat } from "../../src/dialects/responses/request.ts";
-import { ChatToResponsesStream } from "../../src/dialects/responses/stream.ts";
-import type { ResponsesEvent, ResponsesRequest, ToolNameMap } from "../../src/dialects/responses/types.ts";
-import type { ChatChunk, JsonObject } from "../../src/dialects/wire.ts";
+import type { TokenUsage } from "../../src/core/money.ts";
+import { responsesRequestToChat } from "../../src/dialects/responses-via-chat/request.ts";
+import { ResponsesViaChatStream } from "../../src/dialects/responses-via-chat/stream.ts";
+import type { ResponsesEvent, ResponsesRequest, ToolNameMap } from "../../src/dialects/responses-via-chat/types.ts";
+import type { ChatChunk, JsonObject } from "../../src/wire/shapes.ts";
 import { chatChunks, codexRead, fixtureJson, fixtureText, normalize, sdkClient, sseResponse, toSse } from "./responses-support.ts";
 
 const FIXED = { responseId: "resp_0123456789abcdef0123456789abcdef0123456789abcdef", createdAt: 1763798400 };
@@ -12,10 +12,10 @@ const ESTIMATED_INPUT = 2000;
 const costOf = (u: TokenUsage) => u.input * 2 + u.cacheRead + u.output * 10;
 
 function stream(request: JsonObject = { model: "gw-mini", input: "Hi!", stream: true }, toolNames: ToolNameMap = new Map()) {
-  return new ChatToResponsesStream({ model: "gw-mini", request: request as ResponsesRequest, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT, ...FIXED });
+  return new ResponsesViaChatStream({ model: "gw-mini", request: request as ResponsesRequest, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT, ...FIXED });
 }
 
-function run(s: ChatToResponsesStream, chunks: ChatChunk[], end = true): ResponsesEvent[] {
+function run(s: ResponsesViaChatStream, chunks: ChatChunk[], end = true): ResponsesEvent[] {
   const events = s.start();
   for (const c of chunks) events.push(...s.push(c));
   if (end) events.push(...s.done());
@@ -44,7 +44,7 @@ describe("event sequence", () => {
 
   it("turns a Codex tool-call stream into reasoning, message and function_call items", async () => {
     const { request, toolNames } = await codexSetup();
-    const s = new ChatToResponsesStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT, ...FIXED });
+    const s = new ResponsesViaChatStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT, ...FIXED });
     const events = run(s, await chatChunks("codex-tools.chat.sse"));
     expect(toSse(normalize(events))).toBe(await fixtureText("codex-tools.responses.sse"));
   });
@@ -71,7 +71,7 @@ describe("event sequence", () => {
 describe("Codex reads it", () => {
   it("gets every item from output_item.done, namespaced calls with their namespace", async () => {
     const { request, toolNames } = await codexSetup();
-    const turn = codexRead(run(new ChatToResponsesStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT }), await chatChunks("codex-tools.chat.sse")));
+    const turn = codexRead(run(new ResponsesViaChatStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT }), await chatChunks("codex-tools.chat.sse")));
     expect(turn.problems).toEqual([]);
     expect(turn.outcome).toBe("completed");
     expect(turn.items.map((i) => [i.type, i.name ?? null, i.namespace ?? null])).toEqual([
@@ -108,7 +108,7 @@ describe("Codex reads it", () => {
 describe("usage and cost", () => {
   it("prices the uncached input, cache reads and output, and shows cost_usd in response.completed", async () => {
     const seen: TokenUsage[] = [];
-    const s = new ChatToResponsesStream({ model: "m", request: { input: "x" }, toolNames: new Map(), costOf: (u) => (seen.push(u), 1_234_567), estimatedInputTokens: ESTIMATED_INPUT });
+    const s = new ResponsesViaChatStream({ model: "m", request: { input: "x" }, toolNames: new Map(), costOf: (u) => (seen.push(u), 1_234_567), estimatedInputTokens: ESTIMATED_INPUT });
     const events = run(s, await chatChunks("text.chat.sse"));
     expect(seen).toEqual([{ input: 86, output: 9, cacheRead: 1920, cacheWrite: 0 }]);
     expect((last(events).response.usage as JsonObject).cost_usd).toBe(0.001234567);
@@ -228,7 +228,7 @@ describe("the openai SDK stream helper reads it", () => {
 
   it("accepts the Codex tool stream with its namespace tools", async () => {
     const { request, toolNames } = await codexSetup();
-    const events = run(new ChatToResponsesStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT }), await chatChunks("codex-tools.chat.sse"));
+    const events = run(new ResponsesViaChatStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT }), await chatChunks("codex-tools.chat.sse"));
     const { final } = await helperFinal(events, { ...request, stream: undefined });
     expect(final.output).toMatchObject(last(events).response.output as never);
   });

@@ -3,7 +3,7 @@
 // name it in a header.
 
 import { isObject, refuse } from "../fields.ts";
-import type { ChatMessage, ChatRequest, JsonObject } from "../wire.ts";
+import type { ChatMessage, ChatRequest, JsonObject } from "../../wire/shapes.ts";
 import { additionalTools, inputToMessages } from "./input.ts";
 import { ToolNamer, mapToolChoice, mapTools, type SourcedTool } from "./tools.ts";
 import type { ResponsesRequest, ToolNameMap } from "./types.ts";

@@ -1,0 +1,53 @@
+import type { KeyRecord } from "../auth/keys.ts";
+import type { Catalog } from "../catalog/catalog.ts";
+import type { Config } from "../config/load.ts";
+import type { GroupCommit } from "../db/group-commit.ts";
+import type { Hold, Ledger } from "../ledger/ledger.ts";
+import type { LogRow, RequestLog } from "../logs/request-log.ts";
+import type { Provider } from "../upstreams/types.ts";
+import type { Cutoff } from "./cutoff.ts";
+import type { Health } from "./health.ts";
+
+// The relay's view of a request and of the process: http/ builds a RelayCall once a key has passed
+// auth and limits, and services.ts builds the parts; the relay imports neither.
+
+/** The parts of the process a relayed request uses. */
+export interface RelayServices {
+  config: Config;
+  catalog: Catalog;
+  /** Per-request ledger and log writes, committed in groups (see db/group-commit.ts). */
+  commits: GroupCommit;
+  ledger: Ledger;
+  logs: RequestLog;
+  health: Health;
+  providers: Map<string, Provider>;
+  /**
+   * Aborted when a stop's deadline passes (server.ts drain): upstream calls still running end, so
+   * that every request in flight answers, resolves its hold and writes its log row before the exit.
+   */
+  cutoff: Cutoff;
+}
+
+/** One request on a key route, past pause, body limit, key, rate limit, JSON and idempotency. */
+export interface RelayCall {
+  svc: RelayServices;
+  request: Request;
+  requestId: string;
+  started: number;
+  key: KeyRecord;
+  bytes: Uint8Array;
+  /** The parsed JSON object (json routes), or the form (multipart routes). */
+  json: Record<string, unknown>;
+  form: FormData | null;
+  search: string;
+  /** Filled in by the handler as it learns model, provider, usage and cost. */
+  log: LogRow;
+  /**
+   * The request's hold (relay/charge.ts reserve). Whoever resolves it writes the request's log row
+   * with it: post commits the charge and the row together, a stream writes its row at its end. The
+   * pipeline's error path closes it as a last resort.
+   */
+  hold: Hold | null;
+  /** The status the last upstream route answered with (relay/routes.ts). */
+  upstreamStatus?: number;
+}
