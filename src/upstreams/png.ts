@@ -59,10 +59,3 @@ export function encodePng(width: number, height: number, pixel: (x: number, y: n
   }
   return out;
 }
-
-/** Width and height from a PNG header, or null when the bytes are not a PNG. */
-export function pngSize(bytes: Uint8Array): { width: number; height: number } | null {
-  if (bytes.length < 24 || bytes[0] !== 0x89 || bytes[1] !== 0x50) return null;
-  const v = new DataView(bytes.buffer, bytes.byteOffset);
-  return { width: v.getUint32(16), height: v.getUint32(20) };
-}

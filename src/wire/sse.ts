@@ -175,25 +175,3 @@ export function encodeSse(event: string | undefined, data: string): string {
   }
   return event === undefined ? `data: ${data}\n\n` : `event: ${event}\ndata: ${data}\n\n`;
 }
-
-/**
- * Parsed events of a response body. Leaving the loop early (client gone) cancels the body so the
- * upstream connection is released instead of being drained.
- */
-export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
-  const parser = new SseParser();
-  const reader = body.getReader();
-  let finished = false;
-  try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      for (const ev of parser.push(value)) yield ev;
-    }
-    finished = true;
-    for (const ev of parser.end()) yield ev;
-  } finally {
-    if (finished) reader.releaseLock();
-    else await reader.cancel().catch(() => {});
-  }
-}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "bun:test";
-import { encodeSse, readSse, SseParser, type SseEvent } from "../../src/wire/sse.ts";
+import { encodeSse, SseParser, type SseEvent } from "../../src/wire/sse.ts";
 import { fixtureText } from "./stream-fixtures.ts";
 
 const parseAll = (...chunks: (string | Uint8Array)[]): SseEvent[] => {
@@ -123,31 +123,5 @@ describe("encodeSse", () => {
   it("round-trips through the parser", () => {
     const events: SseEvent[] = [{ event: "x", data: "1\n2" }, { data: "" }, { data: "{}" }];
     expect(parseAll(events.map((e) => encodeSse(e.event, e.data)).join(""))).toEqual(events);
-  });
-});
-
-describe("readSse", () => {
-  const bodyOf = (chunks: string[], onCancel?: () => void) =>
-    new ReadableStream<Uint8Array>({
-      start(c) {
-        for (const s of chunks) c.enqueue(new TextEncoder().encode(s));
-        if (!onCancel) c.close();
-      },
-      cancel: onCancel,
-    });
-
-  it("yields the events of a body in order, across chunks", async () => {
-    const got: SseEvent[] = [];
-    for await (const ev of readSse(bodyOf(["data: 1\n", "\nevent: e\nda", "ta: 2\n\ndata: [DONE]\n"]))) got.push(ev);
-    expect(got).toEqual([{ data: "1" }, { event: "e", data: "2" }, { data: "[DONE]" }]);
-  });
-
-  it("cancels the body when the consumer stops early", async () => {
-    let cancelled = false;
-    for await (const ev of readSse(bodyOf(["data: 1\n\ndata: 2\n\n"], () => (cancelled = true)))) {
-      expect(ev).toEqual({ data: "1" });
-      break;
-    }
-    expect(cancelled).toBe(true);
   });
 });
