@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Config } from "../config/load.ts";
-import type { Endpoint, ModelConfig, ProviderConfig } from "../config/schema.ts";
+import { DEFAULT_CAPABILITIES } from "../config/defaults.ts";
+import type { Capabilities, Endpoint, ModelConfig, ProviderConfig, RouteConfig } from "../config/schema.ts";
 import { usdToNano, type TokenPrices } from "../core/money.ts";
 
 export interface Route {
@@ -8,6 +9,18 @@ export interface Route {
   key: string;
   provider: ProviderConfig;
   upstreamModel: string;
+  /** The provider's capabilities overridden by the route's, over the defaults: what the translators read. */
+  capabilities: RouteCapabilities;
+}
+
+/** Capabilities resolved for one route, in the translators' names (ChatUpstreamCaps, MessagesUpstreamCaps). */
+export interface RouteCapabilities {
+  reasoning: boolean;
+  reasoningContent: boolean;
+  topK: boolean;
+  thinking: "budget" | "adaptive" | "none";
+  structuredOutputs: boolean;
+  fixedSampling: boolean;
 }
 
 export interface Model {
@@ -35,6 +48,23 @@ export interface Catalog {
   lookup(name: string): Model | undefined;
 }
 
+function route(r: RouteConfig, provider: ProviderConfig): Route {
+  const c: Required<Capabilities> = { ...DEFAULT_CAPABILITIES, ...provider.capabilities, ...r.capabilities };
+  return {
+    key: `${r.provider}/${r.model}`,
+    provider,
+    upstreamModel: r.model,
+    capabilities: {
+      reasoning: c.reasoning,
+      reasoningContent: c.reasoning_content,
+      topK: c.top_k,
+      thinking: c.thinking,
+      structuredOutputs: c.structured_outputs,
+      fixedSampling: c.fixed_sampling,
+    },
+  };
+}
+
 // A fixed date so `created` is stable across restarts when the config names none.
 const DEFAULT_CREATED = 1_767_225_600; // 2026-01-01T00:00:00Z
 
@@ -58,7 +88,7 @@ export function buildCatalog(cfg: Config): Catalog {
       },
       perImageNano: price(m.pricing.per_image),
       maxOutputTokens: m.max_output_tokens ?? 32_000,
-      routes: m.routes.map((r) => ({ key: `${r.provider}/${r.model}`, provider: providers.get(r.provider)!, upstreamModel: r.model })),
+      routes: m.routes.map((r) => route(r, providers.get(r.provider)!)),
       publicPricing: m.pricing,
     };
   });

@@ -1,4 +1,4 @@
-import type { ModelConfig, ProviderConfig } from "./schema.ts";
+import type { Capabilities, ModelConfig, ProviderConfig } from "./schema.ts";
 
 // The embedded default: an in-process demo provider so a new user sees the whole product work
 // without a provider account.
@@ -27,3 +27,14 @@ export const DEFAULT_MODELS: ModelConfig[] = [
     routes: [{ provider: "demo", model: "demo-image" }],
   },
 ];
+
+// What a translator assumes of an upstream nobody described: plain Chat Completions (no reasoning,
+// no top_k) and a thinking Messages model. The same for every kind: each field applies to one.
+export const DEFAULT_CAPABILITIES: Required<Capabilities> = {
+  reasoning: false,
+  reasoning_content: false,
+  top_k: false,
+  thinking: "budget",
+  structured_outputs: true,
+  fixed_sampling: false,
+};

@@ -1,7 +1,7 @@
 import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
 import { readFileSync } from "node:fs";
 import { parse as parseToml } from "smol-toml";
-import { ConfigSchema, type ConfigFile, type ModelConfig, type ProviderConfig } from "./schema.ts";
+import { ConfigSchema, type Capabilities, type ConfigFile, type ModelConfig, type ProviderConfig, type ProviderKind } from "./schema.ts";
 import { jsonPath } from "../core/json-path.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
 import { parseCidr, type Cidr } from "../core/ip.ts";
@@ -114,14 +114,15 @@ function tomlError(e: unknown): string {
 }
 
 function checkReferences(cfg: Config): void {
-  const fail = (path: string, why: string) => {
+  const fail = (path: string, why: string): never => {
     throw new ConfigError(`${cfg.source}: ${path}: ${why}`);
   };
-  const providerIds = new Set<string>();
+  const providerById = new Map<string, ProviderConfig>();
   cfg.providers.forEach((p, i) => {
-    if (providerIds.has(p.id)) fail(`providers[${i}].id`, `duplicate provider id '${p.id}'`);
-    providerIds.add(p.id);
+    if (providerById.has(p.id)) fail(`providers[${i}].id`, `duplicate provider id '${p.id}'`);
+    providerById.set(p.id, p);
     if (p.kind !== "demo" && !p.base_url) fail(`providers[${i}].base_url`, `required for kind '${p.kind}'`);
+    checkCapabilities(p.capabilities, p, `providers[${i}].capabilities`, fail);
   });
   const names = new Set<string>();
   cfg.models.forEach((m, i) => {
@@ -130,7 +131,9 @@ function checkReferences(cfg: Config): void {
       names.add(name);
     }
     m.routes.forEach((r, j) => {
-      if (!providerIds.has(r.provider)) fail(`models[${i}].routes[${j}].provider`, `no provider with id '${r.provider}'`);
+      const provider = providerById.get(r.provider);
+      if (!provider) return fail(`models[${i}].routes[${j}].provider`, `no provider with id '${r.provider}'`);
+      checkCapabilities(r.capabilities, provider, `models[${i}].routes[${j}].capabilities`, fail);
     });
     const text = m.endpoints.some((e) => e === "messages" || e === "chat.completions");
     const image = m.endpoints.some((e) => e.startsWith("images."));
@@ -139,6 +142,24 @@ function checkReferences(cfg: Config): void {
     if (text && (m.pricing.input === undefined || m.pricing.output === undefined))
       fail(`models[${i}].pricing`, "text models need input and output prices");
   });
+}
+
+// The kind whose translator reads each capability. Set on another kind it would be ignored without
+// a word (a Messages upstream takes top_k natively; the demo provider is never translated to).
+const CAPABILITY_KIND: Record<keyof Capabilities, ProviderKind> = {
+  reasoning: "openai",
+  reasoning_content: "openai",
+  top_k: "openai",
+  thinking: "anthropic",
+  structured_outputs: "anthropic",
+  fixed_sampling: "anthropic",
+};
+
+function checkCapabilities(caps: Capabilities | undefined, provider: ProviderConfig, path: string, fail: (path: string, why: string) => never): void {
+  for (const field of Object.keys(caps ?? {}) as (keyof Capabilities)[]) {
+    const kind = CAPABILITY_KIND[field];
+    if (provider.kind !== kind) fail(`${path}.${field}`, `applies to providers of kind '${kind}' only; '${provider.id}' is kind '${provider.kind}'`);
+  }
 }
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;

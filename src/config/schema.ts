@@ -24,6 +24,30 @@ export type Endpoint = Static<typeof Endpoint>;
 export const ProviderKind = T.Union([T.Literal("anthropic"), T.Literal("openai"), T.Literal("demo")]);
 export type ProviderKind = Static<typeof ProviderKind>;
 
+/**
+ * What an upstream takes beyond its plain dialect, read only when a request is translated to it
+ * (docs/translation.md, Capabilities). Set per provider, overridden per route; unset fields take
+ * DEFAULT_CAPABILITIES. Each field applies to one provider kind (CAPABILITY_KIND in load.ts).
+ */
+export const Capabilities = T.Object(
+  {
+    /** Chat upstream: a reasoning model that takes `reasoning_effort` (thinking → reasoning_effort). */
+    reasoning: T.Optional(T.Boolean()),
+    /** Chat upstream: takes `reasoning_content` on assistant history turns (DeepSeek, vLLM reasoning parsers). */
+    reasoning_content: T.Optional(T.Boolean()),
+    /** Chat upstream: takes `top_k` (vLLM, llama.cpp). */
+    top_k: T.Optional(T.Boolean()),
+    /** Messages upstream: how reasoning_effort becomes thinking; "none" for a model without thinking. */
+    thinking: T.Optional(T.Union([T.Literal("budget"), T.Literal("adaptive"), T.Literal("none")])),
+    /** Messages upstream: takes output_config.format (json_schema response_format). */
+    structured_outputs: T.Optional(T.Boolean()),
+    /** Messages upstream: takes only its own temperature and top_p (newest models). */
+    fixed_sampling: T.Optional(T.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type Capabilities = Static<typeof Capabilities>;
+
 export const ProviderConfig = T.Object(
   {
     id: T.String({ minLength: 1 }),
@@ -44,15 +68,22 @@ export const ProviderConfig = T.Object(
     total_timeout_ms: T.Optional(T.Integer({ minimum: 1 })),
     /** Chat upstreams: which field carries the output cap (OpenAI wants max_completion_tokens, many compatible servers max_tokens). */
     max_tokens_field: T.Optional(T.Union([T.Literal("max_tokens"), T.Literal("max_completion_tokens")])),
+    capabilities: T.Optional(Capabilities),
   },
   { additionalProperties: false },
 );
 export type ProviderConfig = Static<typeof ProviderConfig>;
 
 export const RouteConfig = T.Object(
-  { provider: T.String({ minLength: 1 }), model: T.String({ minLength: 1 }) },
+  {
+    provider: T.String({ minLength: 1 }),
+    model: T.String({ minLength: 1 }),
+    /** Overrides the provider's capabilities field by field, for this upstream model. */
+    capabilities: T.Optional(Capabilities),
+  },
   { additionalProperties: false },
 );
+export type RouteConfig = Static<typeof RouteConfig>;
 
 export const ModelConfig = T.Object(
   {

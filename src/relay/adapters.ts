@@ -1,4 +1,4 @@
-import type { Model } from "../catalog/catalog.ts";
+import type { Model, Route } from "../catalog/catalog.ts";
 import { chatRequestToMessages, messagesResponseToChat } from "../dialects/chat-via-messages.ts";
 import { messagesRequestToChat, chatResponseToMessages } from "../dialects/messages-via-chat.ts";
 import { MessagesViaChatStream } from "../dialects/messages-via-chat-stream.ts";
@@ -29,24 +29,25 @@ export interface StreamAdapter {
 
 export interface PairOptions {
   model: Model;
-  upstreamModel: string;
-  maxTokensField: "max_tokens" | "max_completion_tokens";
   estimatedInputTokens: number;
   costOf: (u: TokenUsage) => number;
-  /** Set only when the provider's config names its field: then a chat request's cap is sent under that name. */
-  renameMaxTokens?: "max_tokens" | "max_completion_tokens";
 }
 
-export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObject, o: PairOptions): { body: JsonObject; dropped: string[] } {
+/** The body sent on `route`: the client's own with the upstream model, or translated for the route's upstream. */
+export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObject, route: Route): { body: JsonObject; dropped: string[] } {
+  const upstreamModel = route.upstreamModel;
+  // Set only when the provider's config names its field: then a native chat request's cap is sent under that name.
+  const capField = route.provider.max_tokens_field;
   if (client === upstream) {
-    const out: JsonObject = { ...body, model: o.upstreamModel };
+    const out: JsonObject = { ...body, model: upstreamModel };
     // Always ask for usage: without it there is nothing to bill (ccs#1574).
     if (upstream === "chat" && body.stream) out.stream_options = { ...(body.stream_options as JsonObject | undefined), include_usage: true };
-    if (upstream === "chat" && o.renameMaxTokens) renameCap(out, o.renameMaxTokens);
+    if (upstream === "chat" && capField) renameCap(out, capField);
     return { body: out, dropped: [] };
   }
-  if (client === "messages") return messagesRequestToChat(body as MessagesRequest, { upstreamModel: o.upstreamModel, maxTokensField: o.maxTokensField });
-  return chatRequestToMessages(body as ChatRequest, { upstreamModel: o.upstreamModel });
+  const caps = route.capabilities;
+  if (client === "messages") return messagesRequestToChat(body as MessagesRequest, { upstreamModel, maxTokensField: capField ?? "max_tokens", caps });
+  return chatRequestToMessages(body as ChatRequest, { upstreamModel, caps });
 }
 
 /** Older compatible servers know only max_tokens, some newer models only max_completion_tokens. */

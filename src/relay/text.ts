@@ -101,23 +101,14 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
   const hold = reserve(call, reserveNano);
   let stream: Response | null = null;
   try {
-    const pair = (upstreamModel: string, maxTokensField: PairOptions["maxTokensField"]): PairOptions => ({
-      model,
-      upstreamModel,
-      maxTokensField,
-      estimatedInputTokens,
-      costOf: costOf(model),
-    });
+    const pair: PairOptions = { model, estimatedInputTokens, costOf: costOf(model) };
     let dropped: string[] = [];
     let upstreamDialect: Dialect = client.dialect;
     let whole: { text: string; json: JsonObject } | null = null;
     const attempt = await attemptRoutes(call.svc, model, call, {
       send(route, provider, signal) {
         upstreamDialect = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
-        const out = upstreamBody(client.dialect, upstreamDialect, client.body, {
-          ...pair(route.upstreamModel, provider.config.max_tokens_field ?? "max_tokens"),
-          renameMaxTokens: provider.config.max_tokens_field,
-        });
+        const out = upstreamBody(client.dialect, upstreamDialect, client.body, route);
         dropped = out.dropped;
         return provider.text({ dialect: upstreamDialect, body: out.body, clientHeaders: call.request.headers, search: call.search, signal });
       },
@@ -132,7 +123,7 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     const allDropped = [client.headers?.["x-gateway-dropped"], ...dropped].filter(Boolean);
     if (allDropped.length) headers["x-gateway-dropped"] = allDropped.join(", ");
     if (client.stream) {
-      const adapter = client.adapter(pair(attempt.route.upstreamModel, "max_tokens"), upstreamDialect);
+      const adapter = client.adapter(pair, upstreamDialect);
       stream = relayStream(call, attempt, adapter, hold, model, estimatedInputTokens, upstreamDialect, headers);
       return stream;
     }
