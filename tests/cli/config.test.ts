@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ConfigError, parseConfig } from "../../src/config/load.ts";
+import { ConfigError, loadConfig, parseConfig } from "../../src/config/load.ts";
+import { buildCatalog } from "../../src/catalog/catalog.ts";
 import { expectOneLineFailure, gateway, tempInstallation } from "../support/cli.ts";
 
 // DESIGN, Configuration: invalid config stops the start with the path of the bad field and a reason;
@@ -150,5 +151,53 @@ describe("gateway serve --config with a bad file", () => {
     const r = await gateway(["migrate", "--config", path, "--json"], { env: { GW_TEST_DIR: install.dir } });
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout).database).toBe(join(install.dir, "from-env.db"));
+  });
+});
+
+describe("capabilities", () => {
+  const openai = { id: "o", kind: "openai", base_url: "http://x/v1" };
+  const anthropic = { id: "a", kind: "anthropic", base_url: "http://x" };
+  const routedTo = (provider: string, capabilities?: Record<string, unknown>) =>
+    textModel({ routes: [{ provider, model: "up", ...(capabilities ? { capabilities } : {}) }] });
+  const install = tempInstallation();
+  afterAll(() => install.remove());
+
+  it("refuses an unknown capability, naming its path", () => {
+    const raw = { providers: [{ ...openai, capabilities: { reasoning: true, logprobs: true } }] };
+    expect(refusal(raw)).toBe("gateway.toml: providers[0].capabilities.logprobs: unknown field (got true)");
+  });
+
+  it("refuses a capability of the wrong type", () => {
+    const raw = { providers: [openai], models: [routedTo("o", { top_k: "yes" })] };
+    expect(refusal(raw)).toBe('gateway.toml: models[0].routes[0].capabilities.top_k: Expected boolean (got "yes")');
+  });
+
+  it("lists the thinking modes when another is given", () => {
+    const raw = { providers: [{ ...anthropic, capabilities: { thinking: "always" } }] };
+    expect(refusal(raw)).toBe('gateway.toml: providers[0].capabilities.thinking: expected one of budget, adaptive, none (got "always")');
+  });
+
+  it("refuses a capability its provider's kind never reads", () => {
+    expect(refusal({ providers: [{ ...anthropic, capabilities: { top_k: true } }] })).toBe(
+      "gateway.toml: providers[0].capabilities.top_k: applies to providers of kind 'openai' only; 'a' is kind 'anthropic'",
+    );
+    const raw = { providers: [openai], models: [routedTo("o", { fixed_sampling: true })] };
+    expect(refusal(raw)).toBe("gateway.toml: models[0].routes[0].capabilities.fixed_sampling: applies to providers of kind 'anthropic' only; 'o' is kind 'openai'");
+  });
+
+  it("resolves each route: its own over its provider's over the defaults", () => {
+    const path = join(install.dir, "caps.toml");
+    writeFileSync(
+      path,
+      [
+        "[[providers]]", 'id = "o"', 'kind = "openai"', 'base_url = "http://x/v1"', "capabilities = { reasoning = true, top_k = true }",
+        "[[models]]", 'id = "m1"', 'modalities = ["text"]', 'endpoints = ["messages"]', "pricing = { input = 1, output = 2 }",
+        'routes = [{ provider = "o", model = "a" }, { provider = "o", model = "b", capabilities = { top_k = false, reasoning_content = true } }]',
+      ].join("\n"),
+    );
+    const [first, second] = buildCatalog(loadConfig(path)).lookup("m1")!.routes;
+    const defaults = { thinking: "budget", structuredOutputs: true, fixedSampling: false } as const;
+    expect(first!.capabilities).toEqual({ reasoning: true, reasoningContent: false, topK: true, ...defaults });
+    expect(second!.capabilities).toEqual({ reasoning: true, reasoningContent: true, topK: false, ...defaults });
   });
 });
