@@ -8,7 +8,7 @@ import { toolIdFromMessages, toolIdToMessages, toolNameFor } from "./tool-ids.ts
 import { chatUsage, stopToFinish, thinkingTokens, usageFromMessages } from "./usage.ts";
 import type { ChatMessage, ChatRequest, ChatResponse, ChatToolCall, JsonObject, MessagesBlock, MessagesMessage, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
 
-/** What a Messages upstream model takes. Per-model catalog flags. */
+/** What a Messages upstream model takes: a route's `capabilities` in gateway.toml (catalog.ts resolves them). */
 export interface MessagesUpstreamCaps {
   /**
    * How reasoning_effort becomes thinking: "budget" (`enabled` + budget_tokens, every thinking

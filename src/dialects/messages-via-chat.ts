@@ -9,7 +9,7 @@ import { toolIdFromMessages, toolIdToMessages, toolNameFor } from "./tool-ids.ts
 import { finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
 import type { ChatMessage, ChatRequest, ChatResponse, ChatToolCall, JsonObject, MessagesBlock, MessagesMessage, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
 
-/** What a Chat upstream takes beyond plain Chat Completions. Per-upstream catalog flags; all default off. */
+/** What a Chat upstream takes beyond plain Chat Completions: a route's `capabilities` in gateway.toml (catalog.ts resolves them); all default off. */
 export interface ChatUpstreamCaps {
   /** A reasoning model: takes `reasoning_effort`. Otherwise thinking is a loss (§7). */
   reasoning?: boolean;
