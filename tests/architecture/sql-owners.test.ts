@@ -33,7 +33,7 @@ const NOT_SCANNED = new Set(["db/schema.ts", "db/migrations.gen.ts"]);
 const SRC = resolve(import.meta.dir, "../../src");
 
 /** Table name by its export name in db/schema.ts. */
-const TABLES = new Map(Object.entries(schema).flatMap(([name, value]) => (is(value, SQLiteTable) ? [[name, getTableName(value)] as const] : [])));
+const TABLES = new Map<string, string>(Object.entries(schema).flatMap(([name, value]) => (is(value, SQLiteTable) ? [[name, getTableName(value)] as const] : [])));
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
