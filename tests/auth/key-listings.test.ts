@@ -1,7 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { KEY_PREFIX, Keys } from "../../src/auth/keys.ts";
 import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
@@ -9,21 +6,16 @@ import { Ledger } from "../../src/ledger/ledger.ts";
 
 // The keys' cold reads that the CLI calls (auth/keys.ts owns api_keys: docs/architecture.md).
 
-let dir: string;
 let db: Db;
 let keys: Keys;
 let accountId: number;
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "gw-keys-"));
-  db = openDatabase(join(dir, "gateway.db"));
+  db = openDatabase(":memory:");
   migrate(db);
   keys = new Keys(db);
   accountId = createAccount(db, new Ledger(db), "owner@keys.test").id;
 });
-afterEach(() => {
-  db.$client.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterEach(() => db.$client.close());
 
 describe("Keys.find", () => {
   it("matches a key by its visible prefix, with or without gk_sk_", () => {

@@ -1,7 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
 import { createAccount, debitAccount, findAccountById, listAccounts, recentEntries } from "../../src/ledger/accounts.ts";
 import { Ledger } from "../../src/ledger/ledger.ts";
@@ -9,19 +6,14 @@ import { Ledger } from "../../src/ledger/ledger.ts";
 // The accounts' cold reads and the operator's debit (ledger/accounts.ts), as the CLI calls them.
 
 const USD = 1_000_000_000;
-let dir: string;
 let db: Db;
 let ledger: Ledger;
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "gw-accounts-"));
-  db = openDatabase(join(dir, "gateway.db"));
+  db = openDatabase(":memory:");
   migrate(db);
   ledger = new Ledger(db);
 });
-afterEach(() => {
-  db.$client.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterEach(() => db.$client.close());
 
 describe("accounts", () => {
   it("are listed oldest first, without their password hash", () => {
