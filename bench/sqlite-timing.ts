@@ -23,7 +23,9 @@ try {
   const logs = new RequestLog(db);
   const acc = createAccount(db, ledger, "timing@gateway.local", { balanceNano: usdToNano(1_000_000) });
   const { key } = keys.create(acc.id, { rpm: 1_000_000_000 });
-  const keyId = keys.authenticate(key, "127.0.0.1").id;
+  // As http/pipeline.ts authenticates a request: look the key up, then apply its refusals.
+  const authenticate = () => keys.check(key, keys.lookup(key), () => "127.0.0.1");
+  const keyId = authenticate().id;
 
   let seq = 0;
   const row = (): LogRow => ({
@@ -57,7 +59,7 @@ try {
     for (const h of holds.splice(0)) (ledger.charge(h, 100_000), h.close());
   };
   time("sha256 of the key (hashKey)", () => {}, () => hashKey(key));
-  time("key lookup (authenticate: hash + SELECT + checks)", () => {}, () => keys.authenticate(key, "127.0.0.1"));
+  time("key lookup (lookup + check: hash + SELECT + checks)", () => {}, authenticate);
   time("reserve (one SELECT; the hold is kept in memory)", settleAll, (i) => holds.push(ledger.reserve(`gw_r${seq}_${i}`, acc.id, keyId, 200_000)));
   let toSettle: Hold[] = [];
   time(
@@ -73,7 +75,7 @@ try {
     "all of one request (auth, reserve, then settle + log in one txn)",
     () => {},
     (i) => {
-      const k = keys.authenticate(key, "127.0.0.1");
+      const k = authenticate();
       const h = ledger.reserve(`gw_all${seq}_${i}`, acc.id, k.id, 200_000);
       settleAndLog(h);
     },

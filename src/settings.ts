@@ -1,18 +1,16 @@
-import type { Statement } from "bun:sqlite";
+import { eq } from "drizzle-orm";
 import { changeWatch, type ChangeWatch } from "./db/change-watch.ts";
 import type { Db } from "./db/client.ts";
+import { settings } from "./db/schema.ts";
 
 /** Operator switches kept in the database so the CLI of another process can flip them. */
 export class Settings {
-  private readonly get: Statement;
-  private readonly put: Statement;
   private readonly watch: ChangeWatch;
-  // Read on every key route; read again after another process commits (db/change-watch.ts).
+  // Read on every key route; read again only after another process commits (db/change-watch.ts), so
+  // the query builder's cost is paid once per change, not per request.
   private pausedCopy: boolean | null = null;
 
-  constructor(db: Db) {
-    this.get = db.$client.prepare("SELECT value FROM settings WHERE name = ?");
-    this.put = db.$client.prepare("INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value");
+  constructor(private readonly db: Db) {
     this.watch = changeWatch(db.$client);
     this.watch.onChange(() => {
       this.pausedCopy = null;
@@ -21,12 +19,13 @@ export class Settings {
 
   get paused(): boolean {
     this.watch.sync();
-    this.pausedCopy ??= (this.get.get("paused") as { value: string } | null)?.value === "true";
+    this.pausedCopy ??= this.db.select({ value: settings.value }).from(settings).where(eq(settings.name, "paused")).get()?.value === "true";
     return this.pausedCopy;
   }
 
   setPaused(on: boolean): void {
-    this.put.run("paused", on ? "true" : "false");
+    const value = on ? "true" : "false";
+    this.db.insert(settings).values({ name: "paused", value }).onConflictDoUpdate({ target: settings.name, set: { value } }).run();
     this.pausedCopy = on;
   }
 }

@@ -1,7 +1,7 @@
 import type { Statement } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { changeWatch, type ChangeWatch } from "../db/change-watch.ts";
-import { eq } from "drizzle-orm";
+import { and, eq, isNull, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client.ts";
 import { apiKeys } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
@@ -9,6 +9,8 @@ import { usdToNano } from "../core/money.ts";
 import { parseCidrList, ipAllowed, type Cidr } from "../core/ip.ts";
 
 export const KEY_PREFIX = "gk_sk_";
+/** How much of a key its stored prefix keeps: gk_sk_ and 6 characters. */
+const PREFIX_LENGTH = KEY_PREFIX.length + 6;
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 export interface KeyRecord {
@@ -25,6 +27,9 @@ export interface KeyRecord {
   /** When the key's account was disabled (`gateway account disable`); null while it is enabled. */
   accountDisabledAt: number | null;
 }
+
+/** A key's row as stored, for listings (the hash is in it: never print the row whole). */
+export type KeyRow = typeof apiKeys.$inferSelect;
 
 export interface NewKey {
   name?: string;
@@ -181,22 +186,21 @@ export class Keys {
   create(accountId: number, opts: NewKey = {}): { key: string; record: KeyRecord } {
     const key = generateKey();
     assertStorable(opts);
-    this.db.$client
-      .prepare(
-        "INSERT INTO api_keys (account_id, name, prefix, key_hash, quota_nano, models, ip_allow, rpm, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-      )
-      .get(
+    this.db
+      .insert(apiKeys)
+      .values({
         accountId,
-        opts.name ?? "",
-        key.slice(0, KEY_PREFIX.length + 6),
-        hashKey(key),
-        opts.quotaNano ?? null,
-        opts.models ? JSON.stringify(opts.models) : null,
-        opts.ipAllow ? JSON.stringify(opts.ipAllow) : null,
-        opts.rpm ?? null,
-        opts.expiresAt ?? null,
-        Date.now(),
-      ) as { id: number };
+        name: opts.name ?? "",
+        prefix: key.slice(0, PREFIX_LENGTH),
+        keyHash: hashKey(key),
+        quotaNano: opts.quotaNano ?? null,
+        models: opts.models ? JSON.stringify(opts.models) : null,
+        ipAllow: opts.ipAllow ? JSON.stringify(opts.ipAllow) : null,
+        rpm: opts.rpm ?? null,
+        expiresAt: opts.expiresAt ?? null,
+        createdAt: Date.now(),
+      })
+      .run();
     return { key, record: this.lookupHash(hashKey(key))! };
   }
 
@@ -221,10 +225,52 @@ export class Keys {
 
   /** Revokes the key; null when no key has this id, else whether it was active until now. */
   revoke(id: number, now = Date.now()): boolean | null {
-    const changed = this.db.$client.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(now, id).changes;
+    const changed = this.db
+      .update(apiKeys)
+      .set({ revokedAt: now })
+      .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+      .returning({ id: apiKeys.id })
+      .all();
     this.watch.forget();
-    if (changed) return true;
-    return this.db.$client.query("SELECT 1 FROM api_keys WHERE id = ?").get(id) ? false : null;
+    if (changed.length) return true;
+    return this.row(id) ? false : null;
+  }
+
+  /** The row of the key with this id; null when there is none. */
+  row(id: number): KeyRow | null {
+    return this.db.select().from(apiKeys).where(eq(apiKeys.id, id)).get() ?? null;
+  }
+
+  /** The keys of an account, oldest first. */
+  ofAccount(accountId: number): KeyRow[] {
+    return this.db.select().from(apiKeys).where(eq(apiKeys.accountId, accountId)).orderBy(apiKeys.id).all();
+  }
+
+  /**
+   * Keys whose visible prefix matches the text (gk_sk_ may be left out), or, for a whole key, the one
+   * with its hash: which account owns a leaked key.
+   */
+  find(text: string): KeyRow[] {
+    const t = text.startsWith(KEY_PREFIX) ? text : KEY_PREFIX + text;
+    if (t.length >= KEY_PREFIX.length + 32) return this.db.select().from(apiKeys).where(eq(apiKeys.keyHash, hashKey(t))).all();
+    // The stored prefix is 6 characters after gk_sk_: a longer text matches it by its start, a shorter one is its start.
+    return this.db
+      .select()
+      .from(apiKeys)
+      .where(or(sql`substr(${apiKeys.prefix}, 1, length(${t})) = ${t}`, sql`substr(${t}, 1, length(${apiKeys.prefix})) = ${apiKeys.prefix}`))
+      .orderBy(apiKeys.id)
+      .all();
+  }
+
+  /** Per account that has keys: how many, and how many are neither revoked nor expired at `now`. */
+  countsByAccount(now = Date.now()): Map<number, { keys: number; active: number }> {
+    const active = sql<number>`count(CASE WHEN ${apiKeys.revokedAt} IS NULL AND (${apiKeys.expiresAt} IS NULL OR ${apiKeys.expiresAt} > ${now}) THEN 1 END)`;
+    const rows = this.db
+      .select({ accountId: apiKeys.accountId, keys: sql<number>`count(*)`, active })
+      .from(apiKeys)
+      .groupBy(apiKeys.accountId)
+      .all();
+    return new Map(rows.map((r) => [r.accountId, { keys: r.keys, active: r.active }]));
   }
 
   /** The key with this hash; null when no key has it. */
@@ -258,14 +304,9 @@ export class Keys {
   }
 
   /**
-   * Finds the key of a request and applies its account-independent restrictions.
-   * Every unknown or malformed key gets the same 401, so answers never tell which keys exist.
+   * The refusals of a key already looked up; the address is asked for only when the key has an
+   * allow-list. Every unknown or malformed key gets the same 401, so answers never tell which keys exist.
    */
-  authenticate(presented: string | null, clientIp: string | null, now = Date.now()): KeyRecord {
-    return this.check(presented, this.lookup(presented), () => clientIp, now);
-  }
-
-  /** The refusals of authenticate, for a key already looked up; the address is asked for only when the key has an allow-list. */
   check(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now = Date.now()): KeyRecord {
     if (!presented) throw new GatewayError("no-key", "Missing API key. Pass it in the x-api-key header or as Authorization: Bearer <key>.");
     if (!rec) throw new GatewayError("no-key", "Invalid API key.");

@@ -1,10 +1,8 @@
-import { desc, eq } from "drizzle-orm";
-import { ledgerEntries } from "../db/schema.ts";
-import { createAccount, debitAccount, findAccount, listAccounts, setAccountDisabled, STARTING_BALANCE_NANO } from "../ledger/accounts.ts";
+import { createAccount, debitAccount, findAccount, listAccounts, recentEntries, setAccountDisabled, STARTING_BALANCE_NANO } from "../ledger/accounts.ts";
 import { parse, required, usdFlag, UsageError } from "./args.ts";
 import { openInstallation, output } from "./context.ts";
 import { formatUsd, iso, table, usd } from "./format.ts";
-import { accountOf, keyLine, keysOf, keyView } from "./key.ts";
+import { accountOf, keyLine, keyView } from "./key.ts";
 
 export const ACCOUNT_USAGE = `Usage:
   gateway account create --email E [--balance USD] [--password-stdin]
@@ -65,20 +63,21 @@ export async function accountCommand(argv: string[]): Promise<void> {
     return;
   }
   if (sub === "list") {
-    const rows = listAccounts(ctx.db);
+    const counts = ctx.keys.countsByAccount();
+    const rows = listAccounts(ctx.db).map((a) => ({ ...a, ...(counts.get(a.id) ?? { keys: 0, active: 0 }) }));
     const data = rows.map((a) => ({
       id: a.id,
       email: a.email,
       balance_usd: usd(a.balanceNano),
       status: a.disabledAt === null ? "active" : "disabled",
       keys: a.keys,
-      active_keys: a.activeKeys,
+      active_keys: a.active,
       created_at: iso(a.createdAt),
     }));
     const human = rows.length
       ? table(
           ["id", "email", "balance USD", "status", "keys (active)", "created"],
-          rows.map((a, i) => [a.id, a.email, formatUsd(a.balanceNano), data[i]!.status, `${a.keys} (${a.activeKeys})`, data[i]!.created_at]),
+          rows.map((a, i) => [a.id, a.email, formatUsd(a.balanceNano), data[i]!.status, `${a.keys} (${a.active})`, data[i]!.created_at]),
         )
       : "no accounts";
     output(ctx, data, human);
@@ -87,8 +86,8 @@ export async function accountCommand(argv: string[]): Promise<void> {
 
   const acc = accountOf(ctx, required(values, "email"));
   if (sub === "show") {
-    const keys = keysOf(ctx.db, acc.id);
-    const entries = ctx.db.select().from(ledgerEntries).where(eq(ledgerEntries.accountId, acc.id)).orderBy(desc(ledgerEntries.id)).limit(10).all();
+    const keys = ctx.keys.ofAccount(acc.id);
+    const entries = recentEntries(ctx.db, acc.id, 10);
     const status = acc.disabledAt === null ? "active" : "disabled";
     const data = {
       id: acc.id,

@@ -1,12 +1,9 @@
-import { Database } from "bun:sqlite";
-import { drizzle } from "drizzle-orm/bun-sqlite";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { Keys } from "../auth/keys.ts";
 import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
 import { loadConfig, type Config } from "../config/load.ts";
-import { migrate, openDatabase, pendingMigrations, refuseNewerSchema, type Db } from "../db/client.ts";
-import * as schema from "../db/schema.ts";
+import { migrate, openDatabase, openDatabaseReadOnly, pendingMigrations, refuseNewerSchema, type Db } from "../db/client.ts";
 import { Ledger } from "../ledger/ledger.ts";
 import { UsageError } from "./args.ts";
 
@@ -54,7 +51,7 @@ export function openInstallation(values: CommonValues, access: "read" | "write")
       db = openDatabase(database);
       migrate(db);
     } else {
-      db = openReadOnly(database);
+      db = openDatabaseReadOnly(database);
       refuseNewerSchema(db);
       const pending = pendingMigrations(db);
       if (pending > 0) throw new UsageError(`${database} is ${pending} migration(s) behind this gateway: run gateway migrate first`);
@@ -66,15 +63,6 @@ export function openInstallation(values: CommonValues, access: "read" | "write")
   }
   let catalog: Catalog | undefined;
   return { config, database, db, ledger: new Ledger(db), keys: new Keys(db), json: values.json ?? false, catalog: () => (catalog ??= buildCatalog(config)) };
-}
-
-// db/client.ts's openDatabase creates and sets the journal mode, both writes; this opens in SQLite's
-// read-only mode, where neither can happen.
-function openReadOnly(file: string): Db {
-  const sqlite = new Database(file, { readonly: true, strict: true });
-  sqlite.exec("PRAGMA busy_timeout = 5000");
-  sqlite.query("SELECT count(*) FROM sqlite_master").get(); // fails here if the file is not a database
-  return drizzle(sqlite, { schema }) as Db;
 }
 
 /**

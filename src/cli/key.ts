@@ -1,8 +1,5 @@
-import { eq, or, sql } from "drizzle-orm";
-import { hashKey, KEY_PREFIX, keyRules, KeyRuleError, type KeyRulesInput, type NewKey } from "../auth/keys.ts";
-import { accounts, apiKeys } from "../db/schema.ts";
-import type { Db } from "../db/client.ts";
-import { findAccount, type Account } from "../ledger/accounts.ts";
+import { KEY_PREFIX, keyRules, KeyRuleError, type KeyRow, type KeyRulesInput, type NewKey } from "../auth/keys.ts";
+import { findAccount, findAccountById, type Account } from "../ledger/accounts.ts";
 import { parse, required, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, type CliContext } from "./context.ts";
 import { formatUsd, iso, table, usd, usdOrNull } from "./format.ts";
@@ -52,8 +49,6 @@ function rulesOf(ctx: CliContext, flags: Flags): NewKey {
   }
 }
 
-type KeyRow = typeof apiKeys.$inferSelect;
-
 /** A key as the CLI shows it: prefix, never the key; money in USD numbers. */
 export function keyView(r: KeyRow, now = Date.now()) {
   return {
@@ -71,8 +66,6 @@ export function keyView(r: KeyRow, now = Date.now()) {
   };
 }
 
-export const keysOf = (db: Db, accountId: number): KeyRow[] => db.select().from(apiKeys).where(eq(apiKeys.accountId, accountId)).orderBy(apiKeys.id).all();
-
 export const keyLine = (r: KeyRow) =>
   `${r.id}\t${r.prefix}…\t${keyView(r).status}\t${r.name || "-"}\tspent ${formatUsd(r.spentNano)} USD${r.quotaNano !== null ? ` of ${formatUsd(r.quotaNano)}` : ""}`;
 
@@ -86,7 +79,7 @@ function create(ctx: CliContext, flags: Flags): void {
   const acc = accountOf(ctx, required(flags, "email"));
   const rules = rulesOf(ctx, flags);
   const { key, record } = ctx.keys.create(acc.id, rules);
-  const row = ctx.db.select().from(apiKeys).where(eq(apiKeys.id, record.id)).get()!;
+  const row = ctx.keys.row(record.id)!;
   output(ctx, { ...keyView(row), key, account: acc.email }, `key ${record.id} for ${acc.email} (shown once, store it now):\n${key}`);
 }
 
@@ -95,30 +88,24 @@ function update(ctx: CliContext, id: number, flags: Flags): void {
   const rules = rulesOf(ctx, flags);
   if (Object.keys(rules).length === 0) throw new UsageError("nothing to update: give at least one of --name --quota --models --expires --ip --rpm");
   if (!ctx.keys.update(id, rules)) throw new UsageError(`no key with id ${id}`);
-  const row = ctx.db.select().from(apiKeys).where(eq(apiKeys.id, id)).get()!;
+  const row = ctx.keys.row(id)!;
   output(ctx, keyView(row), `key ${id} updated\n${keyLine(row)}`);
 }
 
 /** Keys whose prefix matches the text, or, for a whole key, the one with its hash. */
-export function findKeys(db: Db, text: string) {
-  const cols = { key: apiKeys, email: accounts.email };
-  const base = () => db.select(cols).from(apiKeys).innerJoin(accounts, eq(accounts.id, apiKeys.accountId));
+export function findKeys(ctx: CliContext, text: string): KeyRow[] {
   const t = text.startsWith(KEY_PREFIX) ? text : KEY_PREFIX + text;
-  if (t.length >= KEY_PREFIX.length + 32) return base().where(eq(apiKeys.keyHash, hashKey(t))).all();
   if (t.length < KEY_PREFIX.length + 3) throw new UsageError("give at least 3 characters of the key after gk_sk_");
-  // The stored prefix is 6 characters after gk_sk_: a longer text matches it by its start, a shorter one is its start.
-  return base()
-    .where(or(sql`substr(${apiKeys.prefix}, 1, length(${t})) = ${t}`, sql`substr(${t}, 1, length(${apiKeys.prefix})) = ${apiKeys.prefix}`))
-    .orderBy(apiKeys.id)
-    .all();
+  return ctx.keys.find(t);
 }
 
 function find(ctx: CliContext, text: string): void {
-  const found = findKeys(ctx.db, text);
+  const found = findKeys(ctx, text);
   // Never echo a whole key back: it may be the leaked secret.
   const shown = text.length > KEY_PREFIX.length + 6 ? `${text.slice(0, KEY_PREFIX.length + 6)}…` : text;
   if (found.length === 0) throw new UsageError(`no key matches ${shown}`);
-  const data = found.map((f) => ({ ...keyView(f.key), account_id: f.key.accountId, account: f.email }));
+  const emails = new Map(found.map((k) => [k.accountId, findAccountById(ctx.db, k.accountId)?.email ?? null]));
+  const data = found.map((k) => ({ ...keyView(k), account_id: k.accountId, account: emails.get(k.accountId) ?? null }));
   const human = table(
     ["id", "prefix", "status", "account", "name", "created"],
     data.map((k) => [k.id, `${k.prefix}…`, k.status, k.account, k.name, k.created_at]),
@@ -150,7 +137,7 @@ export function keyCommand(argv: string[]): void {
   }
   if (sub === "list") {
     const acc = accountOf(ctx, required(values, "email"));
-    const rows = keysOf(ctx.db, acc.id);
+    const rows = ctx.keys.ofAccount(acc.id);
     output(ctx, rows.map((r) => keyView(r)), rows.length ? rows.map(keyLine).join("\n") : `no keys for ${acc.email}`);
     return;
   }

@@ -1,5 +1,5 @@
 import { Idempotency } from "../limits/idempotency.ts";
-import { listLogs, usageReport, type LogFilter } from "../logs/queries.ts";
+import { findLog, listLogs, usageReport, type LogFilter } from "../logs/queries.ts";
 import { RequestLog } from "../logs/request-log.ts";
 import { parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, outputCsv, type CliContext } from "./context.ts";
@@ -38,7 +38,7 @@ function filterOf(ctx: CliContext, v: { account?: string; key?: string; model?: 
   const f: LogFilter = {};
   if (v.account !== undefined) f.accountId = accountOf(ctx, v.account).id;
   if (v.key !== undefined) {
-    f.keyIds = /^\d+$/.test(v.key) ? [Number(v.key)] : findKeys(ctx.db, v.key).map((k) => k.key.id);
+    f.keyIds = /^\d+$/.test(v.key) ? [Number(v.key)] : findKeys(ctx, v.key).map((k) => k.id);
     if (f.keyIds.length === 0) throw new UsageError(`--key: no key matches ${v.key.slice(0, 12)}`);
   }
   // The log names models by their canonical id; an alias finds them too.
@@ -47,6 +47,8 @@ function filterOf(ctx: CliContext, v: { account?: string; key?: string; model?: 
   if (v.since !== undefined) f.since = sinceFlag(v.since);
   return f;
 }
+
+const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 function noCsvWithJson(v: { csv?: boolean; json?: boolean }): void {
   if (v.csv && v.json) throw new UsageError("--csv and --json: choose one");
@@ -58,11 +60,13 @@ export function logsCommand(argv: string[]): void {
     const { values, words } = parse(rest, {}, ["id"]);
     if (!words.id) throw new UsageError("usage: gateway logs show REQUEST_ID");
     const ctx = openInstallation(values, "read");
-    const row = new RequestLog(ctx.db).show(words.id);
-    if (!row) throw new UsageError(`no request ${words.id} in the log (kept ${ctx.config.logRetentionDays} days)`);
-    const { cost_nano, ...fields } = row;
-    const view = { ...fields, stream: Boolean(row.stream), cost_usd: usd(cost_nano as number), created_at: iso(row.created_at as number) };
-    const human = Object.entries({ ...view, cost_usd: formatUsd(cost_nano as number) })
+    const found = findLog(ctx.db, words.id);
+    if (!found) throw new UsageError(`no request ${words.id} in the log (kept ${ctx.config.logRetentionDays} days)`);
+    // Named as the table's columns (what sqlite3 shows), the request, its account and its key first.
+    const { requestId, accountEmail, keyPrefix, costNano, ...columns } = found;
+    const row = Object.fromEntries(Object.entries({ requestId, accountEmail, keyPrefix, ...columns }).map(([k, v]) => [snakeCase(k), v]));
+    const view = { ...row, stream: Boolean(found.stream), cost_usd: usd(costNano), created_at: iso(found.createdAt) };
+    const human = Object.entries({ ...view, cost_usd: formatUsd(costNano) })
       .map(([k, v]) => `${k.padEnd(18)} ${v ?? "-"}`)
       .join("\n");
     output(ctx, view, human);

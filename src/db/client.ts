@@ -1,4 +1,4 @@
-import { Database } from "bun:sqlite";
+import { Database, type Changes } from "bun:sqlite";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { createHash } from "node:crypto";
 import { accessSync, constants, mkdirSync } from "node:fs";
@@ -63,6 +63,20 @@ export function openDatabase(file: string, opts: { busyTimeoutMs?: number } = {}
   sqlite.exec("PRAGMA synchronous = NORMAL");
   return drizzle(sqlite, { schema }) as Db;
 }
+
+/**
+ * Opens an existing database in SQLite's read-only mode, for the CLI's reports: openDatabase creates
+ * the file and sets the journal mode, both writes, which a read-only file or user cannot do.
+ */
+export function openDatabaseReadOnly(file: string): Db {
+  const sqlite = new Database(file, { readonly: true, strict: true });
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  sqlite.query("SELECT count(*) FROM sqlite_master").get(); // fails here if the file is not a database
+  return drizzle(sqlite, { schema }) as Db;
+}
+
+/** How many rows a query builder's run() changed: bun:sqlite returns them, drizzle's types call the result void. */
+export const changedRows = (result: unknown): number => (result as Changes).changes;
 
 /** Applies the migrations compiled into the program; compatible with drizzle-kit's bookkeeping table. */
 export function migrate(db: Db): number {

@@ -85,6 +85,23 @@ export class GroupCommit {
     return value;
   }
 
+  /**
+   * Why a write could not begin now (GET /readyz), or null: the last batch's failure, else what a
+   * probe of the write lock met, waiting at most the busy timeout on the event loop.
+   */
+  writeRefusal(): unknown {
+    if (this.failing) return this.failing;
+    // A batch of ours is open: the database took a write this turn.
+    if (this.db.inTransaction) return null;
+    try {
+      this.db.run("BEGIN IMMEDIATE");
+      this.db.run("ROLLBACK");
+      return null;
+    } catch (e) {
+      return e;
+    }
+  }
+
   /** BEGIN IMMEDIATE, retried between turns of the event loop while another process holds the lock. */
   private async begun(): Promise<void> {
     const deadline = performance.now() + LOCK_WAIT_MS;

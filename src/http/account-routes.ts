@@ -10,8 +10,8 @@ import { CountTokensBody, validate } from "./schemas.ts";
 /** GET /v1/me: what this key may still spend, and its limits. */
 export function me(call: KeyedCall): Response {
   const { svc, key } = call;
-  const k = svc.db.$client.query("SELECT spent_nano FROM api_keys WHERE id = ?").get(key.id) as { spent_nano: number };
-  const keyHeld = svc.ledger.holds.key(key.id);
+  // Keys are never deleted, and this one was just looked up.
+  const spend = svc.ledger.keySpend(key.id)!;
   const b = svc.ledger.balance(key.accountId);
   const quota = key.quotaNano;
   return json({
@@ -24,9 +24,9 @@ export function me(call: KeyedCall): Response {
       expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
       quota: {
         limit_usd: quota === null ? null : nanoToUsd(quota),
-        spent_usd: nanoToUsd(k.spent_nano),
-        reserved_usd: nanoToUsd(keyHeld),
-        remaining_usd: quota === null ? null : nanoToUsd(Math.max(quota - k.spent_nano - keyHeld, 0)),
+        spent_usd: nanoToUsd(spend.spentNano),
+        reserved_usd: nanoToUsd(spend.reservedNano),
+        remaining_usd: quota === null ? null : nanoToUsd(Math.max(quota - spend.spentNano - spend.reservedNano, 0)),
       },
     },
     balance: {

@@ -15,19 +15,10 @@ type Ctx = { request: Request; server: Server<unknown> | null };
 
 const LOOPBACK = parseCidrList(["127.0.0.0/8", "::1"]);
 
-/** GET /readyz's own probe of the write lock: at most this long on the event loop. */
+/** GET /readyz: whether the database takes a write now (the group commit, owner of BEGIN and COMMIT, probes it). */
 function writable(svc: Services): GatewayError | null {
-  if (svc.commits.failing) return asGatewayError(svc.commits.failing);
-  const db = svc.db.$client;
-  // A batch of ours is open: the database took a write this turn.
-  if (db.inTransaction) return null;
-  try {
-    db.run("BEGIN IMMEDIATE");
-    db.run("ROLLBACK");
-    return null;
-  } catch (e) {
-    return asGatewayError(e);
-  }
+  const refusal = svc.commits.writeRefusal();
+  return refusal ? asGatewayError(refusal) : null;
 }
 
 /** Who may read /metrics ([server] metrics): loopback callers not behind a proxy, or the bearer token. */

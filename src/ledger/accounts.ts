@@ -1,21 +1,20 @@
-import { asc, eq, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, isNotNull, isNull, sql } from "drizzle-orm";
 import { changeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
-import { accounts, apiKeys } from "../db/schema.ts";
+import { accounts, ledgerEntries } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { CreditKind, Ledger } from "./ledger.ts";
 import { formatUsd } from "../core/money.ts";
 
+// The accounts' rows and their ledger history, for the CLI and first start: cold paths, through the
+// query builder. The per-request money (reserve, charge, credit) is ledger.ts's.
+
 export const STARTING_BALANCE_NANO = 1_000_000_000; // spec: registration credits 1 USD
 
-export interface Account {
-  id: number;
-  email: string;
-  balanceNano: number;
-  /** Set while the account is disabled: its keys are refused with 403 inactive. */
-  disabledAt: number | null;
-  createdAt: number;
-}
+/** An account as stored, without its password hash; disabledAt is set while its keys are refused (403 inactive). */
+export type Account = Omit<typeof accounts.$inferSelect, "passwordHash">;
+
+export type LedgerEntry = typeof ledgerEntries.$inferSelect;
 
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
@@ -23,6 +22,10 @@ const ACCOUNT = { id: accounts.id, email: accounts.email, balanceNano: accounts.
 
 export function findAccount(db: Db, email: string): Account | null {
   return db.select(ACCOUNT).from(accounts).where(eq(accounts.email, email.trim().toLowerCase())).get() ?? null;
+}
+
+export function findAccountById(db: Db, id: number): Account | null {
+  return db.select(ACCOUNT).from(accounts).where(eq(accounts.id, id)).get() ?? null;
 }
 
 /** A new account; its opening balance is a ledger row like every other balance change. */
@@ -35,34 +38,28 @@ export function createAccount(
   const normalized = email.trim().toLowerCase();
   if (!EMAIL.test(normalized)) throw new GatewayError("invalid_request", `not an email address: ${email}`);
   if (findAccount(db, normalized)) throw new GatewayError("invalid_request", `an account with email ${normalized} already exists`);
-  const row = db.$client
-    .prepare("INSERT INTO accounts (email, password_hash, created_at) VALUES (?, ?, ?) RETURNING id")
-    .get(normalized, opts.passwordHash ?? null, Date.now()) as { id: number };
+  const row = db
+    .insert(accounts)
+    .values({ email: normalized, passwordHash: opts.passwordHash ?? null, createdAt: Date.now() })
+    .returning({ id: accounts.id })
+    .get();
   const opening = opts.balanceNano ?? STARTING_BALANCE_NANO;
   if (opening > 0) ledger.credit(row.id, opening, opts.kind ?? "registration_credit", "starting balance");
   return findAccount(db, normalized)!;
 }
 
 export function countAccounts(db: Db): number {
-  return (db.$client.query("SELECT count(*) AS n FROM accounts").get() as { n: number }).n;
+  return db.select({ n: count() }).from(accounts).get()!.n;
 }
 
-export interface AccountSummary extends Account {
-  /** Keys neither revoked nor expired. */
-  activeKeys: number;
-  keys: number;
+/** Every account, oldest first. Holds of running requests are not in the file (ledger/holds.ts). */
+export function listAccounts(db: Db): Account[] {
+  return db.select(ACCOUNT).from(accounts).orderBy(asc(accounts.id)).all();
 }
 
-/** Every account with its key counts, oldest first. Holds of running requests are not in the file (ledger/holds.ts). */
-export function listAccounts(db: Db, now = Date.now()): AccountSummary[] {
-  const active = sql<number>`count(CASE WHEN ${apiKeys.id} IS NOT NULL AND ${apiKeys.revokedAt} IS NULL AND (${apiKeys.expiresAt} IS NULL OR ${apiKeys.expiresAt} > ${now}) THEN 1 END)`;
-  return db
-    .select({ ...ACCOUNT, keys: sql<number>`count(${apiKeys.id})`, activeKeys: active })
-    .from(accounts)
-    .leftJoin(apiKeys, eq(apiKeys.accountId, accounts.id))
-    .groupBy(accounts.id)
-    .orderBy(asc(accounts.id))
-    .all();
+/** The account's newest ledger entries, newest first. */
+export function recentEntries(db: Db, accountId: number, limit: number): LedgerEntry[] {
+  return db.select().from(ledgerEntries).where(eq(ledgerEntries.accountId, accountId)).orderBy(desc(ledgerEntries.id)).limit(limit).all();
 }
 
 /**
@@ -72,24 +69,25 @@ export function listAccounts(db: Db, now = Date.now()): AccountSummary[] {
  */
 export function debitAccount(db: Db, accountId: number, amountNano: number, note: string): number {
   if (!Number.isSafeInteger(amountNano) || amountNano <= 0) throw new RangeError("a debit must be a positive whole number of nano-dollars");
-  const client = db.$client;
-  const balance = client.transaction(() => {
-    const row = client.query("SELECT balance_nano FROM accounts WHERE id = ?").get(accountId) as { balance_nano: number } | null;
-    if (!row) throw new GatewayError("invalid_request", `no account with id ${accountId}`);
-    if (row.balance_nano < amountNano) {
-      throw new GatewayError(
-        "invalid_request",
-        `a debit of ${formatUsd(amountNano)} USD would take the balance of ${formatUsd(row.balance_nano)} USD below zero`,
-      );
-    }
-    client
-      .prepare("INSERT INTO ledger_entries (account_id, kind, amount_nano, note, created_at) VALUES (?, 'operator_debit', ?, ?, ?)")
-      .run(accountId, -amountNano, note, Date.now());
-    client.prepare("UPDATE accounts SET balance_nano = balance_nano - ? WHERE id = ?").run(amountNano, accountId);
-    return row.balance_nano - amountNano;
-  }).immediate();
+  // Immediate: the write lock is taken at BEGIN, so the balance read is the one the debit changes.
+  const balance = db.transaction(
+    (tx) => {
+      const row = tx.select({ balanceNano: accounts.balanceNano }).from(accounts).where(eq(accounts.id, accountId)).get();
+      if (!row) throw new GatewayError("invalid_request", `no account with id ${accountId}`);
+      if (row.balanceNano < amountNano) {
+        throw new GatewayError(
+          "invalid_request",
+          `a debit of ${formatUsd(amountNano)} USD would take the balance of ${formatUsd(row.balanceNano)} USD below zero`,
+        );
+      }
+      tx.insert(ledgerEntries).values({ accountId, kind: "operator_debit", amountNano: -amountNano, note, createdAt: Date.now() }).run();
+      tx.update(accounts).set({ balanceNano: sql`${accounts.balanceNano} - ${amountNano}` }).where(eq(accounts.id, accountId)).run();
+      return row.balanceNano - amountNano;
+    },
+    { behavior: "immediate" },
+  );
   // Written behind the Ledger's back: its copy of this balance must go.
-  changeWatch(client).forget();
+  changeWatch(db.$client).forget();
   return balance;
 }
 
@@ -98,7 +96,7 @@ export function setAccountDisabled(db: Db, accountId: number, disabled: boolean,
   const changed = db
     .update(accounts)
     .set({ disabledAt: disabled ? now : null })
-    .where(sql`${accounts.id} = ${accountId} AND ${accounts.disabledAt} IS ${disabled ? sql`NULL` : sql`NOT NULL`}`)
+    .where(and(eq(accounts.id, accountId), disabled ? isNull(accounts.disabledAt) : isNotNull(accounts.disabledAt)))
     .returning({ id: accounts.id })
     .all();
   changeWatch(db.$client).forget();

@@ -1,6 +1,8 @@
 import type { Statement } from "bun:sqlite";
+import { eq } from "drizzle-orm";
 import { changeWatch, type ChangeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
+import { apiKeys } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { GroupCommit } from "../db/group-commit.ts";
 import { Hold, type HoldOwner, type Settlement } from "./hold.ts";
@@ -17,6 +19,13 @@ export interface BalanceView {
   balanceNano: number;
   reservedNano: number;
   spendableNano: number;
+}
+
+export interface KeySpendView {
+  /** Charged to the key so far (api_keys.spent_nano, the ledger's column). */
+  spentNano: number;
+  /** Held by the key's running requests. */
+  reservedNano: number;
 }
 
 /**
@@ -185,6 +194,12 @@ export class Ledger implements HoldOwner {
     const balanceNano = (this.s.balance!.get(accountId) as { balance_nano: number }).balance_nano;
     const reservedNano = this.holds.account(accountId);
     return { balanceNano, reservedNano, spendableNano: balanceNano - reservedNano };
+  }
+
+  /** What the key has spent and holds (GET /v1/me); null when no key has this id. */
+  keySpend(keyId: number): KeySpendView | null {
+    const row = this.db.select({ spentNano: apiKeys.spentNano }).from(apiKeys).where(eq(apiKeys.id, keyId)).get();
+    return row ? { spentNano: row.spentNano, reservedNano: this.holds.key(keyId) } : null;
   }
 }
 

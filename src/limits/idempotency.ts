@@ -1,5 +1,7 @@
 import type { Statement } from "bun:sqlite";
-import type { Db } from "../db/client.ts";
+import { eq, lt } from "drizzle-orm";
+import { changedRows, type Db } from "../db/client.ts";
+import { idempotencyRecords } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -29,6 +31,8 @@ const clientPart = (stored: string) => stored.slice(stored.indexOf("\n") + 1);
 /**
  * Idempotency-Key = key + request fingerprint + stored answer (Stripe's model). The in_flight row is
  * claimed in one transaction, so a concurrent duplicate waits for the first instead of running twice.
+ * begin and finish run on every request that sends the header, so they keep prepared statements;
+ * prune and abandonInFlight run once a day or at start, through the query builder.
  */
 export class Idempotency {
   private readonly s: Record<string, Statement>;
@@ -40,8 +44,6 @@ export class Idempotency {
       del: q("DELETE FROM idempotency_records WHERE key_id = ? AND idempotency_key = ?"),
       claim: q("INSERT INTO idempotency_records (key_id, idempotency_key, body_sha256, state, request_id, created_at) VALUES (?, ?, ?, 'in_flight', ?, ?)"),
       done: q("UPDATE idempotency_records SET state = 'done', status = ?, content_type = ?, response_body = ? WHERE key_id = ? AND idempotency_key = ?"),
-      prune: q("DELETE FROM idempotency_records WHERE created_at < ?"),
-      abandon: q("DELETE FROM idempotency_records WHERE state = 'in_flight'"),
     };
   }
 
@@ -89,11 +91,11 @@ export class Idempotency {
   }
 
   prune(now = Date.now()): number {
-    return this.s.prune!.run(now - IDEMPOTENCY_TTL_MS).changes;
+    return changedRows(this.db.delete(idempotencyRecords).where(lt(idempotencyRecords.createdAt, now - IDEMPOTENCY_TTL_MS)).run());
   }
 
   /** At start: claims of a process that died will never finish. */
   abandonInFlight(): number {
-    return this.s.abandon!.run().changes;
+    return changedRows(this.db.delete(idempotencyRecords).where(eq(idempotencyRecords.state, "in_flight")).run());
   }
 }

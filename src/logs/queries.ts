@@ -1,9 +1,11 @@
-import { and, desc, eq, gte, inArray, sql, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, gte, inArray, isNotNull, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import type { Db } from "../db/client.ts";
 import { accounts, apiKeys, requestLogs } from "../db/schema.ts";
 import { requestIdPrefixAt } from "../core/request-id.ts";
 
-// The operator's reports over request_logs: cold paths, run by the CLI against the file.
+// The operator's reports over request_logs: cold paths, run by the CLI against the file. They are the
+// one place that reads another group's tables (docs/architecture.md): the account's email and the
+// key's prefix, so a report names them without a second query per row. They never write.
 
 export interface LogFilter {
   accountId?: number;
@@ -34,18 +36,28 @@ function where(f: LogFilter): SQL | undefined {
 
 export type LogRecord = typeof requestLogs.$inferSelect & { accountEmail: string | null; keyPrefix: string | null };
 
-/** The newest `limit` rows that match, newest first. */
-export function listLogs(db: Db, filter: LogFilter, limit: number): LogRecord[] {
-  return db
+const withNames = (db: Db) =>
+  db
     .select({ accountEmail: accounts.email, keyPrefix: apiKeys.prefix, log: requestLogs })
     .from(requestLogs)
     .leftJoin(accounts, eq(accounts.id, requestLogs.accountId))
-    .leftJoin(apiKeys, eq(apiKeys.id, requestLogs.keyId))
-    .where(where(filter))
-    .orderBy(desc(requestLogs.requestId))
-    .limit(limit)
-    .all()
-    .map((r) => ({ ...r.log, accountEmail: r.accountEmail, keyPrefix: r.keyPrefix }));
+    .leftJoin(apiKeys, eq(apiKeys.id, requestLogs.keyId));
+
+const record = (r: { accountEmail: string | null; keyPrefix: string | null; log: typeof requestLogs.$inferSelect }): LogRecord => ({
+  ...r.log,
+  accountEmail: r.accountEmail,
+  keyPrefix: r.keyPrefix,
+});
+
+/** The newest `limit` rows that match, newest first. */
+export function listLogs(db: Db, filter: LogFilter, limit: number): LogRecord[] {
+  return withNames(db).where(where(filter)).orderBy(desc(requestLogs.requestId)).limit(limit).all().map(record);
+}
+
+/** One request's row; null when it is not in the log (never written, or pruned). */
+export function findLog(db: Db, requestId: string): LogRecord | null {
+  const r = withNames(db).where(eq(requestLogs.requestId, requestId)).get();
+  return r ? record(r) : null;
 }
 
 export interface UsageRow {
@@ -66,15 +78,24 @@ export interface UsageRow {
  * requests: what a balance could not cover is the ledger's shortfall_nano.
  */
 export function usageReport(db: Db, filter: Pick<LogFilter, "accountId" | "since">): UsageRow[] {
-  const cond = where(filter);
-  // No table aliases: the filter's columns are written with their table's name.
-  return db.all<UsageRow>(sql`
-    SELECT date(request_logs.created_at / 1000, 'unixepoch') AS day, accounts.email AS account_email, request_logs.key_id,
-           api_keys.prefix AS key_prefix, request_logs.model, COUNT(*) AS requests,
-           COALESCE(SUM(request_logs.input_tokens), 0) AS input_tokens, COALESCE(SUM(request_logs.output_tokens), 0) AS output_tokens,
-           COALESCE(SUM(request_logs.cost_nano), 0) AS cost_nano
-    FROM ${requestLogs} LEFT JOIN ${accounts} ON accounts.id = request_logs.account_id LEFT JOIN ${apiKeys} ON api_keys.id = request_logs.key_id
-    WHERE request_logs.account_id IS NOT NULL ${cond ? sql`AND ${cond}` : sql``}
-    GROUP BY day, request_logs.account_id, request_logs.key_id, request_logs.model
-    ORDER BY day DESC, cost_nano DESC`);
+  const sum = (c: SQLWrapper) => sql<number>`COALESCE(SUM(${c}), 0)`;
+  return db
+    .select({
+      day: sql<string>`date(${requestLogs.createdAt} / 1000, 'unixepoch')`.as("day"),
+      account_email: accounts.email,
+      key_id: requestLogs.keyId,
+      key_prefix: apiKeys.prefix,
+      model: requestLogs.model,
+      requests: count(),
+      input_tokens: sum(requestLogs.inputTokens),
+      output_tokens: sum(requestLogs.outputTokens),
+      cost_nano: sum(requestLogs.costNano).as("cost_nano"),
+    })
+    .from(requestLogs)
+    .leftJoin(accounts, eq(accounts.id, requestLogs.accountId))
+    .leftJoin(apiKeys, eq(apiKeys.id, requestLogs.keyId))
+    .where(and(isNotNull(requestLogs.accountId), where(filter)))
+    .groupBy((r) => [r.day, requestLogs.accountId, r.key_id, r.model])
+    .orderBy((r) => [desc(r.day), desc(r.cost_nano)])
+    .all();
 }

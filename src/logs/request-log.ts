@@ -1,5 +1,7 @@
 import type { Statement } from "bun:sqlite";
-import type { Db } from "../db/client.ts";
+import { and, lt } from "drizzle-orm";
+import { changedRows, type Db } from "../db/client.ts";
+import { requestLogs } from "../db/schema.ts";
 import type { GroupCommit } from "../db/group-commit.ts";
 import { requestIdPrefixAt } from "../core/request-id.ts";
 import { events } from "./events.ts";
@@ -38,7 +40,10 @@ export interface LogRow {
   ttfbMs?: number;
 }
 
-/** One row per /v1 request; content and keys never reach this table. */
+/**
+ * One row per /v1 request; content and keys never reach this table. The insert runs on every request
+ * (a prepared statement, bench/RESULTS.md); pruning is daily, through the query builder. Reports: queries.ts.
+ */
 export class RequestLog {
   private readonly insert: Statement;
   /** How long rows are kept: `[logs] retention_days` (Config.logRetentionDays). */
@@ -99,24 +104,16 @@ export class RequestLog {
     return commits.run(() => this.write(r)).catch((e: unknown) => events.writeFailed("request_log", r.requestId, e));
   }
 
-  /** The row, with the email of its account and the prefix of its key (never the key). */
-  show(requestId: string): Record<string, unknown> | null {
-    return this.db.$client
-      .query(
-        `SELECT l.request_id, a.email AS account_email, k.prefix AS key_prefix, l.*
-         FROM request_logs l LEFT JOIN accounts a ON a.id = l.account_id LEFT JOIN api_keys k ON k.id = l.key_id
-         WHERE l.request_id = ?`,
-      )
-      .get(requestId) as Record<string, unknown> | null;
-  }
-
   /** Deletes the rows older than the retention; returns how many. */
   prune(now = Date.now()): number {
     // Request ids begin with their time (newRequestId), so the key range finds the candidates without a
     // created_at index; a day of margin covers clock skew between processes, created_at decides.
     const cutoff = now - this.retentionDays * DAY_MS;
-    return this.db.$client
-      .prepare("DELETE FROM request_logs WHERE request_id < ? AND created_at < ?")
-      .run(requestIdPrefixAt(cutoff + DAY_MS), cutoff).changes;
+    return changedRows(
+      this.db
+        .delete(requestLogs)
+        .where(and(lt(requestLogs.requestId, requestIdPrefixAt(cutoff + DAY_MS)), lt(requestLogs.createdAt, cutoff)))
+        .run(),
+    );
   }
 }

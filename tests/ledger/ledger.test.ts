@@ -286,3 +286,16 @@ describe("balances and spend kept between requests", () => {
     expect(() => ledger.reserve("gw_k10", a.accountId, a.keyId, 600_000_000)).not.toThrow();
   });
 });
+
+describe("a key's spend (GET /v1/me)", () => {
+  it("is what the key was charged and what its running requests hold", async () => {
+    const a = account(1);
+    await ledger.reserve("gw_ks1", a.accountId, a.keyId, 100_000_000).post(40_000_000);
+    ledger.reserve("gw_ks2", a.accountId, a.keyId, 30_000_000);
+    expect(ledger.keySpend(a.keyId)).toEqual({ spentNano: 40_000_000, reservedNano: 30_000_000 });
+  });
+
+  it("is null for a key that does not exist", () => {
+    expect(ledger.keySpend(999)).toBeNull();
+  });
+});

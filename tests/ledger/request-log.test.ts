@@ -4,6 +4,7 @@ import { readFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrate, openDatabase } from "../../src/db/client.ts";
+import { findLog } from "../../src/logs/queries.ts";
 import { LOG_RETENTION_MS, RequestLog } from "../../src/logs/request-log.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { getWithKey, postWithApiKey, sqlAll, sqlGet } from "../support/keyed.ts";
@@ -111,8 +112,8 @@ describe("retention", () => {
       db.$client.prepare("UPDATE request_logs SET created_at = ? WHERE request_id = ?").run(now - 89 * day, young);
       expect(LOG_RETENTION_MS).toBe(90 * day);
       expect(logs.prune(now)).toBe(1);
-      expect(logs.show(old)).toBeNull();
-      expect(logs.show(young)).not.toBeNull();
+      expect(findLog(db, old)).toBeNull();
+      expect(findLog(db, young)).not.toBeNull();
     } finally {
       db.$client.close();
       rmSync(dir, { recursive: true, force: true });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { requestIdPrefixAt } from "../../src/core/request-id.ts";
+import { findLog } from "../../src/logs/queries.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 // [logs] retention_days (default 90): how long the server keeps request log rows.
@@ -27,8 +28,8 @@ describe("the server's log retention", () => {
     const young = rowAged(gw, 4);
     expect(gw.services.logs.retentionDays).toBe(5);
     expect(gw.services.logs.prune()).toBe(1);
-    expect(gw.services.logs.show(old)).toBeNull();
-    expect(gw.services.logs.show(young)).not.toBeNull();
+    expect(findLog(gw.services.db, old)).toBeNull();
+    expect(findLog(gw.services.db, young)).not.toBeNull();
   });
 });
 
@@ -43,7 +44,7 @@ describe("without [logs] retention_days", () => {
     const old = rowAged(gw, 91);
     const young = rowAged(gw, 89);
     expect(gw.services.logs.prune()).toBe(1);
-    expect(gw.services.logs.show(old)).toBeNull();
-    expect(gw.services.logs.show(young)).not.toBeNull();
+    expect(findLog(gw.services.db, old)).toBeNull();
+    expect(findLog(gw.services.db, young)).not.toBeNull();
   });
 });

@@ -1,0 +1,131 @@
+import { describe, expect, it } from "bun:test";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { getTableName, is } from "drizzle-orm";
+import { SQLiteTable } from "drizzle-orm/sqlite-core";
+import * as schema from "../../src/db/schema.ts";
+
+// docs/architecture.md, "Who owns which table's SQL": one module owns each table group's SQL, so a
+// reader finds every statement on a table in one place. A text scan of src/: raw SQL naming a table,
+// or a file importing a table of db/schema.ts for the query builder.
+
+/** The files that may write SQL or query-builder calls on each table. */
+const OWNERS: Record<string, string[]> = {
+  // The ledger's share of api_keys is spent_nano, the key's money column (and the quota beside it).
+  api_keys: ["auth/keys.ts", "ledger/ledger.ts"],
+  accounts: ["ledger/accounts.ts", "ledger/ledger.ts"],
+  ledger_entries: ["ledger/accounts.ts", "ledger/ledger.ts"],
+  request_logs: ["logs/request-log.ts", "logs/queries.ts"],
+  idempotency_records: ["limits/idempotency.ts"],
+  settings: ["settings.ts"],
+};
+
+/** Reads of another group's table, never writes. */
+const JOINED_READS: Record<string, string[]> = {
+  // The key lookup carries the account's disabled switch: one statement on the hot path (bench/RESULTS.md).
+  "auth/keys.ts": ["accounts"],
+  // Reports name the account's email and the key's prefix.
+  "logs/queries.ts": ["accounts", "api_keys"],
+};
+
+const NOT_SCANNED = new Set(["db/schema.ts", "db/migrations.gen.ts"]);
+
+const SRC = resolve(import.meta.dir, "../../src");
+
+/** Table name by its export name in db/schema.ts. */
+const TABLES = new Map<string, string>(Object.entries(schema).flatMap(([name, value]) => (is(value, SQLiteTable) ? [[name, getTableName(value)] as const] : [])));
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return path.endsWith(".ts") ? [path] : [];
+  });
+}
+
+// Comments name tables in prose; `//` inside a string (a URL) is left alone.
+const withoutComments = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
+
+const CODE = new Map(
+  sourceFiles(SRC)
+    .map((file) => [relative(SRC, file), withoutComments(readFileSync(file, "utf8"))] as const)
+    .filter(([file]) => !NOT_SCANNED.has(file)),
+);
+
+/** The tables of db/schema.ts a file imports for the query builder, by export name. */
+function importedTables(code: string): string[] {
+  const found: string[] = [];
+  for (const m of code.matchAll(/^import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+"[^"]*\/db\/schema\.ts"/gm)) {
+    for (const part of m[1]!.split(",")) {
+      const name = part.replace(/^\s*type\s+/, "").split(/\s+as\s+/)[0]!.trim();
+      if (TABLES.has(name)) found.push(name);
+    }
+  }
+  for (const m of code.matchAll(/^import\s+\*\s+as\s+(\w+)\s+from\s+"[^"]*\/db\/schema\.ts"/gm)) {
+    for (const use of code.matchAll(new RegExp(`\\b${m[1]}\\.(\\w+)`, "g"))) if (TABLES.has(use[1]!)) found.push(use[1]!);
+  }
+  return found;
+}
+
+const sqlNaming = (table: string, verbs: string) => new RegExp(`\\b(?:${verbs})\\s+"?${table}\\b`, "i");
+const READ_OR_WRITE = "FROM|JOIN|INTO|UPDATE|TABLE";
+const WRITE = "INSERT\\s+(?:OR\\s+\\w+\\s+)?INTO|UPDATE|DELETE\\s+FROM";
+
+/** The tables a file writes SQL or query-builder calls on. */
+function tablesUsed(code: string): Set<string> {
+  const used = new Set(importedTables(code).map((name) => TABLES.get(name)!));
+  for (const table of TABLES.values()) if (sqlNaming(table, READ_OR_WRITE).test(code)) used.add(table);
+  return used;
+}
+
+function writes(code: string, table: string): boolean {
+  const exportName = [...TABLES].find(([, t]) => t === table)![0];
+  return sqlNaming(table, WRITE).test(code) || new RegExp(`\\.(?:insert|update|delete)\\(\\s*${exportName}\\b`).test(code);
+}
+
+describe("the SQL of each table", () => {
+  it("has owners named for every table of src/db/schema.ts", () => {
+    expect([...TABLES.values()].sort()).toEqual(Object.keys(OWNERS).sort());
+  });
+
+  it("is found by the scan in each of its owners", () => {
+    const missing = Object.entries(OWNERS).flatMap(([table, owners]) => owners.filter((f) => !tablesUsed(CODE.get(f) ?? "").has(table)).map((f) => `${f}: ${table}`));
+    expect(missing).toEqual([]);
+  });
+
+  it("is written nowhere but in its owners and the joined reads", () => {
+    const strays: string[] = [];
+    for (const [file, code] of CODE) {
+      for (const table of tablesUsed(code)) {
+        if (!OWNERS[table]!.includes(file) && !JOINED_READS[file]?.includes(table)) strays.push(`${file}: ${table}`);
+      }
+    }
+    expect(strays).toEqual([]);
+  });
+
+  it("is only read by a joined read, never written", () => {
+    const written = Object.entries(JOINED_READS).flatMap(([file, tables]) => tables.filter((t) => writes(CODE.get(file)!, t)).map((t) => `${file}: ${t}`));
+    expect(written).toEqual([]);
+  });
+});
+
+/** A statement run on the connection itself, or SQL text written out in a string. */
+const STATEMENT = /\$client\s*\.\s*(?:prepare|query|run|exec|transaction)\b|["'`]\s*(?:SELECT|INSERT|UPDATE|DELETE|PRAGMA|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|VACUUM)\b/;
+
+describe("statements on the SQLite connection", () => {
+  it("run only in db/ and in the tables' owners", () => {
+    const owners = new Set(Object.values(OWNERS).flat());
+    const strays = [...CODE]
+      .filter(([file, code]) => !file.startsWith("db/") && !owners.has(file) && STATEMENT.test(code))
+      .map(([file]) => file);
+    expect(strays).toEqual([]);
+  });
+
+  it("never come from the CLI, which calls the owners", () => {
+    const strays = [...CODE]
+      .filter(([file]) => file.startsWith("cli/"))
+      .filter(([, code]) => STATEMENT.test(code) || /from\s+"(?:drizzle-orm[^"]*|[^"]*\/db\/schema\.ts)"/.test(code))
+      .map(([file]) => file);
+    expect(strays).toEqual([]);
+  });
+});
