@@ -34,17 +34,17 @@ export async function firstEvents(a: Attempt, upstream: Dialect): Promise<Openin
   const reader: ChunkReader = a.response.body!.getReader();
   const parser = new SseParser();
   const p: Opening = { reader, parser, events: [], ended: false };
-  let opening: SseEvent | undefined;
-  while (!opening) {
+  let first: SseEvent | undefined;
+  while (!first) {
     const { done, value } = await reader.read();
     if (done) {
       p.events.push(...parser.end());
       p.ended = true;
     } else p.events.push(...parser.push(value!));
-    opening = p.events.find((ev) => ev.event !== "ping");
-    if (!opening && p.ended) throw new Error("upstream closed the stream before the first event");
+    first = p.events.find((ev) => ev.event !== "ping");
+    if (!first && p.ended) throw new Error("upstream closed the stream before the first event");
   }
-  const why = notAnOpening(upstream, opening);
+  const why = notAnOpening(upstream, first);
   if (why) throw new Error(why);
   return p;
 }
