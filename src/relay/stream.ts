@@ -105,6 +105,8 @@ export function relayStream(s: StreamStart): Response {
   // attemptRoutes left the call held by the cutoff; the stream lets it go when it ends.
   const cutoff = call.svc.cutoff;
   const costOf = (u: TokenUsage) => tokenCost(s.model.prices, u);
+  /** What a finished answer is billed: the machine's usage, else our estimate (the one its final usage showed). */
+  const answerUsage = () => m.usage ?? estimatedUsage(estimatedInputTokens, m.outputChars);
 
   /** The one place the hold resolves (if the final usage event has not posted it already). */
   const finish = async (ending: Ending): Promise<void> => {
@@ -120,7 +122,7 @@ export function relayStream(s: StreamStart): Response {
       return writeLogAlone();
     }
     if (ending === "cancelled") call.log.errorCode = "client_cancelled";
-    const billed = ending === "cancelled" ? deliveredUsage(m, estimatedInputTokens) : (m.usage ?? estimatedUsage(estimatedInputTokens, m.outputChars));
+    const billed = ending === "cancelled" ? deliveredUsage(m, estimatedInputTokens) : answerUsage();
     try {
       await post(call, hold, costOf(billed), billed, 200);
     } catch (e) {
@@ -165,7 +167,7 @@ export function relayStream(s: StreamStart): Response {
   };
   /** Posts the answer's cost; false when it could not be committed (then the client gets an error event instead, free). */
   const chargeFinal = async (c: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> => {
-    const billed = m.usage ?? estimatedUsage(estimatedInputTokens, m.outputChars);
+    const billed = answerUsage();
     try {
       await post(call, hold, costOf(billed), billed, 200);
       return true;
