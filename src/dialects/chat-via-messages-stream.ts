@@ -1,5 +1,6 @@
-// Messages SSE events → Chat Completions chunks (protocols/translation.md §5). A state machine fed one
-// parsed event at a time; the caller encodes each chunk as `data: <json>` and "[DONE]" as `data: [DONE]`.
+// Messages SSE events → Chat Completions chunks (protocols/translation.md §5). The translator is a
+// state machine fed one parsed event at a time; ChatViaMessagesMachine puts it behind the
+// StreamMachine contract, encoding each chunk as `data: <json>` and "[DONE]" as `data: [DONE]`.
 
 import { nanoToUsd, type TokenUsage } from "../core/money.ts";
 import { StreamTally, estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
@@ -7,6 +8,8 @@ import { toolIdFromMessages } from "./tool-ids.ts";
 import { billableMessagesUsage, chatUsage, stopToFinish } from "./usage.ts";
 import type { ChatChunk, ChatUsage, JsonObject, MessagesEvent } from "../wire/shapes.ts";
 import { redactSecrets } from "../wire/scrub.ts";
+import { encodeSse, type SseEvent } from "../wire/sse.ts";
+import { errorOf, parseObject, TranslatingMachine } from "./stream-machine.ts";
 
 export interface ChatViaMessagesStreamOptions {
   /** Public model name shown to the client. */
@@ -64,6 +67,7 @@ export class ChatViaMessagesStream extends StreamTally {
       case "message_delta":
         return this.messageDelta(data);
       case "message_stop":
+        this.complete = true;
         return this.messageStop();
       case "error": {
         const err = (data.error ?? {}) as JsonObject;
@@ -196,7 +200,10 @@ export class ChatViaMessagesStream extends StreamTally {
     const stop = ((data.delta ?? {}) as JsonObject).stop_reason;
     const finish = this.chunk({}, stopToFinish(typeof stop === "string" ? stop : null) ?? "stop");
     // Without include_usage the finish chunk is the only place usage (and cost_usd) can go.
-    if (!this.opts.includeUsage && this.finalUsage) finish.usage = this.finalUsage;
+    if (!this.opts.includeUsage && this.finalUsage) {
+      finish.usage = this.finalUsage;
+      this.costShown = true;
+    }
     out.push(finish);
     this.finishSent = true;
     return out;
@@ -209,8 +216,36 @@ export class ChatViaMessagesStream extends StreamTally {
     if (this.opts.includeUsage && this.finalUsage) {
       // Same id: the SDK's stream() merges later chunks only when they carry a truthy id.
       out.push({ id: this.id, object: "chat.completion.chunk", created: this.created, model: this.opts.model, choices: [], usage: this.finalUsage });
+      this.costShown = true;
     }
     out.push("[DONE]");
     return out;
+  }
+}
+
+const encodeChunks = (items: ChatStreamItem[]): string => {
+  let out = "";
+  for (const i of items) out += encodeSse(undefined, i === "[DONE]" ? "[DONE]" : JSON.stringify(i));
+  return out;
+};
+
+/** A Chat client's stream from a Messages upstream: the upstream's SSE parsed for the translator, its chunks encoded. */
+export class ChatViaMessagesMachine extends TranslatingMachine<ChatStreamItem> {
+  declare protected readonly t: ChatViaMessagesStream;
+
+  constructor(opts: ChatViaMessagesStreamOptions) {
+    super(new ChatViaMessagesStream(opts), encodeChunks);
+  }
+
+  push(ev: SseEvent): string {
+    if (ev.event === "message_stop") this.last = true;
+    const data = parseObject(ev.data);
+    // Messages names every event; an unnamed one is none of the dialect's.
+    if (!data || !ev.event) return "";
+    if (ev.event === "error") {
+      const e = errorOf(data);
+      return this.encode(this.t.fail(e.type, e.message));
+    }
+    return this.encode(this.t.push({ event: ev.event, data }));
   }
 }

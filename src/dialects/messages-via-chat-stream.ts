@@ -1,5 +1,6 @@
-// Chat Completions chunks → Messages SSE events (protocols/translation.md §4). A state machine fed one
-// parsed chunk at a time; it never reads a clock or a socket, so a fixture replays it exactly.
+// Chat Completions chunks → Messages SSE events (protocols/translation.md §4). The translator is a
+// state machine fed one parsed chunk at a time; it never reads a clock or a socket, so a fixture
+// replays it exactly. MessagesViaChatMachine puts it behind the StreamMachine contract: SSE in, SSE out.
 
 import { nanoToUsd, type TokenUsage } from "../core/money.ts";
 import { StreamTally, estimatedUsage } from "./stream-usage.ts";
@@ -7,6 +8,8 @@ import { toolIdToMessages } from "./tool-ids.ts";
 import { billableChatUsage, finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
 import type { ChatChunk, ChatToolCall, JsonObject, MessagesEvent } from "../wire/shapes.ts";
 import { redactSecrets } from "../wire/scrub.ts";
+import type { SseEvent } from "../wire/sse.ts";
+import { encodeEvents, errorOf, parseObject, TranslatingMachine } from "./stream-machine.ts";
 
 export interface MessagesViaChatStreamOptions {
   /** Public model name shown to the client. */
@@ -84,6 +87,7 @@ export class MessagesViaChatStream extends StreamTally {
       // Content and finish in one chunk: the content above went first (§4, LiteLLM splits these).
       if (choice.finish_reason && this.finish === null) {
         this.finish = choice.finish_reason;
+        this.complete = true;
         this.closeAll(out);
       }
     }
@@ -229,7 +233,32 @@ export class MessagesViaChatStream extends StreamTally {
     this.cost = this.opts.costOf(this.billed);
     const usage: JsonObject = messagesUsage(this.billed, this.reasoningTokens === undefined ? {} : { thinkingTokens: this.reasoningTokens });
     usage.cost_usd = nanoToUsd(this.cost);
+    this.costShown = true;
     out.push({ event: "message_delta", data: { type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null }, usage } });
     out.push({ event: "message_stop", data: { type: "message_stop" } });
+  }
+}
+
+/** A Messages client's stream from a Chat upstream: the upstream's SSE parsed for the translator, its events encoded. */
+export class MessagesViaChatMachine extends TranslatingMachine<MessagesEvent> {
+  declare protected readonly t: MessagesViaChatStream;
+
+  constructor(opts: MessagesViaChatStreamOptions) {
+    super(new MessagesViaChatStream(opts), encodeEvents);
+  }
+
+  push(ev: SseEvent): string {
+    // [DONE] ends the upstream; the relay then calls end(), which writes message_delta and message_stop.
+    if (ev.data === "[DONE]") {
+      this.last = true;
+      return "";
+    }
+    const chunk = parseObject(ev.data);
+    if (!chunk) return "";
+    if (ev.event === "error" || chunk.error) {
+      const e = errorOf(chunk);
+      return this.encode(this.t.fail(e.type, e.message));
+    }
+    return this.encode(this.t.push(chunk as ChatChunk));
   }
 }

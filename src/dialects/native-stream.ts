@@ -10,33 +10,22 @@ import { redactSecrets } from "../wire/scrub.ts";
 import { plainChatTextLength, plainTextLength } from "./stream-scan.ts";
 import { estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
 import { billableChatUsage, billableMessagesUsage, chatUsage, messagesUsage, usageFromChat } from "./usage.ts";
+import { parseObject as parse, type StreamMachine, type StreamOutcome } from "./stream-machine.ts";
 import type { ChatUsage, JsonObject } from "../wire/shapes.ts";
-
-const parse = (text: string): JsonObject | null => {
-  try {
-    const v: unknown = JSON.parse(text);
-    return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as JsonObject) : null;
-  } catch {
-    return null;
-  }
-};
 
 /**
  * Renames the model in a chunk's JSON text instead of serialising the parsed chunk again (a text
- * chunk is parsed anyway; serialising it back cost as much again). Only when the compact
- * `"model":"…"` occurs once and before `"choices"`, where nothing nested can be: else null.
+ * chunk is parsed anyway; serialising it back cost as much again). `needle` and `replacement` are
+ * the compact `"model":"…"` forms, quoted once per stream. Only when the needle occurs once and
+ * before `"choices"`, where nothing nested can be: else null.
  */
-function renameModel(data: string, from: string, to: string): string | null {
-  // Every chunk of a stream renames the same pair: the quoted forms are made once.
-  if (rename.from !== from || rename.to !== to) rename = { from, to, needle: `"model":${JSON.stringify(from)}`, with: `"model":${JSON.stringify(to)}` };
-  const { needle } = rename;
+function renameModel(data: string, needle: string, replacement: string): string | null {
   const at = data.indexOf(needle);
   if (at === -1 || data.indexOf(needle, at + needle.length) !== -1) return null;
   const choices = data.indexOf('"choices"');
   if (choices !== -1 && choices < at) return null;
-  return data.slice(0, at) + rename.with + data.slice(at + needle.length);
+  return data.slice(0, at) + replacement + data.slice(at + needle.length);
 }
-let rename = { from: "", to: "", needle: "", with: "" };
 
 const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
@@ -53,7 +42,7 @@ export interface NativeMessagesOptions {
   estimatedInputTokens: number;
 }
 
-export class NativeMessagesStream {
+export class NativeMessagesMachine implements StreamMachine {
   private readonly opts: NativeMessagesOptions;
   private tokens: TokenUsage | null = null;
   /** Some count came from the upstream; until then a message_delta shows and bills our estimate. */
@@ -61,6 +50,7 @@ export class NativeMessagesStream {
   private stop = false;
   private error = false;
   private chars = 0;
+  private costShown = false;
 
   constructor(opts: NativeMessagesOptions) {
     this.opts = opts;
@@ -69,11 +59,16 @@ export class NativeMessagesStream {
   get usage(): TokenUsage | null {
     return this.tokens;
   }
-  get sawStop(): boolean {
+  get outcome(): StreamOutcome {
+    return this.error ? "upstream_failed" : this.stop ? "completed" : "running";
+  }
+  /** message_stop is both the natural end and the last event. */
+  get upstreamEnded(): boolean {
     return this.stop;
   }
-  get sawError(): boolean {
-    return this.error;
+  /** message_delta carries the final usage and its cost. */
+  get priced(): boolean {
+    return this.costShown;
   }
   /** Characters of text, thinking and tool input forwarded (settlement of cut streams). */
   get outputChars(): number {
@@ -102,7 +97,7 @@ export class NativeMessagesStream {
   }
 
   /** At EOF: nothing when the stream ended properly, else an error event (the SDK would hang on finalMessage). */
-  done(): string {
+  end(): string {
     if (this.stop || this.error) return "";
     return this.fail("upstream_unavailable", "upstream stream ended before message_stop");
   }
@@ -156,6 +151,7 @@ export class NativeMessagesStream {
     // the input counts that message_start carried.
     usage.cost_usd = nanoToUsd(this.opts.costOf(this.tokens));
     data.usage = usage;
+    this.costShown = true;
     return encodeSse(ev.event, JSON.stringify(data));
   }
 
@@ -187,7 +183,7 @@ export interface NativeChatOptions {
 
 const DONE = "data: [DONE]\n\n";
 
-export class NativeChatStream {
+export class NativeChatMachine implements StreamMachine {
   private readonly opts: NativeChatOptions;
   private tokens: TokenUsage | null = null;
   private lastUsage: JsonObject | null = null;
@@ -195,9 +191,12 @@ export class NativeChatStream {
   private heldFinish: JsonObject | null = null;
   private heldAfter: string[] = [];
   private finish = false;
+  /** The upstream's [DONE] was pushed. */
+  private last = false;
   private doneSent = false;
   private error = false;
   private chars = 0;
+  private costShown = false;
   /** id and created of the upstream's chunks, repeated by a usage chunk of our own. */
   private ident: { id?: unknown; created?: unknown } | null = null;
   /** The model the upstream's chunks name, from the last parsed one. */
@@ -205,6 +204,8 @@ export class NativeChatStream {
 
   /** `"model":"<public name>"`, as a chunk that needs no rename carries it. */
   private readonly ownModel: string;
+  /** `"model":"<upstream's name>"`: every chunk of a stream renames the same model, so it is quoted once. */
+  private needle: { from: string; quoted: string } | null = null;
 
   constructor(opts: NativeChatOptions) {
     this.opts = opts;
@@ -215,21 +216,25 @@ export class NativeChatStream {
   get usage(): TokenUsage | null {
     return this.tokens;
   }
-  get sawFinish(): boolean {
-    return this.finish;
+  /** A finish_reason is the natural end; the usage chunk and [DONE] may still follow it. */
+  get outcome(): StreamOutcome {
+    return this.error ? "upstream_failed" : this.finish ? "completed" : "running";
   }
-  get sawDone(): boolean {
-    return this.doneSent;
+  get upstreamEnded(): boolean {
+    return this.last;
   }
-  get sawError(): boolean {
-    return this.error;
+  get priced(): boolean {
+    return this.costShown;
   }
   get outputChars(): number {
     return this.chars;
   }
 
   push(ev: SseEvent): string {
-    if (ev.data === "[DONE]") return this.end();
+    if (ev.data === "[DONE]") {
+      this.last = true;
+      return this.finishWithDone();
+    }
     if (ev.event === "error") {
       this.error = true;
       return this.flush() + encodeSse(ev.event, redactSecrets(ev.data));
@@ -247,7 +252,7 @@ export class NativeChatStream {
     // The upstream's bytes with only the model renamed, when that can be done in the text; null: serialise the chunk.
     let renamed: string | null = ev.data;
     if (typeof chunk.model === "string" && chunk.model !== this.opts.model) {
-      renamed = renameModel(ev.data, chunk.model, this.opts.model);
+      renamed = this.renamed(ev.data, chunk.model);
       chunk.model = this.opts.model;
     }
     const choices = Array.isArray(chunk.choices) ? (chunk.choices as unknown[]) : null;
@@ -272,6 +277,7 @@ export class NativeChatStream {
       if (finishHere) this.finish = true;
       if (hasUsage) {
         (chunk.usage as JsonObject).cost_usd = nanoToUsd(this.opts.costOf(this.tokens!));
+        this.costShown = true;
         renamed = null;
       }
       return encodeSse(ev.event, renamed ?? JSON.stringify(chunk));
@@ -299,7 +305,7 @@ export class NativeChatStream {
     const n = plainChatTextLength(ev.data);
     if (n === -1) return null;
     const { model } = this.opts;
-    const data = this.upstreamModel === model ? (ev.data.includes(this.ownModel) ? ev.data : null) : renameModel(ev.data, this.upstreamModel, model);
+    const data = this.upstreamModel === model ? (ev.data.includes(this.ownModel) ? ev.data : null) : this.renamed(ev.data, this.upstreamModel);
     if (data === null) return null;
     this.chars += n;
     const out = encodeSse(ev.event, data);
@@ -307,9 +313,9 @@ export class NativeChatStream {
   }
 
   /** At EOF. Flushes a held finish chunk; adds [DONE] for a complete answer, an error chunk for a cut one. */
-  done(): string {
+  end(): string {
     if (this.doneSent || this.error) return this.flush();
-    if (this.finish) return this.end();
+    if (this.finish) return this.finishWithDone();
     return this.fail("upstream_unavailable", "upstream stream ended before a finish_reason");
   }
 
@@ -320,8 +326,13 @@ export class NativeChatStream {
     return this.flush() + encodeSse(undefined, JSON.stringify({ error: { message, type, code: type } }));
   }
 
+  private renamed(data: string, from: string): string | null {
+    if (this.needle?.from !== from) this.needle = { from, quoted: `"model":${JSON.stringify(from)}` };
+    return renameModel(data, this.needle.quoted, this.ownModel);
+  }
+
   /** [DONE], the upstream's or ours at EOF: the final usage goes out first. */
-  private end(): string {
+  private finishWithDone(): string {
     const out = this.estimateMissingUsage() + this.flush();
     this.doneSent = true;
     return out + DONE;
@@ -338,6 +349,7 @@ export class NativeChatStream {
     this.lastUsage = chatUsage(this.tokens);
     if (!this.opts.includeUsage) return "";
     const usage = { ...this.lastUsage, cost_usd: nanoToUsd(this.opts.costOf(this.tokens)) };
+    this.costShown = true;
     const { id, created } = this.ident ?? {};
     return encodeSse(undefined, JSON.stringify({ id, object: "chat.completion.chunk", created, model: this.opts.model, choices: [], usage }));
   }
@@ -353,7 +365,10 @@ export class NativeChatStream {
     const held = this.heldFinish;
     if (!held) return "";
     this.heldFinish = null;
-    if (this.lastUsage && this.tokens) held.usage = { ...this.lastUsage, cost_usd: nanoToUsd(this.opts.costOf(this.tokens)) };
+    if (this.lastUsage && this.tokens) {
+      held.usage = { ...this.lastUsage, cost_usd: nanoToUsd(this.opts.costOf(this.tokens)) };
+      this.costShown = true;
+    }
     const out = encodeSse(undefined, JSON.stringify(held)) + this.heldAfter.join("");
     this.heldAfter = [];
     return out;

@@ -3,6 +3,7 @@
 
 import type { TokenUsage } from "../core/money.ts";
 import type { JsonObject, MessagesUsage } from "../wire/shapes.ts";
+import type { StreamOutcome } from "./stream-machine.ts";
 
 const count = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : null);
 
@@ -24,7 +25,7 @@ export function mergeMessagesUsage(prev: TokenUsage | null, u: MessagesUsage | J
 /**
  * Our own count for a stream that ended without usage (some compatible servers ignore
  * stream_options.include_usage): the reservation's input estimate and 4 characters per output
- * token, the numbers relay/stream.ts bills when an adapter has no usage. Each machine shows it as
+ * token, the numbers relay/stream.ts bills when a machine has no usage. Each machine shows it as
  * the stream's final usage and reports it as its usage, so the client sees what it is charged.
  */
 export function estimatedUsage(inputTokens: number, outputChars: number): TokenUsage {
@@ -32,9 +33,9 @@ export function estimatedUsage(inputTokens: number, outputChars: number): TokenU
 }
 
 /**
- * What the relay reads from a translating stream machine, kept the same way by each: the upstream's
- * usage so far, what the final usage event billed once sent, characters produced (for cut streams),
- * and how the stream ended.
+ * What the relay reads from a translator, kept the same way by each: the upstream's usage so far,
+ * what the final usage event billed once sent, characters produced (for cut streams), and how the
+ * stream went (the outcome of its StreamMachine).
  */
 export abstract class StreamTally {
   protected realUsage: TokenUsage | null = null;
@@ -43,6 +44,10 @@ export abstract class StreamTally {
   protected chars = 0;
   protected ended = false;
   protected failedFlag = false;
+  /** The upstream's natural end was seen (its finish_reason, its message_stop). */
+  protected complete = false;
+  /** The events returned so far carry the final usage with its cost_usd. */
+  protected costShown = false;
 
   /** What the final usage event billed once sent (upstream usage, else our estimate); before that the upstream's so far, or null. */
   get usage(): TokenUsage | null {
@@ -58,6 +63,12 @@ export abstract class StreamTally {
   }
   get failed(): boolean {
     return this.failedFlag;
+  }
+  get outcome(): StreamOutcome {
+    return this.failedFlag ? "upstream_failed" : this.complete ? "completed" : "running";
+  }
+  get priced(): boolean {
+    return this.costShown;
   }
   /** The cost the final usage event reported, in nano-dollars; null before it. */
   get costNano(): number | null {

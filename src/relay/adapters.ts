@@ -1,31 +1,17 @@
 import type { Model, Route } from "../catalog/catalog.ts";
 import { chatRequestToMessages, messagesResponseToChat } from "../dialects/chat-via-messages.ts";
 import { messagesRequestToChat, chatResponseToMessages } from "../dialects/messages-via-chat.ts";
-import { MessagesViaChatStream } from "../dialects/messages-via-chat-stream.ts";
-import { ChatViaMessagesStream, type ChatStreamItem } from "../dialects/chat-via-messages-stream.ts";
-import { NativeChatStream, NativeMessagesStream } from "../dialects/native-stream.ts";
+import { MessagesViaChatMachine } from "../dialects/messages-via-chat-stream.ts";
+import { ChatViaMessagesMachine } from "../dialects/chat-via-messages-stream.ts";
+import { NativeChatMachine, NativeMessagesMachine } from "../dialects/native-stream.ts";
+import type { StreamMachine } from "../dialects/stream-machine.ts";
 import { billableChatUsage, billableMessagesUsage, usageFromChat, usageFromMessages } from "../dialects/usage.ts";
-import type { ChatRequest, ChatResponse, JsonObject, MessagesEvent, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
+import type { ChatRequest, ChatResponse, JsonObject, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
 import { nanoToUsd, type TokenUsage } from "../core/money.ts";
-import { encodeSse, type SseEvent } from "../wire/sse.ts";
 import type { Dialect } from "../dialects/dialect.ts";
 
-// The four (client dialect, upstream dialect) pairs behind one shape, so the relay never branches on them.
-
-export interface StreamAdapter {
-  /** Text to send to the client for one upstream event. */
-  push(ev: SseEvent): string;
-  /** Upstream ended ([DONE] or EOF). */
-  done(): string;
-  /** Upstream failed after the first byte: the dialect's own error event. */
-  fail(type: string, message: string): string;
-  readonly usage: TokenUsage | null;
-  readonly outputChars: number;
-  /** The upstream signalled an error inside the stream. */
-  readonly upstreamError: boolean;
-  /** The upstream reached its natural end (finish reason / message_stop), not just EOF. */
-  readonly complete: boolean;
-}
+// The four (client dialect, upstream dialect) pairs: the body each sends, the answer each returns, the
+// stream machine each runs. The relay never branches on them.
 
 export interface PairOptions {
   model: Model;
@@ -81,101 +67,9 @@ export function withCost(body: JsonObject, costNano: number): JsonObject {
   return body;
 }
 
-const parse = (data: string): JsonObject | null => {
-  try {
-    return JSON.parse(data) as JsonObject;
-  } catch {
-    return null;
-  }
-};
-
-const encodeMessages = (events: MessagesEvent[]) => events.map((e) => encodeSse(e.event, JSON.stringify(e.data))).join("");
-const encodeChat = (items: ChatStreamItem[]) => items.map((i) => encodeSse(undefined, i === "[DONE]" ? "[DONE]" : JSON.stringify(i))).join("");
-
-interface StreamState {
-  readonly usage: TokenUsage | null;
-  readonly outputChars: number;
-}
-
-function adapt(
-  s: StreamState,
-  f: { push(ev: SseEvent): string; done(): string; fail(t: string, m: string): string; error(): boolean; complete(): boolean },
-): StreamAdapter {
-  return {
-    push: f.push,
-    done: f.done,
-    fail: f.fail,
-    get usage() {
-      return s.usage;
-    },
-    get outputChars() {
-      return s.outputChars;
-    },
-    get upstreamError() {
-      return f.error();
-    },
-    get complete() {
-      return f.complete();
-    },
-  };
-}
-
-const errorOf = (data: JsonObject): { type: string; message: string } => {
-  const e = (data.error ?? data) as { type?: string; message?: string };
-  return { type: e.type ?? "api_error", message: e.message ?? "Upstream error" };
-};
-
-export function streamAdapter(client: Dialect, upstream: Dialect, includeUsage: boolean, o: PairOptions): StreamAdapter {
-  const model = o.model.id;
-  const counts = { costOf: o.costOf, estimatedInputTokens: o.estimatedInputTokens };
-  if (client === "messages" && upstream === "messages") {
-    const s = new NativeMessagesStream({ model, ...counts });
-    return adapt(s, { push: (ev) => s.push(ev), done: () => s.done(), fail: (t, m) => s.fail(t, m), error: () => s.sawError, complete: () => s.sawStop });
-  }
-  if (client === "chat" && upstream === "chat") {
-    const s = new NativeChatStream({ model, includeUsage, ...counts });
-    return adapt(s, { push: (ev) => s.push(ev), done: () => s.done(), fail: (t, m) => s.fail(t, m), error: () => s.sawError, complete: () => s.sawFinish });
-  }
-  let error = false;
-  let end = false;
-  if (client === "messages") {
-    const s = new MessagesViaChatStream({ model, ...counts });
-    return adapt(s, {
-      push(ev) {
-        if (ev.data === "[DONE]") return "";
-        const chunk = parse(ev.data);
-        if (!chunk) return "";
-        if (ev.event === "error" || chunk.error) {
-          error = true;
-          const e = errorOf(chunk);
-          return encodeMessages(s.fail(e.type, e.message));
-        }
-        const choices = chunk.choices as { finish_reason?: string | null }[] | undefined;
-        if (choices?.some((c) => c.finish_reason)) end = true;
-        return encodeMessages(s.push(chunk as never));
-      },
-      done: () => encodeMessages(s.done()),
-      fail: (t, m) => encodeMessages(s.fail(t, m)),
-      error: () => error,
-      complete: () => end,
-    });
-  }
-  const s = new ChatViaMessagesStream({ model, includeUsage, ...counts });
-  return adapt(s, {
-    push(ev) {
-      const data = parse(ev.data);
-      if (!data || !ev.event) return "";
-      if (ev.event === "error") {
-        error = true;
-        const e = errorOf(data);
-        return encodeChat(s.fail(e.type, e.message));
-      }
-      if (ev.event === "message_stop") end = true;
-      return encodeChat(s.push({ event: ev.event, data }));
-    },
-    done: () => encodeChat(s.done()),
-    fail: (t, m) => encodeChat(s.fail(t, m)),
-    error: () => error,
-    complete: () => end,
-  });
+/** The stream machine of a (client, upstream) pair. */
+export function streamMachine(client: Dialect, upstream: Dialect, includeUsage: boolean, o: PairOptions): StreamMachine {
+  const opts = { model: o.model.id, includeUsage, costOf: o.costOf, estimatedInputTokens: o.estimatedInputTokens };
+  if (client === upstream) return client === "messages" ? new NativeMessagesMachine(opts) : new NativeChatMachine(opts);
+  return client === "messages" ? new MessagesViaChatMachine(opts) : new ChatViaMessagesMachine(opts);
 }

@@ -4,7 +4,7 @@ import type { RelayCall } from "./context.ts";
 import type { Hold } from "../ledger/ledger.ts";
 import { tokenCost, type TokenUsage } from "../core/money.ts";
 import { SseParser, type SseEvent } from "../wire/sse.ts";
-import type { StreamAdapter } from "./adapters.ts";
+import type { StreamMachine } from "../dialects/stream-machine.ts";
 import type { Dialect } from "../dialects/dialect.ts";
 import type { Attempt } from "./routes.ts";
 import { post } from "./charge.ts";
@@ -15,14 +15,14 @@ interface ChunkReader {
   cancel(reason?: unknown): Promise<void>;
 }
 
-interface Prefetch {
+/** An upstream body as firstEvents leaves it: the events read ahead, not yet relayed, and the rest to read. */
+export interface Opening {
   reader: ChunkReader;
   parser: SseParser;
   events: SseEvent[];
+  /** The upstream closed while it was read ahead. */
   ended: boolean;
 }
-
-const prefetched = new WeakMap<Attempt, Prefetch>();
 
 /**
  * Reads until the first event of the answer (pings aside) and checks that it opens the dialect's
@@ -30,23 +30,23 @@ const prefetched = new WeakMap<Attempt, Prefetch>();
  * has not sent the client anything yet, so the relay may still fall back to the next route, or answer
  * 502 before the first byte (spec Rules 8), instead of a 200 stream that can only fail.
  */
-export async function firstEvents(a: Attempt, upstream: Dialect): Promise<void> {
+export async function firstEvents(a: Attempt, upstream: Dialect): Promise<Opening> {
   const reader: ChunkReader = a.response.body!.getReader();
   const parser = new SseParser();
-  const p: Prefetch = { reader, parser, events: [], ended: false };
-  let opening: SseEvent | undefined;
-  while (!opening) {
+  const p: Opening = { reader, parser, events: [], ended: false };
+  let first: SseEvent | undefined;
+  while (!first) {
     const { done, value } = await reader.read();
     if (done) {
       p.events.push(...parser.end());
       p.ended = true;
     } else p.events.push(...parser.push(value!));
-    opening = p.events.find((ev) => ev.event !== "ping");
-    if (!opening && p.ended) throw new Error("upstream closed the stream before the first event");
+    first = p.events.find((ev) => ev.event !== "ping");
+    if (!first && p.ended) throw new Error("upstream closed the stream before the first event");
   }
-  const why = notAnOpening(upstream, opening);
+  const why = notAnOpening(upstream, first);
   if (why) throw new Error(why);
-  prefetched.set(a, p);
+  return p;
 }
 
 /** Why this first event does not open a `dialect` answer, or null when it does. Never quotes content. */
@@ -67,59 +67,62 @@ function notAnOpening(dialect: Dialect, ev: SseEvent): string | null {
 
 const KEEPALIVE_MS = 15_000;
 
-type Outcome = "completed" | "upstream_failed" | "cancelled";
+/** How a relayed stream ended, for its hold: charged, free, or charged for what was delivered. */
+type Ending = "completed" | "upstream_failed" | "cancelled";
 
-/** The upstream's own last event: the answer is complete once it is forwarded, whether or not the connection closes. */
-const isTerminal = (upstream: Dialect, ev: SseEvent) => (upstream === "messages" ? ev.event === "message_stop" : ev.data === "[DONE]");
+/** A stream ready to relay: the attempt that answered, what firstEvents read of it, the pair's machine, the request's hold. */
+export interface StreamStart {
+  call: RelayCall;
+  attempt: Attempt;
+  opening: Opening;
+  machine: StreamMachine;
+  hold: Hold;
+  model: Model;
+  estimatedInputTokens: number;
+  headers: Record<string, string>;
+}
 
 /**
- * Streams the upstream's events to the client through the adapter, chunk by chunk as they arrive
- * (pull-based, so a slow client slows the upstream read instead of growing a buffer). The stream owns
- * the request's hold from here and resolves it exactly once (`finish`, reached from every ending):
+ * Streams the upstream's events to the client through the pair's machine, chunk by chunk as they
+ * arrive (pull-based, so a slow client slows the upstream read instead of growing a buffer). The
+ * machine says how the stream goes (its outcome, the upstream's last event, the text that carries
+ * the final usage); the stream owns the request's hold from here and resolves it exactly once
+ * (`finish`, reached from every ending):
  * - the final usage event (the one carrying cost_usd) waits for its charge to commit, so a crash
  *   never loses the charge of an answer the client saw complete, and the charge is the cost shown;
  * - the upstream failed: nothing is charged;
  * - the client cancelled: input plus the output delivered so far (billing rules, docs/database.md).
  */
-export function relayStream(
-  call: RelayCall,
-  a: Attempt,
-  adapter: StreamAdapter,
-  hold: Hold,
-  model: Model,
-  estimatedInputTokens: number,
-  upstream: Dialect,
-  extraHeaders: Record<string, string>,
-): Response {
-  const p = prefetched.get(a)!;
+export function relayStream(s: StreamStart): Response {
+  const { call, attempt: a, opening: p, machine: m, hold, estimatedInputTokens } = s;
   const enc = new TextEncoder();
   // Both SDKs skip these: Messages parses and drops `ping`; a `:` line is an SSE comment.
   const keepAlive = call.log.endpoint === "messages" ? 'event: ping\ndata: {"type":"ping"}\n\n' : ": keep-alive\n\n";
+  /** finish has run: the hold is resolved and the stream is over. */
   let settled = false;
-  let terminal = false;
-  let chargeFailed = false;
   // A stop's deadline (server.ts drain) cuts the upstream; the read below then fails and the client
   // gets its dialect's error event. Listened to only while the stream runs.
   // attemptRoutes left the call held by the cutoff; the stream lets it go when it ends.
   const cutoff = call.svc.cutoff;
-  const costOf = (u: TokenUsage) => tokenCost(model.prices, u);
+  const costOf = (u: TokenUsage) => tokenCost(s.model.prices, u);
+  /** What a finished answer is billed: the machine's usage, else our estimate (the one its final usage showed). */
+  const answerUsage = () => m.usage ?? estimatedUsage(estimatedInputTokens, m.outputChars);
 
   /** The one place the hold resolves (if the final usage event has not posted it already). */
-  const finish = async (outcome: Outcome): Promise<void> => {
+  const finish = async (ending: Ending): Promise<void> => {
     if (settled) return;
     settled = true;
     clearInterval(keepAliveTimer);
     cutoff.release(a.abort);
-    if (adapter.upstreamError) cutMidStream("the upstream sent an error event mid-stream");
     if (!hold.open) return;
-    if (outcome === "upstream_failed") {
+    if (ending === "upstream_failed") {
       hold.void("upstream_failed");
       call.log.errorCode = cutoff.aborted ? "shutdown" : "upstream_unavailable";
       call.log.costNano = 0;
       return writeLogAlone();
     }
-    if (outcome === "cancelled") call.log.errorCode = "client_cancelled";
-    const billed = outcome === "cancelled" ? deliveredUsage(adapter, estimatedInputTokens) : (adapter.usage ?? estimatedUsage(estimatedInputTokens, adapter.outputChars));
+    if (ending === "cancelled") call.log.errorCode = "client_cancelled";
+    const billed = ending === "cancelled" ? deliveredUsage(m, estimatedInputTokens) : answerUsage();
     try {
       await post(call, hold, costOf(billed), billed, 200);
     } catch (e) {
@@ -137,21 +140,21 @@ export function relayStream(
   const cutMidStream = (reason: string) =>
     events.upstreamFailed({ requestId: call.requestId, route: a.route.key, provider: a.route.provider.id, reason });
 
+  /** Nothing was sent since the last keep-alive tick. */
   let quiet = false;
   let keepAliveTimer: ReturnType<typeof setInterval> | undefined;
-  /** Sends the adapter's text for these events; true when any was sent. */
-  const emit = async (evs: SseEvent[], c: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> => {
+  /** Sends the machine's text for these events; "charge_failed" when the final usage could not be charged (the client got an error event instead). */
+  const emit = async (evs: SseEvent[], c: ReadableStreamDefaultController<Uint8Array>): Promise<"sent" | "nothing" | "charge_failed"> => {
     let out = "";
     let sent = false;
     for (const ev of evs) {
-      const piece = adapter.push(ev);
-      if (isTerminal(upstream, ev)) terminal = true;
-      // The final usage event (only it carries cost_usd) leaves once its charge is durable.
-      if (hold.open && piece.includes('"cost_usd":')) {
+      const piece = m.push(ev);
+      // The final usage event leaves once its charge is durable.
+      if (hold.open && m.priced) {
         if (out) c.enqueue(enc.encode(out));
         out = "";
         sent = true;
-        if (!(await chargeFinal(c))) return true;
+        if (!(await chargeFinal(c))) return "charge_failed";
       }
       out += piece;
     }
@@ -160,26 +163,19 @@ export function relayStream(
       sent = true;
     }
     if (sent) quiet = false;
-    return sent;
-  };
-  /** Enqueues text that may carry the final usage (the adapter's own ending), after its charge. */
-  const deliver = async (out: string, c: ReadableStreamDefaultController<Uint8Array>): Promise<void> => {
-    if (!out) return;
-    if (hold.open && out.includes('"cost_usd":') && !(await chargeFinal(c))) return;
-    c.enqueue(enc.encode(out));
+    return sent ? "sent" : "nothing";
   };
   /** Posts the answer's cost; false when it could not be committed (then the client gets an error event instead, free). */
   const chargeFinal = async (c: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> => {
-    const billed = adapter.usage ?? estimatedUsage(estimatedInputTokens, adapter.outputChars);
+    const billed = answerUsage();
     try {
       await post(call, hold, costOf(billed), billed, 200);
       return true;
     } catch (e) {
-      chargeFailed = true;
       events.writeFailed("ledger", call.requestId, e);
       call.log.errorCode = "database_unavailable";
       call.log.costNano = 0;
-      send(adapter.fail("api_error", "The gateway could not record the charge of this answer; it was not charged. Retry it."), c);
+      send(m.fail("api_error", "The gateway could not record the charge of this answer; it was not charged. Retry it."), c);
       await writeLogAlone();
       return false;
     }
@@ -188,18 +184,41 @@ export function relayStream(
     if (text) c.enqueue(enc.encode(text));
   };
 
+  /**
+   * Relays a batch of upstream events and ends the stream when they end it: a charge that failed,
+   * the upstream's error, its last event (an upstream that keeps the connection open after it must
+   * not hold the answer). True when the client got something or the stream is over.
+   */
+  const relay = async (evs: SseEvent[], c: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> => {
+    const sent = await emit(evs, c);
+    if (sent === "charge_failed") await end(c, "upstream_failed");
+    else if (m.outcome === "upstream_failed") await upstreamFailed(c);
+    else if (m.upstreamEnded) await ended(c);
+    else return sent === "sent";
+    return true;
+  };
+
+  const upstreamFailed = (c: ReadableStreamDefaultController<Uint8Array>) => {
+    cutMidStream("the upstream sent an error event mid-stream");
+    return end(c, "upstream_failed");
+  };
+
   /** The upstream's answer is over (EOF, or its own last event): the dialect's ending, then finish. */
   const ended = async (c: ReadableStreamDefaultController<Uint8Array>): Promise<void> => {
-    await emit(p.parser.end(), c);
-    if (chargeFailed || adapter.upstreamError) return end(c, "upstream_failed");
-    if (!adapter.complete) {
-      // EOF without the dialect's ending: the upstream dropped us mid-answer.
+    const sent = await emit(p.parser.end(), c);
+    if (sent === "charge_failed") return end(c, "upstream_failed");
+    if (m.outcome === "upstream_failed") return upstreamFailed(c);
+    if (m.outcome === "running") {
+      // EOF without the dialect's natural end: the upstream dropped us mid-answer.
       cutMidStream("stream ended before the dialect's final event");
-      send(adapter.fail("api_error", "The upstream stream ended early; this request was not charged."), c);
+      send(m.fail("api_error", "The upstream stream ended early; this request was not charged."), c);
       return end(c, "upstream_failed");
     }
-    await deliver(adapter.done(), c);
-    return end(c, chargeFailed ? "upstream_failed" : "completed");
+    const ending = m.end();
+    // The machine's own ending may carry the final usage (a Chat answer's estimate, a translated message_delta).
+    if (hold.open && m.priced && !(await chargeFinal(c))) return end(c, "upstream_failed");
+    send(ending, c);
+    return end(c, "completed");
   };
 
   const body = new ReadableStream<Uint8Array>({
@@ -210,9 +229,7 @@ export function relayStream(
         quiet = true;
       }, KEEPALIVE_MS);
       try {
-        await emit(p.events.splice(0), c);
-        if (chargeFailed || adapter.upstreamError) return end(c, "upstream_failed");
-        if (terminal) return ended(c);
+        await relay(p.events.splice(0), c);
       } catch (e) {
         return fail(c, e);
       }
@@ -231,15 +248,11 @@ export function relayStream(
             const why = cutoff.aborted
               ? "The gateway is shutting down; this request was not charged. Retry it."
               : "The upstream connection failed mid-stream; this request was not charged.";
-            send(adapter.fail("api_error", why), c);
+            send(m.fail("api_error", why), c);
             return end(c, "upstream_failed");
           }
           if (chunk.done) return ended(c);
-          const sent = await emit(p.parser.push(chunk.value!), c);
-          if (chargeFailed || adapter.upstreamError) return end(c, "upstream_failed");
-          // An upstream that keeps the connection open after its last event must not hold the answer.
-          if (terminal) return ended(c);
-          if (sent) return;
+          if (await relay(p.parser.push(chunk.value!), c)) return;
         }
       } catch (e) {
         return fail(c, e);
@@ -252,25 +265,25 @@ export function relayStream(
     },
   });
 
-  /** Anything unexpected (a bug, an adapter that throws): the stream ends as a failure, free. */
+  /** Anything unexpected (a bug, a machine that throws): the stream ends as a failure, free. */
   async function fail(c: ReadableStreamDefaultController<Uint8Array>, e: unknown): Promise<void> {
     events.gatewayError({ requestId: call.requestId, status: 500, code: "internal_error", cause: e, route: a.route.key, provider: a.route.provider.id });
     try {
-      send(adapter.fail("api_error", "The gateway failed mid-stream; this request was not charged."), c);
+      send(m.fail("api_error", "The gateway failed mid-stream; this request was not charged."), c);
     } catch {
-      // the adapter itself is what failed
+      // the machine itself is what failed
     }
     await end(c, "upstream_failed");
   }
 
-  async function end(c: ReadableStreamDefaultController<Uint8Array>, outcome: Outcome): Promise<void> {
-    await finish(outcome);
+  async function end(c: ReadableStreamDefaultController<Uint8Array>, ending: Ending): Promise<void> {
+    await finish(ending);
     try {
       c.close();
     } catch {
       // already closed by a cancel that raced the end
     }
-    if (outcome !== "completed") a.abort.abort(new Error("stream ended"));
+    if (ending !== "completed") a.abort.abort(new Error("stream ended"));
     p.reader.cancel().catch(() => {});
   }
 
@@ -279,7 +292,7 @@ export function relayStream(
     "cache-control": "no-cache",
     connection: "keep-alive",
     "x-accel-buffering": "no",
-    ...extraHeaders,
+    ...s.headers,
   };
   return new Response(body, { headers });
 }
@@ -289,11 +302,11 @@ export function relayStream(
  * delivered so far. An upstream's running output count (message_start's `output_tokens: 1`) is a
  * floor, not the answer: the characters delivered after it count too.
  */
-export function deliveredUsage(adapter: Pick<StreamAdapter, "usage" | "outputChars">, estimatedInputTokens: number): TokenUsage {
-  const u = adapter.usage;
+export function deliveredUsage(machine: Pick<StreamMachine, "usage" | "outputChars">, estimatedInputTokens: number): TokenUsage {
+  const u = machine.usage;
   return {
     input: u ? u.input : estimatedInputTokens,
-    output: Math.max(u?.output ?? 0, Math.ceil(adapter.outputChars / 4)),
+    output: Math.max(u?.output ?? 0, Math.ceil(machine.outputChars / 4)),
     cacheRead: u?.cacheRead ?? 0,
     cacheWrite: u?.cacheWrite ?? 0,
   };

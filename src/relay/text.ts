@@ -9,9 +9,10 @@ import { tokenCost, type TokenUsage } from "../core/money.ts";
 import type { Dialect } from "../dialects/dialect.ts";
 import { chatUsage, messagesUsage } from "../dialects/usage.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
-import { clientAnswer, streamAdapter, upstreamBody, withCost, type PairOptions, type StreamAdapter } from "./adapters.ts";
+import type { StreamMachine } from "../dialects/stream-machine.ts";
+import { clientAnswer, streamMachine, upstreamBody, withCost, type PairOptions } from "./adapters.ts";
 import { attemptRoutes, readJsonAnswer } from "./routes.ts";
-import { relayStream, firstEvents } from "./stream.ts";
+import { relayStream, firstEvents, type Opening } from "./stream.ts";
 import { post, reserve } from "./charge.ts";
 
 const ENDPOINT: Record<Dialect, "messages" | "chat.completions"> = { messages: "messages", chat: "chat.completions" };
@@ -70,7 +71,7 @@ export async function serveText(call: RelayCall, dialect: Dialect, body: JsonObj
     maxOut: outputCap(dialect, body),
     stream: body.stream === true,
     answer: (out, cost) => withCost(out, cost),
-    adapter: (o, upstream) => streamAdapter(dialect, upstream, includeUsage, o),
+    machine: (o, upstream) => streamMachine(dialect, upstream, includeUsage, o),
   });
 }
 
@@ -83,8 +84,8 @@ export interface ClientSide {
   stream: boolean;
   /** The final JSON from the answer in `dialect` and the settled cost. */
   answer(out: JsonObject, costNano: number): JsonObject;
-  /** The stream adapter for a route speaking `upstream`. */
-  adapter(o: PairOptions, upstream: Dialect): StreamAdapter;
+  /** The stream machine for a route speaking `upstream`. */
+  machine(o: PairOptions, upstream: Dialect): StreamMachine;
   headers?: Record<string, string>;
 }
 
@@ -105,6 +106,7 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     let dropped: string[] = [];
     let upstreamDialect: Dialect = client.dialect;
     let whole: { text: string; json: JsonObject } | null = null;
+    let opening: Opening | null = null;
     const attempt = await attemptRoutes(call.svc, model, call, {
       send(route, provider, signal) {
         upstreamDialect = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
@@ -113,7 +115,9 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
         return provider.text({ dialect: upstreamDialect, body: out.body, clientHeaders: call.request.headers, search: call.search, signal });
       },
       confirm: client.stream
-        ? (a) => firstEvents(a, upstreamDialect)
+        ? async (a) => {
+            opening = await firstEvents(a, upstreamDialect);
+          }
         : async (a) => {
             whole = await readJsonAnswer(a);
           },
@@ -123,8 +127,8 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     const allDropped = [client.headers?.["x-gateway-dropped"], ...dropped].filter(Boolean);
     if (allDropped.length) headers["x-gateway-dropped"] = allDropped.join(", ");
     if (client.stream) {
-      const adapter = client.adapter(pair, upstreamDialect);
-      stream = relayStream(call, attempt, adapter, hold, model, estimatedInputTokens, upstreamDialect, headers);
+      const machine = client.machine(pair, upstreamDialect);
+      stream = relayStream({ call, attempt, opening: opening!, machine, hold, model, estimatedInputTokens, headers });
       return stream;
     }
     const { text, json } = whole!;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "bun:test";
-import { NativeChatStream, NativeMessagesStream, type NativeChatOptions, type NativeMessagesOptions } from "../../src/dialects/native-stream.ts";
+import { NativeChatMachine, NativeMessagesMachine, type NativeChatOptions, type NativeMessagesOptions } from "../../src/dialects/native-stream.ts";
 import { plainChatTextLength, plainTextLength } from "../../src/dialects/stream-scan.ts";
 import { encodeSse, SseParser, type SseEvent } from "../../src/wire/sse.ts";
 import { costOf, fixtureText, sseEvents } from "./stream-fixtures.ts";
@@ -10,10 +10,10 @@ const parsed = (bytes: string): SseEvent[] => {
   return [...p.push(bytes), ...p.end()];
 };
 const json = (e: SseEvent | undefined) => JSON.parse(e!.data);
-const messagesStream = (o: Partial<NativeMessagesOptions> = {}) => new NativeMessagesStream({ costOf, estimatedInputTokens: 2000, ...o });
+const messagesStream = (o: Partial<NativeMessagesOptions> = {}) => new NativeMessagesMachine({ costOf, estimatedInputTokens: 2000, ...o });
 
-describe("NativeMessagesStream", () => {
-  const feed = (s: NativeMessagesStream, name: string) => sseEvents(name).map((e) => s.push(e)).join("") + s.done();
+describe("NativeMessagesMachine", () => {
+  const feed = (s: NativeMessagesMachine, name: string) => sseEvents(name).map((e) => s.push(e)).join("") + s.end();
 
   it("forwards every event byte for byte except message_delta", () => {
     const out = feed(messagesStream(), "messages-text.sse");
@@ -56,20 +56,21 @@ describe("NativeMessagesStream", () => {
     expect(s.push(first)).toBe(encodeSse(first.event, first.data));
   });
 
-  it("reports sawStop after message_stop and adds nothing at EOF", () => {
+  it("reports completed after message_stop and adds nothing at EOF", () => {
     const s = messagesStream();
     const bytes = sseEvents("messages-text.sse").map((e) => s.push(e)).join("");
-    expect(s.sawStop).toBe(true);
-    expect(s.done()).toBe("");
+    expect(s.outcome).toBe("completed");
+    expect(s.upstreamEnded).toBe(true);
+    expect(s.end()).toBe("");
     expect(bytes.endsWith('event: message_stop\ndata: {"type":"message_stop"}\n\n')).toBe(true);
   });
 
-  it("forwards an upstream error event and reports sawError", () => {
+  it("forwards an upstream error event and reports the upstream failed", () => {
     const s = messagesStream();
     const out = parsed(feed(s, "messages-error.sse"));
     expect(out.at(-1)).toEqual({ event: "error", data: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}' });
-    expect(s.sawError).toBe(true);
-    expect(s.sawStop).toBe(false);
+    expect(s.outcome).toBe("upstream_failed");
+    expect(s.upstreamEnded).toBe(false);
   });
 
   it("sends an error event at EOF when message_stop never came", () => {
@@ -83,7 +84,7 @@ describe("NativeMessagesStream", () => {
     const s = messagesStream();
     expect(s.fail("api_error", "connection reset")).toBe('event: error\ndata: {"type":"error","error":{"type":"api_error","message":"connection reset"}}\n\n');
     expect(s.fail("api_error", "again")).toBe("");
-    expect(s.done()).toBe("");
+    expect(s.end()).toBe("");
   });
 
   it("shows and reports its own estimate in message_delta when the upstream counts nothing", () => {
@@ -171,9 +172,9 @@ describe("recognising a chat chunk of text alone without parsing it", () => {
   });
 });
 
-describe("NativeChatStream", () => {
-  const make = (o: Partial<NativeChatOptions> = {}) => new NativeChatStream({ model: "gpt-4o-mini-2024-07-18", includeUsage: false, costOf, estimatedInputTokens: 2000, ...o });
-  const feed = (s: NativeChatStream, events: SseEvent[]) => events.map((e) => s.push(e)).join("") + s.done();
+describe("NativeChatMachine", () => {
+  const make = (o: Partial<NativeChatOptions> = {}) => new NativeChatMachine({ model: "gpt-4o-mini-2024-07-18", includeUsage: false, costOf, estimatedInputTokens: 2000, ...o });
+  const feed = (s: NativeChatMachine, events: SseEvent[]) => events.map((e) => s.push(e)).join("") + s.end();
   const dataOf = (name: string) => sseEvents(name).map((e) => e.data);
 
   it("forwards every chunk byte for byte and adds cost_usd to the usage chunk when the client asked for include_usage", () => {
@@ -278,17 +279,17 @@ describe("NativeChatStream", () => {
     expect(s.usage).toEqual({ input: 86, output: 3, cacheRead: 1920, cacheWrite: 0 });
   });
 
-  it("forwards an error chunk, reports sawError and adds nothing at EOF", () => {
+  it("forwards an error chunk, reports the upstream failed and adds nothing at EOF", () => {
     const s = make();
     const out = parsed(feed(s, sseEvents("chat-error.sse"))).map((e) => e.data);
     expect(out).toEqual(dataOf("chat-error.sse"));
-    expect(s.sawError).toBe(true);
+    expect(s.outcome).toBe("upstream_failed");
   });
 
-  it("forwards an event named error and reports sawError", () => {
+  it("forwards an event named error and reports the upstream failed", () => {
     const s = make();
     expect(s.push({ event: "error", data: '{"error":{"message":"x"}}' })).toBe('event: error\ndata: {"error":{"message":"x"}}\n\n');
-    expect(s.sawError).toBe(true);
+    expect(s.outcome).toBe("upstream_failed");
   });
 
   it("adds [DONE] at EOF after a finish when the upstream closed without it", () => {
@@ -302,7 +303,7 @@ describe("NativeChatStream", () => {
     const s = make();
     const out = feed(s, sseEvents("chat-text.sse").slice(0, 2));
     expect(out.endsWith('data: {"error":{"message":"upstream stream ended before a finish_reason","type":"upstream_unavailable","code":"upstream_unavailable"}}\n\n')).toBe(true);
-    expect(s.sawDone).toBe(false);
+    expect(s.outcome).toBe("upstream_failed");
   });
 
   it("flushes a held finish chunk before the error of fail()", () => {

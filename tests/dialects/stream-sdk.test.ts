@@ -5,7 +5,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { MessagesViaChatStream } from "../../src/dialects/messages-via-chat-stream.ts";
 import { ChatViaMessagesStream } from "../../src/dialects/chat-via-messages-stream.ts";
-import { NativeChatStream } from "../../src/dialects/native-stream.ts";
+import { NativeChatMachine } from "../../src/dialects/native-stream.ts";
 import { encodeSse } from "../../src/wire/sse.ts";
 import { chatItems, costOf, messagesEvents, sseEvents } from "./stream-fixtures.ts";
 
@@ -58,8 +58,8 @@ describe("official SDKs read the gateway's streams", () => {
   });
 
   it("OpenAI's stream helper gets usage from the finish chunk of a native stream without include_usage", async () => {
-    const s = new NativeChatStream({ model: "m", includeUsage: false, costOf, estimatedInputTokens: 100 });
-    const body = sseEvents("chat-text.sse").map((e) => s.push(e)).join("") + s.done();
+    const s = new NativeChatMachine({ model: "m", includeUsage: false, costOf, estimatedInputTokens: 100 });
+    const body = sseEvents("chat-text.sse").map((e) => s.push(e)).join("") + s.end();
     const done = await openai(body).chat.completions.stream(ask).finalChatCompletion();
     expect(done.usage).toMatchObject({ prompt_tokens: 2006, cost_usd: 0.000879 });
     expect(done.choices[0]!.message.content).toBe("Hello world");

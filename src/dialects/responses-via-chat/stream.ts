@@ -21,6 +21,7 @@ import { estimatedUsage } from "../stream-usage.ts";
 import { billableChatUsage, chatUsage, usageFromChat } from "../usage.ts";
 import { responsesUsage } from "./usage.ts";
 import { redactSecrets } from "../../wire/scrub.ts";
+import type { StreamOutcome } from "../stream-machine.ts";
 
 export interface ResponsesViaChatStreamOptions extends ResponseContext {
   toolNames: ToolNameMap;
@@ -55,12 +56,15 @@ interface Call {
   closed: boolean;
 }
 
-export type StreamOutcome = "completed" | "incomplete" | "failed";
+/** The status of the terminal event sent. */
+export type ResponseStatus = "completed" | "incomplete" | "failed";
 
 export class ResponsesViaChatStream {
   private seq = 0;
   private started = false;
-  private outcome: StreamOutcome | null = null;
+  private terminalStatus: ResponseStatus | null = null;
+  /** A finish_reason came: the upstream's natural end. */
+  private complete = false;
   private readonly id: string;
   private readonly createdAt: number;
   /** Item snapshots by output_index; events carry clones. */
@@ -93,8 +97,17 @@ export class ResponsesViaChatStream {
   }
 
   /** Which terminal event was sent, if any. */
-  get status(): StreamOutcome | null {
-    return this.outcome;
+  get status(): ResponseStatus | null {
+    return this.terminalStatus;
+  }
+
+  get outcome(): StreamOutcome {
+    return this.terminalStatus === "failed" ? "upstream_failed" : this.complete ? "completed" : "running";
+  }
+
+  /** response.completed and response.incomplete carry the final usage and its cost. */
+  get priced(): boolean {
+    return this.terminalStatus === "completed" || this.terminalStatus === "incomplete";
   }
 
   start(): ResponsesEvent[] {
@@ -106,7 +119,7 @@ export class ResponsesViaChatStream {
 
   push(chunk: ChatChunk): ResponsesEvent[] {
     const out = this.start();
-    if (this.outcome) return out;
+    if (this.terminalStatus) return out;
     if (chunk.error) return [...out, ...this.fail(errorCode(chunk.error), errorMessage(chunk.error))];
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
     const choice = choices.find((c) => c.index === 0) ?? choices[0];
@@ -120,6 +133,7 @@ export class ResponsesViaChatStream {
       if (typeof delta.refusal === "string" && delta.refusal !== "") out.push(...this.textDelta("refusal", delta.refusal, []));
       (delta.tool_calls ?? []).forEach((call, i) => out.push(...this.toolDelta(call, i)));
       if (choice.finish_reason) {
+        this.complete = true;
         this.finish = finishOf(choice.finish_reason);
         out.push(...this.closeAll());
       }
@@ -135,7 +149,7 @@ export class ResponsesViaChatStream {
   /** The upstream stream ended ([DONE] or EOF). */
   done(): ResponsesEvent[] {
     const out = this.start();
-    if (this.outcome) return out;
+    if (this.terminalStatus) return out;
     if (!this.finish) {
       // Usage without a finish_reason still proves the upstream finished its answer.
       if (!this.lastUsage) return [...out, ...this.fail("upstream_unavailable", "The upstream stream ended before the response was finished.")];
@@ -151,11 +165,11 @@ export class ResponsesViaChatStream {
    */
   fail(code: string, message: string): ResponsesEvent[] {
     const out = this.start();
-    if (this.outcome) return out;
+    if (this.terminalStatus) return out;
     // The message may be the upstream's: a provider credential it quotes never reaches the client.
     message = redactSecrets(message);
     for (const item of this.output) if (item.status === "in_progress") item.status = "incomplete";
-    this.outcome = "failed";
+    this.terminalStatus = "failed";
     out.push(this.ev("error", { code, message, param: null }));
     const response = { ...this.shell(), status: "failed", error: { code, message }, output: structuredClone(this.output) };
     out.push(this.ev("response.failed", { response }));
@@ -335,7 +349,7 @@ export class ResponsesViaChatStream {
 
   private terminal(): ResponsesEvent[] {
     const finish = this.finish ?? finishOf(null);
-    this.outcome = finish.status;
+    this.terminalStatus = finish.status;
     // No usage from upstream: our estimate, the count the relay bills, as a non-streamed answer shows it.
     this.lastUsage ??= chatUsage(estimatedUsage(this.opts.estimatedInputTokens, this.chars));
     const usage = responsesUsage(this.lastUsage, nanoToUsd(this.opts.costOf(usageFromChat(this.lastUsage))));

@@ -1,0 +1,109 @@
+// The one contract every stream machine keeps, native and translating alike: upstream SSE events in,
+// the client's SSE text out, and how the stream went. The relay reads the outcome, the usage and the
+// place of the final usage from the machine, so it never re-detects a finish or an error in the text.
+// A machine keeps all its state on itself: concurrent streams share nothing.
+
+import type { TokenUsage } from "../core/money.ts";
+import type { JsonObject } from "../wire/shapes.ts";
+import { encodeSse, type SseEvent } from "../wire/sse.ts";
+
+/**
+ * - running: neither the upstream's natural end nor a failure yet;
+ * - completed: the upstream's natural end (a finish_reason, message_stop) was seen, so end() writes
+ *   the dialect's ending and the answer is billed;
+ * - upstream_failed: the upstream signalled an error, or the stream was failed (fail(), or end()
+ *   before the natural end); the client got the dialect's error event and nothing is billed.
+ */
+export type StreamOutcome = "running" | "completed" | "upstream_failed";
+
+export interface StreamMachine {
+  /** The client's text for one upstream event ("" when nothing goes out for it yet). */
+  push(ev: SseEvent): string;
+  /** The upstream is over (EOF, or its last event was pushed): the dialect's ending, or its error event when the answer was cut short. */
+  end(): string;
+  /** A failure after the first byte: the dialect's own error event, once ("" once the stream has ended). */
+  fail(type: string, message: string): string;
+  readonly outcome: StreamOutcome;
+  /** The upstream's own last event ([DONE], message_stop) was pushed: nothing more is read, end() follows. */
+  readonly upstreamEnded: boolean;
+  /** What to bill now: the upstream's valid counts (or the estimate shown as the final usage), null when there are none. */
+  readonly usage: TokenUsage | null;
+  /** Characters of text, thinking and tool arguments produced (the output estimate of a cut stream). */
+  readonly outputChars: number;
+  /**
+   * Turns true with the push or end whose text carries the final usage and its cost_usd: the relay
+   * commits the charge before that text leaves, so a client never sees a cost that was not charged.
+   */
+  readonly priced: boolean;
+}
+
+/** One upstream event's JSON object, or null for anything else (the machines skip it). */
+export function parseObject(text: string): JsonObject | null {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as JsonObject) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Named events (Messages, Responses) as SSE text. */
+export const encodeEvents = (events: readonly { event: string; data: JsonObject }[]): string => {
+  let out = "";
+  for (const e of events) out += encodeSse(e.event, JSON.stringify(e.data));
+  return out;
+};
+
+/** The type and message of an upstream's error object (`{error:{…}}` or the error itself). */
+export function errorOf(data: JsonObject): { type: string; message: string } {
+  const e = (data.error ?? data) as { type?: string; message?: string };
+  return { type: e.type ?? "api_error", message: e.message ?? "Upstream error" };
+}
+
+/** A translator behind a machine: events in the client's dialect for the upstream's end and for a failure, and its tally. */
+export interface Translator<Out> {
+  done(): Out[];
+  fail(type: string, message: string): Out[];
+  readonly outcome: StreamOutcome;
+  readonly usage: TokenUsage | null;
+  readonly outputChars: number;
+  readonly priced: boolean;
+}
+
+/**
+ * The SSE side of a translating pair: a subclass parses each upstream event for its translator (and
+ * says which event is the upstream's last); the translator keeps the state, this encodes what it gives.
+ */
+export abstract class TranslatingMachine<Out> implements StreamMachine {
+  /** Set by push at the upstream's own last event. */
+  protected last = false;
+
+  constructor(
+    protected readonly t: Translator<Out>,
+    protected readonly encode: (out: Out[]) => string,
+  ) {}
+
+  abstract push(ev: SseEvent): string;
+
+  end(): string {
+    return this.encode(this.t.done());
+  }
+  fail(type: string, message: string): string {
+    return this.encode(this.t.fail(type, message));
+  }
+  get outcome(): StreamOutcome {
+    return this.t.outcome;
+  }
+  get upstreamEnded(): boolean {
+    return this.last;
+  }
+  get usage(): TokenUsage | null {
+    return this.t.usage;
+  }
+  get outputChars(): number {
+    return this.t.outputChars;
+  }
+  get priced(): boolean {
+    return this.t.priced;
+  }
+}
