@@ -4,7 +4,7 @@ import { nanoToUsd } from "../core/money.ts";
 import { resolveModel } from "../relay/text.ts";
 import { BODY_LIMIT_BYTES } from "./body.ts";
 import type { KeyedCall } from "./exchange.ts";
-import { json } from "./public-routes.ts";
+import { json } from "./public-endpoints.ts";
 
 /** GET /v1/me: what this key may still spend, and its limits. */
 export function me(call: KeyedCall): Response {

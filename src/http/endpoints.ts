@@ -6,8 +6,8 @@ import { serveResponses } from "../relay/responses.ts";
 import { serveText } from "../relay/text.ts";
 import { countTokens, me } from "./account-routes.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
-import { healthz, metrics, readyz, welcome } from "./operator-routes.ts";
-import { getModel, listModels, pricing, status } from "./public-routes.ts";
+import { healthz, metrics, readyz, welcome } from "./operator-endpoints.ts";
+import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
 
 // The endpoints as data, one row per method and path. Everything else reads this table: Elysia's
@@ -23,16 +23,11 @@ export interface Calls {
   public: OpenCall;
   /** An API key, with its limits and the body checked first (pipeline.ts). */
   key: KeyedCall;
-  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-routes.ts). */
+  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-endpoints.ts). */
   operator: OpenCall;
 }
 export type AuthKind = keyof Calls;
 
-/**
- * `published`: part of the API, named by the 404's list, answered 405 on other methods, served at the
- * target a URL normalises to, in the OpenAPI document and the metrics labels. The operator's paths are
- * served at their exact path only, with no request id and no log row.
- */
 interface Row<A extends AuthKind> extends EndpointTraits {
   method: "GET" | "POST";
   /** `{name}` marks a path parameter. */
@@ -55,7 +50,7 @@ export type Endpoint<A extends AuthKind = AuthKind> = A extends AuthKind ? Row<A
 
 type Given<A extends AuthKind> = Pick<Row<A>, "method" | "path" | "auth" | "summary" | "handler">;
 
-/** A row with what it leaves out at its default: no CORS, the standard envelope, no body, the main bucket, published. */
+/** A row, with what it leaves out at its default: no CORS, the standard envelope, no body, the main bucket, published. */
 function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>): Endpoint<A> {
   return {
     cors: false,

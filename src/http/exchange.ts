@@ -31,9 +31,17 @@ export interface KeyedCall extends RelayCall {
 export interface EndpointTraits {
   /** Matches the pathname (without query), a trailing slash allowed; `{name}` parts are named groups. */
   pattern: RegExp;
+  /** CORS `*` on every answer, the preflight included: the spec's four public GETs, which browsers may call. */
   cors: boolean;
+  /** The error body: Anthropic's envelope around the spec's object on the Messages dialect's endpoints (errors.ts). */
   envelope: "standard" | "messages";
+  /** Its 5xx is no operator event: an orchestrator's probe asks every few seconds. */
   quiet: boolean;
+  /**
+   * Part of the API: named by the 404's list, answered 405 on other methods, served at the target a
+   * URL normalises to, in the OpenAPI document and the metrics labels. The operator's paths are not:
+   * served at their exact path only, with no request id and no log row.
+   */
   published: boolean;
 }
 

@@ -3,7 +3,7 @@ import { ipAllowed, parseCidrList } from "../core/ip.ts";
 import { asGatewayError, GatewayError } from "../core/errors.ts";
 import type { Services } from "../services.ts";
 import type { OpenCall } from "./exchange.ts";
-import { json } from "./public-routes.ts";
+import { json } from "./public-endpoints.ts";
 
 // The operator's endpoints, outside /v1: liveness, readiness and metrics for orchestrators and
 // Prometheus, and the welcome line at `/`. Being outside /v1 they write no request log row.
