@@ -8,7 +8,7 @@ import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowe
 import { errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
 import { newExchange, type Exchange } from "./exchange.ts";
 import { detailOf, openapiDocument } from "./openapi.ts";
-import { metricsRefusal } from "./operator-endpoints.ts";
+import { metricsRefusal } from "./operator-routes.ts";
 import { finishIdempotency, runKeyEndpoint } from "./pipeline.ts";
 
 // The machinery over the endpoint table (endpoints.ts): Elysia's routes, a runner per kind of

@@ -6,7 +6,7 @@ import { serveResponses } from "../relay/responses.ts";
 import { serveText } from "../relay/text.ts";
 import { countTokens, me } from "./account-routes.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
-import { healthz, metrics, readyz, welcome } from "./operator-endpoints.ts";
+import { healthz, metrics, readyz, welcome } from "./operator-routes.ts";
 import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
 
@@ -23,7 +23,7 @@ export interface Calls {
   public: OpenCall;
   /** An API key, with its limits and the body checked first (pipeline.ts). */
   key: KeyedCall;
-  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-endpoints.ts). */
+  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-routes.ts). */
   operator: OpenCall;
 }
 export type AuthKind = keyof Calls;
