@@ -38,7 +38,7 @@ interface Row<A extends AuthKind> extends EndpointTraits {
   schema: TSchema | null;
   /** The key's token bucket a request takes (limits/rate-limit.ts). */
   bucket: "main" | "count_tokens";
-  /** Served only while this holds for the running config; otherwise the path is unknown. */
+  /** Registered only while this holds for the running config, otherwise the path is unknown: for the operator's rows (the lookups below do not ask it). */
   when: ((config: Config) => boolean) | null;
   /** The OpenAPI document's summary; `streams` when the answer may be SSE. */
   summary: string;

@@ -51,7 +51,7 @@ export interface Exchange extends OpenCall {
   started: number;
   /** The request log row; the pipeline adds the key and the relay what it learns. */
   log: LogRow;
-  /** A request of the API under /v1: its answers carry the request id, and it writes a log row. */
+  /** A request of the API under /v1: its successes carry the request id too (every error answer does), and it writes a log row. */
   api: boolean;
   /** Whether the answer writes `log`: API requests do, unless refused past the refusal budget. */
   logged: boolean;
