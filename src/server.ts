@@ -3,7 +3,7 @@ import type { Config } from "./config/load.ts";
 import { ensureDatabaseFolder, type Db } from "./db/client.ts";
 import { acquireServeLock } from "./db/serve-lock.ts";
 import { buildApp } from "./http/app.ts";
-import { findRoute } from "./http/routing.ts";
+import { findEndpoint } from "./http/endpoints.ts";
 import { OperatorError } from "./core/operator-error.ts";
 import { buildServices, type Services } from "./services.ts";
 
@@ -38,7 +38,7 @@ export function startGateway(config: Config, opts: { port?: number; db?: Db; qui
   const lock = opts.db ? { release() {} } : acquireServeLock(config.database);
   let svc: Services;
   try {
-    svc = buildServices(config, opts.db, (path) => findRoute(path)?.path ?? null);
+    svc = buildServices(config, opts.db, (path) => findEndpoint(path)?.path ?? null);
   } catch (e) {
     lock.release();
     throw e;

@@ -3,9 +3,8 @@ import { estimateInputTokens } from "../ledger/estimate.ts";
 import { nanoToUsd } from "../core/money.ts";
 import { resolveModel } from "../relay/text.ts";
 import { BODY_LIMIT_BYTES } from "./body.ts";
-import type { KeyedCall } from "./pipeline.ts";
-import { json } from "./public-routes.ts";
-import { CountTokensBody, validate } from "./schemas.ts";
+import type { KeyedCall } from "./exchange.ts";
+import { json } from "./public-endpoints.ts";
 
 /** GET /v1/me: what this key may still spend, and its limits. */
 export function me(call: KeyedCall): Response {
@@ -44,7 +43,6 @@ export function me(call: KeyedCall): Response {
 
 /** POST /v1/messages/count_tokens: the byte estimate, free, no reservation. */
 export function countTokens(call: KeyedCall): Response {
-  validate(CountTokensBody, call.json);
   resolveModel(call, call.json.model, "messages");
   const hit = findNonTextContent("messages", call.json);
   if (hit) throw unsupportedContent(hit);

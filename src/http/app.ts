@@ -1,182 +1,155 @@
 import { Elysia } from "elysia";
 import type { Server } from "bun";
-import type { Services } from "../services.ts";
-import { serveText } from "../relay/text.ts";
-import { countTokens, me } from "./account-routes.ts";
-import { errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
-import { newRequestId } from "../core/request-id.ts";
-import type { GatewayError } from "../core/errors.ts";
-import { runKeyRoute, type KeyRouteOptions, type KeyedCall } from "./pipeline.ts";
-import { getModel, listModels, pricing, status } from "./public-routes.ts";
-import { CORS_HEADERS, endpointNotFound, findRoute, methodNotAllowed, preflight, PUBLISHED_ROUTES } from "./routing.ts";
-import { clientAddress } from "../core/ip.ts";
 import { presentedKey } from "../auth/keys.ts";
+import type { GatewayError } from "../core/errors.ts";
 import { RefusalGate, type RefusalGateOptions } from "../limits/refusals.ts";
-import { ChatBody, ImageGenerationBody, MessagesBody, ResponsesBody, validate } from "./schemas.ts";
-import { serveResponses } from "../relay/responses.ts";
-import { serveImages } from "../relay/images.ts";
-import { doc, openapiDocument, ROUTE_DOCS } from "./openapi.ts";
-import { operatorRoutes } from "./operator-routes.ts";
+import type { Services } from "../services.ts";
+import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowed, preflight, type AuthKind, type Endpoint } from "./endpoints.ts";
+import { errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
+import { newExchange, type Exchange } from "./exchange.ts";
+import { detailOf, openapiDocument } from "./openapi.ts";
+import { metricsRefusal } from "./operator-routes.ts";
+import { finishIdempotency, runKeyEndpoint } from "./pipeline.ts";
+
+// The machinery over the endpoint table (endpoints.ts): Elysia's routes, a runner per kind of
+// caller, the answers to paths and methods no endpoint takes, and the one place where a failure
+// becomes its logged error response.
 
 type Ctx = { request: Request; server: Server<unknown> | null };
+type Run = (x: Exchange) => Response | Promise<Response>;
+type Runner<A extends AuthKind> = (x: Exchange, e: Endpoint<A>) => Response | Promise<Response>;
 
-function clientIp(svc: Services, request: Request, server: Server<unknown> | null): string | null {
-  const peer = server?.requestIP(request)?.address ?? null;
-  return clientAddress(peer, request.headers.get("x-forwarded-for"), svc.config.trustProxy);
+function withRequestId(x: Exchange, response: Response): Response {
+  if (x.api) for (const [k, v] of Object.entries(requestIdHeaders(x.requestId))) response.headers.set(k, v);
+  return response;
 }
 
-function splitUrl(url: string): { pathname: string; search: string } {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  const q = url.indexOf("?", start);
-  return q === -1 ? { pathname: url.slice(start), search: "" } : { pathname: url.slice(start, q), search: url.slice(q) };
-}
-
-/**
- * The {id} of /v1/models/{id}, percent-decoded. The trailing slash the other routes tolerate is not part
- * of the id, and a malformed escape (%E0%A4%A) names no model: it gets the unknown-id 404, not a 500.
- */
-function modelIdOf(pathname: string): string {
-  const raw = pathname.slice("/v1/models/".length).replace(/\/$/, "");
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return raw;
+/** Unknown paths and other methods: 404 endpoint_not_found, 405 with allow; CORS preflight and HEAD answered. */
+function unrouted(x: Exchange, at: Endpoint[]): Response {
+  const method = x.request.method;
+  if (at.length === 0) throw endpointNotFound(method, x.pathname);
+  if (method === "OPTIONS" && at[0]!.cors) return withRequestId(x, preflight(x.request, at));
+  if (method === "HEAD" && at.some((e) => e.method === "GET")) {
+    return withRequestId(x, new Response(null, { status: 200, headers: at[0]!.cors ? { ...CORS_HEADERS } : {} }));
   }
-}
-
-/**
- * A refusal that carries no valid key (401, or 404/405 on /v1), while its address is over the refusal
- * budget (limits/refusals.ts): the 429 to answer instead, with no row. Null: answer and log as usual.
- * The key is looked up only then, so valid keys pay nothing and are never refused here.
- */
-function overRefusalBudget(svc: Services, gate: RefusalGate, request: Request, ip: string | null): GatewayError | null {
-  const wait = gate.waitFor(ip);
-  if (wait === null || svc.keys.lookup(presentedKey(request.headers))) return null;
-  return gate.refuse(ip, wait);
-}
-
-/** A log row for /v1 requests that never reach a key route (public GETs, unknown paths). */
-function logPlain(svc: Services, request: Request, pathname: string, requestId: string, status: number, errorCode: string | null, started: number): void {
-  if (!pathname.startsWith("/v1/")) return;
-  svc.logs.write({ requestId, method: request.method, path: pathname, status, errorCode, latencyMs: performance.now() - started });
-}
-
-/** Public routes answer errors (unknown model id) with CORS too, since browsers may call them. */
-function publicRoute(fn: (svc: Services, request: Request) => Response, svc: Services, gate: RefusalGate) {
-  return ({ request, server }: Ctx) => {
-    const started = performance.now();
-    const requestId = newRequestId();
-    const { pathname } = splitUrl(request.url);
-    let response: Response;
-    let code: string | null = null;
-    try {
-      response = fn(svc, request);
-      if (pathname.startsWith("/v1/")) for (const [k, v] of Object.entries(requestIdHeaders(requestId))) response.headers.set(k, v);
-    } catch (e) {
-      const err = toGatewayError(e);
-      const ip = err.status === 404 && pathname.startsWith("/v1/") ? clientIp(svc, request, server) : undefined;
-      const over = ip === undefined ? null : overRefusalBudget(svc, gate, request, ip);
-      if (over) return errorResponse(over, requestId, { ...CORS_HEADERS }, { path: pathname });
-      if (ip !== undefined) gate.spend(ip);
-      code = err.code;
-      response = errorResponse(err, requestId, { ...CORS_HEADERS });
-    }
-    logPlain(svc, request, pathname, requestId, response.status, code, started);
-    return response;
-  };
+  throw methodNotAllowed(method, at);
 }
 
 export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}) {
-  const refusals = new RefusalGate(gateOptions);
+  const gate = new RefusalGate(gateOptions);
   // The refusals of the last minute before a stop are summarised too.
-  svc.atStop.push(() => refusals.summarize());
-  const keyRoute = (opts: KeyRouteOptions, handler: (c: KeyedCall) => Response | Promise<Response>) => async ({ request, server }: Ctx) => {
-    const url = splitUrl(request.url);
-    // The address is asked for only when needed (a key with an allow-list, a refusal): it costs a
-    // native call per request otherwise (1 % of the CPU at c=16).
-    let ip: string | null | undefined;
-    const ipOf = () => (ip === undefined ? (ip = clientIp(svc, request, server)) : ip);
-    // Over budget, a keyless request is turned away before its body is read (item 11).
-    const over = refusals.untouched ? null : overRefusalBudget(svc, refusals, request, ipOf());
-    if (over) return errorResponse(over, newRequestId(), {}, { path: url.pathname });
-    const response = await runKeyRoute(svc, request, url, ipOf, opts, async (c) => handler(c));
-    if (response.status === 401) refusals.spend(ipOf());
+  svc.atStop.push(() => gate.summarize());
+
+  /**
+   * A refusal that carries no valid key, while its address is over the refusal budget
+   * (limits/refusals.ts): the 429 to answer instead, with no row. Null: answer and log as usual.
+   * The key is looked up only then, so valid keys pay nothing and are never refused here.
+   */
+  function overBudget(x: Exchange): GatewayError | null {
+    const wait = gate.waitFor(x.clientIp());
+    if (wait === null || svc.keys.lookup(presentedKey(x.request.headers))) return null;
+    return gate.refuse(x.clientIp(), wait);
+  }
+
+  /** An answer without a key: the endpoint's CORS, and on /v1 the request id and a log row. */
+  async function opened(x: Exchange, pending: Response | Promise<Response>): Promise<Response> {
+    const response = withRequestId(x, await pending);
+    if (x.endpoint?.cors) for (const [k, v] of Object.entries(CORS_HEADERS)) response.headers.set(k, v);
+    if (x.logged) {
+      x.log.status = response.status;
+      x.log.latencyMs = performance.now() - x.started;
+      svc.logs.write(x.log);
+    }
     return response;
-  };
-  const JSON_MAIN: KeyRouteOptions = { bucket: "main", body: "json" };
-
-  // One handler per published route (routing.ts), by its path: Elysia routes on the request target as
-  // sent, and the fallback below serves the same handlers for a target that only normalises to one.
-  const handlers: Record<string, (c: Ctx) => Response | Promise<Response>> = {
-    "/status": publicRoute(status, svc, refusals),
-    "/v1/models": publicRoute(listModels, svc, refusals),
-    "/v1/models/{id}": publicRoute((s, request) => getModel(s, modelIdOf(splitUrl(request.url).pathname)), svc, refusals),
-    "/api/pricing": publicRoute(pricing, svc, refusals),
-    "/v1/messages": keyRoute(JSON_MAIN, (c) => {
-      validate(MessagesBody, c.json);
-      return serveText(c, "messages", c.json);
-    }),
-    "/v1/chat/completions": keyRoute(JSON_MAIN, (c) => {
-      validate(ChatBody, c.json);
-      return serveText(c, "chat", c.json);
-    }),
-    "/v1/messages/count_tokens": keyRoute({ bucket: "count_tokens", body: "json" }, countTokens),
-    "/v1/responses": keyRoute(JSON_MAIN, (c) => {
-      validate(ResponsesBody, c.json);
-      return serveResponses(c);
-    }),
-    "/v1/images/generations": keyRoute(JSON_MAIN, (c) => {
-      validate(ImageGenerationBody, c.json);
-      return serveImages(c, "images.generations");
-    }),
-    "/v1/images/edits": keyRoute({ bucket: "main", body: "multipart" }, (c) => serveImages(c, "images.edits")),
-    "/v1/me": keyRoute({ bucket: "main", body: "none" }, me),
-  };
-  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version)).use(operatorRoutes(svc));
-  // Elysia's route() registers on the instance itself; its typed return is not needed here.
-  for (const r of PUBLISHED_ROUTES) {
-    const path = r.path.replace(/\{(\w+)\}/g, ":$1");
-    app.route(r.method, path, handlers[r.path]!, doc(`${r.method} ${path}` as keyof typeof ROUTE_DOCS));
   }
 
-  return app
-    .head("/", () => new Response(null, { status: 200 }))
-    .get("/", () => new Response("gateway: see GET /status and GET /v1/models\n", { headers: { "content-type": "text/plain" } }))
-    .onError(({ code, error, request, server }) => {
-      const started = performance.now();
-      const requestId = newRequestId();
-      const route = code === "NOT_FOUND" ? findRoute(splitUrl(request.url).pathname) : undefined;
-      // The router matches the target as sent; request.url is already normalised (dot segments,
-      // %2e, a trailing slash). A target that normalises to a published route and method is that
-      // route, as it is for every URL parser: /v1/../v1/messages answered a baffling "use POST" 405.
-      if (route?.method === request.method) return handlers[route.path]!({ request, server });
-      const err = code === "NOT_FOUND" ? unrouted(request) : toGatewayError(code === "PARSE" ? (error as Error).cause : error);
-      if (err instanceof Response) {
-        if (request.url.includes("/v1/")) for (const [k, v] of Object.entries(requestIdHeaders(requestId))) err.headers.set(k, v);
-        return err;
+  /** How each kind of caller is known before its endpoint's handler runs. */
+  const RUNNERS: { [A in AuthKind]: Runner<A> } = {
+    public: (x, e) => opened(x, e.handler(x)),
+    operator: (x, e) => {
+      const refusal = metricsRefusal(x);
+      if (refusal) throw refusal;
+      return opened(x, e.handler(x));
+    },
+    key: (x, e) => {
+      // Over budget, a keyless request is turned away before its body is read (item 11).
+      const over = gate.untouched ? null : overBudget(x);
+      if (over) {
+        x.logged = false;
+        throw over;
       }
-      const { pathname } = splitUrl(request.url);
-      if (code === "NOT_FOUND" && pathname.startsWith("/v1/")) {
-        const ip = clientIp(svc, request, server);
-        const over = overRefusalBudget(svc, refusals, request, ip);
-        if (over) return errorResponse(over, requestId, corsFor(request), { path: pathname });
-        refusals.spend(ip);
-      }
-      logPlain(svc, request, pathname, requestId, err.status, err.code, started);
-      return errorResponse(err, requestId, corsFor(request), { path: pathname });
+      return runKeyEndpoint(x, e);
+    },
+  };
+  const runnerOf = (e: Endpoint): Run => (x) => (RUNNERS[e.auth] as Runner<AuthKind>)(x, e);
+
+  /** The one catch site: anything a runner throws, from any layer, is answered here. */
+  async function answer(x: Exchange, run: Run): Promise<Response> {
+    try {
+      return await run(x);
+    } catch (e) {
+      return failed(x, e);
+    }
+  }
+
+  /**
+   * A failure as its error response: the refusal budget, the hold and the idempotency claim left
+   * behind, the log row, the operator's event for a 5xx (errors.ts), CORS, the envelope and the
+   * rate headers. Nothing in here may throw.
+   */
+  function failed(x: Exchange, thrown: unknown): Response {
+    let e = toGatewayError(thrown);
+    // Refusals that carry no valid key (401, 404 and 405 on /v1 before a key was accepted) spend
+    // the address's refusal budget; past it they become a 429 with no row.
+    if (x.logged && (e.status === 401 || ((e.status === 404 || e.status === 405) && x.log.keyId === undefined))) {
+      const over = overBudget(x);
+      if (over) {
+        e = over;
+        x.logged = false;
+      } else gate.spend(x.clientIp());
+    }
+    // The relay's own finally has resolved it; this is the last resort should a path ever miss it.
+    x.call?.hold?.close("failed");
+    if (x.idem) finishIdempotency(svc, x.idem, x.requestId, null);
+    if (x.logged) {
+      x.log.status = e.status;
+      x.log.errorCode = e.code;
+      x.log.latencyMs = performance.now() - x.started;
+      // Through the group commit, which waits out another process's write lock between turns; the
+      // error answer does not wait for it.
+      void svc.logs.writeBatched(svc.commits, x.log);
+    }
+    const { log, endpoint } = x;
+    const quiet = endpoint?.quiet || x.request.signal.aborted;
+    const response = errorResponse(e, x.requestId, endpoint?.cors ? { ...CORS_HEADERS } : {}, {
+      envelope: endpoint?.envelope,
+      ...(quiet
+        ? { quiet: true }
+        : { route: log.provider && log.upstreamModel ? `${log.provider}/${log.upstreamModel}` : undefined, provider: log.provider ?? undefined, upstreamStatus: x.call?.upstreamStatus }),
     });
-}
-
-const corsFor = (request: Request): Record<string, string> => (findRoute(splitUrl(request.url).pathname)?.cors ? { ...CORS_HEADERS } : {});
-
-/** Unknown paths and wrong methods: 404 endpoint_not_found, 405 with allow; CORS preflight and HEAD answered. */
-function unrouted(request: Request): Response | GatewayError {
-  const { pathname } = splitUrl(request.url);
-  const route = findRoute(pathname);
-  if (route) {
-    if (request.method === "OPTIONS" && route.cors) return preflight(request);
-    if (request.method === "HEAD" && route.method === "GET") return new Response(null, { status: 200, headers: route.cors ? { ...CORS_HEADERS } : {} });
-    return methodNotAllowed(request.method, route);
+    if (x.rate) svc.limiter.withHeaders(response.headers, x.rate);
+    return response;
   }
-  return endpointNotFound(request.method, pathname);
+
+  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version));
+  for (const e of ENDPOINTS) {
+    if (e.when && !e.when(svc.config)) continue;
+    const run = runnerOf(e);
+    // Elysia's route() registers on the instance itself; its typed return is not needed here.
+    app.route(e.method, e.path.replace(/\{(\w+)\}/g, ":$1"), ({ request, server }: Ctx) => answer(newExchange(svc, request, server, e), run), detailOf(e));
+  }
+
+  return app.onError(({ code, error, request, server }) => {
+    const x = newExchange(svc, request, server, undefined);
+    const at = endpointsAt(x.pathname);
+    x.endpoint = at[0];
+    if (code !== "NOT_FOUND") return failed(x, code === "PARSE" ? (error as Error).cause : error);
+    // The router matches the target as sent; request.url is already normalised (dot segments,
+    // %2e, a trailing slash). A target that normalises to a published endpoint and method is that
+    // endpoint, as it is for every URL parser: /v1/../v1/messages answered a baffling "use POST" 405.
+    const e = at.find((r) => r.method === request.method);
+    if (!e) return answer(x, () => unrouted(x, at));
+    x.endpoint = e;
+    return answer(x, runnerOf(e));
+  });
 }

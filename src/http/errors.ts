@@ -1,6 +1,5 @@
 import { asGatewayError, type GatewayError } from "../core/errors.ts";
 import { events } from "../logs/events.ts";
-import { findRoute } from "./routing.ts";
 
 /** What the request had reached when it failed, for the operator's event line of a 5xx. */
 export interface FailureContext {
@@ -10,8 +9,8 @@ export interface FailureContext {
   upstreamStatus?: number;
   /** The client went away: its answer goes nowhere and is no event. */
   quiet?: boolean;
-  /** The request's pathname: the Messages dialect's routes get Anthropic's envelope (errorBody). */
-  path?: string;
+  /** The endpoint's error envelope: the Messages dialect's endpoints get Anthropic's (errorBody). */
+  envelope?: "standard" | "messages";
 }
 
 /**
@@ -30,18 +29,18 @@ export function errorResponse(err: unknown, requestId: string, extraHeaders: Rec
   if (e.status >= 500 && !ctx.quiet) {
     events.gatewayError({ requestId, status: e.status, code: e.code, route: ctx.route, provider: ctx.provider, upstreamStatus: ctx.upstreamStatus, cause: e.cause });
   }
-  return new Response(errorBody(e, requestId, ctx.path), { status: e.status, headers });
+  return new Response(errorBody(e, requestId, ctx.envelope), { status: e.status, headers });
 }
 
 /**
- * The spec's error object. On the Messages dialect's routes it sits beside Anthropic's top-level
+ * The spec's error object. On the Messages dialect's endpoints it sits beside Anthropic's top-level
  * `"type": "error"`: the Vercel AI SDK's Anthropic provider parses error bodies with
  * z.object({ type: z.literal("error"), error: { type, message } }) (vercel/ai
  * packages/anthropic/src/anthropic-error.ts) and, when that fails, shows only the status text.
  */
-export function errorBody(e: GatewayError, requestId: string, path?: string): string {
+export function errorBody(e: GatewayError, requestId: string, envelope: "standard" | "messages" = "standard"): string {
   const error = { type: e.type, code: e.code, message: e.message, request_id: requestId };
-  return JSON.stringify(path !== undefined && findRoute(path)?.messages ? { type: "error", error } : { error });
+  return JSON.stringify(envelope === "messages" ? { type: "error", error } : { error });
 }
 
 /** Anything thrown, as the gateway's error; logging is errorResponse's, once per answer. */

@@ -1,122 +1,86 @@
 import { createHash } from "node:crypto";
-import { presentedKey, type KeyRecord } from "../auth/keys.ts";
+import { presentedKey } from "../auth/keys.ts";
 import { GatewayError } from "../core/errors.ts";
 import { scopedIdempotencyKey, type StoredAnswer } from "../limits/idempotency.ts";
-import type { Bucket } from "../limits/rate-limit.ts";
 import { events } from "../logs/events.ts";
 import type { LogRow } from "../logs/request-log.ts";
-import type { RelayCall } from "../relay/context.ts";
 import type { Services } from "../services.ts";
 import { readBodyLimited, parseJsonObject } from "./body.ts";
-import { errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
-import { newRequestId } from "../core/request-id.ts";
+import type { Endpoint } from "./endpoints.ts";
+import { requestIdHeaders } from "./errors.ts";
+import type { Exchange } from "./exchange.ts";
+import { validate } from "./schemas.ts";
 
-/** A key route's call: the relay's RelayCall, with the whole of the process for the routes served here. */
-export interface KeyedCall extends RelayCall {
-  svc: Services;
-}
-
-export interface KeyRouteOptions {
-  bucket: "main" | "count_tokens";
-  body: "json" | "multipart" | "none";
-}
+const NO_BODY = new Uint8Array(0);
 
 /**
- * The front half of every key route, in the order of the spec: pause, body limit, key, rate limit,
- * JSON, idempotency. The handler does the rest; errors from anywhere become one error response.
+ * A key endpoint, in the order of the spec: pause, body limit, key, rate limit, JSON, idempotency;
+ * then the body against the endpoint's schema, and its handler. What it takes on the way (the
+ * bucket, the idempotency claim, the call and its hold) it leaves on the exchange, for the catch
+ * site in app.ts should anything throw.
  */
-export async function runKeyRoute(
-  svc: Services,
-  request: Request,
-  url: { pathname: string; search: string },
-  clientIp: () => string | null,
-  opts: KeyRouteOptions,
-  handler: (c: KeyedCall) => Promise<Response>,
-): Promise<Response> {
-  const requestId = newRequestId();
-  const started = performance.now();
-  const log: LogRow = { requestId, method: request.method, path: url.pathname, status: 0, latencyMs: 0 };
-  let idem: { keyId: number; key: string } | null = null;
-  let rate: Bucket | null = null;
-  let call: KeyedCall | null = null;
+export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<Response> {
+  const { svc, request, requestId, started, log } = x;
+  // The spec's order is pause, body, key: the switch is read after the body has arrived, so that a
+  // pause the operator sets meanwhile still turns the request away.
+  let bytes: Uint8Array;
   try {
-    // The spec's order is pause, body, key: the switch is read after the body has arrived, so that a
-    // pause the operator sets meanwhile still turns the request away.
-    let bytes: Uint8Array;
-    try {
-      bytes = opts.body === "none" ? new Uint8Array(0) : await readBodyLimited(request);
-    } catch (e) {
-      if (svc.settings.paused) throw pausedError();
-      throw e;
-    }
-    if (svc.settings.paused) throw pausedError();
-    const presented = presentedKey(request.headers);
-    const key = svc.keys.check(presented, svc.keys.lookup(presented), clientIp);
-    log.keyId = key.id;
-    log.accountId = key.accountId;
-    log.keyPrefix = key.prefix;
-    rate =
-      opts.bucket === "count_tokens"
-        ? svc.limiter.take(`${key.id}:ct`, svc.config.countTokensRpm, "count_tokens on this key")
-        : svc.limiter.take(`${key.id}:main`, key.rpm ?? svc.config.defaultRpm, "this key");
-    const json = opts.body === "json" ? parseJsonObject(bytes) : {};
-    const form = opts.body === "multipart" ? await parseForm(request, bytes) : null;
-
-    const idemKey = scopedIdempotencyKey(url.pathname, request.headers.get("idempotency-key"));
-    if (idemKey && request.method === "POST") {
-      const sha = createHash("sha256").update(bytes).digest("hex");
-      const begun = await svc.idempotency.begin(key.id, idemKey, sha, requestId);
-      if (begun.kind === "replay") {
-        log.status = begun.answer.status;
-        log.latencyMs = performance.now() - started;
-        svc.logs.write(log);
-        const replay = new Response(begun.answer.body, {
-          status: begun.answer.status,
-          headers: { "content-type": begun.answer.contentType, "idempotent-replayed": "true", ...requestIdHeaders(requestId) },
-        });
-        svc.limiter.withHeaders(replay.headers, rate);
-        return replay;
-      }
-      idem = { keyId: key.id, key: idemKey };
-    }
-
-    call = { svc, request, requestId, started, key, bytes, json, form, search: url.search, log, hold: null };
-    const response = await handler(call);
-    for (const [k, v] of Object.entries(requestIdHeaders(requestId))) response.headers.set(k, v);
-    svc.limiter.withHeaders(response.headers, rate);
-    if (!call.hold) {
-      // A route that holds no money (count_tokens, /v1/me): its row is written here.
-      log.status = response.status;
-      await svc.commits.run(() => {
-        log.latencyMs = performance.now() - started;
-        svc.logs.write(log);
-      });
-    }
-    return idem ? recordForReplay(svc, idem, requestId, response, log) : response;
+    bytes = e.body === "none" ? NO_BODY : await readBodyLimited(request);
   } catch (err) {
-    // Nothing in here may throw: a failure escaping to the app's error handler would answer under a
-    // new request id, with no row for the one the client was given.
-    const e = toGatewayError(err);
-    // The relay's own finally has resolved it; this is the last resort should a path ever miss it.
-    call?.hold?.close("failed");
-    if (idem) finishIdempotency(svc, idem, requestId, null);
-    log.status = e.status;
-    log.errorCode = e.code;
-    log.latencyMs = performance.now() - started;
-    // Through the group commit, which waits out another process's write lock between turns; the
-    // error answer does not wait for it.
-    void svc.logs.writeBatched(svc.commits, log);
-    const ctx = request.signal.aborted ? { quiet: true } : { route: routeOf(log), provider: log.provider ?? undefined, upstreamStatus: call?.upstreamStatus };
-    const response = errorResponse(e, requestId, {}, { ...ctx, path: url.pathname });
-    if (rate) svc.limiter.withHeaders(response.headers, rate);
-    return response;
+    if (svc.settings.paused) throw pausedError();
+    throw err;
   }
+  if (svc.settings.paused) throw pausedError();
+  const presented = presentedKey(request.headers);
+  const key = svc.keys.check(presented, svc.keys.lookup(presented), x.clientIp);
+  log.keyId = key.id;
+  log.accountId = key.accountId;
+  log.keyPrefix = key.prefix;
+  const rate = (x.rate =
+    e.bucket === "count_tokens"
+      ? svc.limiter.take(`${key.id}:ct`, svc.config.countTokensRpm, "count_tokens on this key")
+      : svc.limiter.take(`${key.id}:main`, key.rpm ?? svc.config.defaultRpm, "this key"));
+  const json = e.body === "json" ? parseJsonObject(bytes) : {};
+  const form = e.body === "multipart" ? await parseForm(request, bytes) : null;
+
+  const idemKey = scopedIdempotencyKey(x.pathname, request.headers.get("idempotency-key"));
+  if (idemKey && request.method === "POST") {
+    const sha = createHash("sha256").update(bytes).digest("hex");
+    const begun = await svc.idempotency.begin(key.id, idemKey, sha, requestId);
+    if (begun.kind === "replay") {
+      log.status = begun.answer.status;
+      log.latencyMs = performance.now() - started;
+      svc.logs.write(log);
+      const replay = new Response(begun.answer.body, {
+        status: begun.answer.status,
+        headers: { "content-type": begun.answer.contentType, "idempotent-replayed": "true", ...requestIdHeaders(requestId) },
+      });
+      svc.limiter.withHeaders(replay.headers, rate);
+      return replay;
+    }
+    x.idem = { keyId: key.id, key: idemKey };
+  }
+  // After the idempotency claim, as when each handler checked its own body: a claim that meets an
+  // invalid body is released by the catch site, and a conflicting one still answers 409 first.
+  if (e.body === "json" && e.schema) validate(e.schema, json);
+
+  const call = (x.call = { svc, request, requestId, started, key, bytes, json, form, search: x.search, log, hold: null });
+  const response = await e.handler(call);
+  for (const [k, v] of Object.entries(requestIdHeaders(requestId))) response.headers.set(k, v);
+  svc.limiter.withHeaders(response.headers, rate);
+  if (!call.hold) {
+    // An endpoint that holds no money (count_tokens, /v1/me): its row is written here.
+    log.status = response.status;
+    await svc.commits.run(() => {
+      log.latencyMs = performance.now() - started;
+      svc.logs.write(log);
+    });
+  }
+  return x.idem ? recordForReplay(svc, x.idem, requestId, response, log) : response;
 }
 
-const routeOf = (log: LogRow) => (log.provider && log.upstreamModel ? `${log.provider}/${log.upstreamModel}` : undefined);
-
 /** Ends an idempotency claim; a failed write (full disk) costs only the replay, so it is reported, not thrown. */
-function finishIdempotency(svc: Services, idem: { keyId: number; key: string }, requestId: string, answer: StoredAnswer | null): void {
+export function finishIdempotency(svc: Services, idem: { keyId: number; key: string }, requestId: string, answer: StoredAnswer | null): void {
   try {
     svc.idempotency.finish(idem.keyId, idem.key, answer);
   } catch (e) {

@@ -43,6 +43,14 @@ export const ImageGenerationBody = T.Object({
   size: T.Optional(T.Union([T.String(), T.Null()])),
 });
 
+/** The multipart form of POST /v1/images/edits, for the OpenAPI document: relay/images.ts checks its fields as it reads them. */
+export const ImageEditForm = T.Object({
+  model: T.String(),
+  prompt: T.String(),
+  image: T.Array(T.String({ format: "binary" }), { maxItems: 4 }),
+  n: T.Optional(T.Integer()),
+});
+
 const compiled = new Map<TSchema, ReturnType<typeof TypeCompiler.Compile>>();
 
 /** Checks a parsed body against its schema; the first problem becomes the spec's 400 invalid_request. */

@@ -48,7 +48,7 @@ export class Metrics {
   row(r: LogRow): void {
     const model = r.model ?? "";
     // Any path a client sends would be a new series; unknown ones share one label.
-    const path = this.routeOf(r.path);
+    const path = this.endpointOf(r.path);
     this.child(this.requests, path, model, String(r.status)).inc();
     if (r.errorCode === "rate_limit") this.rateLimited.inc({ path });
     const route = r.provider && r.upstreamModel ? `${r.provider}/${r.upstreamModel}` : null;
@@ -62,15 +62,16 @@ export class Metrics {
   }
 
   // Published paths only are kept (a bounded set); others are looked up again, and share one label.
-  private readonly routes = new Map<string, string>();
+  private readonly endpoints = new Map<string, string>();
 
-  private routeOf(path: string): string {
-    const known = this.routes.get(path);
+  /** The endpoint's path a request's path is labelled with (`/v1/models/{id}`), never the path itself. */
+  private endpointOf(path: string): string {
+    const known = this.endpoints.get(path);
     if (known) return known;
-    const route = this.sources.endpoint(path);
-    if (route === null) return "(unknown)";
-    if (route === path) this.routes.set(path, route);
-    return route;
+    const endpoint = this.sources.endpoint(path);
+    if (endpoint === null) return "(unknown)";
+    if (endpoint === path) this.endpoints.set(path, endpoint);
+    return endpoint;
   }
 
   private readonly children = new Map<unknown, Map<string, { inc(v?: number): void; observe(v: number): void }>>();

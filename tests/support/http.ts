@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, expect } from "bun:test";
-import { findRoute } from "../../src/http/routing.ts";
+import { findEndpoint } from "../../src/http/endpoints.ts";
 import { startTestGateway, type TestGateway } from "./gateway.ts";
 
 // Helpers for tests that talk HTTP to a real gateway: requests as a client sends them, and the
@@ -38,7 +38,7 @@ export async function expectError(res: Response, status: number, code: string, t
   expect(res.headers.get("content-type")).toStartWith("application/json");
   const body = (await res.json()) as { type?: string; error: WireError };
   // The Messages dialect's routes add Anthropic's top-level "type": "error" beside the spec's object.
-  if (findRoute(new URL(res.url || "http://x/").pathname)?.messages) {
+  if (findEndpoint(new URL(res.url || "http://x/").pathname)?.envelope === "messages") {
     expect(Object.keys(body).sort()).toEqual(["error", "type"]);
     expect(body.type).toBe("error");
   } else expect(Object.keys(body)).toEqual(["error"]);

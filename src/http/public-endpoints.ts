@@ -1,9 +1,9 @@
 import type { Model } from "../catalog/catalog.ts";
 import { modelNotFound } from "../core/errors.ts";
-import type { Services } from "../services.ts";
-import { CORS_HEADERS } from "./routing.ts";
+import { pathParam, type OpenCall } from "./exchange.ts";
 
-// The four public routes: no key, CORS `*`, read-only views of the catalog and health.
+// The four public endpoints: no key, read-only views of the catalog and health (their CORS is the
+// endpoint table's).
 
 const iso = (unix: number) => new Date(unix * 1000).toISOString();
 
@@ -27,22 +27,21 @@ export function modelObject(m: Model) {
 export const json = (data: unknown, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(data), { status, headers: { "content-type": "application/json", ...headers } });
 
-export function listModels(svc: Services): Response {
+export function listModels({ svc }: OpenCall): Response {
   const data = svc.catalog.models.map(modelObject);
   return json(
     { object: "list", data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null },
-    200,
-    CORS_HEADERS,
   );
 }
 
-export function getModel(svc: Services, id: string): Response {
-  const m = svc.catalog.lookup(id);
+export function getModel(c: OpenCall): Response {
+  const id = pathParam(c, "id");
+  const m = c.svc.catalog.lookup(id);
   if (!m) throw modelNotFound(id);
-  return json(modelObject(m), 200, CORS_HEADERS);
+  return json(modelObject(m));
 }
 
-export function pricing(svc: Services): Response {
+export function pricing({ svc }: OpenCall): Response {
   const models = svc.catalog.models.map((m) => ({
     id: m.id,
     aliases: m.aliases,
@@ -60,12 +59,10 @@ export function pricing(svc: Services): Response {
   }));
   return json(
     { catalog_version: svc.catalog.version, currency: "USD", minimum_top_up_usd: 1, starting_balance_usd: 1, models },
-    200,
-    CORS_HEADERS,
   );
 }
 
-export function status(svc: Services): Response {
+export function status({ svc }: OpenCall): Response {
   const models = svc.catalog.models.map((m) => ({ id: m.id, routes: m.routes.map((r) => svc.health.view(r.key)) }));
   const paused = svc.settings.paused;
   const degraded = models.some((m) => m.routes.some((r) => r.state !== "healthy"));
@@ -77,7 +74,5 @@ export function status(svc: Services): Response {
       time: new Date().toISOString(),
       models,
     },
-    200,
-    CORS_HEADERS,
   );
 }

@@ -1,0 +1,150 @@
+import type { TSchema } from "@sinclair/typebox";
+import type { Config } from "../config/load.ts";
+import { GatewayError } from "../core/errors.ts";
+import { serveImages } from "../relay/images.ts";
+import { serveResponses } from "../relay/responses.ts";
+import { serveText } from "../relay/text.ts";
+import { countTokens, me } from "./account-routes.ts";
+import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
+import { healthz, metrics, readyz, welcome } from "./operator-routes.ts";
+import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
+import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
+
+// The endpoints as data, one row per method and path. Everything else reads this table: Elysia's
+// routes and the OpenAPI document (app.ts, openapi.ts), the answers to unknown paths, other methods,
+// HEAD, OPTIONS and CORS (below and app.ts), the metrics labels (server.ts).
+
+/**
+ * What a handler is given, by how its caller is known. Each kind has its runner in app.ts: a new
+ * kind (the dashboard's browser session) is one entry here, one runner there, and its rows.
+ */
+export interface Calls {
+  /** No credential. */
+  public: OpenCall;
+  /** An API key, with its limits and the body checked first (pipeline.ts). */
+  key: KeyedCall;
+  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-routes.ts). */
+  operator: OpenCall;
+}
+export type AuthKind = keyof Calls;
+
+interface Row<A extends AuthKind> extends EndpointTraits {
+  method: "GET" | "POST";
+  /** `{name}` marks a path parameter. */
+  path: string;
+  auth: A;
+  body: "json" | "multipart" | "none";
+  /** The body's shape: a JSON body is checked against it before the handler runs; the OpenAPI document shows it. */
+  schema: TSchema | null;
+  /** The key's token bucket a request takes (limits/rate-limit.ts). */
+  bucket: "main" | "count_tokens";
+  /** Registered only while this holds for the running config, otherwise the path is unknown: for the operator's rows (the lookups below do not ask it). */
+  when: ((config: Config) => boolean) | null;
+  /** The OpenAPI document's summary; `streams` when the answer may be SSE. */
+  summary: string;
+  streams: boolean;
+  handler: (call: Calls[A]) => Response | Promise<Response>;
+}
+
+export type Endpoint<A extends AuthKind = AuthKind> = A extends AuthKind ? Row<A> : never;
+
+type Given<A extends AuthKind> = Pick<Row<A>, "method" | "path" | "auth" | "summary" | "handler">;
+
+/** A row, with what it leaves out at its default: no CORS, the standard envelope, no body, the main bucket, published. */
+function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>): Endpoint<A> {
+  return {
+    cors: false,
+    envelope: "standard",
+    body: "none",
+    schema: null,
+    bucket: "main",
+    published: true,
+    quiet: false,
+    when: null,
+    streams: false,
+    ...r,
+    pattern: new RegExp(`^${r.path.replace(/\{(\w+)\}/g, "(?<$1>[^/]+)")}/?$`),
+  } as Row<A> as Endpoint<A>;
+}
+
+export const ENDPOINTS: readonly Endpoint[] = [
+  // The spec's four public GETs carry CORS `*` (spec, CORS): browsers may call them.
+  row({ method: "GET", path: "/status", auth: "public", cors: true, summary: "Gateway status and route health", handler: status }),
+  row({ method: "GET", path: "/v1/models", auth: "public", cors: true, summary: "Published models", handler: listModels }),
+  row({ method: "GET", path: "/v1/models/{id}", auth: "public", cors: true, summary: "One model (an alias answers with the canonical id)", handler: getModel }),
+  row({ method: "GET", path: "/api/pricing", auth: "public", cors: true, summary: "Public prices and the catalog version", handler: pricing }),
+  // The Messages dialect's endpoints answer errors in Anthropic's envelope (errors.ts).
+  row({
+    method: "POST", path: "/v1/messages", auth: "key", envelope: "messages", body: "json", schema: MessagesBody, streams: true,
+    summary: "Messages dialect (Anthropic SDK base URL without /v1)", handler: (c) => serveText(c, "messages", c.json),
+  }),
+  row({
+    method: "POST", path: "/v1/messages/count_tokens", auth: "key", envelope: "messages", body: "json", schema: CountTokensBody, bucket: "count_tokens",
+    summary: "Token estimate; free, 60 per minute per key", handler: countTokens,
+  }),
+  row({
+    method: "POST", path: "/v1/chat/completions", auth: "key", body: "json", schema: ChatBody, streams: true,
+    summary: "Chat Completions dialect", handler: (c) => serveText(c, "chat", c.json),
+  }),
+  row({
+    method: "POST", path: "/v1/responses", auth: "key", body: "json", schema: ResponsesBody, streams: true,
+    summary: "Responses dialect, on top of chat completions", handler: serveResponses,
+  }),
+  row({
+    method: "POST", path: "/v1/images/generations", auth: "key", body: "json", schema: ImageGenerationBody,
+    summary: "Generate images", handler: (c) => serveImages(c, "images.generations"),
+  }),
+  // The form's fields are checked as relay/images.ts reads them; the schema is the document's.
+  row({
+    method: "POST", path: "/v1/images/edits", auth: "key", body: "multipart", schema: ImageEditForm,
+    summary: "Edit or combine up to 4 images", handler: (c) => serveImages(c, "images.edits"),
+  }),
+  row({ method: "GET", path: "/v1/me", auth: "key", summary: "The key's quota, the balance and the limits", handler: me }),
+  // The operator's paths: no request log row (a probe every few seconds would fill it), no CORS.
+  row({ method: "GET", path: "/", auth: "public", published: false, summary: "Welcome", handler: welcome }),
+  row({ method: "GET", path: "/healthz", auth: "public", published: false, summary: "Liveness", handler: healthz }),
+  row({ method: "GET", path: "/readyz", auth: "public", published: false, quiet: true, summary: "Readiness", handler: readyz }),
+  row({
+    method: "GET", path: "/metrics", auth: "operator", published: false, quiet: true, when: (c) => c.metrics.mode !== "off",
+    summary: "Prometheus metrics", handler: metrics,
+  }),
+];
+
+const PUBLISHED = ENDPOINTS.filter((e) => e.published);
+
+export const CORS_HEADERS = { "access-control-allow-origin": "*" } as const;
+
+/** The published endpoints at a path, whatever their method (one path may take several). */
+export const endpointsAt = (pathname: string): Endpoint[] => PUBLISHED.filter((e) => e.pattern.test(pathname));
+
+/** The published endpoint a path belongs to (`/v1/models/{id}` for `/v1/models/x`), or undefined. */
+export const findEndpoint = (pathname: string): Endpoint | undefined => PUBLISHED.find((e) => e.pattern.test(pathname));
+
+export function endpointNotFound(method: string, pathname: string): GatewayError {
+  const list = PUBLISHED.map((e) => `${e.method} ${e.path}`).join(", ");
+  return new GatewayError("endpoint_not_found", `Unknown endpoint ${method} ${pathname}. Published routes: ${list}.`);
+}
+
+/** Another method on a path whose endpoints are `at`. */
+export function methodNotAllowed(method: string, at: Endpoint[]): GatewayError {
+  const e = at[0]!;
+  const allow = at.map((r) => r.method);
+  const message =
+    method === "OPTIONS" && !e.cors
+      ? `OPTIONS is not supported on ${e.method} ${e.path}: routes that take an API key send no CORS headers, because keys must not be used in browser code. Call this route from a server.`
+      : `Method ${method} is not allowed on ${e.path}; use ${allow.join(" or ")}.`;
+  return new GatewayError("method_not_allowed", message, { headers: { allow: allow.join(", ") } });
+}
+
+/** The preflight answer on a path whose endpoints (`at`) carry CORS. */
+export function preflight(request: Request, at: Endpoint[]): Response {
+  return new Response(null, {
+    status: 204,
+    headers: {
+      ...CORS_HEADERS,
+      "access-control-allow-methods": [...at.map((e) => e.method), "OPTIONS"].join(", "),
+      "access-control-allow-headers": request.headers.get("access-control-request-headers") ?? "*",
+      "access-control-max-age": "86400",
+    },
+  });
+}

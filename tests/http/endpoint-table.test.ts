@@ -1,0 +1,83 @@
+import { describe, expect, it } from "bun:test";
+import { ENDPOINTS } from "../../src/http/endpoints.ts";
+import { expectError, fundedGateway, keyHeaders } from "../support/http.ts";
+
+// Issue 15: one endpoint table (src/http/endpoints.ts) that Elysia's routes, 404/405, CORS, the
+// OpenAPI document and body validation all read. The table against the spec's, then every row
+// through the real server.
+
+const t = fundedGateway({ guardEach: true });
+
+const published = ENDPOINTS.filter((e) => e.published);
+const operatorPaths = ENDPOINTS.filter((e) => !e.published).map((e) => e.path);
+const concrete = (path: string) => path.replace("{id}", "demo-text-1");
+const send = (method: string, path: string, body?: string) =>
+  fetch(`${t.gw.url}${concrete(path)}`, { method, headers: keyHeaders(t.a.key), body });
+
+describe("the table", () => {
+  it("publishes the spec's endpoint table, in its order", () => {
+    expect(published.map((e) => `${e.method} ${e.path} ${e.auth}`)).toEqual([
+      "GET /status public",
+      "GET /v1/models public",
+      "GET /v1/models/{id} public",
+      "GET /api/pricing public",
+      "POST /v1/messages key",
+      "POST /v1/messages/count_tokens key",
+      "POST /v1/chat/completions key",
+      "POST /v1/responses key",
+      "POST /v1/images/generations key",
+      "POST /v1/images/edits key",
+      "GET /v1/me key",
+    ]);
+  });
+
+  it("gives CORS to exactly the four public GETs", () => {
+    expect(ENDPOINTS.filter((e) => e.cors).map((e) => e.path)).toEqual(["/status", "/v1/models", "/v1/models/{id}", "/api/pricing"]);
+  });
+
+  it("gives Anthropic's error envelope to exactly the Messages dialect's endpoints", () => {
+    expect(ENDPOINTS.filter((e) => e.envelope === "messages").map((e) => e.path)).toEqual(["/v1/messages", "/v1/messages/count_tokens"]);
+  });
+});
+
+describe("every published row, on the server", () => {
+  it.each(published.map((e) => [e.method, e.path] as const))("answers %s %s (neither 404 nor 405)", async (method, path) => {
+    const res = await send(method, path, method === "POST" ? "{}" : undefined);
+    await res.arrayBuffer();
+    expect([404, 405]).not.toContain(res.status);
+  });
+
+  it.each(published.map((e) => [e.path, e.method] as const))("answers another method on %s with 405 and allow: %s", async (path, method) => {
+    const res = await send("PUT", path, "{}");
+    await expectError(res, 405, "method_not_allowed");
+    expect(res.headers.get("allow")).toBe(method);
+  });
+
+  const jsonRows = published.filter((e) => e.body === "json" && e.schema);
+  it.each(jsonRows.map((e) => [e.path] as const))("checks the body of POST %s against the row's schema, naming the missing field", async (path) => {
+    const err = await expectError(await send("POST", path, "{}"), 400, "invalid_request");
+    expect(err.message).toStartWith("model: ");
+  });
+});
+
+describe("the operator's rows", () => {
+  it("are left out of the 404's list of published routes", async () => {
+    const err = await expectError(await fetch(`${t.gw.url}/v1/nope`), 404, "endpoint_not_found");
+    for (const path of operatorPaths.filter((p) => p !== "/")) expect(err.message).not.toContain(path);
+  });
+
+  it("are left out of the OpenAPI document", async () => {
+    const spec = (await (await fetch(`${t.gw.url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    for (const path of operatorPaths) expect(Object.keys(spec.paths)).not.toContain(path);
+  });
+
+  it.each(operatorPaths.filter((p) => p !== "/"))("answer another method on %s as an unknown path (404)", async (path) => {
+    await expectError(await fetch(`${t.gw.url}${path}`, { method: "POST" }), 404, "endpoint_not_found");
+  });
+
+  it("carry no request id on a success", async () => {
+    const res = await fetch(`${t.gw.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-gateway-request-id")).toBeNull();
+  });
+});
