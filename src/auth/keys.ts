@@ -26,6 +26,8 @@ export interface KeyRecord {
   accountDisabledAt: number | null;
 }
 
+export type KeyRow = typeof apiKeys.$inferSelect;
+
 export interface NewKey {
   name?: string;
   quotaNano?: number | null;
@@ -225,6 +227,16 @@ export class Keys {
     this.watch.forget();
     if (changed) return true;
     return this.db.$client.query("SELECT 1 FROM api_keys WHERE id = ?").get(id) ? false : null;
+  }
+
+  /** The keys of an account, oldest first, as stored (the hash stays in the row; views leave it out). */
+  listOf(accountId: number): KeyRow[] {
+    return this.db.select().from(apiKeys).where(eq(apiKeys.accountId, accountId)).orderBy(apiKeys.id).all();
+  }
+
+  /** The key with this id, as stored; null when there is none. */
+  row(id: number): KeyRow | null {
+    return this.db.select().from(apiKeys).where(eq(apiKeys.id, id)).get() ?? null;
   }
 
   /** The key with this hash; null when no key has it. */

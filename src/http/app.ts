@@ -17,6 +17,7 @@ import { serveResponses } from "../relay/responses.ts";
 import { serveImages } from "../relay/images.ts";
 import { doc, openapiDocument, ROUTE_DOCS } from "./openapi.ts";
 import { operatorRoutes } from "./operator-routes.ts";
+import { apiRoutes } from "./api-routes.ts";
 
 type Ctx = { request: Request; server: Server<unknown> | null };
 
@@ -132,7 +133,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}) {
     "/v1/images/edits": keyRoute({ bucket: "main", body: "multipart" }, (c) => serveImages(c, "images.edits")),
     "/v1/me": keyRoute({ bucket: "main", body: "none" }, me),
   };
-  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version)).use(operatorRoutes(svc));
+  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version)).use(operatorRoutes(svc)).use(apiRoutes(svc));
   // Elysia's route() registers on the instance itself; its typed return is not needed here.
   for (const r of PUBLISHED_ROUTES) {
     const path = r.path.replace(/\{(\w+)\}/g, ":$1");
