@@ -60,7 +60,22 @@ function meView(svc: Services, accountId: number) {
   };
 }
 
-const addressOf = (c: ApiCall) => c.ip() ?? "unknown";
+/** The email and password of a register or login body, with the keys its throttles count by. */
+function credentialsOf(c: ApiCall) {
+  validate(Credentials, c.json);
+  const { email, password } = c.json as { email: string; password: string };
+  return { email, password, ip: c.ip() ?? "unknown", who: email.trim().toLowerCase() };
+}
+
+/** Runs a password check, counting a wrong password against the account's throttle. */
+async function countingFailures<T>(throttle: Throttle, who: string, attempt: () => Promise<T>): Promise<T> {
+  try {
+    return await attempt();
+  } catch (e) {
+    if (e instanceof GatewayError && e.code === "invalid_credentials") throttle.hit(who);
+    throw e;
+  }
+}
 
 /**
  * A new session for the account, answered with the cookie. The request's old session, if any, ends:
@@ -85,10 +100,7 @@ export function apiRoutes(svc: Services, throttles: ApiThrottles = defaultThrott
         if (svc.config.dashboard.registration === "closed") {
           throw new GatewayError("registration_closed", "Registration is closed on this gateway; its operator creates accounts.");
         }
-        validate(Credentials, c.json);
-        const { email, password } = c.json as { email: string; password: string };
-        const ip = addressOf(c);
-        const who = email.trim().toLowerCase();
+        const { email, password, ip, who } = credentialsOf(c);
         t.registerPerIp.check(ip, "registrations from this address");
         t.registerPerEmail.check(who, "registrations of this email");
         t.registerPerIp.hit(ip);
@@ -100,20 +112,11 @@ export function apiRoutes(svc: Services, throttles: ApiThrottles = defaultThrott
     .post(
       "/api/login",
       open(async (c) => {
-        validate(Credentials, c.json);
-        const { email, password } = c.json as { email: string; password: string };
-        const ip = addressOf(c);
-        const who = email.trim().toLowerCase();
+        const { email, password, ip, who } = credentialsOf(c);
         t.loginPerIp.check(ip, "login attempts from this address");
         t.loginPerAccount.check(who, "failed logins for this account");
         t.loginPerIp.hit(ip);
-        let accountId: number;
-        try {
-          accountId = await checkLogin(svc.db, email, password);
-        } catch (e) {
-          if (e instanceof GatewayError && e.code === "invalid_credentials") t.loginPerAccount.hit(who);
-          throw e;
-        }
+        const accountId = await countingFailures(t.loginPerAccount, who, () => checkLogin(svc.db, email, password));
         t.loginPerAccount.clear(who);
         return loggedIn(c, sessions, accountId, 200);
       }),
@@ -139,12 +142,7 @@ export function apiRoutes(svc: Services, throttles: ApiThrottles = defaultThrott
         const { current_password, new_password } = c.json as { current_password: string; new_password: string };
         const who = profileOf(svc.db, c.session!.accountId)!.email;
         t.loginPerAccount.check(who, "failed logins for this account");
-        try {
-          await changePassword(svc.db, c.session!.accountId, current_password, new_password);
-        } catch (e) {
-          if (e instanceof GatewayError && e.code === "invalid_credentials") t.loginPerAccount.hit(who);
-          throw e;
-        }
+        await countingFailures(t.loginPerAccount, who, () => changePassword(svc.db, c.session!.accountId, current_password, new_password));
         // Whoever else knew the old password is logged out; this browser stays in.
         const ended = sessions.revokeAll(c.session!.accountId, c.session!.id);
         return json({ password_changed: true, sessions_ended: ended });

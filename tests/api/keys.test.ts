@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { TestGateway } from "../support/gateway.ts";
 import { getWithKey, postWithApiKey, sqlGet } from "../support/keyed.ts";
-import { body, Browser, dashboardGateway } from "./support.ts";
+import { body, dashboardGateway, registeredBrowser } from "./support.ts";
 
 // docs/dashboard.md, Keys: the CLI's key rules (auth/keys.ts keyRules) on the session's own account.
 
@@ -11,11 +11,7 @@ beforeAll(async () => {
 });
 afterAll(() => gw.stop());
 
-async function holder(): Promise<Browser> {
-  const b = new Browser(gw.url);
-  await b.register();
-  return b;
-}
+const holder = () => registeredBrowser(gw);
 
 const chat = (key: string) => postWithApiKey(gw, "/v1/chat/completions", { model: "demo", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }, key);
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { TestGateway } from "../support/gateway.ts";
-import { body, Browser, dashboardGateway, freshEmail } from "./support.ts";
+import { body, Browser, dashboardGateway, registeredBrowser, freshEmail } from "./support.ts";
 
 // docs/dashboard.md, Security: what /api/ refuses, each with its answer.
 
@@ -10,11 +10,7 @@ beforeAll(async () => {
 });
 afterAll(() => gw.stop());
 
-async function holder(): Promise<Browser> {
-  const b = new Browser(gw.url);
-  await b.register();
-  return b;
-}
+const holder = () => registeredBrowser(gw);
 
 /** A registered account's email, logged out; its password is "correct horse". */
 async function registeredEmail(): Promise<string> {

@@ -49,3 +49,10 @@ export function dashboardGateway(config: Record<string, unknown> = {}): Promise<
 export async function body<T = Record<string, any>>(res: Response): Promise<T> {
   return (await res.json()) as T;
 }
+
+/** A browser that has registered a fresh account (password "correct horse") and is logged in. */
+export async function registeredBrowser(gw: { url: string }): Promise<Browser> {
+  const b = new Browser(gw.url);
+  await b.register();
+  return b;
+}
