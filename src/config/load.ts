@@ -5,6 +5,7 @@ import { ConfigSchema, type Capabilities, type ConfigFile, type ModelConfig, typ
 import { jsonPath } from "../core/json-path.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
 import { parseCidr, type Cidr } from "../core/ip.ts";
+import { usdToNano } from "../core/money.ts";
 
 export class ConfigError extends Error {}
 
@@ -22,10 +23,17 @@ export interface Config {
   defaultRpm: number;
   countTokensRpm: number;
   catalogVersion?: string;
+  dashboard: DashboardConfig;
   providers: ProviderConfig[];
   models: ModelConfig[];
   /** Where it came from, for messages: a path or "built-in defaults". */
   source: string;
+}
+
+export interface DashboardConfig {
+  registration: "open" | "closed";
+  startingCreditNano: number;
+  sessionTtlMs: number;
 }
 
 /** Who may read GET /metrics. */
@@ -72,7 +80,7 @@ function resolve(file: ConfigFile, source: string): Config {
     port: file.server?.port ?? 8080,
     host: file.server?.host ?? "0.0.0.0",
     database: file.server?.database ?? "data/gateway.db",
-    publicUrl: file.server?.public_url ?? "",
+    publicUrl: publicUrl(file.server?.public_url, source),
     trustProxy: trustedProxies(file.server?.trust_proxy, source),
     accessLog: file.server?.access_log ?? true,
     metrics: metricsAccess(file.server?.metrics),
@@ -81,12 +89,40 @@ function resolve(file: ConfigFile, source: string): Config {
     defaultRpm: file.limits?.default_rpm ?? 20,
     countTokensRpm: file.limits?.count_tokens_rpm ?? 60,
     catalogVersion: file.catalog?.version,
+    dashboard: dashboard(file.dashboard, source),
     providers,
     models,
     source,
   };
   checkReferences(cfg);
   return cfg;
+}
+
+// The dashboard compares a browser's Origin with it: it must be an origin a browser can send.
+function publicUrl(value: string | undefined, source: string): string {
+  if (!value) return "";
+  let url: URL | null = null;
+  try {
+    url = new URL(value);
+  } catch {}
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    throw new ConfigError(`${source}: server.public_url: not an http(s) URL (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}
+
+function dashboard(d: ConfigFile["dashboard"], source: string): DashboardConfig {
+  let startingCreditNano: number;
+  try {
+    startingCreditNano = usdToNano(d?.starting_credit_usd ?? 1);
+  } catch (e) {
+    throw new ConfigError(`${source}: dashboard.starting_credit_usd: ${(e as Error).message}`);
+  }
+  return {
+    registration: d?.registration ?? "open",
+    startingCreditNano,
+    sessionTtlMs: Math.round((d?.session_days ?? 30) * 24 * 3600 * 1000),
+  };
 }
 
 function trustedProxies(list: string[] | false | undefined, source: string): Cidr[] {

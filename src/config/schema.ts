@@ -135,6 +135,19 @@ export const ConfigSchema = T.Object(
     logs: T.Optional(
       T.Object({ retention_days: T.Optional(T.Integer({ minimum: 1, maximum: 36500 })) }, { additionalProperties: false }),
     ),
+    dashboard: T.Optional(
+      T.Object(
+        {
+          /** "closed": only the operator creates accounts (`gateway account create`); POST /api/register answers 403. */
+          registration: T.Optional(T.Union([T.Literal("open"), T.Literal("closed")])),
+          /** Credited to a new registration as one registration_credit ledger entry (spec: 1 USD). */
+          starting_credit_usd: T.Optional(T.Number({ minimum: 0 })),
+          /** How long a dashboard login lasts. */
+          session_days: T.Optional(T.Number({ exclusiveMinimum: 0, maximum: 366 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     catalog: T.Optional(T.Object({ version: T.Optional(T.String({ minLength: 1 })) }, { additionalProperties: false })),
     providers: T.Optional(T.Array(ProviderConfig)),
     models: T.Optional(T.Array(ModelConfig)),

@@ -22,7 +22,14 @@ export type ErrorCode =
   | "product_paused"
   | "no_eligible_route"
   | "database_unavailable"
-  | "internal_error";
+  | "internal_error"
+  // The dashboard's /api/ routes (docs/dashboard.md).
+  | "no-session"
+  | "invalid_credentials"
+  | "origin"
+  | "registration_closed"
+  | "key_not_found"
+  | "unsupported_media_type";
 
 // error.type decides retry or not (spec: Errors). Gateway errors carry type = code; the key
 // refusals share the vendors' class names so SDK users see familiar types.
@@ -52,6 +59,14 @@ const TABLE: Record<ErrorCode, { status: number; type: string }> = {
   // and 503 with Retry-After because it clears without the client changing anything.
   database_unavailable: { status: 503, type: "database_unavailable" },
   internal_error: { status: 500, type: "internal_error" },
+  // Not in the spec's table: the spec leaves /api/ "not shown". Its refusals of who is asking share
+  // the classes of the key refusals (authentication_error, permission_error); the rest have type = code.
+  "no-session": { status: 401, type: "authentication_error" },
+  invalid_credentials: { status: 401, type: "authentication_error" },
+  origin: { status: 403, type: "permission_error" },
+  registration_closed: { status: 403, type: "permission_error" },
+  key_not_found: { status: 404, type: "key_not_found" },
+  unsupported_media_type: { status: 415, type: "unsupported_media_type" },
 };
 
 export interface ErrorOptions {

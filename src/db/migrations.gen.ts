@@ -35,5 +35,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795521920467,
     "breakpoints": true,
     "sql": "-- Invariants a CHECK cannot hold (docs/database.md): ledger rows are facts, never edited or removed\n-- (a mistake is fixed by a correcting entry); a balance never goes below zero.\nCREATE TRIGGER `ledger_entries_no_update` BEFORE UPDATE ON `ledger_entries`\nBEGIN SELECT RAISE(ABORT, 'ledger entries are append-only: write a correcting entry instead'); END;\n--> statement-breakpoint\nCREATE TRIGGER `ledger_entries_no_delete` BEFORE DELETE ON `ledger_entries`\nBEGIN SELECT RAISE(ABORT, 'ledger entries are append-only: write a correcting entry instead'); END;\n--> statement-breakpoint\nCREATE TRIGGER `accounts_balance_not_negative` BEFORE UPDATE OF `balance_nano` ON `accounts` WHEN NEW.`balance_nano` < 0\nBEGIN SELECT RAISE(ABORT, 'a balance never goes below zero'); END;\n--> statement-breakpoint\nCREATE TRIGGER `api_keys_spent_not_negative` BEFORE UPDATE OF `spent_nano` ON `api_keys` WHEN NEW.`spent_nano` < 0\nBEGIN SELECT RAISE(ABORT, 'a key''s spend never goes below zero'); END;\n"
+  },
+  {
+    "tag": "0006_dashboard_sessions",
+    "when": 1795595707488,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `audit_log` (\n\t`id` integer PRIMARY KEY NOT NULL,\n\t`actor_account_id` integer,\n\t`action` text NOT NULL,\n\t`target_account_id` integer,\n\t`detail` text,\n\t`created_at` integer NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `audit_log_time` ON `audit_log` (`created_at`);--> statement-breakpoint\nCREATE TABLE `sessions` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`account_id` integer NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`expires_at` integer NOT NULL,\n\t`last_seen_at` integer NOT NULL,\n\t`revoked_at` integer,\n\tFOREIGN KEY (`account_id`) REFERENCES `accounts`(`id`) ON UPDATE no action ON DELETE no action\n);\n--> statement-breakpoint\nCREATE INDEX `sessions_account` ON `sessions` (`account_id`);--> statement-breakpoint\nALTER TABLE `accounts` ADD `admin` integer DEFAULT false NOT NULL;--> statement-breakpoint\nALTER TABLE `accounts` ADD `low_balance_nano` integer;"
   }
 ];

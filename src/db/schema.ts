@@ -13,7 +13,41 @@ export const accounts = sqliteTable("accounts", {
   // Set by `gateway account disable`: the account's keys are refused (403 inactive) until enabled.
   disabledAt: integer("disabled_at"),
   createdAt: integer("created_at").notNull(),
+  // Sees the admin page of the dashboard (`gateway account create --admin`).
+  admin: integer("admin", { mode: "boolean" }).notNull().default(false),
+  // The dashboard's low-balance notice shows while spendable is below this; null: no notice.
+  lowBalanceNano: integer("low_balance_nano"),
 });
+
+// Dashboard sessions. The id is the SHA-256 of the cookie's random token, so a copy of the file
+// opens no session; a row is revoked (logout, password change), never reused.
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    id: text("id").primaryKey(),
+    accountId: integer("account_id").notNull().references(() => accounts.id),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+    revokedAt: integer("revoked_at"),
+  },
+  (t) => [index("sessions_account").on(t.accountId)],
+);
+
+// Who did what to whom from the admin side: actions that are not money (money is a ledger row).
+// actor_account_id is null for the operator's CLI.
+export const auditLog = sqliteTable(
+  "audit_log",
+  {
+    id: integer("id").primaryKey(),
+    actorAccountId: integer("actor_account_id"),
+    action: text("action").notNull(),
+    targetAccountId: integer("target_account_id"),
+    detail: text("detail"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("audit_log_time").on(t.createdAt)],
+);
 
 export const apiKeys = sqliteTable(
   "api_keys",

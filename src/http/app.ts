@@ -10,6 +10,7 @@ import { newExchange, type Exchange } from "./exchange.ts";
 import { detailOf, openapiDocument } from "./openapi.ts";
 import { metricsRefusal } from "./operator-routes.ts";
 import { finishIdempotency, runKeyEndpoint } from "./pipeline.ts";
+import { apiRoutes } from "./api-routes.ts";
 
 // The machinery over the endpoint table (endpoints.ts): Elysia's routes, a runner per kind of
 // caller, the answers to paths and methods no endpoint takes, and the one place where a failure
@@ -131,7 +132,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}) {
     return response;
   }
 
-  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version));
+  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version)).use(apiRoutes(svc));
   for (const e of ENDPOINTS) {
     if (e.when && !e.when(svc.config)) continue;
     const run = runnerOf(e);

@@ -18,7 +18,15 @@ export type LedgerEntry = typeof ledgerEntries.$inferSelect;
 
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
-const ACCOUNT = { id: accounts.id, email: accounts.email, balanceNano: accounts.balanceNano, disabledAt: accounts.disabledAt, createdAt: accounts.createdAt };
+const ACCOUNT = {
+  id: accounts.id,
+  email: accounts.email,
+  balanceNano: accounts.balanceNano,
+  disabledAt: accounts.disabledAt,
+  admin: accounts.admin,
+  lowBalanceNano: accounts.lowBalanceNano,
+  createdAt: accounts.createdAt,
+};
 
 export function findAccount(db: Db, email: string): Account | null {
   return db.select(ACCOUNT).from(accounts).where(eq(accounts.email, email.trim().toLowerCase())).get() ?? null;
@@ -101,4 +109,41 @@ export function setAccountDisabled(db: Db, accountId: number, disabled: boolean,
     .all();
   changeWatch(db.$client).forget();
   return changed.length > 0;
+}
+
+// The dashboard's view of an account: what a login checks, what GET /api/me shows.
+
+export interface AccountLogin {
+  id: number;
+  passwordHash: string | null;
+  disabledAt: number | null;
+}
+
+export interface AccountProfile extends Account {
+  admin: boolean;
+  lowBalanceNano: number | null;
+}
+
+const LOGIN = { id: accounts.id, passwordHash: accounts.passwordHash, disabledAt: accounts.disabledAt };
+
+export function findLogin(db: Db, email: string): AccountLogin | null {
+  return db.select(LOGIN).from(accounts).where(eq(accounts.email, email.trim().toLowerCase())).get() ?? null;
+}
+
+export function loginOf(db: Db, accountId: number): AccountLogin | null {
+  return db.select(LOGIN).from(accounts).where(eq(accounts.id, accountId)).get() ?? null;
+}
+
+export function profileOf(db: Db, accountId: number): AccountProfile | null {
+  return db.select({ ...ACCOUNT, admin: accounts.admin, lowBalanceNano: accounts.lowBalanceNano }).from(accounts).where(eq(accounts.id, accountId)).get() ?? null;
+}
+
+export function setPasswordHash(db: Db, accountId: number, hash: string): void {
+  db.update(accounts).set({ passwordHash: hash }).where(eq(accounts.id, accountId)).run();
+}
+
+/** The spendable amount below which the dashboard shows its notice; null: no notice. */
+export function setLowBalanceThreshold(db: Db, accountId: number, nano: number | null): void {
+  if (nano !== null && !(Number.isSafeInteger(nano) && nano >= 0)) throw new RangeError("a threshold is a whole, non-negative number of nano-dollars");
+  db.update(accounts).set({ lowBalanceNano: nano }).where(eq(accounts.id, accountId)).run();
 }

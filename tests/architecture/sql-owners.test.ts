@@ -18,12 +18,16 @@ const OWNERS: Record<string, string[]> = {
   request_logs: ["logs/request-log.ts", "logs/queries.ts"],
   idempotency_records: ["limits/idempotency.ts"],
   settings: ["settings.ts"],
+  sessions: ["auth/sessions.ts"],
+  audit_log: ["logs/audit.ts"],
 };
 
 /** Reads of another group's table, never writes. */
 const JOINED_READS: Record<string, string[]> = {
   // The key lookup carries the account's disabled switch: one statement on the hot path (bench/RESULTS.md).
   "auth/keys.ts": ["accounts"],
+  // A session's lookup carries its account's disabled switch, as the key lookup does.
+  "auth/sessions.ts": ["accounts"],
   // Reports name the account's email and the key's prefix.
   "logs/queries.ts": ["accounts", "api_keys"],
 };

@@ -54,6 +54,30 @@ describe("parseConfig", () => {
     expect(refusal(raw)).toContain("models[0].endpoints[0]: expected one of messages, chat.completions, images.generations, images.edits");
   });
 
+  it("reads [dashboard] with its defaults: registration open, 1 USD starting credit, 30-day sessions", () => {
+    expect(parseConfig({}, "t").dashboard).toEqual({ registration: "open", startingCreditNano: 1_000_000_000, sessionTtlMs: 30 * 86_400_000 });
+  });
+
+  it("lists the allowed words when [dashboard] registration is neither open nor closed", () => {
+    expect(refusal({ dashboard: { registration: "invite" } })).toBe('gateway.toml: dashboard.registration: expected one of open, closed (got "invite")');
+  });
+
+  it("names dashboard.starting_credit_usd when it is negative", () => {
+    expect(refusal({ dashboard: { starting_credit_usd: -1 } })).toStartWith("gateway.toml: dashboard.starting_credit_usd: ");
+  });
+
+  it("names dashboard.starting_credit_usd when it has more than 9 decimals", () => {
+    expect(refusal({ dashboard: { starting_credit_usd: 0.0000000001 } })).toStartWith("gateway.toml: dashboard.starting_credit_usd: not a USD amount");
+  });
+
+  it("names an unknown field of [dashboard]", () => {
+    expect(refusal({ dashboard: { stripe: true } })).toBe("gateway.toml: dashboard.stripe: unknown field (got true)");
+  });
+
+  it("names server.public_url when it is not an http(s) URL", () => {
+    expect(refusal({ server: { public_url: "gateway.example.com" } })).toBe('gateway.toml: server.public_url: not an http(s) URL (got "gateway.example.com")');
+  });
+
   it("names a missing required field", () => {
     const { routes: _, ...noRoutes } = textModel();
     expect(refusal({ providers: [demo], models: [noRoutes] })).toBe("gateway.toml: models[0].routes: required field is missing");

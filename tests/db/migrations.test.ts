@@ -60,6 +60,10 @@ describe("upgrading a database made by the first migration", () => {
     );
   });
 
+  it("gives an old account the dashboard's columns: not an admin, no low-balance threshold", () => {
+    expect(all("SELECT admin, low_balance_nano FROM accounts")).toEqual([{ admin: 0, low_balance_nano: null }]);
+  });
+
   it("passes SQLite's own integrity and foreign-key checks", () => {
     expect(all("PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }]);
     expect(all("PRAGMA foreign_key_check")).toEqual([]);

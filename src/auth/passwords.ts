@@ -1,0 +1,42 @@
+import { randomBytes } from "node:crypto";
+import { GatewayError } from "../core/errors.ts";
+
+// Argon2id through Bun.password (Bun's defaults: 64 MiB, 2 passes), hashed and verified on Bun's
+// thread pool: a login costs the event loop nothing while it runs. docs/decisions.md says why this
+// and not an authentication library.
+
+export const MIN_PASSWORD_LENGTH = 8;
+// Argon2 takes any length, but a megabyte "password" would be hashed in full on every attempt.
+export const MAX_PASSWORD_LENGTH = 1024;
+
+/** A new password as the account holder typed it, or the refusal saying what is wrong with it. */
+export function checkNewPassword(password: unknown, field = "password"): string {
+  if (typeof password !== "string") throw new GatewayError("invalid_request", `${field}: required, a string`);
+  if (password.length < MIN_PASSWORD_LENGTH) throw new GatewayError("invalid_request", `${field}: at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (password.length > MAX_PASSWORD_LENGTH) throw new GatewayError("invalid_request", `${field}: at most ${MAX_PASSWORD_LENGTH} characters`);
+  return password;
+}
+
+export const hashPassword = (password: string): Promise<string> => Bun.password.hash(password, { algorithm: "argon2id" });
+
+// Verified against when the email is unknown, so that an unknown email and a wrong password take the
+// same time; made once per process from random bytes nobody knows.
+let decoy: Promise<string> | null = null;
+
+/**
+ * Whether `password` matches `hash`. With no hash (unknown email, or an account made without a
+ * password) the same Argon2id work is done against a decoy and the answer is false. Argon2's own
+ * comparison of the derived keys is constant-time.
+ */
+export async function verifyPassword(password: string, hash: string | null): Promise<boolean> {
+  if (hash === null) {
+    await Bun.password.verify(password, await (decoy ??= hashPassword(randomBytes(32).toString("hex")))).catch(() => false);
+    return false;
+  }
+  try {
+    return await Bun.password.verify(password, hash);
+  } catch {
+    // A hash written by hand in sqlite3 that is no hash: no password opens it.
+    return false;
+  }
+}

@@ -1,0 +1,107 @@
+import { Elysia } from "elysia";
+import { Type as T } from "@sinclair/typebox";
+import { keyRules, KeyRuleError, type KeyRow, type KeyRulesInput, type NewKey } from "../auth/keys.ts";
+import { GatewayError } from "../core/errors.ts";
+import { nanoToUsd } from "../core/money.ts";
+import type { Services } from "../services.ts";
+import type { ApiCall, ApiCtx } from "./api-guard.ts";
+import { json } from "./public-endpoints.ts";
+import { validate } from "./schemas.ts";
+
+// The account holder's keys under /api/keys: the same rules as `gateway key create|update`
+// (auth/keys.ts keyRules, one implementation), on the session's own account only.
+
+type Signed = (h: (c: ApiCall) => Response | Promise<Response>) => (ctx: ApiCtx) => Promise<Response>;
+
+const ListOrNull = T.Union([T.Array(T.String()), T.Null()]);
+const KeyBody = T.Object(
+  {
+    name: T.Optional(T.String()),
+    quota_usd: T.Optional(T.Union([T.Number(), T.String(), T.Null()])),
+    models: T.Optional(ListOrNull),
+    ip_allow: T.Optional(ListOrNull),
+    rpm: T.Optional(T.Union([T.Integer(), T.Null()])),
+    expires_at: T.Optional(T.Union([T.String(), T.Null()])),
+  },
+  { additionalProperties: false },
+);
+
+// The body's name of each field of the shared rules, so a refusal names what the client sent.
+const FIELD: Record<keyof KeyRulesInput, string> = { name: "name", quota: "quota_usd", models: "models", ip: "ip_allow", rpm: "rpm", expires: "expires_at" };
+
+function rulesOf(svc: Services, body: Record<string, unknown>): NewKey {
+  validate(KeyBody, body);
+  const b = body as { name?: string; quota_usd?: number | string | null; models?: string[] | null; ip_allow?: string[] | null; rpm?: number | null; expires_at?: string | null };
+  const input: KeyRulesInput = { name: b.name, quota: b.quota_usd, models: b.models, ip: b.ip_allow, rpm: b.rpm, expires: b.expires_at };
+  try {
+    return keyRules(input, { resolveModel: (n) => svc.catalog.lookup(n)?.id });
+  } catch (e) {
+    if (e instanceof KeyRuleError) throw new GatewayError("invalid_request", `${FIELD[e.field]}: ${e.message}`);
+    throw e;
+  }
+}
+
+const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** A key as the dashboard shows it: its prefix, never the key or its hash; money in USD. */
+function keyView(svc: Services, r: KeyRow, now = Date.now()) {
+  return {
+    object: "key",
+    id: r.id,
+    name: r.name,
+    prefix: r.prefix,
+    status: r.revokedAt !== null ? "revoked" : r.expiresAt !== null && r.expiresAt <= now ? "expired" : "active",
+    quota_usd: r.quotaNano === null ? null : nanoToUsd(r.quotaNano),
+    spent_usd: nanoToUsd(r.spentNano),
+    held_usd: nanoToUsd(svc.ledger.holds.key(r.id)),
+    models: r.models ? (JSON.parse(r.models) as string[]) : null,
+    ip_allow: r.ipAllow ? (JSON.parse(r.ipAllow) as string[]) : null,
+    rpm: r.rpm,
+    expires_at: isoOrNull(r.expiresAt),
+    created_at: isoOrNull(r.createdAt),
+    revoked_at: isoOrNull(r.revokedAt),
+  };
+}
+
+/** The session's own key with the id of the path; any other (another account's, none, not a number) is the same 404. */
+function ownKey(c: ApiCall): KeyRow {
+  const id = /^\d{1,15}$/.test(c.params.id ?? "") ? Number(c.params.id) : null;
+  const row = id === null ? null : c.svc.keys.row(id);
+  if (!row || row.accountId !== c.session!.accountId) throw new GatewayError("key_not_found", `No key with id ${c.params.id} on this account.`);
+  return row;
+}
+
+export function keyRoutes(svc: Services, signed: Signed) {
+  return new Elysia()
+    .get(
+      "/api/keys",
+      signed((c) => json({ object: "list", data: svc.keys.ofAccount(c.session!.accountId).map((r) => keyView(svc, r)) })),
+    )
+    .post(
+      "/api/keys",
+      signed((c) => {
+        const rules = rulesOf(svc, c.json);
+        const { key, record } = svc.keys.create(c.session!.accountId, rules);
+        // The only time the key is shown: the table keeps its hash.
+        return json({ ...keyView(svc, svc.keys.row(record.id)!), key }, 201);
+      }),
+    )
+    .patch(
+      "/api/keys/:id",
+      signed((c) => {
+        const row = ownKey(c);
+        const rules = rulesOf(svc, c.json);
+        if (Object.keys(rules).length === 0) throw new GatewayError("invalid_request", "Nothing to change: give at least one of name, quota_usd, models, ip_allow, rpm, expires_at.");
+        svc.keys.update(row.id, rules);
+        return json(keyView(svc, svc.keys.row(row.id)!));
+      }),
+    )
+    .delete(
+      "/api/keys/:id",
+      signed((c) => {
+        const row = ownKey(c);
+        svc.keys.revoke(row.id);
+        return json(keyView(svc, svc.keys.row(row.id)!));
+      }),
+    );
+}

@@ -1,0 +1,203 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import type { TestGateway } from "../support/gateway.ts";
+import { body, Browser, dashboardGateway, registeredBrowser, freshEmail } from "./support.ts";
+
+// docs/dashboard.md, Security: what /api/ refuses, each with its answer.
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await dashboardGateway();
+});
+afterAll(() => gw.stop());
+
+const holder = () => registeredBrowser(gw);
+
+/** A registered account's email, logged out; its password is "correct horse". */
+async function registeredEmail(): Promise<string> {
+  return (await new Browser(gw.url).register()).email;
+}
+
+/** The standard error shape with a request id, as on /v1. */
+async function refusedWith(res: Response, status: number, code: string): Promise<string> {
+  expect(res.status).toBe(status);
+  const e = (await body(res)).error;
+  expect(Object.keys(e).sort()).toEqual(["code", "message", "request_id", "type"]);
+  expect(e.code).toBe(code);
+  expect(e.request_id).toMatch(/^gw_/);
+  expect(res.headers.get("x-gateway-request-id")).toBe(e.request_id);
+  return e.message;
+}
+
+describe("API keys on /api/", () => {
+  it("are refused as Authorization: Bearer with 401 no-session, even beside a live session", async () => {
+    const b = await holder();
+    const { key } = await body(await b.call("POST", "/api/keys", {}));
+    await refusedWith(await b.call("GET", "/api/me", undefined, { authorization: `Bearer ${key}` }), 401, "no-session");
+  });
+
+  it("are refused as x-api-key with 401 no-session", async () => {
+    const b = await holder();
+    const { key } = await body(await b.call("POST", "/api/keys", {}));
+    const keyOnly = new Browser(gw.url);
+    await refusedWith(await keyOnly.call("GET", "/api/keys", undefined, { "x-api-key": key }), 401, "no-session");
+  });
+});
+
+describe("the session cookie on /v1", () => {
+  it("is no credential: /v1/me with only the cookie is 401 no-key", async () => {
+    const b = await holder();
+    const res = await fetch(`${gw.url}/v1/me`, { headers: { cookie: `gw_session=${b.cookie}` } });
+    await refusedWith(res, 401, "no-key");
+  });
+
+  it("is no credential on a model route either", async () => {
+    const b = await holder();
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { cookie: `gw_session=${b.cookie}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "demo", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }),
+    });
+    await refusedWith(res, 401, "no-key");
+  });
+});
+
+describe("CSRF: Origin on state-changing routes", () => {
+  it("refuses a write without Origin with 403 origin, and does nothing", async () => {
+    const b = await holder();
+    const bare = await fetch(`${gw.url}/api/keys`, { method: "POST", headers: { cookie: `gw_session=${b.cookie}`, "content-type": "application/json" }, body: "{}" });
+    await refusedWith(bare, 403, "origin");
+    expect((await body(await b.call("GET", "/api/keys"))).data).toEqual([]);
+  });
+
+  it("refuses a write from another origin with 403 origin", async () => {
+    const b = await holder();
+    const message = await refusedWith(await b.call("POST", "/api/logout-all", undefined, { origin: "https://evil.example" }), 403, "origin");
+    expect(message).toContain("https://evil.example");
+    expect((await b.call("GET", "/api/me")).status).toBe(200);
+  });
+
+  it("refuses a login from another origin (login CSRF)", async () => {
+    const res = await new Browser(gw.url).call("POST", "/api/login", { email: "a@b.c", password: "whatever1" }, { origin: "http://localhost:1" });
+    await refusedWith(res, 403, "origin");
+  });
+
+  it("lets reads through without Origin", async () => {
+    const b = await holder();
+    const res = await fetch(`${gw.url}/api/me`, { headers: { cookie: `gw_session=${b.cookie}` } });
+    expect(res.status).toBe(200);
+  });
+
+  it("compares with [server] public_url when it is set", async () => {
+    const other = await dashboardGateway({ server: { public_url: "https://gateway.example.com" } });
+    try {
+      const own = await new Browser(other.url).call("POST", "/api/register", { email: freshEmail(), password: "correct horse" });
+      await refusedWith(own, 403, "origin");
+      const b = new Browser(other.url);
+      const res = await b.call("POST", "/api/register", { email: freshEmail(), password: "correct horse" }, { origin: "https://gateway.example.com" });
+      expect(res.status).toBe(201);
+      // An https public URL makes the cookie Secure.
+      expect(b.setCookie).toEndWith("; Secure");
+    } finally {
+      await other.stop();
+    }
+  });
+});
+
+describe("JSON bodies only", () => {
+  it("refuses a form body with 415 unsupported_media_type", async () => {
+    const res = await new Browser(gw.url).call("POST", "/api/login", "email=a%40b.c&password=whatever1", { "content-type": "application/x-www-form-urlencoded" });
+    await refusedWith(res, 415, "unsupported_media_type");
+  });
+
+  it("refuses text/plain, the content type a cross-site form can send without a preflight", async () => {
+    const b = await holder();
+    const res = await b.call("POST", "/api/keys", "{}", { "content-type": "text/plain" });
+    await refusedWith(res, 415, "unsupported_media_type");
+  });
+
+  it("refuses a body that is not JSON with 400 invalid_request", async () => {
+    const res = await new Browser(gw.url).call("POST", "/api/login", "{not json");
+    await refusedWith(res, 400, "invalid_request");
+  });
+
+  it("takes a write with no body at all (logout)", async () => {
+    const b = await holder();
+    expect((await b.call("POST", "/api/logout")).status).toBe(200);
+  });
+});
+
+describe("login", () => {
+  it("answers an unknown email and a wrong password with the same 401 and the same text", async () => {
+    const email = await registeredEmail();
+    const wrong = await new Browser(gw.url).call("POST", "/api/login", { email, password: "wrong password" });
+    const unknown = await new Browser(gw.url).call("POST", "/api/login", { email: freshEmail(), password: "wrong password" });
+    const a = await refusedWith(wrong, 401, "invalid_credentials");
+    const b = await refusedWith(unknown, 401, "invalid_credentials");
+    expect(a).toBe(b);
+  });
+
+  it("is throttled per address: the 21st attempt in 10 minutes is 429 rate_limit with Retry-After", async () => {
+    const b = new Browser(gw.url);
+    for (let i = 0; i < 20; i++) {
+      expect((await b.call("POST", "/api/login", { email: freshEmail(), password: "wrong password" })).status).toBe(401);
+    }
+    const res = await b.call("POST", "/api/login", { email: freshEmail(), password: "wrong password" });
+    await refusedWith(res, 429, "rate_limit");
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  it("is throttled per account: after 5 failures even the right password from elsewhere is 429", async () => {
+    const email = await registeredEmail();
+    for (let i = 0; i < 5; i++) await new Browser(gw.url).call("POST", "/api/login", { email, password: "wrong password" });
+    const res = await new Browser(gw.url).call("POST", "/api/login", { email, password: "correct horse" });
+    await refusedWith(res, 429, "rate_limit");
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  it("forgets an account's failures after a login that succeeds", async () => {
+    const email = await registeredEmail();
+    for (let i = 0; i < 4; i++) await new Browser(gw.url).call("POST", "/api/login", { email, password: "wrong password" });
+    expect((await new Browser(gw.url).call("POST", "/api/login", { email, password: "correct horse" })).status).toBe(200);
+    for (let i = 0; i < 4; i++) await new Browser(gw.url).call("POST", "/api/login", { email, password: "wrong password" });
+    expect((await new Browser(gw.url).call("POST", "/api/login", { email, password: "correct horse" })).status).toBe(200);
+  });
+});
+
+describe("registration", () => {
+  it("is throttled per address: the 11th in an hour is 429 rate_limit with Retry-After, and opens no account", async () => {
+    const b = new Browser(gw.url);
+    for (let i = 0; i < 10; i++) {
+      b.cookie = null;
+      expect((await b.register()).res.status).toBe(201);
+    }
+    const { email, res } = await b.register();
+    await refusedWith(res, 429, "rate_limit");
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(3000);
+    expect(gw.services.db.$client.query("SELECT 1 FROM accounts WHERE email = ?").get(email)).toBeNull();
+  });
+
+  it("is throttled per email: the 6th attempt at one email in an hour is 429, from any address", async () => {
+    const email = freshEmail();
+    for (let i = 0; i < 5; i++) await new Browser(gw.url).register(email);
+    await refusedWith((await new Browser(gw.url).register(email)).res, 429, "rate_limit");
+  });
+});
+
+describe("CORS", () => {
+  it("/api/ answers carry no Access-Control-Allow-Origin, errors included", async () => {
+    const b = await holder();
+    for (const res of [await b.call("GET", "/api/me"), await b.call("GET", "/api/keys"), await new Browser(gw.url).call("GET", "/api/me")]) {
+      expect(res.headers.get("access-control-allow-origin")).toBeNull();
+    }
+  });
+
+  it("a preflight to /api/ gets no CORS headers", async () => {
+    const res = await fetch(`${gw.url}/api/keys`, { method: "OPTIONS", headers: { origin: "https://evil.example", "access-control-request-method": "POST" } });
+    expect(res.headers.get("access-control-allow-origin")).toBeNull();
+    expect(res.headers.get("access-control-allow-methods")).toBeNull();
+  });
+
+  it("/api/pricing keeps its CORS *", async () => {
+    expect((await fetch(`${gw.url}/api/pricing`)).headers.get("access-control-allow-origin")).toBe("*");
+  });
+});

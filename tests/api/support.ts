@@ -1,0 +1,58 @@
+import { startTestGateway, type TestGateway } from "../support/gateway.ts";
+
+/**
+ * A browser of the dashboard against a real server: keeps the session cookie the server sets, and
+ * sends what the dashboard's pages send (Origin of the gateway, JSON bodies). `ip` is the client
+ * address the gateway believes (X-Forwarded-For from loopback, which dashboardGateway trusts), so
+ * each test has throttles of its own.
+ */
+export class Browser {
+  cookie: string | null = null;
+  /** The Set-Cookie header of the last answer that had one. */
+  setCookie: string | null = null;
+
+  constructor(
+    readonly base: string,
+    readonly ip = `10.0.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`,
+  ) {}
+
+  async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+    const h: Record<string, string> = { origin: this.base, "x-forwarded-for": this.ip, ...headers };
+    if (this.cookie) h.cookie = `gw_session=${this.cookie}`;
+    if (body !== undefined) h["content-type"] ??= "application/json";
+    const res = await fetch(this.base + path, { method, headers: h, body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body) });
+    const set = res.headers.get("set-cookie");
+    if (set) {
+      this.setCookie = set;
+      const value = /^gw_session=([^;]*)/.exec(set)?.[1] ?? "";
+      this.cookie = value || null;
+    }
+    return res;
+  }
+
+  /** Registers `email` (a fresh one by default) and stays logged in. */
+  async register(email = freshEmail(), password = "correct horse"): Promise<{ email: string; password: string; res: Response }> {
+    const res = await this.call("POST", "/api/register", { email, password });
+    return { email, password, res };
+  }
+}
+
+let n = 0;
+export const freshEmail = () => `holder${process.pid}-${++n}@test.local`;
+
+/** A gateway whose X-Forwarded-For from loopback is believed, so Browser's addresses count. */
+export function dashboardGateway(config: Record<string, unknown> = {}): Promise<TestGateway> {
+  const server = (config.server as Record<string, unknown>) ?? {};
+  return startTestGateway({ ...config, server: { trust_proxy: ["127.0.0.1"], ...server } });
+}
+
+export async function body<T = Record<string, any>>(res: Response): Promise<T> {
+  return (await res.json()) as T;
+}
+
+/** A browser that has registered a fresh account (password "correct horse") and is logged in. */
+export async function registeredBrowser(gw: { url: string }): Promise<Browser> {
+  const b = new Browser(gw.url);
+  await b.register();
+  return b;
+}
