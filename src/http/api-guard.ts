@@ -1,66 +1,102 @@
-import type { Server } from "bun";
 import { presentedKey } from "../auth/keys.ts";
-import { SESSION_COOKIE, type Sessions, type SessionView } from "../auth/sessions.ts";
+import { SESSION_COOKIE, Sessions, type SessionView } from "../auth/sessions.ts";
 import { GatewayError } from "../core/errors.ts";
-import { clientAddress } from "../core/ip.ts";
-import { newRequestId } from "../core/request-id.ts";
+import { Throttle } from "../limits/throttle.ts";
 import type { Services } from "../services.ts";
 import { parseJsonObject, readBodyLimited } from "./body.ts";
-import { errorResponse, requestIdHeaders } from "./errors.ts";
+import { requestIdHeaders } from "./errors.ts";
+import type { Exchange, OpenCall } from "./exchange.ts";
+import { validate } from "./schemas.ts";
+import type { TSchema } from "@sinclair/typebox";
 
-// The front half of every /api/ route (docs/dashboard.md): no API keys, the Origin and JSON rules of
-// a state-changing request, the session cookie. Errors are the one error shape, with a request id,
-// and never CORS headers.
+// The front half of every dashboard endpoint under /api/ (docs/dashboard.md): no API keys, the
+// Origin and JSON rules of a state-changing request, the session cookie. A failure is thrown to the
+// one catch site (app.ts), which answers it in the error shape with a request id, no-store and no CORS.
 
 // A dashboard form is a few hundred bytes; the 20 MiB of /v1 would only invite abuse here.
 const API_BODY_LIMIT = 64 * 1024;
+const MINUTE = 60_000;
 
-export interface ApiCall {
-  svc: Services;
-  request: Request;
+/** The throttles of docs/dashboard.md. */
+export interface ApiThrottles {
+  /** Login attempts per address, failed or not. */
+  loginPerIp: Throttle;
+  /** Failed logins (and failed current passwords) per account email; a login that succeeds clears it. */
+  loginPerAccount: Throttle;
+  /** Registrations per address, refused or not. */
+  registerPerIp: Throttle;
+  /** Registration attempts per email. */
+  registerPerEmail: Throttle;
+}
+
+/** What the dashboard's endpoints keep for the life of the server: the sessions' table and the throttles. */
+export interface Dashboard {
+  sessions: Sessions;
+  throttles: ApiThrottles;
+}
+
+export const newDashboard = (svc: Services): Dashboard => ({
+  sessions: new Sessions(svc.db, svc.config.dashboard.sessionTtlMs),
+  throttles: {
+    loginPerIp: new Throttle(20, 10 * MINUTE),
+    loginPerAccount: new Throttle(5, 15 * MINUTE),
+    registerPerIp: new Throttle(10, 60 * MINUTE),
+    registerPerEmail: new Throttle(5, 60 * MINUTE),
+  },
+});
+
+/** What a dashboard endpoint's handler is given. */
+export interface SessionCall extends OpenCall {
   requestId: string;
-  /** The JSON object of a state-changing request; {} for GET and for an empty body. */
+  /** The JSON object of a state-changing request, checked against the endpoint's schema; {} for GET and for an empty body. */
   json: Record<string, unknown>;
   /** The cookie's token, whether or not it opens a session. */
   token: string | null;
-  /** The live session of the cookie; routes with `session: true` never see null. */
+  /** The live session of the cookie; endpoints of the `session` kind never see null. */
   session: SessionView | null;
-  params: Record<string, string>;
-  /** The caller's address, as the key routes see it (X-Forwarded-For of trusted proxies only). */
-  ip: () => string | null;
+  dash: Dashboard;
 }
-
-export type ApiCtx = { request: Request; server: Server<unknown> | null; params?: Record<string, string> };
 
 export const noSession = (message = "Log in first: this route takes the dashboard's session cookie.") => new GatewayError("no-session", message);
 
 /**
- * Wraps an /api/ handler. `session: true` refuses a request without a live session (401) and one of a
- * disabled account (403 inactive).
+ * Runs a dashboard endpoint. `required` refuses a request without a live session (401) and one of a
+ * disabled account (403 inactive); without it (register, login, logout) the session is optional.
  */
-export function apiRoute(svc: Services, sessions: Sessions, opts: { session: boolean }, handler: (c: ApiCall) => Response | Promise<Response>) {
-  return async ({ request, server, params }: ApiCtx): Promise<Response> => {
-    const requestId = newRequestId();
-    try {
-      if (presentedKey(request.headers)) {
-        throw noSession("The /api/ routes take the dashboard's session cookie, never an API key (API keys are for /v1).");
-      }
-      const write = request.method !== "GET" && request.method !== "HEAD";
-      if (write) checkOrigin(svc, request);
-      const json = write ? await readJson(request) : {};
-      const token = cookieOf(request.headers.get("cookie"), SESSION_COOKIE);
-      const session = token ? sessions.find(token) : null;
-      if (opts.session && !session) throw noSession();
-      if (opts.session && session!.accountDisabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
-      const peer = () => clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), svc.config.trustProxy);
-      const response = await handler({ svc, request, requestId, json, token, session, params: params ?? {}, ip: peer });
-      for (const [k, v] of Object.entries(requestIdHeaders(requestId))) response.headers.set(k, v);
-      response.headers.set("cache-control", "no-store");
-      return response;
-    } catch (e) {
-      return errorResponse(e, requestId, { "cache-control": "no-store" });
-    }
+export async function runSessionEndpoint(
+  x: Exchange,
+  e: { schema: TSchema | null; handler: (c: SessionCall) => Response | Promise<Response> },
+  required: boolean,
+  dash: Dashboard,
+): Promise<Response> {
+  const { svc, request } = x;
+  if (presentedKey(request.headers)) {
+    throw noSession("The /api/ routes take the dashboard's session cookie, never an API key (API keys are for /v1).");
+  }
+  const write = request.method !== "GET" && request.method !== "HEAD";
+  if (write) checkOrigin(svc, request);
+  const json = write ? await readJson(request) : {};
+  const token = cookieOf(request.headers.get("cookie"), SESSION_COOKIE);
+  const session = token ? dash.sessions.find(token) : null;
+  if (required && !session) throw noSession();
+  if (required && session!.accountDisabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
+  if (write && e.schema) validate(e.schema, json);
+  const call: SessionCall = {
+    svc,
+    request,
+    pathname: x.pathname,
+    endpoint: x.endpoint,
+    clientIp: () => x.clientIp(),
+    requestId: x.requestId,
+    json,
+    token,
+    session,
+    dash,
   };
+  const response = await e.handler(call);
+  for (const [k, v] of Object.entries(requestIdHeaders(x.requestId))) response.headers.set(k, v);
+  response.headers.set("cache-control", "no-store");
+  return response;
 }
 
 /**

@@ -1,20 +1,17 @@
-import { Elysia } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import { keyRules, KeyRuleError, type KeyRow, type KeyRulesInput, type NewKey } from "../auth/keys.ts";
 import { GatewayError } from "../core/errors.ts";
 import { nanoToUsd } from "../core/money.ts";
 import type { Services } from "../services.ts";
-import type { ApiCall, ApiCtx } from "./api-guard.ts";
+import type { SessionCall } from "./api-guard.ts";
 import { json } from "./public-endpoints.ts";
-import { validate } from "./schemas.ts";
+import { pathParam } from "./exchange.ts";
 
 // The account holder's keys under /api/keys: the same rules as `gateway key create|update`
 // (auth/keys.ts keyRules, one implementation), on the session's own account only.
 
-type Signed = (h: (c: ApiCall) => Response | Promise<Response>) => (ctx: ApiCtx) => Promise<Response>;
-
 const ListOrNull = T.Union([T.Array(T.String()), T.Null()]);
-const KeyBody = T.Object(
+export const KeyBody = T.Object(
   {
     name: T.Optional(T.String()),
     quota_usd: T.Optional(T.Union([T.Number(), T.String(), T.Null()])),
@@ -30,7 +27,6 @@ const KeyBody = T.Object(
 const FIELD: Record<keyof KeyRulesInput, string> = { name: "name", quota: "quota_usd", models: "models", ip: "ip_allow", rpm: "rpm", expires: "expires_at" };
 
 function rulesOf(svc: Services, body: Record<string, unknown>): NewKey {
-  validate(KeyBody, body);
   const b = body as { name?: string; quota_usd?: number | string | null; models?: string[] | null; ip_allow?: string[] | null; rpm?: number | null; expires_at?: string | null };
   const input: KeyRulesInput = { name: b.name, quota: b.quota_usd, models: b.models, ip: b.ip_allow, rpm: b.rpm, expires: b.expires_at };
   try {
@@ -64,44 +60,34 @@ function keyView(svc: Services, r: KeyRow, now = Date.now()) {
 }
 
 /** The session's own key with the id of the path; any other (another account's, none, not a number) is the same 404. */
-function ownKey(c: ApiCall): KeyRow {
-  const id = /^\d{1,15}$/.test(c.params.id ?? "") ? Number(c.params.id) : null;
+function ownKey(c: SessionCall): KeyRow {
+  const given = pathParam(c, "id");
+  const id = /^\d{1,15}$/.test(given) ? Number(given) : null;
   const row = id === null ? null : c.svc.keys.row(id);
-  if (!row || row.accountId !== c.session!.accountId) throw new GatewayError("key_not_found", `No key with id ${c.params.id} on this account.`);
+  if (!row || row.accountId !== c.session!.accountId) throw new GatewayError("key_not_found", `No key with id ${given} on this account.`);
   return row;
 }
 
-export function keyRoutes(svc: Services, signed: Signed) {
-  return new Elysia()
-    .get(
-      "/api/keys",
-      signed((c) => json({ object: "list", data: svc.keys.ofAccount(c.session!.accountId).map((r) => keyView(svc, r)) })),
-    )
-    .post(
-      "/api/keys",
-      signed((c) => {
-        const rules = rulesOf(svc, c.json);
-        const { key, record } = svc.keys.create(c.session!.accountId, rules);
-        // The only time the key is shown: the table keeps its hash.
-        return json({ ...keyView(svc, svc.keys.row(record.id)!), key }, 201);
-      }),
-    )
-    .patch(
-      "/api/keys/:id",
-      signed((c) => {
-        const row = ownKey(c);
-        const rules = rulesOf(svc, c.json);
-        if (Object.keys(rules).length === 0) throw new GatewayError("invalid_request", "Nothing to change: give at least one of name, quota_usd, models, ip_allow, rpm, expires_at.");
-        svc.keys.update(row.id, rules);
-        return json(keyView(svc, svc.keys.row(row.id)!));
-      }),
-    )
-    .delete(
-      "/api/keys/:id",
-      signed((c) => {
-        const row = ownKey(c);
-        svc.keys.revoke(row.id);
-        return json(keyView(svc, svc.keys.row(row.id)!));
-      }),
-    );
+export const listKeys = (c: SessionCall): Response =>
+  json({ object: "list", data: c.svc.keys.ofAccount(c.session!.accountId).map((r) => keyView(c.svc, r)) });
+
+export function createKey(c: SessionCall): Response {
+  const rules = rulesOf(c.svc, c.json);
+  const { key, record } = c.svc.keys.create(c.session!.accountId, rules);
+  // The only time the key is shown: the table keeps its hash.
+  return json({ ...keyView(c.svc, c.svc.keys.row(record.id)!), key }, 201);
+}
+
+export function updateKey(c: SessionCall): Response {
+  const row = ownKey(c);
+  const rules = rulesOf(c.svc, c.json);
+  if (Object.keys(rules).length === 0) throw new GatewayError("invalid_request", "Nothing to change: give at least one of name, quota_usd, models, ip_allow, rpm, expires_at.");
+  c.svc.keys.update(row.id, rules);
+  return json(keyView(c.svc, c.svc.keys.row(row.id)!));
+}
+
+export function revokeKey(c: SessionCall): Response {
+  const row = ownKey(c);
+  c.svc.keys.revoke(row.id);
+  return json(keyView(c.svc, c.svc.keys.row(row.id)!));
 }

@@ -1,44 +1,20 @@
-import { Elysia } from "elysia";
 import { Type as T } from "@sinclair/typebox";
-import { changePassword, checkLogin, register } from "../auth/credentials.ts";
-import { Sessions } from "../auth/sessions.ts";
+import { changePassword, checkLogin, register as registerAccount } from "../auth/credentials.ts";
 import { GatewayError } from "../core/errors.ts";
 import { nanoToUsd, usdToNano } from "../core/money.ts";
 import { profileOf, setLowBalanceThreshold } from "../ledger/accounts.ts";
-import { Throttle } from "../limits/throttle.ts";
+import type { Throttle } from "../limits/throttle.ts";
 import type { Services } from "../services.ts";
-import { apiRoute, sessionCookie, type ApiCall } from "./api-guard.ts";
-import { keyRoutes } from "./api-keys.ts";
+import { sessionCookie, type SessionCall } from "./api-guard.ts";
 import { json } from "./public-endpoints.ts";
-import { validate } from "./schemas.ts";
 
 // The account holder's /api/ (docs/dashboard.md): register, log in and out, the password, the
-// account's money. The keys are api-keys.ts's; the guard every route passes is api-guard.ts.
+// account's money. The keys are api-keys.ts's; the guard every dashboard endpoint passes is
+// api-guard.ts, and the rows are in endpoints.ts.
 
-const MINUTE = 60_000;
-
-/** The throttles of docs/dashboard.md; tests give smaller ones. */
-export interface ApiThrottles {
-  /** Login attempts per address, failed or not. */
-  loginPerIp: Throttle;
-  /** Failed logins (and failed current passwords) per account email; a login that succeeds clears it. */
-  loginPerAccount: Throttle;
-  /** Registrations per address, refused or not. */
-  registerPerIp: Throttle;
-  /** Registration attempts per email. */
-  registerPerEmail: Throttle;
-}
-
-export const defaultThrottles = (): ApiThrottles => ({
-  loginPerIp: new Throttle(20, 10 * MINUTE),
-  loginPerAccount: new Throttle(5, 15 * MINUTE),
-  registerPerIp: new Throttle(10, 60 * MINUTE),
-  registerPerEmail: new Throttle(5, 60 * MINUTE),
-});
-
-const Credentials = T.Object({ email: T.String({ minLength: 1, maxLength: 320 }), password: T.String() });
-const PasswordChange = T.Object({ current_password: T.String(), new_password: T.String() });
-const LowBalance = T.Object({ threshold_usd: T.Union([T.Number(), T.String(), T.Null()]) });
+export const Credentials = T.Object({ email: T.String({ minLength: 1, maxLength: 320 }), password: T.String() });
+export const PasswordChange = T.Object({ current_password: T.String(), new_password: T.String() });
+export const LowBalance = T.Object({ threshold_usd: T.Union([T.Number(), T.String(), T.Null()]) });
 
 /** GET /api/me's answer: the account and its money, as the ledger and the running requests' holds have it. */
 function meView(svc: Services, accountId: number) {
@@ -61,10 +37,9 @@ function meView(svc: Services, accountId: number) {
 }
 
 /** The email and password of a register or login body, with the keys its throttles count by. */
-function credentialsOf(c: ApiCall) {
-  validate(Credentials, c.json);
+function credentialsOf(c: SessionCall) {
   const { email, password } = c.json as { email: string; password: string };
-  return { email, password, ip: c.ip() ?? "unknown", who: email.trim().toLowerCase() };
+  return { email, password, ip: c.clientIp() ?? "unknown", who: email.trim().toLowerCase() };
 }
 
 /** Runs a password check, counting a wrong password against the account's throttle. */
@@ -81,91 +56,70 @@ async function countingFailures<T>(throttle: Throttle, who: string, attempt: () 
  * A new session for the account, answered with the cookie. The request's old session, if any, ends:
  * the id changes at every login, so a token planted before it (fixation) opens nothing after.
  */
-function loggedIn(c: ApiCall, sessions: Sessions, accountId: number, status: number): Response {
+function loggedIn(c: SessionCall, accountId: number, status: number): Response {
+  const { sessions } = c.dash;
   if (c.token) sessions.revoke(c.token);
   const opened = sessions.open(accountId);
   return json(meView(c.svc, accountId), status, { "set-cookie": sessionCookie(c.svc, c.request, opened) });
 }
 
-export function apiRoutes(svc: Services, throttles: ApiThrottles = defaultThrottles()) {
-  const sessions = new Sessions(svc.db, svc.config.dashboard.sessionTtlMs);
-  const open = (h: (c: ApiCall) => Response | Promise<Response>) => apiRoute(svc, sessions, { session: false }, h);
-  const signed = (h: (c: ApiCall) => Response | Promise<Response>) => apiRoute(svc, sessions, { session: true }, h);
-  const t = throttles;
+export async function register(c: SessionCall): Promise<Response> {
+  const { svc } = c;
+  const t = c.dash.throttles;
+  if (svc.config.dashboard.registration === "closed") {
+    throw new GatewayError("registration_closed", "Registration is closed on this gateway; its operator creates accounts.");
+  }
+  const { email, password, ip, who } = credentialsOf(c);
+  t.registerPerIp.check(ip, "registrations from this address");
+  t.registerPerEmail.check(who, "registrations of this email");
+  t.registerPerIp.hit(ip);
+  t.registerPerEmail.hit(who);
+  const acc = await registerAccount(svc.db, svc.ledger, email, password, svc.config.dashboard.startingCreditNano);
+  return loggedIn(c, acc.id, 201);
+}
 
-  return new Elysia()
-    .post(
-      "/api/register",
-      open(async (c) => {
-        if (svc.config.dashboard.registration === "closed") {
-          throw new GatewayError("registration_closed", "Registration is closed on this gateway; its operator creates accounts.");
-        }
-        const { email, password, ip, who } = credentialsOf(c);
-        t.registerPerIp.check(ip, "registrations from this address");
-        t.registerPerEmail.check(who, "registrations of this email");
-        t.registerPerIp.hit(ip);
-        t.registerPerEmail.hit(who);
-        const acc = await register(svc.db, svc.ledger, email, password, svc.config.dashboard.startingCreditNano);
-        return loggedIn(c, sessions, acc.id, 201);
-      }),
-    )
-    .post(
-      "/api/login",
-      open(async (c) => {
-        const { email, password, ip, who } = credentialsOf(c);
-        t.loginPerIp.check(ip, "login attempts from this address");
-        t.loginPerAccount.check(who, "failed logins for this account");
-        t.loginPerIp.hit(ip);
-        const accountId = await countingFailures(t.loginPerAccount, who, () => checkLogin(svc.db, email, password));
-        t.loginPerAccount.clear(who);
-        return loggedIn(c, sessions, accountId, 200);
-      }),
-    )
-    .post(
-      "/api/logout",
-      open((c) => {
-        if (c.token) sessions.revoke(c.token);
-        return json({ logged_out: true }, 200, { "set-cookie": sessionCookie(svc, c.request, null) });
-      }),
-    )
-    .post(
-      "/api/logout-all",
-      signed((c) => {
-        const ended = sessions.revokeAll(c.session!.accountId);
-        return json({ logged_out: true, sessions_ended: ended }, 200, { "set-cookie": sessionCookie(svc, c.request, null) });
-      }),
-    )
-    .post(
-      "/api/password",
-      signed(async (c) => {
-        validate(PasswordChange, c.json);
-        const { current_password, new_password } = c.json as { current_password: string; new_password: string };
-        const who = profileOf(svc.db, c.session!.accountId)!.email;
-        t.loginPerAccount.check(who, "failed logins for this account");
-        await countingFailures(t.loginPerAccount, who, () => changePassword(svc.db, c.session!.accountId, current_password, new_password));
-        // Whoever else knew the old password is logged out; this browser stays in.
-        const ended = sessions.revokeAll(c.session!.accountId, c.session!.id);
-        return json({ password_changed: true, sessions_ended: ended });
-      }),
-    )
-    .get(
-      "/api/me",
-      signed((c) => json(meView(svc, c.session!.accountId))),
-    )
-    .put(
-      "/api/me/low-balance",
-      signed((c) => {
-        validate(LowBalance, c.json);
-        const given = (c.json as { threshold_usd: number | string | null }).threshold_usd;
-        let nano: number | null;
-        try {
-          nano = given === null ? null : usdToNano(given);
-        } catch {
-          throw new GatewayError("invalid_request", `threshold_usd: not a USD amount (a number of at least 0 with at most 9 decimals): ${given}`);
-        }
-        setLowBalanceThreshold(svc.db, c.session!.accountId, nano);
-        return json(meView(svc, c.session!.accountId));
-      }),
-    )
-    .use(keyRoutes(svc, signed));
+export async function login(c: SessionCall): Promise<Response> {
+  const t = c.dash.throttles;
+  const { email, password, ip, who } = credentialsOf(c);
+  t.loginPerIp.check(ip, "login attempts from this address");
+  t.loginPerAccount.check(who, "failed logins for this account");
+  t.loginPerIp.hit(ip);
+  const accountId = await countingFailures(t.loginPerAccount, who, () => checkLogin(c.svc.db, email, password));
+  t.loginPerAccount.clear(who);
+  return loggedIn(c, accountId, 200);
+}
+
+export function logout(c: SessionCall): Response {
+  if (c.token) c.dash.sessions.revoke(c.token);
+  return json({ logged_out: true }, 200, { "set-cookie": sessionCookie(c.svc, c.request, null) });
+}
+
+export function logoutAll(c: SessionCall): Response {
+  const ended = c.dash.sessions.revokeAll(c.session!.accountId);
+  return json({ logged_out: true, sessions_ended: ended }, 200, { "set-cookie": sessionCookie(c.svc, c.request, null) });
+}
+
+export async function newPassword(c: SessionCall): Promise<Response> {
+  const t = c.dash.throttles;
+  const { current_password, new_password } = c.json as { current_password: string; new_password: string };
+  const who = profileOf(c.svc.db, c.session!.accountId)!.email;
+  t.loginPerAccount.check(who, "failed logins for this account");
+  await countingFailures(t.loginPerAccount, who, () => changePassword(c.svc.db, c.session!.accountId, current_password, new_password));
+  // Whoever else knew the old password is logged out; this browser stays in.
+  const ended = c.dash.sessions.revokeAll(c.session!.accountId, c.session!.id);
+  return json({ password_changed: true, sessions_ended: ended });
+}
+
+export const getMe = (c: SessionCall): Response => json(meView(c.svc, c.session!.accountId));
+
+export function putLowBalance(c: SessionCall): Response {
+  const given = (c.json as { threshold_usd: number | string | null }).threshold_usd;
+  let nano: number | null;
+  try {
+    nano = given === null ? null : usdToNano(given);
+  } catch {
+    throw new GatewayError("invalid_request", `threshold_usd: not a USD amount (a number of at least 0 with at most 9 decimals): ${given}`);
+  }
+  setLowBalanceThreshold(c.svc.db, c.session!.accountId, nano);
+  return json(meView(c.svc, c.session!.accountId));
 }

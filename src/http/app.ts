@@ -10,7 +10,7 @@ import { newExchange, type Exchange } from "./exchange.ts";
 import { detailOf, openapiDocument } from "./openapi.ts";
 import { metricsRefusal } from "./operator-routes.ts";
 import { finishIdempotency, runKeyEndpoint } from "./pipeline.ts";
-import { apiRoutes } from "./api-routes.ts";
+import { newDashboard, runSessionEndpoint } from "./api-guard.ts";
 
 // The machinery over the endpoint table (endpoints.ts): Elysia's routes, a runner per kind of
 // caller, the answers to paths and methods no endpoint takes, and the one place where a failure
@@ -64,6 +64,8 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}) {
     return response;
   }
 
+  const dash = newDashboard(svc);
+
   /** How each kind of caller is known before its endpoint's handler runs. */
   const RUNNERS: { [A in AuthKind]: Runner<A> } = {
     public: (x, e) => opened(x, e.handler(x)),
@@ -81,6 +83,8 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}) {
       }
       return runKeyEndpoint(x, e);
     },
+    session: (x, e) => runSessionEndpoint(x, e, true, dash),
+    visitor: (x, e) => runSessionEndpoint(x, e, false, dash),
   };
   const runnerOf = (e: Endpoint): Run => (x) => (RUNNERS[e.auth] as Runner<AuthKind>)(x, e);
 
@@ -122,7 +126,8 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}) {
     }
     const { log, endpoint } = x;
     const quiet = endpoint?.quiet || x.request.signal.aborted;
-    const response = errorResponse(e, x.requestId, endpoint?.cors ? { ...CORS_HEADERS } : {}, {
+    const headers: Record<string, string> = endpoint?.cors ? { ...CORS_HEADERS } : endpoint?.dashboard ? { "cache-control": "no-store" } : {};
+    const response = errorResponse(e, x.requestId, headers, {
       envelope: endpoint?.envelope,
       ...(quiet
         ? { quiet: true }
@@ -132,7 +137,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}) {
     return response;
   }
 
-  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version)).use(apiRoutes(svc));
+  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version));
   for (const e of ENDPOINTS) {
     if (e.when && !e.when(svc.config)) continue;
     const run = runnerOf(e);

@@ -5,6 +5,9 @@ import { serveImages } from "../relay/images.ts";
 import { serveResponses } from "../relay/responses.ts";
 import { serveText } from "../relay/text.ts";
 import { countTokens, me } from "./account-routes.ts";
+import type { SessionCall } from "./api-guard.ts";
+import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./api-keys.ts";
+import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-routes.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
 import { healthz, metrics, readyz, welcome } from "./operator-routes.ts";
 import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
@@ -25,11 +28,15 @@ export interface Calls {
   key: KeyedCall;
   /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-routes.ts). */
   operator: OpenCall;
+  /** The dashboard's browser session, required (api-guard.ts): no API key, Origin and JSON rules on writes. */
+  session: SessionCall;
+  /** The same rules with the session optional: registering, logging in and out. */
+  visitor: SessionCall;
 }
 export type AuthKind = keyof Calls;
 
 interface Row<A extends AuthKind> extends EndpointTraits {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** `{name}` marks a path parameter. */
   path: string;
   auth: A;
@@ -59,6 +66,7 @@ function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>)
     schema: null,
     bucket: "main",
     published: true,
+    dashboard: r.auth === "session" || r.auth === "visitor",
     quiet: false,
     when: null,
     streams: false,
@@ -100,6 +108,18 @@ export const ENDPOINTS: readonly Endpoint[] = [
     summary: "Edit or combine up to 4 images", handler: (c) => serveImages(c, "images.edits"),
   }),
   row({ method: "GET", path: "/v1/me", auth: "key", summary: "The key's quota, the balance and the limits", handler: me }),
+  // The dashboard's endpoints (docs/dashboard.md): a browser session, never an API key; not the model API.
+  row({ method: "POST", path: "/api/register", auth: "visitor", body: "json", schema: Credentials, summary: "Register: an account with the starting credit, logged in", handler: register }),
+  row({ method: "POST", path: "/api/login", auth: "visitor", body: "json", schema: Credentials, summary: "Log in", handler: login }),
+  row({ method: "POST", path: "/api/logout", auth: "visitor", summary: "Log out this browser", handler: logout }),
+  row({ method: "POST", path: "/api/logout-all", auth: "session", summary: "Log out every session of the account", handler: logoutAll }),
+  row({ method: "POST", path: "/api/password", auth: "session", body: "json", schema: PasswordChange, summary: "Change the password; other sessions end", handler: newPassword }),
+  row({ method: "GET", path: "/api/me", auth: "session", summary: "The account, its balance, holds and low-balance notice", handler: getMe }),
+  row({ method: "PUT", path: "/api/me/low-balance", auth: "session", body: "json", schema: LowBalance, summary: "The low-balance threshold", handler: putLowBalance }),
+  row({ method: "GET", path: "/api/keys", auth: "session", summary: "The account's keys", handler: listKeys }),
+  row({ method: "POST", path: "/api/keys", auth: "session", body: "json", schema: KeyBody, summary: "A new key, shown once", handler: createKey }),
+  row({ method: "PATCH", path: "/api/keys/{id}", auth: "session", body: "json", schema: KeyBody, summary: "Change a key's restrictions", handler: updateKey }),
+  row({ method: "DELETE", path: "/api/keys/{id}", auth: "session", summary: "Revoke a key", handler: revokeKey }),
   // The operator's paths: no request log row (a probe every few seconds would fill it), no CORS.
   row({ method: "GET", path: "/", auth: "public", published: false, summary: "Welcome", handler: welcome }),
   row({ method: "GET", path: "/healthz", auth: "public", published: false, summary: "Liveness", handler: healthz }),
@@ -120,8 +140,11 @@ export const endpointsAt = (pathname: string): Endpoint[] => PUBLISHED.filter((e
 /** The published endpoint a path belongs to (`/v1/models/{id}` for `/v1/models/x`), or undefined. */
 export const findEndpoint = (pathname: string): Endpoint | undefined => PUBLISHED.find((e) => e.pattern.test(pathname));
 
+// The 404's list is the model API's (spec, Rules 4): the dashboard's endpoints are not part of it.
+const MODEL_API = PUBLISHED.filter((e) => !e.dashboard);
+
 export function endpointNotFound(method: string, pathname: string): GatewayError {
-  const list = PUBLISHED.map((e) => `${e.method} ${e.path}`).join(", ");
+  const list = MODEL_API.map((e) => `${e.method} ${e.path}`).join(", ");
   return new GatewayError("endpoint_not_found", `Unknown endpoint ${method} ${pathname}. Published routes: ${list}.`);
 }
 

@@ -43,6 +43,8 @@ export interface EndpointTraits {
    * served at their exact path only, with no request id and no log row.
    */
   published: boolean;
+  /** A dashboard endpoint under /api/ (a browser session): its answers are never cached, and the model API's 404 list leaves it out. */
+  dashboard: boolean;
 }
 
 export interface Exchange extends OpenCall {

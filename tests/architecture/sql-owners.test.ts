@@ -113,8 +113,8 @@ describe("the SQL of each table", () => {
   });
 });
 
-/** A statement run on the connection itself, or SQL text written out in a string. */
-const STATEMENT = /\$client\s*\.\s*(?:prepare|query|run|exec|transaction)\b|["'`]\s*(?:SELECT|INSERT|UPDATE|DELETE|PRAGMA|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|VACUUM)\b/;
+/** A statement run on the connection itself, or SQL text written out in a string (a string that is only the word, an HTTP method such as "DELETE", is none). */
+const STATEMENT = /\$client\s*\.\s*(?:prepare|query|run|exec|transaction)\b|["'`]\s*(?:SELECT|INSERT|UPDATE|DELETE|PRAGMA|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|VACUUM)\b(?!["'`])/;
 
 describe("statements on the SQLite connection", () => {
   it("run only in db/ and in the tables' owners", () => {

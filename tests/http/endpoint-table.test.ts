@@ -8,7 +8,9 @@ import { expectError, fundedGateway, keyHeaders } from "../support/http.ts";
 
 const t = fundedGateway({ guardEach: true });
 
-const published = ENDPOINTS.filter((e) => e.published);
+// The model API of the spec's table; the dashboard's /api/ endpoints are published beside it (tests/api).
+const published = ENDPOINTS.filter((e) => e.published && !e.dashboard);
+const dashboard = ENDPOINTS.filter((e) => e.dashboard);
 const operatorPaths = ENDPOINTS.filter((e) => !e.published).map((e) => e.path);
 const concrete = (path: string) => path.replace("{id}", "demo-text-1");
 const send = (method: string, path: string, body?: string) =>
@@ -57,6 +59,22 @@ describe("every published row, on the server", () => {
   it.each(jsonRows.map((e) => [e.path] as const))("checks the body of POST %s against the row's schema, naming the missing field", async (path) => {
     const err = await expectError(await send("POST", path, "{}"), 400, "invalid_request");
     expect(err.message).toStartWith("model: ");
+  });
+});
+
+describe("the dashboard's rows", () => {
+  const paths = [...new Set(dashboard.map((e) => e.path))];
+  it.each(paths.map((p) => [p] as const))("answer a method %s does not take with 405 and allow naming the ones it does", async (path) => {
+    const methods = dashboard.filter((e) => e.path === path).map((e) => e.method);
+    const other = ["GET", "POST", "PUT", "PATCH", "DELETE"].find((m) => !methods.includes(m as never))!;
+    const res = await fetch(`${t.gw.url}${path.replace("{id}", "1")}`, { method: other, headers: { origin: t.gw.url } });
+    await expectError(res, 405, "method_not_allowed");
+    expect(res.headers.get("allow")).toBe(methods.join(", "));
+  });
+
+  it("are left out of the model API's 404 list", async () => {
+    const err = await expectError(await fetch(`${t.gw.url}/v1/nope`), 404, "endpoint_not_found");
+    for (const e of dashboard) expect(err.message).not.toContain(`${e.method} ${e.path}`);
   });
 });
 
