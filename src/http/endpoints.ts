@@ -9,7 +9,7 @@ import type { SessionCall } from "./api-guard.ts";
 import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./api-keys.ts";
 import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-routes.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
-import { healthz, metrics, readyz, welcome } from "./operator-routes.ts";
+import { healthz, metrics, readyz } from "./operator-routes.ts";
 import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
 
@@ -121,7 +121,6 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "PATCH", path: "/api/keys/{id}", auth: "session", body: "json", schema: KeyBody, summary: "Change a key's restrictions", handler: updateKey }),
   row({ method: "DELETE", path: "/api/keys/{id}", auth: "session", summary: "Revoke a key", handler: revokeKey }),
   // The operator's paths: no request log row (a probe every few seconds would fill it), no CORS.
-  row({ method: "GET", path: "/", auth: "public", published: false, summary: "Welcome", handler: welcome }),
   row({ method: "GET", path: "/healthz", auth: "public", published: false, summary: "Liveness", handler: healthz }),
   row({ method: "GET", path: "/readyz", auth: "public", published: false, quiet: true, summary: "Readiness", handler: readyz }),
   row({
