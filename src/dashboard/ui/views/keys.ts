@@ -50,7 +50,7 @@ function editor(ctx: Ctx, k: Key, pricing: Pricing, slot: HTMLElement): void {
   const msg = messages();
   const form = h(
     "form",
-    { "aria-label": `Edit key ${k.prefix}` },
+    { "aria-label": `Edit key ${k.prefix}`, class: "wide" },
     h("h2", {}, `Edit ${k.name ?? k.prefix}`),
     ...keyFields(pricing.models, k),
     h("button", { type: "submit" }, "Save"),
@@ -70,7 +70,7 @@ export async function keysView(ctx: Ctx): Promise<HTMLElement> {
   const msg = messages();
   const created = h("div", {});
   const editSlot = h("div", {});
-  const form = h("form", { "aria-label": "Create a key" }, ...keyFields(pricing.models, null), h("button", { type: "submit" }, "Create key"));
+  const form = h("form", { "aria-label": "Create a key", class: "wide" }, ...keyFields(pricing.models, null), h("button", { type: "submit" }, "Create key"));
   const list = h("div", {});
   const drawList = (data: Key[]) =>
     list.replaceChildren(
