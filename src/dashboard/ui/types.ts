@@ -132,9 +132,10 @@ export interface AdminStatus {
 }
 
 export interface AuditRow {
-  actor_email: string;
+  /** Null once the account is gone, or for the CLI's actions. */
+  actor_email: string | null;
   action: string;
-  target: string;
+  target: string | null;
   detail: string | null;
   created_at: string;
 }

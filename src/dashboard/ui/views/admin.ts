@@ -90,7 +90,7 @@ export async function adminView(ctx: Ctx): Promise<HTMLElement> {
     table(
       "Audit",
       ["Time", "Who", "Action", "Target", "Detail"],
-      audit.data.map((r) => [when(r.created_at), r.actor_email, r.action, r.target, r.detail ?? ""]),
+      audit.data.map((r) => [when(r.created_at), r.actor_email ?? "—", r.action, r.target ?? "", r.detail ?? ""]),
       "No admin actions yet.",
     ),
   );
