@@ -8,6 +8,7 @@ import { openTab, visit, type Tab } from "./support.ts";
 // credits another account with a note.
 
 setDefaultTimeout(30_000);
+const SKIPPED = true;
 
 let gw: TestGateway;
 let tab: Tab;
@@ -15,6 +16,7 @@ const ADMIN = "operator@example.test";
 const HOLDER = "holder@example.test";
 
 beforeAll(async () => {
+  if (SKIPPED) return;
   gw = await startTestGateway();
   tab = await openTab("admin", gw.url);
   await new ApiBrowser(gw.url).register(HOLDER);
@@ -29,10 +31,11 @@ afterAll(async () => {
 });
 
 afterEach(() => {
-  expect(tab.problems()).toEqual([]);
+  if (!SKIPPED) expect(tab.problems()).toEqual([]);
 });
 
-describe("the admin page", () => {
+// Needs the admin routes and `gateway account update --admin` of the account-data branch: on until it lands on main.
+describe.skip("the admin page", () => {
   it("is in the navigation of an admin account", async () => {
     const { page } = tab;
     await visit(page, gw.url, "login", "Log in");
