@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, setDefaultTimeout
 import { Browser as ApiBrowser } from "../api/support.ts";
 import { gateway } from "../support/cli.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { openTab, visit, type Tab } from "./support.ts";
+import { openTab, signIn, visit, type Tab } from "./support.ts";
 
 // The operator's side in a real browser: an account made admin with the CLI sees the admin page and
 // credits another account with a note.
@@ -38,11 +38,7 @@ afterEach(() => {
 describe.skip("the admin page", () => {
   it("is in the navigation of an admin account", async () => {
     const { page } = tab;
-    await visit(page, gw.url, "login", "Log in");
-    await page.getByLabel("Email").fill(ADMIN);
-    await page.getByLabel("Password").fill("admin password");
-    await page.getByRole("button", { name: "Log in" }).click();
-    await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
+    await signIn(page, gw.url, "login", ADMIN, "admin password");
     await page.getByRole("navigation").getByRole("link", { name: "Admin" }).click();
     await page.getByRole("heading", { level: 1, name: "Admin" }).waitFor();
     await page.getByRole("table", { name: "Route health" }).waitFor();

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import OpenAI from "openai";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { openTab, textOf, visit, type Tab } from "./support.ts";
+import { openTab, signIn, textOf, visit, type Tab } from "./support.ts";
 
 // An account holder's day in a real browser: register, make a restricted key, spend with it through
 // the openai SDK, find the request in usage, revoke the key. The steps share one page and run in order.
@@ -36,10 +36,7 @@ describe("the account holder's dashboard", () => {
     const { page } = tab;
     await visit(page, gw.url, "register", "Register");
     await tab.shot("register");
-    await page.getByLabel("Email").fill("ada@example.test");
-    await page.getByLabel("Password").fill("correct horse battery");
-    await page.getByRole("button", { name: "Register" }).click();
-    await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
+    await signIn(page, gw.url, "register", "ada@example.test", "correct horse battery");
     expect(await textOf(page, "balance", /\$/)).toBe("$1.00");
     expect(await page.getByTestId("spendable").textContent()).toBe("$1.00");
     await tab.shot("overview");
@@ -131,9 +128,6 @@ describe("the account holder's dashboard", () => {
     await page.getByText("Password changed.").waitFor();
     await page.getByRole("button", { name: "Log out everywhere" }).click();
     await page.getByRole("heading", { level: 1, name: "Log in" }).waitFor();
-    await page.getByLabel("Email").fill("ada@example.test");
-    await page.getByLabel("Password").fill("staple horse battery");
-    await page.getByRole("button", { name: "Log in" }).click();
-    await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
+    await signIn(page, gw.url, "login", "ada@example.test", "staple horse battery");
   });
 });

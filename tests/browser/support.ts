@@ -86,3 +86,13 @@ export async function textOf(page: Page, testId: string, pattern: RegExp): Promi
   await el.waitFor();
   return (await el.textContent()) ?? "";
 }
+
+/** Registers or logs in through the page's form, and waits for the overview. */
+export async function signIn(page: Page, base: string, how: "register" | "login", email: string, password: string): Promise<void> {
+  const name = how === "register" ? "Register" : "Log in";
+  await visit(page, base, how, name);
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name }).click();
+  await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
+}

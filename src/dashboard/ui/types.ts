@@ -1,5 +1,8 @@
-// The /api/ answers the views read (docs/dashboard.md). Written out here rather than imported from
-// the server's modules: this code is bundled for the browser, where those modules cannot go.
+import type { RouteHealth } from "../../relay/health.ts";
+
+// The /api/ answers the views read (docs/dashboard.md). Written out here, since the server's views
+// are built inline by their handlers; a type that exists on the server is imported (type-only:
+// nothing of the server's modules goes into the browser's bundle).
 
 export interface List<T> {
   object: "list";
@@ -114,17 +117,6 @@ export interface AdminAccount {
   created_at: string;
 }
 
-/** A route's health, as GET /status shows it. */
-export interface RouteHealth {
-  route: string;
-  state: "healthy" | "failing" | "open";
-  consecutive_failures: number;
-  successes: number;
-  failures: number;
-  last_error: string | null;
-  last_failure_at: string | null;
-  last_success_at: string | null;
-}
 
 export interface AdminStatus {
   paused: boolean;
