@@ -1,5 +1,6 @@
 import { describe, expect, it } from "bun:test";
-import { balanceGuard, expectError, fundedGateway, headersOf, hi, keyHeaders } from "../support/http.ts";
+import { balanceGuard, fundedGateway, headersOf, hi, keyHeaders } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
 // Spec, CORS: Access-Control-Allow-Origin * on exactly the four public GET routes; key routes send no
 // CORS headers at all and answer OPTIONS with 405 and an explanation.

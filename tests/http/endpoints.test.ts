@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { DEFAULT_MODELS } from "../../src/config/defaults.ts";
 import { encodePng } from "../../src/upstreams/png.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { balanceGuard, expectError, hi, keyHeaders, pngSize, postJson } from "../support/http.ts";
+import { balanceGuard, hi, keyHeaders, pngSize, postJson } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
 // Spec, Endpoints: every row of the table answers on the real server. POST /v1/responses has its
 // own suite (tests/responses).

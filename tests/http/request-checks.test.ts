@@ -1,5 +1,6 @@
 import { describe, expect, it } from "bun:test";
-import { expectError, fundedGateway, hi, postJson } from "../support/http.ts";
+import { fundedGateway, hi, postJson } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
 // Spec, Errors: the 400s and 404s a request earns before anything is reserved, on the real server.
 // None of them may move money (Retry rules 5), checked after every test.

@@ -1,6 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it } from "bun:test";
 import { PUBLISHED_ROUTES } from "../../src/http/routing.ts";
-import { balanceGuard, expectError, fundedGateway, headersOf, hi, keyHeaders, postJson } from "../support/http.ts";
+import { balanceGuard, fundedGateway, headersOf, hi, keyHeaders, postJson } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
 // Spec, Endpoints › Rules 4–6 and the error object: paths, methods and the request id, on the real server.
 

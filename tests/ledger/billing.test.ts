@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
-import { errorOf, ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
 
 // Costs here are computed by hand from the catalog prices (USD per 1M tokens = nano-dollars per

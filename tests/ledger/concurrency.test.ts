@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
-import { errorOf, estimateOf, ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { estimateOf, ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
 
 // The upstream reports exactly the tokens the gateway reserves for (the byte estimate in, max_tokens

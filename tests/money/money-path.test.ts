@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startGatewayOnMock, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { errorOf, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
 
 // Issue 14, the money path: each hold resolves once, on every path, and each of these faults, found

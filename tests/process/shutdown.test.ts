@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { join } from "node:path";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import { anthropicConfig, startServe, tempFolder, type Served } from "./support.ts";
+import { errorOf } from "../support/errors.ts";
 
 // Issue 13, the process: SIGTERM and SIGINT drain what is in flight up to [server] shutdown_timeout_s,
 // then end the rest with an error (free, hold released, log row written), close the database and
@@ -106,7 +107,7 @@ describe("SIGTERM", () => {
     s.kill("SIGTERM");
     const res = await pending;
     expect(res.status).toBe(502);
-    const err = ((await res.json()) as { error: { type: string; message: string } }).error;
+    const err = await errorOf(res);
     expect(err.type).toBe("upstream_unavailable");
     expect(err.message).toContain("shutting down");
     expect(await s.exited()).toBe(0);

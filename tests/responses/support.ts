@@ -61,7 +61,3 @@ export function sseFrames(text: string): SseFrame[] {
 export function lastUpstream(rig: TextRig): JsonObject {
   return rig.up.requests.at(-1)!.body as JsonObject;
 }
-
-export async function errorOf(res: Response): Promise<Record<string, unknown>> {
-  return ((await res.json()) as { error: Record<string, unknown> }).error;
-}

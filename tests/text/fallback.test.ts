@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { anthropicError } from "../support/mock-upstream.ts";
 import { PRICES, startTextRig, type TextRig } from "./setup.ts";
+import { errorOf } from "../support/errors.ts";
 
 // "twin" tries the Anthropic mock first, then the OpenAI mock (by translation).
 let rig: TextRig;
@@ -129,7 +130,7 @@ describe("circuit breaker", () => {
           body: JSON.stringify(ask({ model: "claude-native" })),
         });
         expect(r.status).toBe(502);
-        expect(((await r.json()) as { error: { code: string } }).error.code).toBe("upstream_unavailable");
+        expect((await errorOf(r)).code).toBe("upstream_unavailable");
       }
       const hits = rig2.up.requests.length;
       const res = await fetch(`${rig2.gw.url}/v1/messages`, {
@@ -139,7 +140,7 @@ describe("circuit breaker", () => {
       });
       expect(res.status).toBe(503);
       expect(res.headers.get("retry-after")).not.toBeNull();
-      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("no_eligible_route");
+      expect((await errorOf(res)).code).toBe("no_eligible_route");
       expect(rig2.up.requests.length).toBe(hits);
       const status = (await (await fetch(`${rig2.gw.url}/status`)).json()) as { status: string; models: { id: string; routes: { state: string }[] }[] };
       expect(status.status).toBe("degraded");

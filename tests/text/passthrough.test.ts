@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { anthropicError, openaiError } from "../support/mock-upstream.ts";
 import { startTextRig, type TextRig } from "./setup.ts";
+import { errorOf } from "../support/errors.ts";
 
 let rig: TextRig;
 beforeAll(async () => {
@@ -15,7 +16,6 @@ const post = (path: string, body: unknown, headers: Record<string, string> = {})
     body: JSON.stringify(body),
   });
 const last = () => rig.up.requests.at(-1)!;
-const errorOf = async (res: Response) => ((await res.json()) as { error: Record<string, string> }).error;
 
 describe("the native Messages path", () => {
   it("forwards Claude Code's beta query, header and body fields unchanged, with only the model rewritten", async () => {
