@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "bun:test";
 import { buildRedactor, REDACTED, secretsOf } from "../../src/wire/scrub.ts";
-import { anthropicOpening, sse, sseHeaders } from "../support/raw-upstream.ts";
+import { anthropicOpening, sseHeaders } from "../support/raw-upstream.ts";
+import { sse } from "../support/sse.ts";
 import { ask, HEADER_SECRET, SECRET_A, SECRET_O, startHostileRig, type HostileRig } from "./rig.ts";
 import { errorOf } from "../support/errors.ts";
 

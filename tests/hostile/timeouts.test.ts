@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "bun:test";
 import { createServer, type AddressInfo, type Socket } from "node:net";
 import { anthropicProvider } from "../../src/upstreams/http-providers.ts";
-import { anthropicOpening, sse, sseHeaders, stalledBody } from "../support/raw-upstream.ts";
+import { anthropicOpening, sseHeaders, stalledBody } from "../support/raw-upstream.ts";
+import { sse } from "../support/sse.ts";
 import { ask, IDLE_MS, startHostileRig, TOTAL_MS, type HostileRig } from "./rig.ts";
 import { errorOf } from "../support/errors.ts";
 

@@ -3,10 +3,10 @@ import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
 import { errorOf } from "../support/errors.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
+import { PRICES } from "../support/prices.ts";
 
 // Costs here are computed by hand from the catalog prices (USD per 1M tokens = nano-dollars per
 // token × 1000) and the token counts the mock upstream reports.
-const PRICES = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
 const CHEAP = { input: 0.075, output: 0.3, cache_read: 0.0075, cache_write: 0.09375 };
 const model = (id: string, provider: string, pricing: Record<string, number>) => ({
   id,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import type { TextRig } from "../text/setup.ts";
+import type { TextRig } from "../support/text-rig.ts";
 import { MESSAGES_ONLY, lastUpstream, postResponses, request, startResponsesRig } from "./support.ts";
 import { errorOf, type WireError } from "../support/errors.ts";
 

@@ -5,9 +5,9 @@ import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
+import { PRICES } from "../support/prices.ts";
 import type { JsonObject } from "../../src/wire/shapes.ts";
 
-const PRICES = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
 const model = (id: string, provider: string) => ({
   id,
   modalities: ["text"],

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { anthropicError } from "../support/mock-upstream.ts";
-import { PRICES, startTextRig, type TextRig } from "./setup.ts";
+import { PRICES } from "../support/prices.ts";
+import { startTextRig, type TextRig } from "../support/text-rig.ts";
 import { errorOf } from "../support/errors.ts";
 
 // "twin" tries the Anthropic mock first, then the OpenAI mock (by translation).

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { anthropicError, openaiError } from "../support/mock-upstream.ts";
-import { startTextRig, type TextRig } from "./setup.ts";
+import { startTextRig, type TextRig } from "../support/text-rig.ts";
 import { errorOf } from "../support/errors.ts";
 
 let rig: TextRig;
