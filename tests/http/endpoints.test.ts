@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { DEFAULT_MODELS } from "../../src/config/defaults.ts";
 import { encodePng } from "../../src/upstreams/png.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { balanceGuard, hi, keyHeaders, pngSize, postJson } from "../support/http.ts";
+import { balanceGuard, hi, keyHeaders, postJson } from "../support/http.ts";
+import { readPngSize } from "../support/mock-images.ts";
 import { expectError } from "../support/errors.ts";
 
 // Spec, Endpoints: every row of the table answers on the real server. POST /v1/responses has its
@@ -151,7 +152,7 @@ describe("POST /v1/images/generations", () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { data: { b64_json: string }[]; usage: { cost_usd: number } };
     expect(body.data).toHaveLength(1);
-    expect(pngSize(Buffer.from(body.data[0]!.b64_json, "base64"))).toEqual({ width: 64, height: 32 });
+    expect(readPngSize(Buffer.from(body.data[0]!.b64_json, "base64"))).toEqual({ width: 64, height: 32 });
     expect(body.usage.cost_usd).toBe(0.01);
     expect(gw.money(a.accountId).balance).toBe(0.99e9);
   });
@@ -175,7 +176,7 @@ describe("POST /v1/images/edits", () => {
     const res = await postForm(a.key, editForm(4));
     expect(res.status).toBe(200);
     const body = (await res.json()) as { data: { b64_json: string }[] };
-    expect(pngSize(Buffer.from(body.data[0]!.b64_json, "base64"))).toEqual({ width: 48, height: 40 });
+    expect(readPngSize(Buffer.from(body.data[0]!.b64_json, "base64"))).toEqual({ width: 48, height: 40 });
   });
 
   it("refuses more than 4 source images with 400 invalid_request", async () => {

@@ -78,11 +78,3 @@ export function headersOf(res: Response): Record<string, string> {
   res.headers.forEach((v, k) => (out[k] = v));
   return out;
 }
-
-/** Width and height from a PNG's IHDR chunk, after checking the 8-byte signature. */
-export function pngSize(bytes: Uint8Array): { width: number; height: number } {
-  expect([...bytes.subarray(0, 8)]).toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-  expect(new TextDecoder().decode(bytes.subarray(12, 16))).toBe("IHDR");
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return { width: view.getUint32(16), height: view.getUint32(20) };
-}
