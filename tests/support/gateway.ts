@@ -5,12 +5,12 @@ import { parseConfig, type Config } from "../../src/config/load.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { usdToNano } from "../../src/core/money.ts";
 import type { NewKey } from "../../src/auth/keys.ts";
+import type { Services } from "../../src/services.ts";
 import { startGateway, type RunningGateway } from "../../src/server.ts";
 import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";
 
-export interface TestGateway extends RunningGateway {
-  config: Config;
-  dir: string;
+/** Accounts and keys made straight in the database, and the books read back, for any running gateway. */
+export interface Accounts {
   /** A new account with `usd` dollars (default 10) and one key; returns the key text and ids. */
   account(usd?: number | string, key?: NewKey): { key: string; accountId: number; keyId: number; email: string };
   /** Another key on an existing account. */
@@ -19,23 +19,15 @@ export interface TestGateway extends RunningGateway {
   money(accountId: number): { balance: number; reserved: number; ledgerSum: number; openHolds: number };
 }
 
+export interface TestGateway extends RunningGateway, Accounts {
+  config: Config;
+  dir: string;
+}
+
 let seq = 0;
 
-/**
- * Boots the real server on a random port with a fresh SQLite file. `config` is the TOML document as
- * an object (parsed exactly like a file); without it the built-in demo catalog is served.
- */
-export async function startTestGateway(config: Record<string, unknown> = {}): Promise<TestGateway> {
-  const dir = mkdtempSync(join(tmpdir(), "gw-test-"));
-  // The access log (stdout) is off unless a test turns it on: the suite's output stays readable.
-  const raw = { ...config, server: { host: "127.0.0.1", access_log: false, ...(config.server as object), database: join(dir, "gateway.db") } };
-  const cfg = parseConfig(raw, "test config");
-  const gw = startGateway(cfg, { port: 0, quiet: true });
-  const svc = gw.services;
+export function accountsOf(svc: Services): Accounts {
   return {
-    ...gw,
-    config: cfg,
-    dir,
     account(usd = 10, key = {}) {
       const email = `user${process.pid}-${++seq}@test.local`;
       const acc = createAccount(svc.db, svc.ledger, email, { balanceNano: usdToNano(usd) });
@@ -55,6 +47,29 @@ export async function startTestGateway(config: Record<string, unknown> = {}): Pr
         openHolds: svc.ledger.holds.list().filter((h) => h.accountId === accountId).length,
       };
     },
+  };
+}
+
+/**
+ * A test's config in a fresh temporary folder: `config` is the TOML document as an object (parsed
+ * exactly like a file); without it the built-in demo catalog is served.
+ */
+export function testConfig(config: Record<string, unknown>): { config: Config; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), "gw-test-"));
+  // The access log (stdout) is off unless a test turns it on: the suite's output stays readable.
+  const raw = { ...config, server: { host: "127.0.0.1", access_log: false, ...(config.server as object), database: join(dir, "gateway.db") } };
+  return { config: parseConfig(raw, "test config"), dir };
+}
+
+/** Boots the real server on a random port with a fresh SQLite file (see testConfig). */
+export async function startTestGateway(config: Record<string, unknown> = {}): Promise<TestGateway> {
+  const { config: cfg, dir } = testConfig(config);
+  const gw = startGateway(cfg, { port: 0, quiet: true });
+  return {
+    ...gw,
+    ...accountsOf(gw.services),
+    config: cfg,
+    dir,
     async stop() {
       await gw.stop();
       rmSync(dir, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, expect } from "bun:test";
-import { startTestGateway, type TestGateway } from "./gateway.ts";
+import { startTestGateway, type Accounts, type TestGateway } from "./gateway.ts";
 
 // Helpers for tests that talk HTTP to a gateway: requests as a client sends them, and the books
 // checked unchanged after a failed one.
@@ -44,7 +44,7 @@ export const hi = [{ role: "user", content: "hi" }];
  * Spec, Retry rules 5: a failed request does not charge the balance. Takes a snapshot now; the
  * returned check asserts that balance, ledger and holds are exactly as they were.
  */
-export function balanceGuard(gw: TestGateway, accountId: number): () => void {
+export function balanceGuard(gw: Pick<Accounts, "money">, accountId: number): () => void {
   const before = gw.money(accountId);
   return () => {
     const after = gw.money(accountId);
@@ -56,14 +56,18 @@ export function balanceGuard(gw: TestGateway, accountId: number): () => void {
 
 /**
  * The preamble of a file of HTTP tests: a gateway (its rate limit out of the way) and one account
- * with 5 USD, started before the file's tests and stopped after them. With `guardEach`, every test
- * is checked to leave balance, ledger and holds exactly as they were (Retry rules 5).
+ * with 5 USD, started before the file's tests and stopped after them. `start` picks the gateway: the
+ * real server by default, support/app.ts's startAppGateway where no socket is needed. With
+ * `guardEach`, every test is checked to leave balance, ledger and holds exactly as they were (Retry rules 5).
  */
-export function fundedGateway(opts: { guardEach?: boolean } = {}): { gw: TestGateway; a: { key: string; accountId: number } } {
-  const env = {} as { gw: TestGateway; a: { key: string; accountId: number } };
+export function fundedGateway<G extends Target & Accounts & { stop(): Promise<void> } = TestGateway>(
+  opts: { guardEach?: boolean; start?: (config: Record<string, unknown>) => Promise<G> } = {},
+): { gw: G; a: { key: string; accountId: number } } {
+  const env = {} as { gw: G; a: { key: string; accountId: number } };
+  const start = opts.start ?? (startTestGateway as unknown as (config: Record<string, unknown>) => Promise<G>);
   let untouched: (() => void) | null = null;
   beforeAll(async () => {
-    env.gw = await startTestGateway({ limits: { default_rpm: 1000 } });
+    env.gw = await start({ limits: { default_rpm: 1000 } });
     env.a = env.gw.account(5);
     if (opts.guardEach) untouched = balanceGuard(env.gw, env.a.accountId);
   });
