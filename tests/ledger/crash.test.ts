@@ -8,11 +8,11 @@ import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { Ledger } from "../../src/ledger/ledger.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
+import { ROOT, startServe } from "../support/cli.ts";
 
 // A real `gateway serve` process is killed with SIGKILL while streams hold reservations, then
 // started again on the same database file (DESIGN: reservations outlive nothing). Holds live in the
 // serving process, so they are read over HTTP (/v1/me) and die with it.
-const ROOT = join(import.meta.dir, "..", "..");
 const OPENING = 10_000_000_000;
 const STREAMS = 5;
 
@@ -24,30 +24,10 @@ const children = new Set<Subprocess>();
 
 /** Starts `gateway serve --json` and resolves with its port and everything it printed before it. */
 async function serve(): Promise<{ proc: Subprocess; port: number; printed: string[] }> {
-  const proc = Bun.spawn(
-    ["bun", "src/cli/main.ts", "serve", "--port", "0", "--db", join(dir, "gateway.db"), "--config", join(dir, "gateway.toml"), "--json"],
-    { cwd: ROOT, stdout: "pipe", stderr: "inherit", env: { ...process.env, GATEWAY_CONFIG: undefined, PORT: undefined } },
-  );
-  children.add(proc);
-  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
-  const decoder = new TextDecoder();
-  const printed: string[] = [];
-  let buf = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`gateway serve exited before listening: ${printed.join(" | ")}`);
-    buf += decoder.decode(value, { stream: true });
-    let nl: number;
-    while ((nl = buf.indexOf("\n")) !== -1) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      printed.push(line);
-      if (line.startsWith("{")) {
-        reader.releaseLock();
-        return { proc, port: (JSON.parse(line) as { port: number }).port, printed };
-      }
-    }
-  }
+  const s = startServe(["--port", "0", "--db", join(dir, "gateway.db"), "--config", join(dir, "gateway.toml"), "--json"], { cwd: ROOT });
+  children.add(s.proc);
+  const listening = (await s.until(/^(\{.*)\n/m))[1]!;
+  return { proc: s.proc, port: (JSON.parse(listening) as { port: number }).port, printed: s.out.split("\n") };
 }
 
 const post = (port: number, body: unknown, headers: Record<string, string> = {}) =>
@@ -148,13 +128,11 @@ afterAll(async () => {
 
 /** A second `gateway serve` on the database of the running one. */
 async function serveAgainWhileRunning(): Promise<{ code: number; stderr: string }> {
-  const proc = Bun.spawn(
-    ["bun", "src/cli/main.ts", "serve", "--port", "0", "--db", join(dir, "gateway.db"), "--config", join(dir, "gateway.toml")],
-    { cwd: ROOT, stdout: "ignore", stderr: "pipe", env: { ...process.env, GATEWAY_CONFIG: undefined, PORT: undefined } },
-  );
-  children.add(proc);
-  const code = await proc.exited;
-  return { code, stderr: await new Response(proc.stderr as ReadableStream).text() };
+  const s = startServe(["--port", "0", "--db", join(dir, "gateway.db"), "--config", join(dir, "gateway.toml")], { cwd: ROOT });
+  children.add(s.proc);
+  const code = await s.proc.exited;
+  await s.exited();
+  return { code, stderr: s.err };
 }
 
 describe("one server per database", () => {
