@@ -4,6 +4,7 @@
 import type { JsonObject } from "../../src/wire/shapes.ts";
 import { PRICES } from "../support/prices.ts";
 import { startTextRig, type TextRig } from "../support/text-rig.ts";
+import { keyHeaders, send } from "../support/http.ts";
 
 /** Sold only on Messages: /v1/responses rides on chat.completions, so it must refuse this one. */
 export const MESSAGES_ONLY = "claude-messages-only";
@@ -31,11 +32,7 @@ export function startResponsesRig(): Promise<TextRig> {
 }
 
 export function request(rig: TextRig, method: string, path: string, body?: unknown, key = rig.acct.key): Promise<Response> {
-  return fetch(`${rig.gw.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  return send(rig.gw, path, { method, headers: keyHeaders(key), body: body === undefined ? undefined : JSON.stringify(body) });
 }
 
 export const postResponses = (rig: TextRig, body: unknown, key?: string) => request(rig, "POST", "/v1/responses", body, key);

@@ -78,17 +78,20 @@ export async function startTestGateway(config: Record<string, unknown> = {}): Pr
 }
 
 /**
- * The mock vendor on loopback and a gateway whose anthropic provider (and, with `openai`, its openai
- * provider) points at it, serving `models`; stop() stops both.
+ * The mock vendor on loopback and a gateway whose providers point at it, serving `models`: an
+ * anthropic provider (and, with `openai`, an openai one), or the `providers` a test writes for the
+ * mock's URLs. stop() stops both.
  */
 export async function startGatewayOnMock(opts: {
   models: Record<string, unknown>[];
   openai?: boolean;
+  providers?: (up: MockUpstream) => Record<string, unknown>[];
   limits?: Record<string, unknown>;
 }): Promise<{ up: MockUpstream; gw: TestGateway; stop(): Promise<void> }> {
   const up = await startMockUpstream();
   const gw = await startTestGateway({
-    ...upstreamCatalog({ anthropicUrl: up.url, openaiUrl: opts.openai ? up.openaiURL : undefined, models: opts.models }),
+    providers: opts.providers ? opts.providers(up) : mockProviders(up, opts.openai),
+    models: opts.models,
     ...(opts.limits ? { limits: opts.limits } : {}),
   });
   return {
@@ -101,14 +104,7 @@ export async function startGatewayOnMock(opts: {
   };
 }
 
-/** Provider + model config pointing text models at a mock upstream. */
-function upstreamCatalog(opts: {
-  anthropicUrl?: string;
-  openaiUrl?: string;
-  models?: Record<string, unknown>[];
-}): Record<string, unknown> {
-  const providers: Record<string, unknown>[] = [];
-  if (opts.anthropicUrl) providers.push({ id: "anthropic", kind: "anthropic", base_url: opts.anthropicUrl, api_key: "sk-ant-upstream" });
-  if (opts.openaiUrl) providers.push({ id: "openai", kind: "openai", base_url: opts.openaiUrl, api_key: "sk-openai-upstream" });
-  return { providers, models: opts.models ?? [] };
+function mockProviders(up: MockUpstream, openai = false): Record<string, unknown>[] {
+  const anthropic = { id: "anthropic", kind: "anthropic", base_url: up.url, api_key: "sk-ant-upstream" };
+  return openai ? [anthropic, { id: "openai", kind: "openai", base_url: up.openaiURL, api_key: "sk-openai-upstream" }] : [anthropic];
 }

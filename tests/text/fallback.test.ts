@@ -3,6 +3,7 @@ import { anthropicError } from "../support/mock-upstream.ts";
 import { PRICES } from "../support/prices.ts";
 import { startTextRig, type TextRig } from "../support/text-rig.ts";
 import { errorOf } from "../support/errors.ts";
+import { postWithApiKey } from "../support/keyed.ts";
 
 // "twin" tries the Anthropic mock first, then the OpenAI mock (by translation).
 let rig: TextRig;
@@ -22,8 +23,7 @@ beforeAll(async () => {
 });
 afterAll(() => rig.stop());
 
-const post = (path: string, body: unknown, key = rig.acct.key) =>
-  fetch(`${rig.gw.url}${path}`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (path: string, body: unknown, key = rig.acct.key) => postWithApiKey(rig.gw, path, body, key);
 
 const ask = (extra: Record<string, unknown> = {}) => ({ model: "twin", max_tokens: 50, messages: [{ role: "user", content: "hi" }], ...extra });
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { anthropicError, openaiError } from "../support/mock-upstream.ts";
 import { startTextRig, type TextRig } from "../support/text-rig.ts";
 import { errorOf } from "../support/errors.ts";
+import { postWithApiKey } from "../support/keyed.ts";
 
 let rig: TextRig;
 beforeAll(async () => {
@@ -9,12 +10,7 @@ beforeAll(async () => {
 });
 afterAll(() => rig.stop());
 
-const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${rig.gw.url}${path}`, {
-    method: "POST",
-    headers: { "x-api-key": rig.acct.key, "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) => postWithApiKey(rig.gw, path, body, rig.acct.key, headers);
 const last = () => rig.up.requests.at(-1)!;
 
 describe("the native Messages path", () => {
