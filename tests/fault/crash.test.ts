@@ -8,7 +8,8 @@ import { Ledger } from "../../src/ledger/ledger.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import { startServe, tempInstallation, type Served } from "../support/cli.ts";
 import { accountBooks, booksDrift, rng } from "./support/books.ts";
-import { LONG, lastStreamCost, recordFigures, scale, usdToNanoShown } from "./support/figures.ts";
+import { LONG, recordFigures, scale } from "./support/figures.ts";
+import { lastStreamCost, usdToNanoShown } from "../support/prices.ts";
 
 // Issue 14, "Proof that stays": a real `gateway serve` under mixed load (JSON and streams, Messages
 // and Chat, native and translated routes, four accounts shared by eight clients) is killed with

@@ -3,7 +3,7 @@ import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
 import { errorOf } from "../support/errors.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
-import { PRICES } from "../support/prices.ts";
+import { lastStreamCost, PRICES, usdToNanoShown } from "../support/prices.ts";
 
 // Costs here are computed by hand from the catalog prices (USD per 1M tokens = nano-dollars per
 // token × 1000) and the token counts the mock upstream reports.
@@ -28,7 +28,7 @@ beforeAll(async () => {
 });
 afterAll(() => stop());
 
-const costOf = (text: string) => Math.round(Number([...text.matchAll(/"cost_usd":([0-9.e-]+)/g)].at(-1)![1]) * 1e9);
+const costOf = (text: string) => usdToNanoShown(lastStreamCost(text)!);
 
 /** One request with the usage the upstream reports; returns what the client, the ledger and the log say. */
 async function charged(path: string, modelId: string, usage: Record<string, number>, opts: { stream?: boolean; usd?: number; maxTokens?: number } = {}) {

@@ -9,6 +9,7 @@ import { createAccount } from "../../src/ledger/accounts.ts";
 import { Ledger } from "../../src/ledger/ledger.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import { ROOT, startServe } from "../support/cli.ts";
+import { usdToNanoShown } from "../support/prices.ts";
 
 // A real `gateway serve` process is killed with SIGKILL while streams hold reservations, then
 // started again on the same database file (DESIGN: reservations outlive nothing). Holds live in the
@@ -50,7 +51,7 @@ const held = async (port: number) => {
     key: { quota: { reserved_usd: number } };
     balance: { balance_usd: number; reserved_usd: number; spendable_usd: number };
   };
-  return { account: Math.round(me.balance.reserved_usd * 1e9), key: Math.round(me.key.quota.reserved_usd * 1e9), spendable: Math.round(me.balance.spendable_usd * 1e9) };
+  return { account: usdToNanoShown(me.balance.reserved_usd), key: usdToNanoShown(me.key.quota.reserved_usd), spendable: usdToNanoShown(me.balance.spendable_usd) };
 };
 
 let beforeKill: ReturnType<typeof money>;
@@ -95,7 +96,7 @@ routes = [{ provider = "mock", model = "slow-upstream" }]
   for (let i = 0; i < 2; i++) {
     const res = await post(first.port, ask(false));
     const body = (await res.json()) as { usage: { cost_usd: number } };
-    chargedBeforeKill += Math.round(body.usage.cost_usd * 1e9);
+    chargedBeforeKill += usdToNanoShown(body.usage.cost_usd);
   }
   // Five streams, ten seconds each, hold reservations when the process dies; one carries an Idempotency-Key.
   for (let i = 0; i < STREAMS; i++) up.script({ kind: "slow_stream", events: 100, intervalMs: 100 });
@@ -177,7 +178,7 @@ describe("the next start on the same database", () => {
   it("serves again with the whole balance spendable", async () => {
     const res = await post(restart.port, ask(false));
     expect(res.status).toBe(200);
-    const cost = Math.round(((await res.json()) as { usage: { cost_usd: number } }).usage.cost_usd * 1e9);
+    const cost = usdToNanoShown(((await res.json()) as { usage: { cost_usd: number } }).usage.cost_usd);
     const m = money();
     expect(m.charges).toBe(3);
     expect((await held(restart.port)).account).toBe(0);

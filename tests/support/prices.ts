@@ -21,3 +21,12 @@ export function expectedNano(u: { input: number; output: number; cacheRead?: num
   const p = PRICES_NANO;
   return Math.ceil((u.input * p.input + u.output * p.output + (u.cacheRead ?? 0) * p.cacheRead + (u.cacheWrite ?? 0) * p.cacheWrite) / 1e6);
 }
+
+/** Nano-dollars from a cost_usd as shown on the wire (at most 9 decimals). */
+export const usdToNanoShown = (usd: number): number => Math.round(usd * 1e9);
+
+/** The last usage.cost_usd of an SSE body (the final usage event), or null. */
+export function lastStreamCost(text: string): number | null {
+  const all = [...text.matchAll(/"cost_usd":\s*(-?[0-9.eE+-]+)/g)];
+  return all.length ? Number(all.at(-1)![1]) : null;
+}
