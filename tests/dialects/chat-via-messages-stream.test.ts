@@ -2,8 +2,7 @@ import { describe, expect, it } from "bun:test";
 import { ChatViaMessagesStream, type ChatStreamItem, type ChatViaMessagesStreamOptions } from "../../src/dialects/chat-via-messages-stream.ts";
 import { toolIdToMessages } from "../../src/dialects/tool-ids.ts";
 import type { ChatChunk, MessagesEvent } from "../../src/wire/shapes.ts";
-import { messagesEvents } from "../support/fixtures.ts";
-import { costOf } from "../support/prices.ts";
+import { costOf, messagesEvents } from "./stream-fixtures.ts";
 
 const make = (o: Partial<ChatViaMessagesStreamOptions> = {}) =>
   new ChatViaMessagesStream({ model: "claude-sonnet-4-5", includeUsage: false, costOf, estimatedInputTokens: 2000, created: 1763800000, ...o });
@@ -28,13 +27,13 @@ const usage = (completion: number, cost: number, extra: object = {}) => ({
 const ev = (event: string, data: object): MessagesEvent => ({ event, data: { type: event, ...data } });
 const started = () => {
   const s = make();
-  s.push(messagesEvents("streams/messages-text.sse")[0]!);
+  s.push(messagesEvents("messages-text.sse")[0]!);
   return s;
 };
 
 describe("ChatViaMessagesStream", () => {
   it("translates a text stream and puts usage with cost_usd on the finish chunk when include_usage is off", () => {
-    expect(run(make(), messagesEvents("streams/messages-text.sse"))).toEqual([
+    expect(run(make(), messagesEvents("messages-text.sse"))).toEqual([
       role,
       chunk({ content: "Hello" }),
       chunk({ content: "!" }),
@@ -44,7 +43,7 @@ describe("ChatViaMessagesStream", () => {
   });
 
   it("sends the finish chunk without usage, then a choices:[] usage chunk with the same id, when include_usage is on", () => {
-    expect(run(make({ includeUsage: true }), messagesEvents("streams/messages-text.sse"))).toEqual([
+    expect(run(make({ includeUsage: true }), messagesEvents("messages-text.sse"))).toEqual([
       role,
       chunk({ content: "Hello" }),
       chunk({ content: "!" }),
@@ -55,7 +54,7 @@ describe("ChatViaMessagesStream", () => {
   });
 
   it("numbers tool calls by tool block, not by content-block index", () => {
-    expect(run(make(), messagesEvents("streams/messages-tools.sse"))).toEqual([
+    expect(run(make(), messagesEvents("messages-tools.sse"))).toEqual([
       role,
       chunk({ content: "Checking both." }),
       chunk({ tool_calls: [{ index: 0, id: "toolu_01Wx", type: "function", function: { name: "get_weather", arguments: "" } }] }),
@@ -76,7 +75,7 @@ describe("ChatViaMessagesStream", () => {
   });
 
   it("turns thinking into reasoning_content and drops the signature", () => {
-    expect(run(make(), messagesEvents("streams/messages-thinking.sse"))).toEqual([
+    expect(run(make(), messagesEvents("messages-thinking.sse"))).toEqual([
       role,
       chunk({ reasoning_content: "The user wants" }),
       chunk({ reasoning_content: " a greeting." }),
@@ -88,7 +87,7 @@ describe("ChatViaMessagesStream", () => {
 
   it("turns an error event into an error chunk and sends no [DONE]", () => {
     const s = make();
-    expect(run(s, messagesEvents("streams/messages-error.sse"))).toEqual([
+    expect(run(s, messagesEvents("messages-error.sse"))).toEqual([
       role,
       chunk({ content: "Hel" }),
       { error: { message: "Overloaded", type: "overloaded_error", code: "overloaded_error" } },
@@ -98,18 +97,18 @@ describe("ChatViaMessagesStream", () => {
 
   it("emits nothing after an error", () => {
     const s = make();
-    run(s, messagesEvents("streams/messages-error.sse"));
+    run(s, messagesEvents("messages-error.sse"));
     expect(s.push(ev("message_stop", {}))).toEqual([]);
     expect(s.fail("api_error", "again")).toEqual([]);
   });
 
   it("sends an error chunk when the stream ends before message_delta", () => {
-    const items = run(make(), messagesEvents("streams/messages-cut.sse"));
+    const items = run(make(), messagesEvents("messages-cut.sse"));
     expect(items.at(-1)).toEqual({ error: { message: "upstream stream ended before message_delta", type: "upstream_unavailable", code: "upstream_unavailable" } });
   });
 
   it("completes the stream at EOF after message_delta when message_stop is missing", () => {
-    const events = messagesEvents("streams/messages-text.sse").slice(0, -1);
+    const events = messagesEvents("messages-text.sse").slice(0, -1);
     expect(run(make({ includeUsage: true }), events).slice(-3)).toEqual([
       chunk({}, "stop"),
       { id: ID, object: "chat.completion.chunk", created: 1763800000, model: "claude-sonnet-4-5", choices: [], usage: usage(12, 0.000285) },
@@ -119,7 +118,7 @@ describe("ChatViaMessagesStream", () => {
 
   it("keeps message_start's input counts when message_delta omits them and overwrites output_tokens", () => {
     const s = make();
-    run(s, messagesEvents("streams/messages-text.sse"));
+    run(s, messagesEvents("messages-text.sse"));
     expect(s.usage).toEqual({ input: 25, output: 12, cacheRead: 100, cacheWrite: 0 });
     expect(s.costNano).toBe(285_000);
   });
@@ -131,7 +130,7 @@ describe("ChatViaMessagesStream", () => {
   });
 
   it("shows its own estimate in the usage chunk and reports it as usage when the upstream sends no usage", () => {
-    const events = messagesEvents("streams/messages-text.sse");
+    const events = messagesEvents("messages-text.sse");
     for (const { data } of events) {
       delete data.usage;
       delete (data.message as { usage?: unknown } | undefined)?.usage;
@@ -189,7 +188,7 @@ describe("ChatViaMessagesStream", () => {
 
   it("counts text, thinking and tool argument characters in outputChars", () => {
     const s = make();
-    run(s, messagesEvents("streams/messages-tools.sse"));
+    run(s, messagesEvents("messages-tools.sse"));
     expect(s.outputChars).toBe("Checking both.".length + '{"city": "Oslo"}'.length);
   });
 });

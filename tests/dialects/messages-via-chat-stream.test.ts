@@ -2,8 +2,7 @@ import { describe, expect, it } from "bun:test";
 import { MessagesViaChatStream, type MessagesViaChatStreamOptions } from "../../src/dialects/messages-via-chat-stream.ts";
 import { toolIdFromMessages } from "../../src/dialects/tool-ids.ts";
 import type { ChatChunk, MessagesEvent } from "../../src/wire/shapes.ts";
-import { chatItems } from "../support/fixtures.ts";
-import { costOf } from "../support/prices.ts";
+import { chatItems, costOf } from "./stream-fixtures.ts";
 
 const make = (o: Partial<MessagesViaChatStreamOptions> = {}) =>
   new MessagesViaChatStream({ model: "gpt-4o-mini", estimatedInputTokens: 2000, costOf, ...o });
@@ -47,7 +46,7 @@ const messageStop: MessagesEvent = { event: "message_stop", data: { type: "messa
 
 describe("MessagesViaChatStream", () => {
   it("translates a text stream into the exact Messages event sequence", () => {
-    expect(run(make(), chatItems("streams/chat-text.sse"))).toEqual([
+    expect(run(make(), chatItems("chat-text.sse"))).toEqual([
       start(),
       blockStart(0, { type: "text", text: "" }),
       blockDelta(0, { type: "text_delta", text: "Hello" }),
@@ -66,7 +65,7 @@ describe("MessagesViaChatStream", () => {
   });
 
   it("translates two streamed tool calls into two tool_use blocks with input_json_delta fragments", () => {
-    expect(run(make(), chatItems("streams/chat-tools.sse"))).toEqual([
+    expect(run(make(), chatItems("chat-tools.sse"))).toEqual([
       start(),
       blockStart(0, { type: "text", text: "" }),
       blockDelta(0, { type: "text_delta", text: "Checking both." }),
@@ -85,7 +84,7 @@ describe("MessagesViaChatStream", () => {
   });
 
   it("translates reasoning_content into a thinking block before the text block", () => {
-    expect(run(make(), chatItems("streams/chat-thinking.sse"))).toEqual([
+    expect(run(make(), chatItems("chat-thinking.sse"))).toEqual([
       start(),
       blockStart(0, { type: "thinking", thinking: "", signature: "" }),
       blockDelta(0, { type: "thinking_delta", thinking: "The user wants" }),
@@ -113,7 +112,7 @@ describe("MessagesViaChatStream", () => {
 
   it("turns an error chunk into an error event with no message_stop", () => {
     const s = make();
-    const evs = run(s, chatItems("streams/chat-error.sse"));
+    const evs = run(s, chatItems("chat-error.sse"));
     expect(evs.at(-1)).toEqual({
       event: "error",
       data: { type: "error", error: { type: "server_error", message: "The server had an error while processing your request. Sorry about that!" } },
@@ -125,7 +124,7 @@ describe("MessagesViaChatStream", () => {
 
   it("emits nothing after an error", () => {
     const s = make();
-    run(s, chatItems("streams/chat-error.sse"));
+    run(s, chatItems("chat-error.sse"));
     expect(s.push(chunk({ content: "more" }))).toEqual([]);
     expect(s.done()).toEqual([]);
     expect(s.fail("api_error", "again")).toEqual([]);
@@ -133,7 +132,7 @@ describe("MessagesViaChatStream", () => {
 
   it("shows its own estimate in message_delta and reports it as usage when the upstream sends no usage", () => {
     const s = make();
-    const evs = run(s, chatItems("streams/chat-no-usage.sse"));
+    const evs = run(s, chatItems("chat-no-usage.sse"));
     // "Hello world" is 11 chars → ceil(11/4) = 3 output tokens; input repeats message_start's reservation estimate.
     const usage = { input_tokens: 2000, output_tokens: 3, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, cost_usd: 0.006045 };
     expect(evs.slice(-2)).toEqual([messageDelta("max_tokens", usage), messageStop]);
@@ -143,7 +142,7 @@ describe("MessagesViaChatStream", () => {
 
   it("reports no usage before the end of a stream without usage, so a cancel is billed by the relay", () => {
     const s = make();
-    run(s, chatItems("streams/chat-no-usage.sse").slice(0, 2));
+    run(s, chatItems("chat-no-usage.sse").slice(0, 2));
     expect(s.usage).toBeNull();
   });
 
@@ -271,7 +270,7 @@ describe("MessagesViaChatStream", () => {
 
   it("counts text, thinking and tool argument characters in outputChars", () => {
     const s = make();
-    run(s, chatItems("streams/chat-tools.sse"));
+    run(s, chatItems("chat-tools.sse"));
     expect(s.outputChars).toBe("Checking both.".length + '{"city":"Oslo"}'.length + '{"tz":"CET"}'.length);
   });
 });

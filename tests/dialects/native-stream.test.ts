@@ -2,19 +2,20 @@ import { describe, expect, it } from "bun:test";
 import { NativeChatStream, NativeMessagesStream, type NativeChatOptions, type NativeMessagesOptions } from "../../src/dialects/native-stream.ts";
 import { plainChatTextLength, plainTextLength } from "../../src/dialects/stream-scan.ts";
 import { encodeSse, type SseEvent } from "../../src/wire/sse.ts";
-import { fixtureEvents, fixtureText } from "../support/fixtures.ts";
-import { costOf } from "../support/prices.ts";
+import { costOf, fixtureText, sseEvents } from "./stream-fixtures.ts";
 import { readSse } from "../support/sse.ts";
 
+/** The forwarded bytes, parsed back into events. */
+const parsed = (bytes: string): SseEvent[] => readSse(bytes);
 const json = (e: SseEvent | undefined) => JSON.parse(e!.data);
 const messagesStream = (o: Partial<NativeMessagesOptions> = {}) => new NativeMessagesStream({ costOf, estimatedInputTokens: 2000, ...o });
 
 describe("NativeMessagesStream", () => {
-  const feed = (s: NativeMessagesStream, name: string) => fixtureEvents(`streams/${name}`).map((e) => s.push(e)).join("") + s.done();
+  const feed = (s: NativeMessagesStream, name: string) => sseEvents(name).map((e) => s.push(e)).join("") + s.done();
 
   it("forwards every event byte for byte except message_delta", () => {
     const out = feed(messagesStream(), "messages-text.sse");
-    const original = fixtureText("streams/messages-text.sse").split("\n\n");
+    const original = fixtureText("messages-text.sse").split("\n\n");
     const forwarded = out.split("\n\n");
     expect(forwarded.length).toBe(original.length);
     forwarded.forEach((block, i) => {
@@ -24,7 +25,7 @@ describe("NativeMessagesStream", () => {
   });
 
   it("adds cost_usd of the complete usage so far to message_delta", () => {
-    const out = readSse(feed(messagesStream(), "messages-text.sse"));
+    const out = parsed(feed(messagesStream(), "messages-text.sse"));
     // 25 input × $3/M + 100 cache reads × $0.30/M (from message_start) + 12 output × $15/M.
     expect(json(out.find((e) => e.event === "message_delta"))).toEqual({
       type: "message_delta",
@@ -43,19 +44,19 @@ describe("NativeMessagesStream", () => {
 
   it("rewrites the model of message_start to the public name", () => {
     const s = messagesStream({ model: "claude-sonnet-4-5" });
-    const first = fixtureEvents("streams/messages-text.sse")[0]!;
-    expect(json(readSse(s.push(first))[0]).message.model).toBe("claude-sonnet-4-5");
+    const first = sseEvents("messages-text.sse")[0]!;
+    expect(json(parsed(s.push(first))[0]).message.model).toBe("claude-sonnet-4-5");
   });
 
   it("leaves message_start byte-identical when the model already matches", () => {
     const s = messagesStream({ model: "claude-sonnet-4-5-20250929" });
-    const first = fixtureEvents("streams/messages-text.sse")[0]!;
+    const first = sseEvents("messages-text.sse")[0]!;
     expect(s.push(first)).toBe(encodeSse(first.event, first.data));
   });
 
   it("reports sawStop after message_stop and adds nothing at EOF", () => {
     const s = messagesStream();
-    const bytes = fixtureEvents("streams/messages-text.sse").map((e) => s.push(e)).join("");
+    const bytes = sseEvents("messages-text.sse").map((e) => s.push(e)).join("");
     expect(s.sawStop).toBe(true);
     expect(s.done()).toBe("");
     expect(bytes.endsWith('event: message_stop\ndata: {"type":"message_stop"}\n\n')).toBe(true);
@@ -63,7 +64,7 @@ describe("NativeMessagesStream", () => {
 
   it("forwards an upstream error event and reports sawError", () => {
     const s = messagesStream();
-    const out = readSse(feed(s, "messages-error.sse"));
+    const out = parsed(feed(s, "messages-error.sse"));
     expect(out.at(-1)).toEqual({ event: "error", data: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}' });
     expect(s.sawError).toBe(true);
     expect(s.sawStop).toBe(false);
@@ -71,7 +72,7 @@ describe("NativeMessagesStream", () => {
 
   it("sends an error event at EOF when message_stop never came", () => {
     const s = messagesStream();
-    const out = readSse(feed(s, "messages-cut.sse"));
+    const out = parsed(feed(s, "messages-cut.sse"));
     expect(json(out.at(-1))).toEqual({ type: "error", error: { type: "upstream_unavailable", message: "upstream stream ended before message_stop" } });
     expect(s.outputChars).toBe(3);
   });
@@ -91,7 +92,7 @@ describe("NativeMessagesStream", () => {
       delete d.usage;
       return { event: e.event, data: JSON.stringify(d) };
     };
-    const out = readSse(fixtureEvents("streams/messages-text.sse").map((e) => s.push(noUsage(e))).join(""));
+    const out = parsed(sseEvents("messages-text.sse").map((e) => s.push(noUsage(e))).join(""));
     // messages-text.sse streams "Hello!" (6 characters): ceil(6 / 4) = 2 output tokens; input is the estimate.
     expect(s.usage).toEqual({ input: 2000, output: 2, cacheRead: 0, cacheWrite: 0 });
     expect(json(out.find((e) => e.event === "message_delta")).usage).toEqual({
@@ -106,7 +107,7 @@ describe("NativeMessagesStream", () => {
   it("gives a message_start without usage one with the input estimate, which the SDKs' stream helpers write into", () => {
     const s = messagesStream();
     const start = { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "m", content: [] } };
-    const out = json(readSse(s.push({ event: "message_start", data: JSON.stringify(start) }))[0]);
+    const out = json(parsed(s.push({ event: "message_start", data: JSON.stringify(start) }))[0]);
     expect(out.message.usage).toEqual({ input_tokens: 2000, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
   });
 
@@ -171,10 +172,10 @@ describe("recognising a chat chunk of text alone without parsing it", () => {
 describe("NativeChatStream", () => {
   const make = (o: Partial<NativeChatOptions> = {}) => new NativeChatStream({ model: "gpt-4o-mini-2024-07-18", includeUsage: false, costOf, estimatedInputTokens: 2000, ...o });
   const feed = (s: NativeChatStream, events: SseEvent[]) => events.map((e) => s.push(e)).join("") + s.done();
-  const dataOf = (name: string) => fixtureEvents(`streams/${name}`).map((e) => e.data);
+  const dataOf = (name: string) => sseEvents(name).map((e) => e.data);
 
   it("forwards every chunk byte for byte and adds cost_usd to the usage chunk when the client asked for include_usage", () => {
-    const out = readSse(feed(make({ includeUsage: true }), fixtureEvents("streams/chat-text.sse"))).map((e) => e.data);
+    const out = parsed(feed(make({ includeUsage: true }), sseEvents("chat-text.sse"))).map((e) => e.data);
     const input = dataOf("chat-text.sse");
     expect(out.slice(0, 4)).toEqual(input.slice(0, 4));
     expect(JSON.parse(out[4]!)).toEqual({ ...JSON.parse(input[4]!), usage: { ...JSON.parse(input[4]!).usage, cost_usd: 0.000879 } });
@@ -192,30 +193,30 @@ describe("NativeChatStream", () => {
 
     it("falls back to serialising the chunk when the model is not in the compact form", () => {
       const spaced = chunk('"upstream-name"').replace('"model":', '"model": ');
-      const out = readSse(make({ model: "public-name" }).push({ data: spaced }));
+      const out = parsed(make({ model: "public-name" }).push({ data: spaced }));
       expect(JSON.parse(out[0]!.data)).toEqual({ ...JSON.parse(spaced), model: "public-name" });
     });
 
     it("does not touch a same-named value nested under choices", () => {
       const data = `{"id":"c1","model":"u","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null,"extra":{"model":"u"}}]}`;
-      const out = readSse(make({ model: "p" }).push({ data }));
+      const out = parsed(make({ model: "p" }).push({ data }));
       expect(JSON.parse(out[0]!.data)).toEqual({ ...JSON.parse(data), model: "p" });
     });
   });
 
   it("holds the finish chunk until the usage chunk and merges usage with cost_usd into it when include_usage is off", () => {
     const s = make();
-    const events = fixtureEvents("streams/chat-text.sse");
+    const events = sseEvents("chat-text.sse");
     const input = events.map((e) => e.data);
     expect(s.push(events[3]!)).toBe(""); // the finish chunk waits
-    const merged = readSse(s.push(events[4]!));
+    const merged = parsed(s.push(events[4]!));
     expect(merged.length).toBe(1);
     expect(JSON.parse(merged[0]!.data)).toEqual({ ...JSON.parse(input[3]!), usage: { ...JSON.parse(input[4]!).usage, cost_usd: 0.000879 } });
     expect(s.push(events[5]!)).toBe("data: [DONE]\n\n");
   });
 
   it("never forwards the choices:[] usage chunk when include_usage is off", () => {
-    const out = readSse(feed(make(), fixtureEvents("streams/chat-text.sse")));
+    const out = parsed(feed(make(), sseEvents("chat-text.sse")));
     expect(out.map((e) => (e.data === "[DONE]" ? "[DONE]" : JSON.parse(e.data).choices.length))).toEqual([1, 1, 1, 1, "[DONE]"]);
   });
 
@@ -226,7 +227,7 @@ describe("NativeChatStream", () => {
 
     it("merges its own estimate with cost_usd into the held finish chunk at [DONE] and reports it as usage", () => {
       const s = make();
-      const out = readSse(feed(s, fixtureEvents("streams/chat-no-usage.sse"))).map((e) => e.data);
+      const out = parsed(feed(s, sseEvents("chat-no-usage.sse"))).map((e) => e.data);
       const input = dataOf("chat-no-usage.sse");
       expect(out).toEqual([...input.slice(0, 2), JSON.stringify({ ...JSON.parse(input[2]!), usage: estimate }), "[DONE]"]);
       expect(s.usage).toEqual(billed);
@@ -234,7 +235,7 @@ describe("NativeChatStream", () => {
 
     it("sends its own estimate in a choices:[] chunk with the upstream's id before [DONE] when the client asked for include_usage", () => {
       const s = make({ includeUsage: true });
-      const out = readSse(feed(s, fixtureEvents("streams/chat-no-usage.sse"))).map((e) => e.data);
+      const out = parsed(feed(s, sseEvents("chat-no-usage.sse"))).map((e) => e.data);
       expect(out.slice(0, 3)).toEqual(dataOf("chat-no-usage.sse").slice(0, 3));
       expect(JSON.parse(out[3]!)).toEqual({ id: "chatcmpl-B9xT1", object: "chat.completion.chunk", created: 1763800000, model: "gpt-4o-mini-2024-07-18", choices: [], usage: estimate });
       expect(out.slice(4)).toEqual(["[DONE]"]);
@@ -242,14 +243,14 @@ describe("NativeChatStream", () => {
     });
 
     it("shows the estimate at EOF when the upstream closed after the finish without [DONE]", () => {
-      const out = readSse(feed(make({ includeUsage: true }), fixtureEvents("streams/chat-no-usage.sse").slice(0, -1))).map((e) => e.data);
+      const out = parsed(feed(make({ includeUsage: true }), sseEvents("chat-no-usage.sse").slice(0, -1))).map((e) => e.data);
       expect(JSON.parse(out.at(-2)!).usage).toEqual(estimate);
       expect(out.at(-1)).toBe("[DONE]");
     });
 
     it("shows and reports no estimate for a stream cut before its finish", () => {
       const s = make({ includeUsage: true });
-      const out = feed(s, fixtureEvents("streams/chat-no-usage.sse").slice(0, 2));
+      const out = feed(s, sseEvents("chat-no-usage.sse").slice(0, 2));
       expect(out).not.toContain("prompt_tokens");
       expect(s.usage).toBeNull();
     });
@@ -259,25 +260,25 @@ describe("NativeChatStream", () => {
     const s = make();
     const finish = '{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}';
     expect(s.push({ data: finish })).toBe("");
-    const out = readSse(s.push({ data: "[DONE]" }));
+    const out = parsed(s.push({ data: "[DONE]" }));
     expect(JSON.parse(out[0]!.data).usage).toEqual({ prompt_tokens: 10, completion_tokens: 2, total_tokens: 12, cost_usd: 0.00006 });
     expect(out[1]!.data).toBe("[DONE]");
   });
 
   it("rewrites the model of each chunk to the public name when it differs", () => {
-    const out = readSse(feed(make({ model: "gpt-4o-mini", includeUsage: true }), fixtureEvents("streams/chat-text.sse")));
+    const out = parsed(feed(make({ model: "gpt-4o-mini", includeUsage: true }), sseEvents("chat-text.sse")));
     expect(out.slice(0, -1).map((e) => JSON.parse(e.data).model)).toEqual(Array(5).fill("gpt-4o-mini"));
   });
 
   it("tracks usage converted to uncached input and cache reads", () => {
     const s = make();
-    feed(s, fixtureEvents("streams/chat-text.sse"));
+    feed(s, sseEvents("chat-text.sse"));
     expect(s.usage).toEqual({ input: 86, output: 3, cacheRead: 1920, cacheWrite: 0 });
   });
 
   it("forwards an error chunk, reports sawError and adds nothing at EOF", () => {
     const s = make();
-    const out = readSse(feed(s, fixtureEvents("streams/chat-error.sse"))).map((e) => e.data);
+    const out = parsed(feed(s, sseEvents("chat-error.sse"))).map((e) => e.data);
     expect(out).toEqual(dataOf("chat-error.sse"));
     expect(s.sawError).toBe(true);
   });
@@ -289,34 +290,34 @@ describe("NativeChatStream", () => {
   });
 
   it("adds [DONE] at EOF after a finish when the upstream closed without it", () => {
-    const events = fixtureEvents("streams/chat-text.sse").slice(0, -1);
-    const out = readSse(feed(make(), events)).map((e) => e.data);
+    const events = sseEvents("chat-text.sse").slice(0, -1);
+    const out = parsed(feed(make(), events)).map((e) => e.data);
     expect(out.at(-1)).toBe("[DONE]");
     expect(JSON.parse(out.at(-2)!).usage.cost_usd).toBe(0.000879);
   });
 
   it("sends an error chunk at EOF when no finish_reason came", () => {
     const s = make();
-    const out = feed(s, fixtureEvents("streams/chat-text.sse").slice(0, 2));
+    const out = feed(s, sseEvents("chat-text.sse").slice(0, 2));
     expect(out.endsWith('data: {"error":{"message":"upstream stream ended before a finish_reason","type":"upstream_unavailable","code":"upstream_unavailable"}}\n\n')).toBe(true);
     expect(s.sawDone).toBe(false);
   });
 
   it("flushes a held finish chunk before the error of fail()", () => {
     const s = make();
-    const events = fixtureEvents("streams/chat-text.sse");
+    const events = sseEvents("chat-text.sse");
     s.push(events[3]!);
-    const out = readSse(s.fail("upstream_unavailable", "connection reset"));
+    const out = parsed(s.fail("upstream_unavailable", "connection reset"));
     expect(JSON.parse(out[0]!.data).choices[0].finish_reason).toBe("stop");
     expect(JSON.parse(out[1]!.data)).toEqual({ error: { message: "connection reset", type: "upstream_unavailable", code: "upstream_unavailable" } });
   });
 
   it("keeps chunks that follow a held finish chunk in order behind it", () => {
     const s = make();
-    const events = fixtureEvents("streams/chat-text.sse");
+    const events = sseEvents("chat-text.sse");
     s.push(events[3]!);
     expect(s.push({ data: '{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":null}]}' })).toBe("");
-    const out = readSse(s.push(events[4]!));
+    const out = parsed(s.push(events[4]!));
     expect(out.map((e) => JSON.parse(e.data).id)).toEqual(["chatcmpl-B9xT1", "x"]);
   });
 
@@ -326,14 +327,14 @@ describe("NativeChatStream", () => {
     const inputs = texts.map((content, i) =>
       JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "upstream-model", choices: [{ index: 0, delta: i ? { content } : { role: "assistant", content }, finish_reason: null }], usage: null }),
     );
-    const out = readSse(inputs.map((data) => s.push({ event: undefined, data })).join(""));
+    const out = parsed(inputs.map((data) => s.push({ event: undefined, data })).join(""));
     expect(out.map((e) => e.data)).toEqual(inputs.map((d) => d.replace('"model":"upstream-model"', '"model":"public-model"')));
     expect(s.outputChars).toBe("Hello wörld!".length);
   });
 
   it("counts text, reasoning and tool argument characters in outputChars", () => {
     const s = make();
-    feed(s, fixtureEvents("streams/chat-tools.sse"));
+    feed(s, sseEvents("chat-tools.sse"));
     expect(s.outputChars).toBe("Checking both.".length + '{"city":"Oslo"}'.length + '{"tz":"CET"}'.length);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "bun:test";
 import { encodeSse, SseParser, type SseEvent } from "../../src/wire/sse.ts";
-import { fixtureText } from "../support/fixtures.ts";
+import { fixtureText } from "./stream-fixtures.ts";
 import { readSse } from "../support/sse.ts";
 
 
@@ -75,7 +75,7 @@ describe("SseParser", () => {
   });
 
   it("yields the same events when fed one byte at a time", () => {
-    const bytes = new TextEncoder().encode(fixtureText("streams/messages-text.sse"));
+    const bytes = new TextEncoder().encode(fixtureText("messages-text.sse"));
     const oneByOne = readSse(...Array.from(bytes, (_, i) => bytes.subarray(i, i + 1)));
     expect(oneByOne).toEqual(readSse(bytes));
     expect(oneByOne.length).toBe(8);

@@ -7,8 +7,7 @@ import { MessagesViaChatStream } from "../../src/dialects/messages-via-chat-stre
 import { ChatViaMessagesStream } from "../../src/dialects/chat-via-messages-stream.ts";
 import { NativeChatStream } from "../../src/dialects/native-stream.ts";
 import { encodeSse } from "../../src/wire/sse.ts";
-import { chatItems, fixtureEvents, messagesEvents } from "../support/fixtures.ts";
-import { costOf } from "../support/prices.ts";
+import { chatItems, costOf, messagesEvents, sseEvents } from "./stream-fixtures.ts";
 
 const serving = (body: string) => (async () => new Response(body, { headers: { "content-type": "text/event-stream" } })) as unknown as typeof fetch;
 const anthropic = (body: string) => new Anthropic({ apiKey: "k", baseURL: "http://gateway.test", maxRetries: 0, fetch: serving(body) });
@@ -18,13 +17,13 @@ const ask = { model: "m", max_tokens: 100, messages: [{ role: "user" as const, c
 function toMessages(fixture: string): string {
   const s = new MessagesViaChatStream({ model: "m", estimatedInputTokens: 100, costOf });
   // done() at the terminator, and again at EOF (a no-op once the stream has ended).
-  const events = [...chatItems(`streams/${fixture}`).flatMap((it) => (it === "[DONE]" ? s.done() : s.push(it))), ...s.done()];
+  const events = [...chatItems(fixture).flatMap((it) => (it === "[DONE]" ? s.done() : s.push(it))), ...s.done()];
   return events.map((e) => encodeSse(e.event, JSON.stringify(e.data))).join("");
 }
 
 function toChat(fixture: string, includeUsage: boolean): string {
   const s = new ChatViaMessagesStream({ model: "m", includeUsage, costOf, estimatedInputTokens: 100 });
-  const items = [...messagesEvents(`streams/${fixture}`).flatMap((e) => s.push(e)), ...s.done()];
+  const items = [...messagesEvents(fixture).flatMap((e) => s.push(e)), ...s.done()];
   return items.map((c) => encodeSse(undefined, c === "[DONE]" ? c : JSON.stringify(c))).join("");
 }
 
@@ -60,7 +59,7 @@ describe("official SDKs read the gateway's streams", () => {
 
   it("OpenAI's stream helper gets usage from the finish chunk of a native stream without include_usage", async () => {
     const s = new NativeChatStream({ model: "m", includeUsage: false, costOf, estimatedInputTokens: 100 });
-    const body = fixtureEvents("streams/chat-text.sse").map((e) => s.push(e)).join("") + s.done();
+    const body = sseEvents("chat-text.sse").map((e) => s.push(e)).join("") + s.done();
     const done = await openai(body).chat.completions.stream(ask).finalChatCompletion();
     expect(done.usage).toMatchObject({ prompt_tokens: 2006, cost_usd: 0.000879 });
     expect(done.choices[0]!.message.content).toBe("Hello world");
