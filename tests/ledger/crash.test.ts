@@ -8,7 +8,7 @@ import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { Ledger } from "../../src/ledger/ledger.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
-import { ROOT, startServe } from "../support/cli.ts";
+import { anthropicConfig, ROOT, startServe } from "../support/cli.ts";
 import { usdToNanoShown } from "../support/prices.ts";
 
 // A real `gateway serve` process is killed with SIGKILL while streams hold reservations, then
@@ -37,7 +37,7 @@ const post = (port: number, body: unknown, headers: Record<string, string> = {})
     headers: { "x-api-key": account.key, "content-type": "application/json", ...headers },
     body: JSON.stringify(body),
   });
-const ask = (stream: boolean) => ({ model: "slow", max_tokens: 1000, stream, messages: [{ role: "user", content: "count slowly" }] });
+const ask = (stream: boolean) => ({ model: "claude-x", max_tokens: 1000, stream, messages: [{ role: "user", content: "count slowly" }] });
 
 const one = <T>(sql: string, ...p: number[]) => db.$client.query(sql).get(...p) as T;
 const money = () => ({
@@ -66,25 +66,8 @@ let restart: { port: number; printed: string[] };
 beforeAll(async () => {
   up = await startMockUpstream();
   dir = mkdtempSync(join(tmpdir(), "gw-crash-"));
-  writeFileSync(
-    join(dir, "gateway.toml"),
-    `[server]
-host = "127.0.0.1"
-
-[[providers]]
-id = "mock"
-kind = "anthropic"
-base_url = "${up.url}"
-api_key = "sk-mock"
-
-[[models]]
-id = "slow"
-modalities = ["text"]
-endpoints = ["messages"]
-pricing = { input = 3.0, output = 15.0 }
-routes = [{ provider = "mock", model = "slow-upstream" }]
-`,
-  );
+  // One Messages model, "claude-x", served by the mock.
+  writeFileSync(join(dir, "gateway.toml"), anthropicConfig(up.url));
   db = openDatabase(join(dir, "gateway.db"));
   migrate(db);
   const acc = createAccount(db, new Ledger(db), "crash@test.local", { balanceNano: OPENING });
