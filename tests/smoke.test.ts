@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
+import { usdToNanoShown } from "./support/prices.ts";
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -18,7 +19,7 @@ describe("the demo catalog", () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { usage: { cost_usd: number } };
     const m = gw.money(a.accountId);
-    expect(m.balance).toBe(1_000_000_000 - Math.round(body.usage.cost_usd * 1e9));
+    expect(m.balance).toBe(1_000_000_000 - usdToNanoShown(body.usage.cost_usd));
     expect(m.ledgerSum).toBe(m.balance);
     expect(m.openHolds).toBe(0);
   });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { clientAddress, ipAllowed, parseCidr, parseCidrList } from "../../src/core/ip.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { errorOf, getWithKey } from "../support/keyed.ts";
+import { getWithKey } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 
 const allows = (cidrs: string[], ip: string) => ipAllowed(parseCidrList(cidrs), ip);
 

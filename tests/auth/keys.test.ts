@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { openDatabase } from "../../src/db/client.ts";
 import { generateKey, hashKey, KEY_PREFIX, presentedKey } from "../../src/auth/keys.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { errorOf, postWithApiKey, sqlGet, type WireError } from "../support/keyed.ts";
+import { postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { errorOf, type WireError } from "../support/errors.ts";
 
 let gw: TestGateway;
 beforeAll(async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { expectOneLineFailure, gateway, gatewayJson } from "../support/cli.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { expectError, hi, postJson } from "../support/http.ts";
+import { hi, postJson } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
 // gateway account list / show / debit / disable / enable, against the database of a running
 // server, whose answers show each command took effect.

@@ -2,7 +2,8 @@ import { requestIdPrefixAt } from "../../src/core/request-id.ts";
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { expectOneLineFailure, gateway, gatewayJson, tempInstallation } from "../support/cli.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { expectError, hi, postJson } from "../support/http.ts";
+import { hi, postJson } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
 // DESIGN, Commands: the operator's CLI, run as child processes with --db and --json against the
 // database of a running server, whose answers show that each command took effect.

@@ -8,9 +8,9 @@ import { join } from "node:path";
 import { migrate, openDatabase } from "../../src/db/client.ts";
 import { embeddedMigrations } from "../../src/db/migrations.gen.ts";
 import { renderEmbeddedMigrations } from "../../scripts/embed-migrations.ts";
+import { ROOT } from "../support/cli.ts";
 import { loadDashboardPage } from "../support/dashboard-page.ts";
 
-const ROOT = join(import.meta.dir, "..", "..");
 const dir = mkdtempSync(join(tmpdir(), "gw-migrations-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -3,9 +3,9 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { acquireServeLock, ServeLockError } from "../../src/db/serve-lock.ts";
+import { ROOT } from "../support/cli.ts";
 
 // One `gateway serve` per database: the lock is held by a process and dies with it.
-const ROOT = join(import.meta.dir, "..", "..");
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });

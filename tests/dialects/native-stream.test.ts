@@ -1,14 +1,12 @@
 import { describe, expect, it } from "bun:test";
 import { NativeChatMachine, NativeMessagesMachine, type NativeChatOptions, type NativeMessagesOptions } from "../../src/dialects/native-stream.ts";
 import { plainChatTextLength, plainTextLength } from "../../src/dialects/stream-scan.ts";
-import { encodeSse, SseParser, type SseEvent } from "../../src/wire/sse.ts";
+import { encodeSse, type SseEvent } from "../../src/wire/sse.ts";
 import { costOf, fixtureText, sseEvents } from "./stream-fixtures.ts";
+import { readSse } from "../support/sse.ts";
 
 /** The forwarded bytes, parsed back into events. */
-const parsed = (bytes: string): SseEvent[] => {
-  const p = new SseParser();
-  return [...p.push(bytes), ...p.end()];
-};
+const parsed = (bytes: string): SseEvent[] => readSse(bytes);
 const json = (e: SseEvent | undefined) => JSON.parse(e!.data);
 const messagesStream = (o: Partial<NativeMessagesOptions> = {}) => new NativeMessagesMachine({ costOf, estimatedInputTokens: 2000, ...o });
 

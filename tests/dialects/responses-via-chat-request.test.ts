@@ -3,7 +3,7 @@ import { GatewayError } from "../../src/core/errors.ts";
 import { responsesRequestToChat } from "../../src/dialects/responses-via-chat/request.ts";
 import type { ResponsesRequest } from "../../src/dialects/responses-via-chat/types.ts";
 import type { JsonObject } from "../../src/wire/shapes.ts";
-import { fixtureJson } from "./responses-support.ts";
+import { fixtureJson } from "../support/fixtures.ts";
 
 const OPTS = { upstreamModel: "up-model", defaultMaxOutputTokens: 32000 };
 const translate = (req: JsonObject) => responsesRequestToChat({ model: "gw", ...req } as ResponsesRequest, OPTS);
@@ -345,13 +345,13 @@ describe("namespace and custom tools", () => {
 
 describe("Codex CLI default request", () => {
   it("translates the recorded request to the expected chat body", async () => {
-    const req = await fixtureJson<ResponsesRequest>("codex-request.json");
+    const req = await fixtureJson<ResponsesRequest>("responses/codex-request.json");
     const r = responsesRequestToChat(req, { upstreamModel: "qwen3-coder-480b", defaultMaxOutputTokens: 64000 });
-    expect(r.body as JsonObject).toEqual(await fixtureJson("codex-request.chat.json"));
+    expect(r.body as JsonObject).toEqual(await fixtureJson("responses/codex-request.chat.json"));
   });
 
   it("drops web_search and serves everything else", async () => {
-    const req = await fixtureJson<ResponsesRequest>("codex-request.json");
+    const req = await fixtureJson<ResponsesRequest>("responses/codex-request.json");
     const r = responsesRequestToChat(req, { upstreamModel: "m", defaultMaxOutputTokens: 64000 });
     expect(r.droppedTools).toEqual(["web_search"]);
     expect(r.droppedFields).toEqual([]);

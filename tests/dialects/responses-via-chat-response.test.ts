@@ -4,7 +4,8 @@ import { chatResponseToResponses } from "../../src/dialects/responses-via-chat/r
 import type { ResponsesRequest, ToolNameMap } from "../../src/dialects/responses-via-chat/types.ts";
 import type { ChatResponse, JsonObject } from "../../src/wire/shapes.ts";
 import { usageFromChat as tokenUsageFromChat } from "../../src/dialects/usage.ts";
-import { fixtureJson, jsonResponse, normalize, sdkClient } from "./responses-support.ts";
+import { fixtureJson } from "../support/fixtures.ts";
+import { jsonResponse, normalize, sdkClient } from "../support/responses.ts";
 
 const NO_TOOLS: ToolNameMap = new Map();
 
@@ -76,11 +77,11 @@ describe("response object", () => {
 
 describe("tool calls", () => {
   it("matches the recorded Codex fixture: namespaced calls come back with bare name and namespace", async () => {
-    const request = await fixtureJson<ResponsesRequest>("codex-request.json");
+    const request = await fixtureJson<ResponsesRequest>("responses/codex-request.json");
     request.stream = false;
     const { toolNames } = responsesRequestToChat(request, { upstreamModel: "up", defaultMaxOutputTokens: 64000 });
-    const r = chatResponseToResponses(await fixtureJson<ChatResponse>("codex-tools.chat.json"), { model: "gw-coder", request, toolNames, costUsd: 0.000006754 });
-    expect(normalize(r)).toEqual(await fixtureJson("codex-tools.responses.json"));
+    const r = chatResponseToResponses(await fixtureJson<ChatResponse>("responses/codex-tools.chat.json"), { model: "gw-coder", request, toolNames, costUsd: 0.000006754 });
+    expect(normalize(r)).toEqual(await fixtureJson("responses/codex-tools.responses.json"));
   });
 
   it("gives each call an fc_ id and keeps the upstream call id as call_id", () => {

@@ -5,7 +5,9 @@ import { responsesRequestToChat } from "../../src/dialects/responses-via-chat/re
 import { ResponsesViaChatStream } from "../../src/dialects/responses-via-chat/stream.ts";
 import type { ResponsesEvent, ResponsesRequest, ToolNameMap } from "../../src/dialects/responses-via-chat/types.ts";
 import type { ChatChunk, JsonObject } from "../../src/wire/shapes.ts";
-import { chatChunks, codexRead, fixtureJson, fixtureText, normalize, sdkClient, sseResponse, toSse } from "./responses-support.ts";
+import { chatChunks, fixtureJson, fixtureText } from "../support/fixtures.ts";
+import { codexRead, normalize, sdkClient, sseResponse } from "../support/responses.ts";
+import { toSse } from "../support/sse.ts";
 
 const FIXED = { responseId: "resp_0123456789abcdef0123456789abcdef0123456789abcdef", createdAt: 1763798400 };
 const ESTIMATED_INPUT = 2000;
@@ -31,26 +33,26 @@ const types = (events: ResponsesEvent[]) => events.map((e) => e.event);
 const last = (events: ResponsesEvent[]) => events.at(-1)!.data as JsonObject & { response: JsonObject & { output: JsonObject[] } };
 
 async function codexSetup() {
-  const request = await fixtureJson<ResponsesRequest>("codex-request.json");
+  const request = await fixtureJson<ResponsesRequest>("responses/codex-request.json");
   const { toolNames } = responsesRequestToChat(request, { upstreamModel: "up", defaultMaxOutputTokens: 64000 });
   return { request, toolNames };
 }
 
 describe("event sequence", () => {
   it("turns a recorded text stream into OpenAI's recorded event sequence", async () => {
-    const events = run(stream(), await chatChunks("text.chat.sse"));
-    expect(toSse(normalize(events))).toBe(await fixtureText("text.responses.sse"));
+    const events = run(stream(), await chatChunks("responses/text.chat.sse"));
+    expect(toSse(normalize(events))).toBe(await fixtureText("responses/text.responses.sse"));
   });
 
   it("turns a Codex tool-call stream into reasoning, message and function_call items", async () => {
     const { request, toolNames } = await codexSetup();
     const s = new ResponsesViaChatStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT, ...FIXED });
-    const events = run(s, await chatChunks("codex-tools.chat.sse"));
-    expect(toSse(normalize(events))).toBe(await fixtureText("codex-tools.responses.sse"));
+    const events = run(s, await chatChunks("responses/codex-tools.chat.sse"));
+    expect(toSse(normalize(events))).toBe(await fixtureText("responses/codex-tools.responses.sse"));
   });
 
   it("numbers events from 0 up by one and names each by its type", async () => {
-    const events = run(stream(), await chatChunks("text.chat.sse"));
+    const events = run(stream(), await chatChunks("responses/text.chat.sse"));
     expect(events.map((e) => e.data.sequence_number)).toEqual(events.map((_, i) => i));
     for (const e of events) expect(e.event).toBe(e.data.type as string);
   });
@@ -63,7 +65,7 @@ describe("event sequence", () => {
 
   it("sends nothing after the terminal event", async () => {
     const s = stream();
-    run(s, await chatChunks("text.chat.sse"));
+    run(s, await chatChunks("responses/text.chat.sse"));
     expect([s.push(chunk({ content: "late" })), s.done(), s.fail("x", "y")]).toEqual([[], [], []]);
   });
 });
@@ -71,7 +73,7 @@ describe("event sequence", () => {
 describe("Codex reads it", () => {
   it("gets every item from output_item.done, namespaced calls with their namespace", async () => {
     const { request, toolNames } = await codexSetup();
-    const turn = codexRead(run(new ResponsesViaChatStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT }), await chatChunks("codex-tools.chat.sse")));
+    const turn = codexRead(run(new ResponsesViaChatStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT }), await chatChunks("responses/codex-tools.chat.sse")));
     expect(turn.problems).toEqual([]);
     expect(turn.outcome).toBe("completed");
     expect(turn.items.map((i) => [i.type, i.name ?? null, i.namespace ?? null])).toEqual([
@@ -109,7 +111,7 @@ describe("usage and cost", () => {
   it("prices the uncached input, cache reads and output, and shows cost_usd in response.completed", async () => {
     const seen: TokenUsage[] = [];
     const s = new ResponsesViaChatStream({ model: "m", request: { input: "x" }, toolNames: new Map(), costOf: (u) => (seen.push(u), 1_234_567), estimatedInputTokens: ESTIMATED_INPUT });
-    const events = run(s, await chatChunks("text.chat.sse"));
+    const events = run(s, await chatChunks("responses/text.chat.sse"));
     expect(seen).toEqual([{ input: 86, output: 9, cacheRead: 1920, cacheWrite: 0 }]);
     expect((last(events).response.usage as JsonObject).cost_usd).toBe(0.001234567);
     expect(s.usage).toEqual({ input: 86, output: 9, cacheRead: 1920, cacheWrite: 0 });
@@ -219,7 +221,7 @@ describe("the openai SDK stream helper reads it", () => {
   }
 
   it("accepts the text stream and builds output_text", async () => {
-    const events = run(stream(), await chatChunks("text.chat.sse"));
+    const events = run(stream(), await chatChunks("responses/text.chat.sse"));
     const { final, seen } = await helperFinal(events);
     expect(seen).toEqual(types(events));
     expect(final.output_text).toBe("Hello! How can I help?");
@@ -228,7 +230,7 @@ describe("the openai SDK stream helper reads it", () => {
 
   it("accepts the Codex tool stream with its namespace tools", async () => {
     const { request, toolNames } = await codexSetup();
-    const events = run(new ResponsesViaChatStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT }), await chatChunks("codex-tools.chat.sse"));
+    const events = run(new ResponsesViaChatStream({ model: "gw-coder", request, toolNames, costOf, estimatedInputTokens: ESTIMATED_INPUT }), await chatChunks("responses/codex-tools.chat.sse"));
     const { final } = await helperFinal(events, { ...request, stream: undefined });
     expect(final.output).toMatchObject(last(events).response.output as never);
   });

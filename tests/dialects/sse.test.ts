@@ -1,102 +1,96 @@
 import { describe, expect, it } from "bun:test";
 import { encodeSse, SseParser, type SseEvent } from "../../src/wire/sse.ts";
 import { fixtureText } from "./stream-fixtures.ts";
+import { readSse } from "../support/sse.ts";
 
-const parseAll = (...chunks: (string | Uint8Array)[]): SseEvent[] => {
-  const p = new SseParser();
-  const out: SseEvent[] = [];
-  for (const c of chunks) out.push(...p.push(c));
-  out.push(...p.end());
-  return out;
-};
 
 describe("SseParser", () => {
   it("reads the event name and data of one event", () => {
-    expect(parseAll("event: ping\ndata: {\"type\":\"ping\"}\n\n")).toEqual([{ event: "ping", data: '{"type":"ping"}' }]);
+    expect(readSse("event: ping\ndata: {\"type\":\"ping\"}\n\n")).toEqual([{ event: "ping", data: '{"type":"ping"}' }]);
   });
 
   it("leaves event out when the event has no event: line", () => {
-    expect(parseAll("data: [DONE]\n\n")).toEqual([{ data: "[DONE]" }]);
+    expect(readSse("data: [DONE]\n\n")).toEqual([{ data: "[DONE]" }]);
   });
 
   it("joins several data lines with \\n", () => {
-    expect(parseAll("data: a\ndata: b\ndata:\n\n")).toEqual([{ data: "a\nb\n" }]);
+    expect(readSse("data: a\ndata: b\ndata:\n\n")).toEqual([{ data: "a\nb\n" }]);
   });
 
   it("accepts \\r\\n line endings", () => {
-    expect(parseAll("event: x\r\ndata: 1\r\n\r\ndata: 2\r\n\r\n")).toEqual([{ event: "x", data: "1" }, { data: "2" }]);
+    expect(readSse("event: x\r\ndata: 1\r\n\r\ndata: 2\r\n\r\n")).toEqual([{ event: "x", data: "1" }, { data: "2" }]);
   });
 
   it("accepts lone \\r line endings", () => {
-    expect(parseAll("event: x\rdata: 1\r\rdata: 2\r\r")).toEqual([{ event: "x", data: "1" }, { data: "2" }]);
+    expect(readSse("event: x\rdata: 1\r\rdata: 2\r\r")).toEqual([{ event: "x", data: "1" }, { data: "2" }]);
   });
 
   it("treats \\r and \\n split across two chunks as one line ending", () => {
-    expect(parseAll("data: a\r", "\ndata: b\r\n\r\n")).toEqual([{ data: "a\nb" }]);
+    expect(readSse("data: a\r", "\ndata: b\r\n\r\n")).toEqual([{ data: "a\nb" }]);
   });
 
   it("forgets a pending \\r\\n pairing when the next chunk does not start with \\n", () => {
-    expect(parseAll("data: a\r", "data: b", "\r\r")).toEqual([{ data: "a\nb" }]);
+    expect(readSse("data: a\r", "data: b", "\r\r")).toEqual([{ data: "a\nb" }]);
   });
 
   it("joins one long line delivered in many chunks", () => {
     const long = "x".repeat(100_000);
     const chunks = ["data: "];
     for (let i = 0; i < long.length; i += 1000) chunks.push(long.slice(i, i + 1000));
-    expect(parseAll(...chunks, "\n\n")).toEqual([{ data: long }]);
+    expect(readSse(...chunks, "\n\n")).toEqual([{ data: long }]);
   });
 
   it("ignores comment lines", () => {
-    expect(parseAll(": keep-alive\n\ndata: 1\n: mid-event comment\n\n")).toEqual([{ data: "1" }]);
+    expect(readSse(": keep-alive\n\ndata: 1\n: mid-event comment\n\n")).toEqual([{ data: "1" }]);
   });
 
   it("ignores id:, retry: and unknown fields", () => {
-    expect(parseAll("id: 7\nretry: 100\ndatax: no\nevent: e\ndata: 1\n\n")).toEqual([{ event: "e", data: "1" }]);
+    expect(readSse("id: 7\nretry: 100\ndatax: no\nevent: e\ndata: 1\n\n")).toEqual([{ event: "e", data: "1" }]);
   });
 
   it("strips exactly one space after the colon", () => {
-    expect(parseAll("data:  two\n\ndata:none\n\n")).toEqual([{ data: " two" }, { data: "none" }]);
+    expect(readSse("data:  two\n\ndata:none\n\n")).toEqual([{ data: " two" }, { data: "none" }]);
   });
 
   it("reads a field line without a colon as an empty value", () => {
-    expect(parseAll("data\n\n")).toEqual([{ data: "" }]);
+    expect(readSse("data\n\n")).toEqual([{ data: "" }]);
   });
 
   it("dispatches an event that has a name but no data", () => {
-    expect(parseAll("event: ping\n\n")).toEqual([{ event: "ping", data: "" }]);
+    expect(readSse("event: ping\n\n")).toEqual([{ event: "ping", data: "" }]);
   });
 
   it("dispatches nothing for blank lines alone", () => {
-    expect(parseAll("\n\n\r\n\n")).toEqual([]);
+    expect(readSse("\n\n\r\n\n")).toEqual([]);
   });
 
   it("yields the same events for every split point of a stream, multi-byte characters included", () => {
     const text = "event: message_start\r\ndata: {\"t\":\"héllo 😀 世界\"}\r\n\r\n: c\n\ndata: é\rdata: ✓\r\r";
     const bytes = new TextEncoder().encode(text);
-    const whole = parseAll(bytes);
+    const whole = readSse(bytes);
     expect(whole).toEqual([{ event: "message_start", data: '{"t":"héllo 😀 世界"}' }, { data: "é\n✓" }]);
     for (let i = 1; i < bytes.length; i++) {
-      expect(parseAll(bytes.subarray(0, i), bytes.subarray(i))).toEqual(whole);
+      expect(readSse(bytes.subarray(0, i), bytes.subarray(i))).toEqual(whole);
     }
   });
 
   it("yields the same events when fed one byte at a time", () => {
     const bytes = new TextEncoder().encode(fixtureText("messages-text.sse"));
-    const oneByOne = parseAll(...Array.from(bytes, (_, i) => bytes.subarray(i, i + 1)));
-    expect(oneByOne).toEqual(parseAll(bytes));
+    const oneByOne = readSse(...Array.from(bytes, (_, i) => bytes.subarray(i, i + 1)));
+    expect(oneByOne).toEqual(readSse(bytes));
     expect(oneByOne.length).toBe(8);
   });
 
   it("strips a leading byte-order mark", () => {
-    expect(parseAll(new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode("data: 1\n\n")]))).toEqual([{ data: "1" }]);
+    expect(readSse(new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode("data: 1\n\n")]))).toEqual([{ data: "1" }]);
   });
 
   it("dispatches at EOF an event whose lines ended but that lacks the blank line", () => {
-    expect(parseAll("data: 1\n\ndata: [DONE]\n")).toEqual([{ data: "1" }, { data: "[DONE]" }]);
+    expect(readSse("data: 1\n\ndata: [DONE]\n")).toEqual([{ data: "1" }, { data: "[DONE]" }]);
   });
 
   it("drops a half-written last line at EOF", () => {
-    expect(parseAll('data: 1\n\ndata: {"trunc')).toEqual([{ data: "1" }]);
+    expect(readSse('data: 1\n\ndata: {"trunc')).toEqual([{ data: "1" }]);
   });
 
   it("returns events as soon as their blank line arrives", () => {
@@ -122,6 +116,6 @@ describe("encodeSse", () => {
 
   it("round-trips through the parser", () => {
     const events: SseEvent[] = [{ event: "x", data: "1\n2" }, { data: "" }, { data: "{}" }];
-    expect(parseAll(events.map((e) => encodeSse(e.event, e.data)).join(""))).toEqual(events);
+    expect(readSse(events.map((e) => encodeSse(e.event, e.data)).join(""))).toEqual(events);
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "bun:test";
 import { UsageError } from "../../src/cli/args.ts";
 import { healthcheckCommand } from "../../src/cli/healthcheck.ts";
+import { freePort } from "../support/cli.ts";
 
 // The Dockerfile's HEALTHCHECK runs `gateway healthcheck`. GET /healthz is served by the gateway
 // itself; here a loopback server answers it, which is all the command depends on.
@@ -10,14 +11,6 @@ afterAll(() => {
   healthy.stop(true);
   unready.stop(true);
 });
-
-/** A loopback port with nothing listening on it: bound, noted, released. */
-function freePort(): number {
-  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
-  const port = s.port!;
-  s.stop(true);
-  return port;
-}
 
 async function failure(run: Promise<void>): Promise<string> {
   const e = await run.then(() => null, (err: unknown) => err);

@@ -2,10 +2,10 @@ import { describe, expect, it } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/load.ts";
+import { ROOT } from "../support/cli.ts";
 
 // Docker cannot run where these tests run: they read the Dockerfile, .dockerignore and the example
 // files the way the tools would, and check what the operator's guide promises about them.
-const ROOT = join(import.meta.dir, "../..");
 const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
 const DEFAULT_SHUTDOWN_S = loadConfig(undefined).shutdownTimeoutMs / 1000;
 

@@ -6,9 +6,10 @@ import { migrate, openDatabase } from "../../src/db/client.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { Ledger } from "../../src/ledger/ledger.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
-import { startServe, tempFolder, type Served } from "../process/support.ts";
+import { startServe, tempInstallation, type Served } from "../support/cli.ts";
 import { accountBooks, booksDrift, rng } from "./support/books.ts";
-import { LONG, lastStreamCost, recordFigures, scale, usdToNanoShown } from "./support/figures.ts";
+import { LONG, recordFigures, scale } from "./support/figures.ts";
+import { lastStreamCost, usdToNanoShown } from "../support/prices.ts";
 
 // Issue 14, "Proof that stays": a real `gateway serve` under mixed load (JSON and streams, Messages
 // and Chat, native and translated routes, four accounts shared by eight clients) is killed with
@@ -35,7 +36,7 @@ interface Answer {
 }
 
 let up: MockUpstream;
-let folder: ReturnType<typeof tempFolder>;
+let folder: ReturnType<typeof tempInstallation>;
 let dbPath: string;
 let db: Database;
 const keys: string[] = [];
@@ -155,7 +156,7 @@ function checkAnswers(round: number): void {
 
 beforeAll(async () => {
   up = await startMockUpstream({ default: { kind: "hang", ms: 20, then: { kind: "text", text: "one two three four five six seven eight", chunks: 8, delayMs: 15 } } });
-  folder = tempFolder(config(up.url));
+  folder = tempInstallation(config(up.url));
   dbPath = join(folder.dir, "gateway.db");
   const setup = openDatabase(dbPath);
   migrate(setup);

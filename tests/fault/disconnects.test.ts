@@ -3,8 +3,9 @@ import { events } from "../../src/logs/events.ts";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import type { MockUpstream, RecordedRequest } from "../support/mock-upstream.ts";
 import { accountBooks, booksDrift, pool, rng } from "./support/books.ts";
-import { LONG, lastStreamCost, recordFigures, scale, usdToNanoShown } from "./support/figures.ts";
-import { rawPartial } from "./support/raw-http.ts";
+import { LONG, recordFigures, scale } from "./support/figures.ts";
+import { lastStreamCost, usdToNanoShown } from "../support/prices.ts";
+import { rawPartial } from "../support/raw-http.ts";
 
 // Issue 14, "Proof that stays": clients that go away at a random moment (before their body is sent,
 // while the upstream is thinking, mid-stream at a random event), on streams and JSON, Messages and

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import fc from "fast-check";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { LONG, lastStreamCost, recordFigures, scale, usdToNanoShown } from "./support/figures.ts";
+import { LONG, recordFigures, scale } from "./support/figures.ts";
+import { lastStreamCost, usdToNanoShown } from "../support/prices.ts";
 import { hostileRequest, refusedByHttpParser } from "./support/hostile.ts";
-import { rawRequest, type RawRequest, type RawResponse } from "./support/raw-http.ts";
+import { rawRequest, type RawRequest, type RawResponse } from "../support/raw-http.ts";
 
 // Issue 14, "Proof that stays": hostile bodies, headers, paths and methods against the real server
 // on the demo catalog. Every answer is a 4xx in the spec's error shape or a valid success, never a

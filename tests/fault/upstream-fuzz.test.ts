@@ -3,7 +3,8 @@ import fc from "fast-check";
 import { events } from "../../src/logs/events.ts";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import type { Behaviour, MockUpstream } from "../support/mock-upstream.ts";
-import { LONG, lastStreamCost, recordFigures, scale, usdToNanoShown } from "./support/figures.ts";
+import { LONG, recordFigures, scale } from "./support/figures.ts";
+import { lastStreamCost, usdToNanoShown } from "../support/prices.ts";
 
 // Issue 14: the same property as fuzz.test.ts from the other side. The client's request is valid;
 // the upstream answers with hostile usage counts, error bodies under 200, garbage, odd statuses,

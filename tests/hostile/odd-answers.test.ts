@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "bun:test";
 import { startRawUpstream, type RawUpstream } from "../support/raw-upstream.ts";
 import { ask, SECRET_A, startHostileRig, type HostileRig } from "./rig.ts";
+import { errorOf } from "../support/errors.ts";
 
 // Issue 14 items 9, 12 and 13, text side: an answer that is no answer (an odd status, a vendor
 // error sent with 200, null, HTML, garbage, the wrong framing) is the route's failure: 502
@@ -23,7 +24,6 @@ afterAll(async () => {
 });
 
 const balance = () => rig.gw.money(rig.acct.accountId).balance;
-const errorCode = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
 
 /** Answers every upstream call with this, asks `path`, and expects a 502 that charged nothing. */
 async function expectFailure(answer: () => Response, path = "/v1/messages", body: unknown = ask("raw")): Promise<Response> {
@@ -31,7 +31,7 @@ async function expectFailure(answer: () => Response, path = "/v1/messages", body
   rig.raw.handle = answer;
   const res = await rig.post(path, body);
   expect(res.status).toBe(502);
-  expect(await errorCode(res)).toBe("upstream_unavailable");
+  expect((await errorOf(res)).code).toBe("upstream_unavailable");
   await rig.expectUncharged(before);
   return res;
 }

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "bun:test";
 import { buildRedactor, REDACTED, secretsOf } from "../../src/wire/scrub.ts";
-import { anthropicOpening, sse, sseHeaders } from "../support/raw-upstream.ts";
+import { anthropicOpening, sseHeaders } from "../support/raw-upstream.ts";
+import { sse } from "../support/sse.ts";
 import { ask, HEADER_SECRET, SECRET_A, SECRET_O, startHostileRig, type HostileRig } from "./rig.ts";
+import { errorOf } from "../support/errors.ts";
 
 // Issue 14 item 7: a provider's credential reached clients whenever an upstream error message
 // quoted it. Every configured secret (api_key, secret-looking headers) and every masked echo of
@@ -15,7 +17,6 @@ beforeEach(() => rig.reset());
 afterAll(() => rig.stop());
 
 const leaks = (text: string) => [SECRET_A, SECRET_O, HEADER_SECRET, SECRET_A.slice(-6), SECRET_O.slice(-6)].filter((s) => text.includes(s));
-const messageOf = async (res: Response) => ((await res.json()) as { error: { message: string } }).error.message;
 
 describe("a vendor error passed through", () => {
   it("never shows the provider's api_key it quotes", async () => {
@@ -23,7 +24,7 @@ describe("a vendor error passed through", () => {
       Response.json({ type: "error", error: { type: "authentication_error", message: `invalid x-api-key: ${SECRET_A}` } }, { status: 401 });
     const res = await rig.post("/v1/messages", ask("raw"));
     expect(res.status).toBe(401);
-    expect(await messageOf(res)).toBe(`invalid x-api-key: ${REDACTED}`);
+    expect((await errorOf(res)).message).toBe(`invalid x-api-key: ${REDACTED}`);
   });
 
   it("never shows a masked echo of it (OpenAI's 401 quotes the key's first and last characters)", async () => {
@@ -33,14 +34,14 @@ describe("a vendor error passed through", () => {
         { error: { message: `Incorrect API key provided: ${masked}. You can find your API key at https://platform.openai.com/account/api-keys.`, type: "invalid_request_error", code: "invalid_api_key" } },
         { status: 401 },
       );
-    const message = await messageOf(await rig.post("/v1/chat/completions", ask("raw-openai")));
+    const message = (await errorOf(await rig.post("/v1/chat/completions", ask("raw-openai")))).message;
     expect(message).toBe(`Incorrect API key provided: ${REDACTED}. You can find your API key at https://platform.openai.com/account/api-keys.`);
   });
 
   it("never shows a secret header value of the provider's config", async () => {
     rig.raw.handle = () =>
       Response.json({ type: "error", error: { type: "invalid_request_error", message: `bad header x-extra-token=${HEADER_SECRET}` } }, { status: 400 });
-    const message = await messageOf(await rig.post("/v1/messages", ask("raw")));
+    const message = (await errorOf(await rig.post("/v1/messages", ask("raw")))).message;
     expect(leaks(message)).toEqual([]);
     expect(message).toContain(REDACTED);
   });

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "bun:test";
 import { createServer, type AddressInfo, type Socket } from "node:net";
 import { anthropicProvider } from "../../src/upstreams/http-providers.ts";
-import { anthropicOpening, sse, sseHeaders, stalledBody } from "../support/raw-upstream.ts";
+import { anthropicOpening, sseHeaders, stalledBody } from "../support/raw-upstream.ts";
+import { sse } from "../support/sse.ts";
 import { ask, IDLE_MS, startHostileRig, TOTAL_MS, type HostileRig } from "./rig.ts";
+import { errorOf } from "../support/errors.ts";
 
 // Issue 14 item 4: an upstream that sends its headers and then nothing (or trickles forever) used
 // to hold the client's reservation for as long as it liked. Each provider now has an idle and a
@@ -25,7 +27,7 @@ describe("a non-streamed answer that stalls after its headers", () => {
     const started = performance.now();
     const res = await rig.post("/v1/messages", ask("raw"));
     expect(res.status).toBe(502);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("upstream_unavailable");
+    expect((await errorOf(res)).code).toBe("upstream_unavailable");
     expect(performance.now() - started).toBeLessThan(IDLE_MS + 1_500);
     await rig.expectUncharged(before);
     await rig.raw.requests[0]!.gone;

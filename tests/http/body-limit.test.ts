@@ -1,5 +1,6 @@
 import { describe, expect, it } from "bun:test";
-import { expectError, fundedGateway, keyHeaders } from "../support/http.ts";
+import { fundedGateway, keyHeaders } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
 // Spec, Limits: a body over 20 MiB is 413 request_too_large, whether its size is declared or it
 // arrives chunked. The memory side of the limit is in upload-memory.test.ts.

@@ -1,10 +1,12 @@
 import { describe, expect, it } from "bun:test";
-import { balanceGuard, expectError, fundedGateway, headersOf, hi, keyHeaders } from "../support/http.ts";
+import { startAppGateway } from "../support/app.ts";
+import { balanceGuard, fundedGateway, headersOf, hi, keyHeaders, send } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
 // Spec, CORS: Access-Control-Allow-Origin * on exactly the four public GET routes; key routes send no
 // CORS headers at all and answer OPTIONS with 405 and an explanation.
 
-const t = fundedGateway();
+const t = fundedGateway({ start: startAppGateway });
 
 const ORIGIN = { origin: "https://app.example" };
 const PUBLIC = ["/status", "/v1/models", "/v1/models/demo-text-1", "/api/pricing"];
@@ -21,13 +23,13 @@ const corsHeaderNames = (res: Response) => Object.keys(headersOf(res)).filter((k
 
 describe("the four public routes", () => {
   it.each(PUBLIC)("GET %s carries access-control-allow-origin: *", async (path) => {
-    const res = await fetch(`${t.gw.url}${path}`, { headers: ORIGIN });
+    const res = await send(t.gw, path, { headers: ORIGIN });
     expect(res.status).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
   });
 
   it.each(PUBLIC)("OPTIONS %s is a preflight answered 204 with access-control-allow-origin: *", async (path) => {
-    const res = await fetch(`${t.gw.url}${path}`, {
+    const res = await send(t.gw, path, {
       method: "OPTIONS",
       headers: { ...ORIGIN, "access-control-request-method": "GET", "access-control-request-headers": "x-stainless-os" },
     });
@@ -38,7 +40,7 @@ describe("the four public routes", () => {
   });
 
   it("carries access-control-allow-origin: * on the 404 of an unknown model id too", async () => {
-    const res = await fetch(`${t.gw.url}/v1/models/nope`, { headers: ORIGIN });
+    const res = await send(t.gw, "/v1/models/nope", { headers: ORIGIN });
     expect(res.status).toBe(404);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
   });
@@ -46,19 +48,19 @@ describe("the four public routes", () => {
 
 describe("key routes", () => {
   it.each(KEY_ROUTES)("%s %s sends no CORS header on success", async (method, path, body) => {
-    const res = await fetch(`${t.gw.url}${path}`, { method, headers: keyHeaders(t.a.key, ORIGIN), body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await send(t.gw, path, { method, headers: keyHeaders(t.a.key, ORIGIN), body: body === undefined ? undefined : JSON.stringify(body) });
     expect(res.status).toBe(200);
     expect(corsHeaderNames(res)).toEqual([]);
   });
 
   it.each(KEY_ROUTES)("%s %s sends no CORS header on an error", async (method, path, body) => {
-    const res = await fetch(`${t.gw.url}${path}`, { method, headers: { ...ORIGIN, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await send(t.gw, path, { method, headers: { ...ORIGIN, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
     expect(res.status).toBe(401);
     expect(corsHeaderNames(res)).toEqual([]);
   });
 
   it("POST /v1/images/edits sends no CORS header on an error", async () => {
-    const res = await fetch(`${t.gw.url}/v1/images/edits`, { method: "POST", headers: ORIGIN, body: new FormData() });
+    const res = await send(t.gw, "/v1/images/edits", { method: "POST", headers: ORIGIN, body: new FormData() });
     expect(res.status).toBe(401);
     expect(corsHeaderNames(res)).toEqual([]);
   });
@@ -67,7 +69,7 @@ describe("key routes", () => {
     "OPTIONS %s answers 405 with an explanation, allow: %s and no CORS header",
     async (path, allow) => {
       const untouched = balanceGuard(t.gw, t.a.accountId);
-      const res = await fetch(`${t.gw.url}${path}`, {
+      const res = await send(t.gw, path, {
         method: "OPTIONS",
         headers: { ...ORIGIN, "access-control-request-method": "POST", authorization: `Bearer ${t.a.key}` },
       });
@@ -82,7 +84,7 @@ describe("key routes", () => {
 
 describe("other answers", () => {
   it("an unknown /v1 path sends no CORS header", async () => {
-    const res = await fetch(`${t.gw.url}/v1/nope`, { headers: ORIGIN });
+    const res = await send(t.gw, "/v1/nope", { headers: ORIGIN });
     expect(res.status).toBe(404);
     expect(corsHeaderNames(res)).toEqual([]);
   });

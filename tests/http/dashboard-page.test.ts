@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { gzipSync } from "node:zlib";
 import { loadDashboardPage, type PageAssets } from "../support/dashboard-page.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { expectError } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
 // The dashboard's page at `/`: Bun's HTML bundle served by the gateway's own process, beside the
 // endpoint table. The browser tests (tests/browser/) use it; these check what they take for granted.

@@ -2,7 +2,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { events } from "../../src/logs/events.ts";
 import { gatewayJson } from "../support/cli.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { errorOf, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 
 // Issue 13: a full disk or a read-only database answers 503 database_unavailable (retryable), charges
 // nothing, writes one event line per failure (rate-limited, no stack floods), and the gateway

@@ -1,6 +1,6 @@
-import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { rawRequest } from "../support/raw-http.ts";
 
 // Issue 14, item 12: a request target with dot segments (or %2e, or a trailing slash) means the route it
 // normalises to, as for every URL parser (RFC 3986 §5.2.4). fetch normalises the URL before sending,
@@ -14,66 +14,48 @@ beforeAll(async () => {
 });
 afterAll(() => gw.stop());
 
-interface RawAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: Record<string, any>;
-}
-
-/** Sends `method target` exactly as written and reads the whole answer (Connection: close). */
-function rawRequest(method: string, target: string, body = ""): Promise<RawAnswer> {
-  const port = Number(new URL(gw.url).port);
-  const head = [`${method} ${target} HTTP/1.1`, "Host: gw", `x-api-key: ${key}`, "content-type: application/json", `content-length: ${Buffer.byteLength(body)}`, "connection: close"];
-  return new Promise((resolve, reject) => {
-    const s = connect(port, "127.0.0.1", () => s.write(`${head.join("\r\n")}\r\n\r\n${body}`));
-    let text = "";
-    s.on("data", (d) => (text += d));
-    s.on("error", reject);
-    s.on("close", () => {
-      const [top, rest = ""] = text.split("\r\n\r\n", 2) as [string, string?];
-      const [statusLine, ...lines] = top.split("\r\n");
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
-      // Bun answers JSON with content-length; a chunked body would not parse here and fail the test.
-      resolve({ status: Number(statusLine!.split(" ")[1]), headers, body: JSON.parse(rest) });
-    });
-  });
+/** Sends `method target` exactly as written and reads the whole answer, its body as JSON. */
+async function requestLine(method: string, target: string, body = ""): Promise<{ status: number; headers: Record<string, string>; body: Record<string, any> }> {
+  const headers: [string, string][] = [["x-api-key", key], ["content-type", "application/json"]];
+  const res = await rawRequest(Number(new URL(gw.url).port), { method, target, headers, body: new TextEncoder().encode(body) });
+  return { status: res.status, headers: res.headers, body: JSON.parse(res.text()) };
 }
 
 const ask = JSON.stringify({ model: "demo-text-1", max_tokens: 8, messages: [{ role: "user", content: "hi" }] });
 
 describe("a request target that normalises to a published route", () => {
   it("serves POST /v1/../v1/messages as POST /v1/messages", async () => {
-    const res = await rawRequest("POST", "/v1/../v1/messages", ask);
+    const res = await requestLine("POST", "/v1/../v1/messages", ask);
     expect(res.status).toBe(200);
     expect(res.body.type).toBe("message");
   });
 
   it("serves a percent-encoded dot segment the same way", async () => {
-    const res = await rawRequest("POST", "/v1/%2e%2e/v1/chat/completions", ask);
+    const res = await requestLine("POST", "/v1/%2e%2e/v1/chat/completions", ask);
     expect(res.status).toBe(200);
     expect(res.body.object).toBe("chat.completion");
   });
 
   it("serves POST /v1/messages/ with its trailing slash", async () => {
-    const res = await rawRequest("POST", "/v1/messages/", ask);
+    const res = await requestLine("POST", "/v1/messages/", ask);
     expect(res.status).toBe(200);
     expect(res.body.type).toBe("message");
   });
 
   it("serves GET /v1/./models", async () => {
-    const res = await rawRequest("GET", "/v1/./models");
+    const res = await requestLine("GET", "/v1/./models");
     expect(res.status).toBe(200);
     expect(res.body.object).toBe("list");
   });
 
   it("still answers another method with 405 and the allow header", async () => {
-    const res = await rawRequest("GET", "/v1/../v1/messages");
+    const res = await requestLine("GET", "/v1/../v1/messages");
     expect(res.status).toBe(405);
     expect(res.headers.allow).toBe("POST");
   });
 
   it("answers a target that normalises to no route with 404 endpoint_not_found", async () => {
-    const res = await rawRequest("POST", "/v1/../v1/nope", ask);
+    const res = await requestLine("POST", "/v1/../v1/nope", ask);
     expect(res.status).toBe(404);
     expect(res.body.error.code).toBe("endpoint_not_found");
   });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "bun:test";
 import { ENDPOINTS } from "../../src/http/endpoints.ts";
-import { expectError, fundedGateway, keyHeaders } from "../support/http.ts";
+import { fundedGateway, keyHeaders } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
 // Issue 15: one endpoint table (src/http/endpoints.ts) that Elysia's routes, 404/405, CORS, the
 // OpenAPI document and body validation all read. The table against the spec's, then every row

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { DEFAULT_MODELS } from "../../src/config/defaults.ts";
 import { encodePng } from "../../src/upstreams/png.ts";
-import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { balanceGuard, expectError, hi, keyHeaders, pngSize, postJson } from "../support/http.ts";
+import { startAppGateway, type AppGateway } from "../support/app.ts";
+import { balanceGuard, hi, keyHeaders, postJson, send } from "../support/http.ts";
+import { readPngSize } from "../support/mock-images.ts";
+import { expectError } from "../support/errors.ts";
 
-// Spec, Endpoints: every row of the table answers on the real server. POST /v1/responses has its
+// Spec, Endpoints: every row of the table answers, in-process. POST /v1/responses has its
 // own suite (tests/responses).
 
 const ORG_MODEL = {
@@ -15,9 +17,9 @@ const ORG_MODEL = {
   routes: [{ provider: "demo", model: "demo-text" }],
 };
 
-let gw: TestGateway;
+let gw: AppGateway;
 beforeAll(async () => {
-  gw = await startTestGateway({
+  gw = await startAppGateway({
     limits: { default_rpm: 1000 },
     providers: [{ id: "demo", kind: "demo" }],
     models: [...DEFAULT_MODELS, ORG_MODEL],
@@ -29,7 +31,7 @@ type ModelView = { id: string; modalities: string[]; endpoints: string[] };
 
 describe("GET /status", () => {
   it("answers the gateway status as JSON without a key", async () => {
-    const res = await fetch(`${gw.url}/status`);
+    const res = await send(gw, "/status");
     expect(res.status).toBe(200);
     const body = (await res.json()) as { status: string; catalog_version: string };
     expect(body.status).toBe("ok");
@@ -39,7 +41,7 @@ describe("GET /status", () => {
 
 describe("GET /v1/models", () => {
   it("lists the published models with modalities and endpoints, without a key", async () => {
-    const res = await fetch(`${gw.url}/v1/models`);
+    const res = await send(gw, "/v1/models");
     expect(res.status).toBe(200);
     const { data } = (await res.json()) as { data: ModelView[] };
     expect(data.map((m) => m.id)).toEqual(["demo-text-1", "demo-image-1", "org/model-x"]);
@@ -48,49 +50,49 @@ describe("GET /v1/models", () => {
   });
 
   it("never lists responses among a model's endpoints", async () => {
-    const { data } = (await (await fetch(`${gw.url}/v1/models`)).json()) as { data: ModelView[] };
+    const { data } = (await (await send(gw, "/v1/models")).json()) as { data: ModelView[] };
     for (const m of data) expect(m.endpoints).not.toContain("responses");
   });
 });
 
 describe("GET /v1/models/{id}", () => {
   it("returns one model in the shape of an element of the list", async () => {
-    const { data } = (await (await fetch(`${gw.url}/v1/models`)).json()) as { data: ModelView[] };
-    const res = await fetch(`${gw.url}/v1/models/demo-text-1`);
+    const { data } = (await (await send(gw, "/v1/models")).json()) as { data: ModelView[] };
+    const res = await send(gw, "/v1/models/demo-text-1");
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(data[0]!);
   });
 
   it("answers an alias with the canonical id", async () => {
-    const res = await fetch(`${gw.url}/v1/models/demo-text`);
+    const res = await send(gw, "/v1/models/demo-text");
     expect(res.status).toBe(200);
     expect(((await res.json()) as ModelView).id).toBe("demo-text-1");
   });
 
   it("decodes a percent-encoded id", async () => {
-    const res = await fetch(`${gw.url}/v1/models/org%2Fmodel-x`);
+    const res = await send(gw, "/v1/models/org%2Fmodel-x");
     expect(res.status).toBe(200);
     expect(((await res.json()) as ModelView).id).toBe("org/model-x");
   });
 
   it("reads the id without the trailing slash the other routes tolerate", async () => {
-    const res = await fetch(`${gw.url}/v1/models/demo-text/`);
+    const res = await send(gw, "/v1/models/demo-text/");
     expect(res.status).toBe(200);
     expect(((await res.json()) as ModelView).id).toBe("demo-text-1");
   });
 
   it("answers a malformed percent escape as an unknown model, not a server error", async () => {
-    const err = await expectError(await fetch(`${gw.url}/v1/models/%E0%A4%A`), 404, "model_not_found");
+    const err = await expectError(await send(gw, "/v1/models/%E0%A4%A"), 404, "model_not_found");
     expect(err.message).toContain("%E0%A4%A");
   });
 });
 
 describe("GET /api/pricing", () => {
   it("returns public prices and the catalog version", async () => {
-    const res = await fetch(`${gw.url}/api/pricing`);
+    const res = await send(gw, "/api/pricing");
     expect(res.status).toBe(200);
     const body = (await res.json()) as { catalog_version: string; models: { id: string; input?: number; per_image?: number }[] };
-    const status = (await (await fetch(`${gw.url}/status`)).json()) as { catalog_version: string };
+    const status = (await (await send(gw, "/status")).json()) as { catalog_version: string };
     expect(body.catalog_version).toBe(status.catalog_version);
     expect(body.models.find((m) => m.id === "demo-text-1")).toMatchObject({ input: 1, output: 4 });
     expect(body.models.find((m) => m.id === "demo-image-1")).toMatchObject({ per_image: 0.01 });
@@ -150,7 +152,7 @@ describe("POST /v1/images/generations", () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { data: { b64_json: string }[]; usage: { cost_usd: number } };
     expect(body.data).toHaveLength(1);
-    expect(pngSize(Buffer.from(body.data[0]!.b64_json, "base64"))).toEqual({ width: 64, height: 32 });
+    expect(readPngSize(Buffer.from(body.data[0]!.b64_json, "base64"))).toEqual({ width: 64, height: 32 });
     expect(body.usage.cost_usd).toBe(0.01);
     expect(gw.money(a.accountId).balance).toBe(0.99e9);
   });
@@ -167,14 +169,14 @@ describe("POST /v1/images/edits", () => {
     return form;
   };
   const postForm = (key: string, form: FormData) =>
-    fetch(`${gw.url}/v1/images/edits`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+    send(gw, "/v1/images/edits", { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
 
   it("edits multipart image[] files into a PNG of the requested size", async () => {
     const a = gw.account(1);
     const res = await postForm(a.key, editForm(4));
     expect(res.status).toBe(200);
     const body = (await res.json()) as { data: { b64_json: string }[] };
-    expect(pngSize(Buffer.from(body.data[0]!.b64_json, "base64"))).toEqual({ width: 48, height: 40 });
+    expect(readPngSize(Buffer.from(body.data[0]!.b64_json, "base64"))).toEqual({ width: 48, height: 40 });
   });
 
   it("refuses more than 4 source images with 400 invalid_request", async () => {
@@ -189,7 +191,7 @@ describe("POST /v1/images/edits", () => {
 describe("GET /v1/me", () => {
   it("shows the key's quota, the remaining balance and the limits", async () => {
     const a = gw.account(3, { quotaNano: 2e9, rpm: 7 });
-    const res = await fetch(`${gw.url}/v1/me`, { headers: keyHeaders(a.key) });
+    const res = await send(gw, "/v1/me", { headers: keyHeaders(a.key) });
     expect(res.status).toBe(200);
     const body = (await res.json()) as Record<string, unknown>;
     expect(body).toMatchObject({
@@ -201,7 +203,7 @@ describe("GET /v1/me", () => {
 
   it("takes the key in x-api-key as well as in Authorization: Bearer", async () => {
     const a = gw.account(1);
-    const res = await fetch(`${gw.url}/v1/me`, { headers: { "x-api-key": a.key } });
+    const res = await send(gw, "/v1/me", { headers: { "x-api-key": a.key } });
     expect(res.status).toBe(200);
   });
 });

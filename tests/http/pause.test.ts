@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from "bun:test";
 import { gatewayJson } from "../support/cli.ts";
-import { balanceGuard, expectError, fundedGateway, hi, postJson } from "../support/http.ts";
+import { balanceGuard, fundedGateway, hi, postJson } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
 // Spec, Errors and Limits: `gateway pause` (the CLI, another process, same database file) makes key
 // routes answer 503 product_paused with Retry-After 60; `gateway resume` serves them again.

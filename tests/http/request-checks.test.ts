@@ -1,10 +1,12 @@
 import { describe, expect, it } from "bun:test";
-import { expectError, fundedGateway, hi, postJson } from "../support/http.ts";
+import { startAppGateway } from "../support/app.ts";
+import { fundedGateway, hi, postJson, send } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
-// Spec, Errors: the 400s and 404s a request earns before anything is reserved, on the real server.
+// Spec, Errors: the 400s and 404s a request earns before anything is reserved, in-process.
 // None of them may move money (Retry rules 5), checked after every test.
 
-const t = fundedGateway({ guardEach: true });
+const t = fundedGateway({ guardEach: true, start: startAppGateway });
 
 const JSON_ROUTES = ["/v1/messages", "/v1/messages/count_tokens", "/v1/chat/completions", "/v1/images/generations"];
 
@@ -90,7 +92,7 @@ describe("400 model_protocol_mismatch", () => {
     form.set("model", "demo-text-1");
     form.set("prompt", "a cat");
     form.append("image[]", new File([new Uint8Array(8)], "a.png", { type: "image/png" }));
-    const res = await fetch(`${t.gw.url}/v1/images/edits`, { method: "POST", headers: { authorization: `Bearer ${t.a.key}` }, body: form });
+    const res = await send(t.gw, "/v1/images/edits", { method: "POST", headers: { authorization: `Bearer ${t.a.key}` }, body: form });
     await expectError(res, 400, "model_protocol_mismatch");
   });
 });
@@ -99,7 +101,7 @@ describe("404 model_not_found", () => {
   const unknown = "no-such-model-9";
 
   it("has the same message text on /v1/models/{id}, /v1/messages and /v1/chat/completions", async () => {
-    const onModels = await expectError(await fetch(`${t.gw.url}/v1/models/${unknown}`), 404, "model_not_found");
+    const onModels = await expectError(await send(t.gw, `/v1/models/${unknown}`), 404, "model_not_found");
     const onMessages = await expectError(
       await postJson(t.gw, "/v1/messages", t.a.key, { model: unknown, max_tokens: 16, messages: hi }),
       404,

@@ -1,11 +1,13 @@
 import { afterEach, beforeAll, describe, expect, it } from "bun:test";
 import { ENDPOINTS } from "../../src/http/endpoints.ts";
-import { balanceGuard, expectError, fundedGateway, headersOf, hi, keyHeaders, postJson } from "../support/http.ts";
+import { startAppGateway } from "../support/app.ts";
+import { balanceGuard, fundedGateway, headersOf, hi, keyHeaders, postJson, send } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
-// Spec, Endpoints › Rules 4–6 and the error object: paths, methods and the request id, on the real server.
+// Spec, Endpoints › Rules 4–6 and the error object: paths, methods and the request id, in-process.
 
 let untouched: () => void;
-const t = fundedGateway();
+const t = fundedGateway({ start: startAppGateway });
 
 // Every request in this file fails except where a test says otherwise; none may move money.
 describe("failed requests", () => {
@@ -16,12 +18,12 @@ describe("failed requests", () => {
 
   describe("the error object", () => {
     it("has exactly the four fields type, code, message and request_id", async () => {
-      const res = await fetch(`${t.gw.url}/v1/messages`, { method: "POST", body: "{}" });
+      const res = await send(t.gw, "/v1/messages", { method: "POST", body: "{}" });
       await expectError(res, 401, "no-key", "authentication_error");
     });
 
     it("carries a request_id prefixed gw_ that equals the x-gateway-request-id header", async () => {
-      const res = await fetch(`${t.gw.url}/v1/nope`);
+      const res = await send(t.gw, "/v1/nope");
       const err = await expectError(res, 404, "endpoint_not_found");
       expect(err.request_id).toMatch(/^gw_[0-9a-z]+$/);
       expect(res.headers.get("x-gateway-request-id")).toBe(err.request_id);
@@ -29,14 +31,14 @@ describe("failed requests", () => {
 
     it("gives every answer its own request id", async () => {
       const ids = new Set<string>();
-      for (let i = 0; i < 5; i++) ids.add((await fetch(`${t.gw.url}/v1/nope`)).headers.get("x-gateway-request-id")!);
+      for (let i = 0; i < 5; i++) ids.add((await send(t.gw, "/v1/nope")).headers.get("x-gateway-request-id")!);
       expect(ids.size).toBe(5);
     });
   });
 
   describe("unknown paths under /v1/", () => {
     it("answer 404 endpoint_not_found whose message lists every published route", async () => {
-      const err = await expectError(await fetch(`${t.gw.url}/v1/nope`), 404, "endpoint_not_found");
+      const err = await expectError(await send(t.gw, "/v1/nope"), 404, "endpoint_not_found");
       for (const r of ENDPOINTS.filter((e) => e.published && !e.dashboard)) expect(err.message).toContain(`${r.method} ${r.path}`);
     });
 
@@ -62,7 +64,7 @@ describe("failed requests", () => {
       ["DELETE", "/v1/models/demo", "GET"],
     ];
     it.each(cases)("answers %s %s with 405 method_not_allowed and allow: %s", async (method, path, allow) => {
-      const res = await fetch(`${t.gw.url}${path}`, { method, headers: keyHeaders(t.a.key), body: method === "GET" ? undefined : "{}" });
+      const res = await send(t.gw, path, { method, headers: keyHeaders(t.a.key), body: method === "GET" ? undefined : "{}" });
       const err = await expectError(res, 405, "method_not_allowed");
       expect(res.headers.get("allow")).toBe(allow);
       expect(err.message).toContain(allow);
@@ -71,7 +73,7 @@ describe("failed requests", () => {
 
   describe("x-gateway-request-id on failed answers", () => {
     it("is on a 401", async () => {
-      const res = await fetch(`${t.gw.url}/v1/me`);
+      const res = await send(t.gw, "/v1/me");
       expect(res.status).toBe(401);
       expect(res.headers.get("x-gateway-request-id")).toStartWith("gw_");
     });
@@ -83,7 +85,7 @@ describe("failed requests", () => {
     });
 
     it("is on a 404 of an unknown model on a public route", async () => {
-      const res = await fetch(`${t.gw.url}/v1/models/nope`);
+      const res = await send(t.gw, "/v1/models/nope");
       expect(res.status).toBe(404);
       expect(res.headers.get("x-gateway-request-id")).toStartWith("gw_");
     });
@@ -107,7 +109,7 @@ describe("x-gateway-request-id on successful answers", () => {
 
   it("is on the public /v1 routes", async () => {
     for (const path of ["/v1/models", "/v1/models/demo"]) {
-      const res = await fetch(`${t.gw.url}${path}`);
+      const res = await send(t.gw, path);
       expect(res.status).toBe(200);
       expect(headersOf(res)["x-gateway-request-id"]).toStartWith("gw_");
     }

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { readFileSync } from "node:fs";
 import { serve, tempInstallation, type ServeProcess } from "../support/cli.ts";
-import { expectError, hi, keyHeaders } from "../support/http.ts";
+import { hi, keyHeaders } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 
 // Spec, Limits: 20 MiB per request. A 200 MiB streamed upload must be refused while it is still
 // coming in, and must not be buffered: the server runs in its own process so its RSS is its own.

@@ -3,7 +3,8 @@ import { events } from "../../src/logs/events.ts";
 import { Health } from "../../src/relay/health.ts";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { anthropicError, openaiError, type MockUpstream } from "../support/mock-upstream.ts";
-import { errorOf, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 
 // Issue 13: every upstream failure is one event line for the operator, a provider refusing the
 // gateway's own key is named as such, and the request log names the route that failed.

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
-import { errorOf, ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
+import { lastStreamCost, PRICES, usdToNanoShown } from "../support/prices.ts";
 
 // Costs here are computed by hand from the catalog prices (USD per 1M tokens = nano-dollars per
 // token × 1000) and the token counts the mock upstream reports.
-const PRICES = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
 const CHEAP = { input: 0.075, output: 0.3, cache_read: 0.0075, cache_write: 0.09375 };
 const model = (id: string, provider: string, pricing: Record<string, number>) => ({
   id,
@@ -27,7 +28,7 @@ beforeAll(async () => {
 });
 afterAll(() => stop());
 
-const costOf = (text: string) => Math.round(Number([...text.matchAll(/"cost_usd":([0-9.e-]+)/g)].at(-1)![1]) * 1e9);
+const costOf = (text: string) => usdToNanoShown(lastStreamCost(text)!);
 
 /** One request with the usage the upstream reports; returns what the client, the ledger and the log say. */
 async function charged(path: string, modelId: string, usage: Record<string, number>, opts: { stream?: boolean; usd?: number; maxTokens?: number } = {}) {

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
-import { errorOf, estimateOf, ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { estimateOf, ledgerRows, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
+import { lastStreamCost, usdToNanoShown } from "../support/prices.ts";
 
 // The upstream reports exactly the tokens the gateway reserves for (the byte estimate in, max_tokens
 // out), so every request costs its reservation and how many fit is known in advance: no timing luck.
@@ -41,8 +43,8 @@ async function run(key: string, stream: boolean): Promise<Outcome> {
   const shouldRetry = res.headers.get("x-should-retry");
   if (res.status !== 200) return { status: res.status, requestId, costNano: null, code: (await errorOf(res)).code, shouldRetry };
   const text = await res.text();
-  const costs = [...text.matchAll(/"cost_usd":([0-9.e-]+)/g)].map((m) => Math.round(Number(m[1]) * 1e9));
-  return { status: 200, requestId, costNano: costs.at(-1) ?? null, code: null, shouldRetry };
+  const shown = lastStreamCost(text);
+  return { status: 200, requestId, costNano: shown === null ? null : usdToNanoShown(shown), code: null, shouldRetry };
 }
 
 /** 200 requests at once, spread over the keys, every other one streamed. */

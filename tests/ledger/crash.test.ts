@@ -8,11 +8,12 @@ import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { Ledger } from "../../src/ledger/ledger.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
+import { anthropicConfig, ROOT, startServe } from "../support/cli.ts";
+import { usdToNanoShown } from "../support/prices.ts";
 
 // A real `gateway serve` process is killed with SIGKILL while streams hold reservations, then
 // started again on the same database file (DESIGN: reservations outlive nothing). Holds live in the
 // serving process, so they are read over HTTP (/v1/me) and die with it.
-const ROOT = join(import.meta.dir, "..", "..");
 const OPENING = 10_000_000_000;
 const STREAMS = 5;
 
@@ -24,30 +25,10 @@ const children = new Set<Subprocess>();
 
 /** Starts `gateway serve --json` and resolves with its port and everything it printed before it. */
 async function serve(): Promise<{ proc: Subprocess; port: number; printed: string[] }> {
-  const proc = Bun.spawn(
-    ["bun", "src/cli/main.ts", "serve", "--port", "0", "--db", join(dir, "gateway.db"), "--config", join(dir, "gateway.toml"), "--json"],
-    { cwd: ROOT, stdout: "pipe", stderr: "inherit", env: { ...process.env, GATEWAY_CONFIG: undefined, PORT: undefined } },
-  );
-  children.add(proc);
-  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
-  const decoder = new TextDecoder();
-  const printed: string[] = [];
-  let buf = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`gateway serve exited before listening: ${printed.join(" | ")}`);
-    buf += decoder.decode(value, { stream: true });
-    let nl: number;
-    while ((nl = buf.indexOf("\n")) !== -1) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      printed.push(line);
-      if (line.startsWith("{")) {
-        reader.releaseLock();
-        return { proc, port: (JSON.parse(line) as { port: number }).port, printed };
-      }
-    }
-  }
+  const s = startServe(["--port", "0", "--db", join(dir, "gateway.db"), "--config", join(dir, "gateway.toml"), "--json"], { cwd: ROOT });
+  children.add(s.proc);
+  const listening = (await s.until(/^(\{.*)\n/m))[1]!;
+  return { proc: s.proc, port: (JSON.parse(listening) as { port: number }).port, printed: s.out.split("\n") };
 }
 
 const post = (port: number, body: unknown, headers: Record<string, string> = {}) =>
@@ -56,7 +37,7 @@ const post = (port: number, body: unknown, headers: Record<string, string> = {})
     headers: { "x-api-key": account.key, "content-type": "application/json", ...headers },
     body: JSON.stringify(body),
   });
-const ask = (stream: boolean) => ({ model: "slow", max_tokens: 1000, stream, messages: [{ role: "user", content: "count slowly" }] });
+const ask = (stream: boolean) => ({ model: "claude-x", max_tokens: 1000, stream, messages: [{ role: "user", content: "count slowly" }] });
 
 const one = <T>(sql: string, ...p: number[]) => db.$client.query(sql).get(...p) as T;
 const money = () => ({
@@ -70,7 +51,7 @@ const held = async (port: number) => {
     key: { quota: { reserved_usd: number } };
     balance: { balance_usd: number; reserved_usd: number; spendable_usd: number };
   };
-  return { account: Math.round(me.balance.reserved_usd * 1e9), key: Math.round(me.key.quota.reserved_usd * 1e9), spendable: Math.round(me.balance.spendable_usd * 1e9) };
+  return { account: usdToNanoShown(me.balance.reserved_usd), key: usdToNanoShown(me.key.quota.reserved_usd), spendable: usdToNanoShown(me.balance.spendable_usd) };
 };
 
 let beforeKill: ReturnType<typeof money>;
@@ -85,25 +66,8 @@ let restart: { port: number; printed: string[] };
 beforeAll(async () => {
   up = await startMockUpstream();
   dir = mkdtempSync(join(tmpdir(), "gw-crash-"));
-  writeFileSync(
-    join(dir, "gateway.toml"),
-    `[server]
-host = "127.0.0.1"
-
-[[providers]]
-id = "mock"
-kind = "anthropic"
-base_url = "${up.url}"
-api_key = "sk-mock"
-
-[[models]]
-id = "slow"
-modalities = ["text"]
-endpoints = ["messages"]
-pricing = { input = 3.0, output = 15.0 }
-routes = [{ provider = "mock", model = "slow-upstream" }]
-`,
-  );
+  // One Messages model, "claude-x", served by the mock.
+  writeFileSync(join(dir, "gateway.toml"), anthropicConfig(up.url));
   db = openDatabase(join(dir, "gateway.db"));
   migrate(db);
   const acc = createAccount(db, new Ledger(db), "crash@test.local", { balanceNano: OPENING });
@@ -115,7 +79,7 @@ routes = [{ provider = "mock", model = "slow-upstream" }]
   for (let i = 0; i < 2; i++) {
     const res = await post(first.port, ask(false));
     const body = (await res.json()) as { usage: { cost_usd: number } };
-    chargedBeforeKill += Math.round(body.usage.cost_usd * 1e9);
+    chargedBeforeKill += usdToNanoShown(body.usage.cost_usd);
   }
   // Five streams, ten seconds each, hold reservations when the process dies; one carries an Idempotency-Key.
   for (let i = 0; i < STREAMS; i++) up.script({ kind: "slow_stream", events: 100, intervalMs: 100 });
@@ -148,13 +112,11 @@ afterAll(async () => {
 
 /** A second `gateway serve` on the database of the running one. */
 async function serveAgainWhileRunning(): Promise<{ code: number; stderr: string }> {
-  const proc = Bun.spawn(
-    ["bun", "src/cli/main.ts", "serve", "--port", "0", "--db", join(dir, "gateway.db"), "--config", join(dir, "gateway.toml")],
-    { cwd: ROOT, stdout: "ignore", stderr: "pipe", env: { ...process.env, GATEWAY_CONFIG: undefined, PORT: undefined } },
-  );
-  children.add(proc);
-  const code = await proc.exited;
-  return { code, stderr: await new Response(proc.stderr as ReadableStream).text() };
+  const s = startServe(["--port", "0", "--db", join(dir, "gateway.db"), "--config", join(dir, "gateway.toml")], { cwd: ROOT });
+  children.add(s.proc);
+  const code = await s.proc.exited;
+  await s.exited();
+  return { code, stderr: s.err };
 }
 
 describe("one server per database", () => {
@@ -199,7 +161,7 @@ describe("the next start on the same database", () => {
   it("serves again with the whole balance spendable", async () => {
     const res = await post(restart.port, ask(false));
     expect(res.status).toBe(200);
-    const cost = Math.round(((await res.json()) as { usage: { cost_usd: number } }).usage.cost_usd * 1e9);
+    const cost = usdToNanoShown(((await res.json()) as { usage: { cost_usd: number } }).usage.cost_usd);
     const m = money();
     expect(m.charges).toBe(3);
     expect((await held(restart.port)).account).toBe(0);

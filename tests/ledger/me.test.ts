@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
-import { errorOf, estimateOf, getWithKey, messagesBody, postWithApiKey } from "../support/keyed.ts";
+import { estimateOf, getWithKey, messagesBody, postWithApiKey } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
 
 let up: MockUpstream;

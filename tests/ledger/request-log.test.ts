@@ -8,6 +8,7 @@ import { findLog } from "../../src/logs/queries.ts";
 import { LOG_RETENTION_MS, RequestLog } from "../../src/logs/request-log.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { getWithKey, postWithApiKey, sqlAll, sqlGet } from "../support/keyed.ts";
+import { usdToNanoShown } from "../support/prices.ts";
 
 // Spec: a request id reconstructs route, usage, cost and status, never content; logs are kept 90 days.
 let gw: TestGateway;
@@ -38,7 +39,7 @@ describe("a request log row for every /v1 request", () => {
       error_code: null,
       input_tokens: body.usage.prompt_tokens,
       output_tokens: body.usage.completion_tokens,
-      cost_nano: Math.round(body.usage.cost_usd * 1e9),
+      cost_nano: usdToNanoShown(body.usage.cost_usd),
       attempts: 1,
     });
   });

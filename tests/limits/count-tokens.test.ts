@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { errorOf, estimateOf, ledgerRows, postWithApiKey } from "../support/keyed.ts";
+import { estimateOf, ledgerRows, postWithApiKey } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 
 // Spec: POST /v1/messages/count_tokens requires a key, is free of charge, has its own 60/min limit,
 // and answers the byte estimate that also sizes reservations.

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { GatewayError } from "../../src/core/errors.ts";
 import { RateLimiter } from "../../src/limits/rate-limit.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { errorOf, getWithKey, postWithApiKey } from "../support/keyed.ts";
+import { getWithKey, postWithApiKey } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 
 /** A limiter on a hand-driven clock (milliseconds). */
 function clocked() {

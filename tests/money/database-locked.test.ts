@@ -1,7 +1,8 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
-import { errorOf, messagesBody, postWithApiKey } from "../support/keyed.ts";
+import { messagesBody, postWithApiKey } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 
 // Issue 14 item 3: another process holding SQLite's write lock longer than the busy timeout (an
 // operator's sqlite3, a long prune, a VACUUM). Today: 500 after the upstream answered, the hold leaked,

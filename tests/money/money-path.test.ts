@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startGatewayOnMock, startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { errorOf, messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { messagesBody, postWithApiKey, sqlGet } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
+import { sse } from "../support/sse.ts";
 
 // Issue 14, the money path: each hold resolves once, on every path, and each of these faults, found
 // under attack, charges what the rules say (docs/database.md, "Billing rules").
@@ -84,9 +86,9 @@ describe("a stream whose upstream keeps the connection open after message_stop",
       ["message_delta", { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 3 } }],
       ["message_stop", { type: "message_stop" }],
     ];
-    const sse = frames.map(([e, d]) => `event: ${e}\ndata: ${JSON.stringify(d)}\n\n`).join("");
+    const body = frames.map(([e, d]) => sse(e as string, d)).join("");
     // All events, then the connection stays open (until the test ends).
-    const open = new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode(sse)) });
+    const open = new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode(body)) });
     up.script({ kind: "raw", status: 200, headers: { "content-type": "text/event-stream" }, body: undefined });
     const lingering = Bun.serve({ port: 0, hostname: "127.0.0.1", idleTimeout: 0, fetch: () => new Response(open, { headers: { "content-type": "text/event-stream" } }) });
     const g2 = await startTestGateway({

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "bun:test";
 import { join } from "node:path";
-import { startServe, tempFolder } from "../process/support.ts";
+import { startServe, tempInstallation } from "../support/cli.ts";
 
 // Issue 13: an access log, one JSON line per request on stdout, never content, never a key;
 // off with [server] access_log = false.
@@ -9,7 +9,7 @@ const folders: { remove(): void }[] = [];
 afterAll(() => folders.forEach((f) => f.remove()));
 
 async function served(config: string) {
-  const f = tempFolder(config);
+  const f = tempInstallation(config);
   folders.push(f);
   const s = startServe(["--config", f.config, "--port", "0", "--db", join(f.dir, "gateway.db")]);
   const url = await s.url();
@@ -55,7 +55,7 @@ describe("the access log", () => {
 
 describe("the access log at stop", () => {
   it("writes the lines still buffered before the process exits on SIGTERM", async () => {
-    const f = tempFolder('[server]\nhost = "127.0.0.1"\n');
+    const f = tempInstallation('[server]\nhost = "127.0.0.1"\n');
     folders.push(f);
     const s = startServe(["--config", f.config, "--port", "0", "--db", join(f.dir, "gateway.db")]);
     const url = await s.url();

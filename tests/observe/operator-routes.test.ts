@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { errorOf, postWithApiKey } from "../support/keyed.ts";
+import { postWithApiKey } from "../support/keyed.ts";
+import { errorOf } from "../support/errors.ts";
 
 // Issue 13, "Logs, metrics, health": GET /healthz, /readyz, /metrics and /openapi.json.
 

@@ -2,14 +2,14 @@ import { afterAll, describe, expect, it } from "bun:test";
 import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startMockUpstream } from "../support/mock-upstream.ts";
-import { anthropicConfig, freePort, MAIN, startServe, tempFolder } from "./support.ts";
+import { anthropicConfig, freePort, MAIN, startServe, tempInstallation } from "../support/cli.ts";
 
 // Issue 13, first start: `bun install && bun run start` on a fresh clone, and the binary in an empty
 // folder, must work; what cannot work is one line that names the cause.
 
 const folders: { remove(): void }[] = [];
 const folder = (config?: string) => {
-  const f = tempFolder(config);
+  const f = tempInstallation(config);
   folders.push(f);
   return f;
 };

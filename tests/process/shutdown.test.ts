@@ -2,7 +2,8 @@ import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { join } from "node:path";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
-import { anthropicConfig, startServe, tempFolder, type Served } from "./support.ts";
+import { anthropicConfig, startServe, tempInstallation, type Served } from "../support/cli.ts";
+import { errorOf } from "../support/errors.ts";
 
 // Issue 13, the process: SIGTERM and SIGINT drain what is in flight up to [server] shutdown_timeout_s,
 // then end the rest with an error (free, hold released, log row written), close the database and
@@ -19,7 +20,7 @@ afterAll(async () => {
 });
 
 async function gateway(timeoutS: number): Promise<{ s: Served; url: string; key: string; db: string }> {
-  const f = tempFolder(anthropicConfig(up.url, { shutdown_timeout_s: timeoutS }));
+  const f = tempInstallation(anthropicConfig(up.url, { shutdown_timeout_s: timeoutS }));
   folders.push(f);
   const db = join(f.dir, "gateway.db");
   const create = (args: string[]) => Bun.spawnSync(["bun", join(import.meta.dir, "../../src/cli/main.ts"), ...args, "--config", f.config, "--db", db, "--json"]);
@@ -106,7 +107,7 @@ describe("SIGTERM", () => {
     s.kill("SIGTERM");
     const res = await pending;
     expect(res.status).toBe(502);
-    const err = ((await res.json()) as { error: { type: string; message: string } }).error;
+    const err = await errorOf(res);
     expect(err.type).toBe("upstream_unavailable");
     expect(err.message).toContain("shutting down");
     expect(await s.exited()).toBe(0);

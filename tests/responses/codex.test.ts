@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { JsonObject } from "../../src/wire/shapes.ts";
-import { codexRead, fixtureJson } from "../dialects/responses-support.ts";
-import type { TextRig } from "../text/setup.ts";
-import { CAPPED, lastUpstream, postResponses, sseFrames, startResponsesRig, type SseFrame } from "./support.ts";
+import { fixtureJson } from "../support/fixtures.ts";
+import { codexRead } from "../support/responses.ts";
+import type { TextRig } from "../support/text-rig.ts";
+import { sseFrames, type SseFrame } from "../support/sse.ts";
+import { CAPPED, lastUpstream, postResponses, startResponsesRig } from "./support.ts";
 
 // The request Codex CLI really sends (tests/fixtures/responses/codex-request.json: namespace tools
 // for sub-agents, a web_search it offers by default, reasoning items, store:false, stream:true),
@@ -12,7 +14,7 @@ let rig: TextRig;
 let codex: JsonObject;
 beforeAll(async () => {
   rig = await startResponsesRig();
-  codex = { ...(await fixtureJson("codex-request.json")), model: "gpt-native", stream: true };
+  codex = { ...(await fixtureJson("responses/codex-request.json")), model: "gpt-native", stream: true };
 });
 afterAll(() => rig.stop());
 

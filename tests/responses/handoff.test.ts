@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { JsonObject } from "../../src/wire/shapes.ts";
-import type { TextRig } from "../text/setup.ts";
+import type { TextRig } from "../support/text-rig.ts";
 import { startResponsesRig } from "./support.ts";
 
 // Issue 14, wire fidelity: a multi-agent handoff (the OpenAI Agents SDK) sends the previous agent's

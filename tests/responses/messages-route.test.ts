@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { ResponseStreamEvent } from "openai/resources/responses/responses";
 import type { JsonObject } from "../../src/wire/shapes.ts";
-import type { TextRig } from "../text/setup.ts";
-import { expectedNano } from "../text/setup.ts";
-import { fixtureJson } from "../dialects/responses-support.ts";
-import { postResponses, sseFrames, startResponsesRig } from "./support.ts";
+import type { TextRig } from "../support/text-rig.ts";
+import { expectedNano } from "../support/prices.ts";
+import { fixtureJson } from "../support/fixtures.ts";
+import { sseFrames } from "../support/sse.ts";
+import { postResponses, startResponsesRig } from "./support.ts";
 
 // "claude-native" routes to the Anthropic mock: a Responses request becomes a chat completion,
 // which the relay translates to Messages; the answer (or the event stream) comes back the other way.
@@ -120,7 +121,7 @@ describe("a Responses request on a Messages route", () => {
   });
 
   it("serves the recorded Codex request and returns a namespaced tool_use as {name, namespace}", async () => {
-    const codex = { ...(await fixtureJson("codex-request.json")), model, stream: true };
+    const codex = { ...(await fixtureJson("responses/codex-request.json")), model, stream: true };
     rig.up.script({ kind: "tool_calls", calls: [{ id: "toolu_w", name: "multi_agent_v1__wait_agent", arguments: { targets: ["a1"] } }] });
     const res = await postResponses(rig, codex);
     const frames = sseFrames(await res.text());

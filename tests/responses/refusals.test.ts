@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import type { TextRig } from "../text/setup.ts";
-import { MESSAGES_ONLY, errorOf, lastUpstream, postResponses, request, startResponsesRig } from "./support.ts";
+import type { TextRig } from "../support/text-rig.ts";
+import { MESSAGES_ONLY, lastUpstream, postResponses, request, startResponsesRig } from "./support.ts";
+import { errorOf, type WireError } from "../support/errors.ts";
 
 // What /v1/responses refuses before any upstream call (400, the spec's four-field error object,
 // nothing reserved or charged), what it serves with a hosted tool left out, and its unknown paths.
@@ -15,7 +16,7 @@ const ONE_USD = 1_000_000_000;
 const ask = (extra: Record<string, unknown> = {}) => ({ model: "gpt-native", input: "hi", ...extra });
 
 /** Sends `body` from a fresh 1 USD account; the refusal must leave the balance and the upstream alone. */
-async function refused(body: unknown): Promise<{ res: Response; error: Record<string, unknown> }> {
+async function refused(body: unknown): Promise<{ res: Response; error: WireError }> {
   const a = rig.gw.account(1);
   const before = rig.up.requests.length;
   const res = await postResponses(rig, body, a.key);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { ResponseStreamEvent } from "openai/resources/responses/responses";
-import type { TextRig } from "../text/setup.ts";
-import { expectedNano } from "../text/setup.ts";
+import type { TextRig } from "../support/text-rig.ts";
+import { expectedNano } from "../support/prices.ts";
 import { lastUpstream, startResponsesRig } from "./support.ts";
 
 // POST /v1/responses through the official openai SDK, served by the OpenAI-compatible mock behind

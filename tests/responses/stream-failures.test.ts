@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { APIError } from "openai";
 import type { JsonObject } from "../../src/wire/shapes.ts";
-import type { TextRig } from "../text/setup.ts";
-import { postResponses, sseFrames, startResponsesRig } from "./support.ts";
+import type { TextRig } from "../support/text-rig.ts";
+import { sseFrames } from "../support/sse.ts";
+import { postResponses, startResponsesRig } from "./support.ts";
 
 // After the first byte the status line is sent: a broken upstream can only end the stream with
 // the dialect's own failure (an `error` event, then response.failed), and the request is free.

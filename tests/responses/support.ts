@@ -1,8 +1,10 @@
 // Shared by tests/responses/*.test.ts: the text rig plus one model the Responses route must refuse,
-// raw POSTs for what the SDK would not send, and a reader for the SSE body of a raw stream.
+// raw POSTs for what the SDK would not send.
 
 import type { JsonObject } from "../../src/wire/shapes.ts";
-import { PRICES, startTextRig, type TextRig } from "../text/setup.ts";
+import { PRICES } from "../support/prices.ts";
+import { startTextRig, type TextRig } from "../support/text-rig.ts";
+import { keyHeaders, send } from "../support/http.ts";
 
 /** Sold only on Messages: /v1/responses rides on chat.completions, so it must refuse this one. */
 export const MESSAGES_ONLY = "claude-messages-only";
@@ -30,38 +32,12 @@ export function startResponsesRig(): Promise<TextRig> {
 }
 
 export function request(rig: TextRig, method: string, path: string, body?: unknown, key = rig.acct.key): Promise<Response> {
-  return fetch(`${rig.gw.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  return send(rig.gw, path, { method, headers: keyHeaders(key), body: body === undefined ? undefined : JSON.stringify(body) });
 }
 
 export const postResponses = (rig: TextRig, body: unknown, key?: string) => request(rig, "POST", "/v1/responses", body, key);
 
-export interface SseFrame {
-  event: string | undefined;
-  data: JsonObject;
-}
-
-/** An SSE body → its events, with the JSON of each data line. Comments and [DONE] are skipped. */
-export function sseFrames(text: string): SseFrame[] {
-  const frames: SseFrame[] = [];
-  for (const block of text.split("\n\n")) {
-    const lines = block.split("\n");
-    const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
-    const data = lines.find((l) => l.startsWith("data: "))?.slice(6);
-    if (!data || data === "[DONE]") continue;
-    frames.push({ event, data: JSON.parse(data) as JsonObject });
-  }
-  return frames;
-}
-
 /** The upstream request the gateway sent last. */
 export function lastUpstream(rig: TextRig): JsonObject {
   return rig.up.requests.at(-1)!.body as JsonObject;
-}
-
-export async function errorOf(res: Response): Promise<Record<string, unknown>> {
-  return ((await res.json()) as { error: Record<string, unknown> }).error;
 }

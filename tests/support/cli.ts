@@ -3,11 +3,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-// The CLI as an operator runs it: `bun src/cli/main.ts …` in a child process, against a temporary
-// database. Nothing here reaches into the gateway's modules.
+// The CLI as an operator runs it: `bun src/cli/main.ts …` in a child process (a command to its end, or
+// `gateway serve` with signals from outside), against a temporary folder. Nothing here reaches into
+// the gateway's modules.
 
 export const ROOT = join(import.meta.dir, "../..");
-const MAIN = join(ROOT, "src/cli/main.ts");
+export const MAIN = join(ROOT, "src/cli/main.ts");
+const LOOPBACK = '[server]\nhost = "127.0.0.1"\n';
 
 export interface CliResult {
   code: number;
@@ -18,7 +20,7 @@ export interface CliResult {
 /** The environment of a child: this one's, minus what would point it at another installation. */
 function childEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "GATEWAY_CONFIG" && k !== "PORT") env[k] = v;
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !["GATEWAY_CONFIG", "GATEWAY_DB", "PORT"].includes(k)) env[k] = v;
   return { ...env, ...extra };
 }
 
@@ -46,13 +48,13 @@ export function expectOneLineFailure(r: CliResult): string {
 }
 
 /**
- * A temporary directory with a database path and a config file that binds the server to loopback
- * (the default host is 0.0.0.0); `remove()` deletes them all.
+ * A temporary directory with a database path and a config file, by default one that binds the server
+ * to loopback (the default host is 0.0.0.0); `remove()` deletes them all.
  */
-export function tempInstallation(): { dir: string; db: string; config: string; remove(): void } {
+export function tempInstallation(text = LOOPBACK): { dir: string; db: string; config: string; remove(): void } {
   const dir = mkdtempSync(join(tmpdir(), "gw-cli-"));
   const config = join(dir, "gateway.toml");
-  writeFileSync(config, '[server]\nhost = "127.0.0.1"\n');
+  writeFileSync(config, text);
   return { dir, db: join(dir, "gateway.db"), config, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
@@ -68,38 +70,115 @@ export interface ServeProcess {
 
 /** `gateway serve …` in its own process; resolves once it has printed its first line. */
 export async function serve(args: string[]): Promise<ServeProcess> {
-  const proc = Bun.spawn(["bun", MAIN, "serve", ...args], { cwd: ROOT, env: childEnv({}), stdout: "pipe", stderr: "inherit" });
-  const reader = proc.stdout.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) {
-      await proc.exited;
-      throw new Error(`gateway serve exited ${proc.exitCode} before printing: ${text}`);
-    }
-    text += decoder.decode(value, { stream: true });
-  }
+  const s = startServe(args, { cwd: ROOT });
+  await s.until(/\n/, 60_000);
   return {
-    pid: proc.pid,
-    firstLine: text.slice(0, text.indexOf("\n")),
+    pid: s.proc.pid,
+    firstLine: s.out.slice(0, s.out.indexOf("\n")),
     async until(pattern) {
-      while (!pattern.test(text)) {
-        const { value, done } = await reader.read();
-        if (done) throw new Error(`gateway serve ended without printing ${pattern}: ${text}`);
-        text += decoder.decode(value, { stream: true });
-      }
-      return text;
+      await s.until(pattern, 60_000);
+      return s.out;
     },
     async stop() {
-      proc.kill("SIGTERM");
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        text += decoder.decode(value, { stream: true });
-      }
-      await proc.exited;
-      return text;
+      s.kill("SIGTERM");
+      await s.exited(60_000);
+      return s.out;
     },
   };
+}
+
+export interface Served {
+  proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  /** What it printed on stdout so far. */
+  readonly out: string;
+  readonly err: string;
+  /** Reads on until stdout matches; returns the match. */
+  until(pattern: RegExp, ms?: number): Promise<RegExpMatchArray>;
+  /** Resolves with the exit code (or null after `ms`). */
+  exited(ms?: number): Promise<number | null>;
+  /** The base URL from the listening line. */
+  url(): Promise<string>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+export function startServe(args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Served {
+  const proc = Bun.spawn(["bun", MAIN, "serve", ...args], { cwd: opts.cwd, env: childEnv(opts.env ?? {}), stdout: "pipe", stderr: "pipe" });
+  let out = "";
+  let err = "";
+  let changed: () => void = () => {};
+  const pump = async (stream: ReadableStream<Uint8Array>, add: (s: string) => void) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      add(decoder.decode(chunk, { stream: true }));
+      changed();
+    }
+  };
+  const done = Promise.all([pump(proc.stdout, (s) => (out += s)), pump(proc.stderr, (s) => (err += s))]);
+  const served: Served = {
+    proc,
+    get out() {
+      return out;
+    },
+    get err() {
+      return err;
+    },
+    async until(pattern, ms = 10_000) {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const m = out.match(pattern);
+        if (m) return m;
+        if (proc.exitCode !== null) {
+          await done;
+          const m2 = out.match(pattern);
+          if (m2) return m2;
+          throw new Error(`serve exited ${proc.exitCode} without printing ${pattern}:\n${out}\n${err}`);
+        }
+        if (Date.now() > deadline) throw new Error(`serve did not print ${pattern} within ${ms} ms:\n${out}\n${err}`);
+        await new Promise<void>((r) => {
+          changed = r;
+          setTimeout(r, 50);
+        });
+      }
+    },
+    async exited(ms = 15_000) {
+      const code = await Promise.race([proc.exited, Bun.sleep(ms).then(() => null)]);
+      if (code !== null) await done;
+      return code;
+    },
+    async url() {
+      const m = await served.until(/listening on (http:\/\/\S+)/);
+      return m[1]!;
+    },
+    kill(signal = "SIGTERM") {
+      proc.kill(signal);
+    },
+  };
+  return served;
+}
+
+/** A free TCP port on loopback (bound and released). */
+export function freePort(): number {
+  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+  const port = s.port!;
+  s.stop(true);
+  return port;
+}
+
+/** A config serving one Messages model ("claude-x") from an anthropic provider at `url`, on loopback. */
+export function anthropicConfig(url: string, server: Record<string, string | number> = {}): string {
+  const extra = Object.entries(server).map(([k, v]) => `${k} = ${JSON.stringify(v)}\n`).join("");
+  return `[server]
+host = "127.0.0.1"
+${extra}[[providers]]
+id = "anthropic"
+kind = "anthropic"
+base_url = "${url}"
+api_key = "sk-upstream"
+[[models]]
+id = "claude-x"
+modalities = ["text"]
+endpoints = ["messages"]
+pricing = { input = 3.0, output = 15.0 }
+routes = [{ provider = "anthropic", model = "claude-x-1" }]
+`;
 }

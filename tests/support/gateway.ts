@@ -5,12 +5,12 @@ import { parseConfig, type Config } from "../../src/config/load.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { usdToNano } from "../../src/core/money.ts";
 import type { NewKey } from "../../src/auth/keys.ts";
+import type { Services } from "../../src/services.ts";
 import { startGateway, type RunningGateway } from "../../src/server.ts";
 import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";
 
-export interface TestGateway extends RunningGateway {
-  config: Config;
-  dir: string;
+/** Accounts and keys made straight in the database, and the books read back, for any running gateway. */
+export interface Accounts {
   /** A new account with `usd` dollars (default 10) and one key; returns the key text and ids. */
   account(usd?: number | string, key?: NewKey): { key: string; accountId: number; keyId: number; email: string };
   /** Another key on an existing account. */
@@ -19,23 +19,15 @@ export interface TestGateway extends RunningGateway {
   money(accountId: number): { balance: number; reserved: number; ledgerSum: number; openHolds: number };
 }
 
+export interface TestGateway extends RunningGateway, Accounts {
+  config: Config;
+  dir: string;
+}
+
 let seq = 0;
 
-/**
- * Boots the real server on a random port with a fresh SQLite file. `config` is the TOML document as
- * an object (parsed exactly like a file); without it the built-in demo catalog is served.
- */
-export async function startTestGateway(config: Record<string, unknown> = {}): Promise<TestGateway> {
-  const dir = mkdtempSync(join(tmpdir(), "gw-test-"));
-  // The access log (stdout) is off unless a test turns it on: the suite's output stays readable.
-  const raw = { ...config, server: { host: "127.0.0.1", access_log: false, ...(config.server as object), database: join(dir, "gateway.db") } };
-  const cfg = parseConfig(raw, "test config");
-  const gw = startGateway(cfg, { port: 0, quiet: true });
-  const svc = gw.services;
+export function accountsOf(svc: Services): Accounts {
   return {
-    ...gw,
-    config: cfg,
-    dir,
     account(usd = 10, key = {}) {
       const email = `user${process.pid}-${++seq}@test.local`;
       const acc = createAccount(svc.db, svc.ledger, email, { balanceNano: usdToNano(usd) });
@@ -55,6 +47,29 @@ export async function startTestGateway(config: Record<string, unknown> = {}): Pr
         openHolds: svc.ledger.holds.list().filter((h) => h.accountId === accountId).length,
       };
     },
+  };
+}
+
+/**
+ * A test's config in a fresh temporary folder: `config` is the TOML document as an object (parsed
+ * exactly like a file); without it the built-in demo catalog is served.
+ */
+export function testConfig(config: Record<string, unknown>): { config: Config; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), "gw-test-"));
+  // The access log (stdout) is off unless a test turns it on: the suite's output stays readable.
+  const raw = { ...config, server: { host: "127.0.0.1", access_log: false, ...(config.server as object), database: join(dir, "gateway.db") } };
+  return { config: parseConfig(raw, "test config"), dir };
+}
+
+/** Boots the real server on a random port with a fresh SQLite file (see testConfig). */
+export async function startTestGateway(config: Record<string, unknown> = {}): Promise<TestGateway> {
+  const { config: cfg, dir } = testConfig(config);
+  const gw = startGateway(cfg, { port: 0, quiet: true });
+  return {
+    ...gw,
+    ...accountsOf(gw.services),
+    config: cfg,
+    dir,
     async stop() {
       await gw.stop();
       rmSync(dir, { recursive: true, force: true });
@@ -63,17 +78,20 @@ export async function startTestGateway(config: Record<string, unknown> = {}): Pr
 }
 
 /**
- * The mock vendor on loopback and a gateway whose anthropic provider (and, with `openai`, its openai
- * provider) points at it, serving `models`; stop() stops both.
+ * The mock vendor on loopback and a gateway whose providers point at it, serving `models`: an
+ * anthropic provider (and, with `openai`, an openai one), or the `providers` a test writes for the
+ * mock's URLs. stop() stops both.
  */
 export async function startGatewayOnMock(opts: {
   models: Record<string, unknown>[];
   openai?: boolean;
+  providers?: (up: MockUpstream) => Record<string, unknown>[];
   limits?: Record<string, unknown>;
 }): Promise<{ up: MockUpstream; gw: TestGateway; stop(): Promise<void> }> {
   const up = await startMockUpstream();
   const gw = await startTestGateway({
-    ...upstreamCatalog({ anthropicUrl: up.url, openaiUrl: opts.openai ? up.openaiURL : undefined, models: opts.models }),
+    providers: opts.providers ? opts.providers(up) : mockProviders(up, opts.openai),
+    models: opts.models,
     ...(opts.limits ? { limits: opts.limits } : {}),
   });
   return {
@@ -86,14 +104,7 @@ export async function startGatewayOnMock(opts: {
   };
 }
 
-/** Provider + model config pointing text models at a mock upstream. */
-function upstreamCatalog(opts: {
-  anthropicUrl?: string;
-  openaiUrl?: string;
-  models?: Record<string, unknown>[];
-}): Record<string, unknown> {
-  const providers: Record<string, unknown>[] = [];
-  if (opts.anthropicUrl) providers.push({ id: "anthropic", kind: "anthropic", base_url: opts.anthropicUrl, api_key: "sk-ant-upstream" });
-  if (opts.openaiUrl) providers.push({ id: "openai", kind: "openai", base_url: opts.openaiUrl, api_key: "sk-openai-upstream" });
-  return { providers, models: opts.models ?? [] };
+function mockProviders(up: MockUpstream, openai = false): Record<string, unknown>[] {
+  const anthropic = { id: "anthropic", kind: "anthropic", base_url: up.url, api_key: "sk-ant-upstream" };
+  return openai ? [anthropic, { id: "openai", kind: "openai", base_url: up.openaiURL, api_key: "sk-openai-upstream" }] : [anthropic];
 }

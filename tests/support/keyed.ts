@@ -1,12 +1,10 @@
-// Small helpers for tests of key routes: requests with a key, the error object, SQL look-ups.
+// Small helpers for tests of key routes: requests with the key in x-api-key, bodies, SQL look-ups.
 import type { TestGateway } from "./gateway.ts";
-import { postBody, type WireError } from "./http.ts";
-
-export type { WireError } from "./http.ts";
+import { postBody, send, type Target } from "./http.ts";
 
 /** POSTs a JSON body with the key in x-api-key (null: no key at all); http.ts's postJson sends it as Bearer. */
 export function postWithApiKey(
-  gw: { url: string },
+  gw: Target,
   path: string,
   body: unknown,
   key: string | null,
@@ -15,12 +13,8 @@ export function postWithApiKey(
   return postBody(gw, path, body, { "content-type": "application/json", ...(key === null ? {} : { "x-api-key": key }), ...headers });
 }
 
-export function getWithKey(gw: { url: string }, path: string, key: string | null, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${gw.url}${path}`, { headers: { ...(key === null ? {} : { "x-api-key": key }), ...headers } });
-}
-
-export async function errorOf(res: Response): Promise<WireError> {
-  return ((await res.json()) as { error: WireError }).error;
+export function getWithKey(gw: Target, path: string, key: string | null, headers: Record<string, string> = {}): Promise<Response> {
+  return send(gw, path, { headers: { ...(key === null ? {} : { "x-api-key": key }), ...headers } });
 }
 
 export function sqlAll<T = Record<string, unknown>>(gw: TestGateway, sql: string, ...params: (string | number | null)[]): T[] {

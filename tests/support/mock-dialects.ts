@@ -1,6 +1,9 @@
 // Pure renderers for the mock upstream: one dialect-neutral Answer in, the vendor's JSON body or
 // SSE frames out. Shapes follow /work/shared/protocols/{messages,chat-completions,sse}.md; nothing
-// here imports the gateway, so the mock cannot share a bug with the code it tests.
+// here calls the gateway's code (frames are written by support/sse.ts's own writer), so the mock
+// cannot share a bug with the code it tests.
+
+import { sse } from "./sse.ts";
 
 export type StopReason =
   | "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "refusal" | "pause_turn"
@@ -112,7 +115,6 @@ export function defaultErrorBody(dialect: "anthropic" | "openai", status: number
 
 // ---- Anthropic Messages ----
 
-const sse = (event: string, data: Obj): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 const signatureOf = (thinking: string): string =>
   Buffer.from(`mock-signature:${Bun.hash(thinking).toString(16)}`).toString("base64");
 
@@ -190,7 +192,6 @@ export const anthropicErrorEvent = (): string =>
 
 // ---- OpenAI Chat Completions ----
 
-const data = (d: Obj | string): string => `data: ${typeof d === "string" ? d : JSON.stringify(d)}\n\n`;
 
 function openaiUsage(u: Usage): Obj {
   // A count that is not a number (a misbehaving upstream's null, "12") is sent as it is, not summed.
@@ -230,7 +231,7 @@ export function openaiEvents(a: Answer): string[] {
   const created = Math.floor(Date.now() / 1000);
   // With include_usage the reference sends usage:null on every chunk but the last.
   const extra = a.includeUsage ? { usage: null } : {};
-  const chunk = (delta: Obj, finish: string | null = null): string => data({
+  const chunk = (delta: Obj, finish: string | null = null): string => sse(undefined, {
     id: a.id, object: "chat.completion.chunk", created, model: a.model,
     system_fingerprint: "fp_mock", service_tier: "default",
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...extra,
@@ -249,14 +250,14 @@ export function openaiEvents(a: Answer): string[] {
   out.push(chunk({}, openaiFinish(a)));
   if (a.includeUsage) {
     // Repeats the id: ChatCompletionStream merges later chunks only when they carry one.
-    out.push(data({
+    out.push(sse(undefined, {
       id: a.id, object: "chat.completion.chunk", created, model: a.model,
       system_fingerprint: "fp_mock", service_tier: "default", choices: [], usage: openaiUsage(a.usage),
     }));
   }
-  out.push(data("[DONE]"));
+  out.push(sse(undefined, "[DONE]"));
   return out;
 }
 
 export const openaiErrorEvent = (): string =>
-  data({ error: { message: "The server is overloaded. Please try again later.", type: "server_error", param: null, code: null } });
+  sse(undefined, { error: { message: "The server is overloaded. Please try again later.", type: "server_error", param: null, code: null } });

@@ -48,9 +48,10 @@ export function encodePng(width: number, height: number, rgb: [number, number, n
   return png;
 }
 
-/** Width and height from a PNG's IHDR, or null when the bytes are not a PNG. */
+/** Width and height from a PNG's IHDR, or null when the bytes are not a PNG (signature, then IHDR first). */
 export function readPngSize(bytes: Uint8Array): { width: number; height: number } | null {
   if (bytes.length < 24 || PNG_SIGNATURE.some((b, i) => bytes[i] !== b)) return null;
+  if (new TextDecoder().decode(bytes.subarray(12, 16)) !== "IHDR") return null;
   const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   return { width: v.getUint32(16), height: v.getUint32(20) };
 }

@@ -2,6 +2,8 @@
 // body that stalls after its headers, a line that never ends, a redirect. Each test sets `handle`;
 // every request is recorded with when its connection went away.
 
+import { sse } from "./sse.ts";
+
 export interface RawRequest {
   path: string;
   headers: Record<string, string>;
@@ -82,9 +84,6 @@ export function stalledBody(rec: RawRequest, parts: string[], more?: () => strin
     },
   });
 }
-
-export const sse = (event: string | undefined, data: unknown) =>
-  `${event ? `event: ${event}\n` : ""}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
 
 /** The opening events of an Anthropic stream, up to the first text delta. */
 export const anthropicOpening = (text = "Hel") => [

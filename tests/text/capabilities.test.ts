@@ -2,9 +2,10 @@
 // may carry to an upstream beyond its plain dialect. Off (the default), the field is a named loss as
 // before; on, it is sent. A route's capabilities override its provider's, field by field.
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
+import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
+import type { MockUpstream } from "../support/mock-upstream.ts";
 import type { JsonObject } from "../../src/wire/shapes.ts";
+import { postJson } from "../support/http.ts";
 
 const PRICES = { input: 3, output: 15 };
 const model = (id: string, provider: string, capabilities?: Record<string, unknown>) => ({
@@ -17,11 +18,11 @@ const model = (id: string, provider: string, capabilities?: Record<string, unkno
 
 let gw: TestGateway;
 let up: MockUpstream;
+let stop: () => Promise<void>;
 let key: string;
 beforeAll(async () => {
-  up = await startMockUpstream();
-  gw = await startTestGateway({
-    providers: [
+  ({ gw, up, stop } = await startGatewayOnMock({
+    providers: (up) => [
       { id: "plain-openai", kind: "openai", base_url: up.openaiURL, api_key: "sk-a" },
       { id: "reasoning-openai", kind: "openai", base_url: up.openaiURL, api_key: "sk-b", capabilities: { reasoning: true, reasoning_content: true, top_k: true } },
       { id: "plain-anthropic", kind: "anthropic", base_url: up.url, api_key: "sk-c" },
@@ -36,16 +37,12 @@ beforeAll(async () => {
       model("claude-limited", "plain-anthropic", { thinking: "none", structured_outputs: false, fixed_sampling: true }),
     ],
     limits: { default_rpm: 10_000 },
-  });
+  }));
   key = gw.account(100).key;
 });
-afterAll(async () => {
-  await gw.stop();
-  await up.stop();
-});
+afterAll(() => stop());
 
-const post = (path: string, body: JsonObject) =>
-  fetch(`${gw.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (path: string, body: JsonObject) => postJson(gw, path, key, body);
 const sent = () => up.requests.at(-1)!.body as JsonObject;
 const dropped = (res: Response) => (res.headers.get("x-gateway-dropped") ?? "").split(", ").filter(Boolean);
 

@@ -3,11 +3,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
-import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
+import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
+import type { MockUpstream } from "../support/mock-upstream.ts";
+import { PRICES } from "../support/prices.ts";
 import type { JsonObject } from "../../src/wire/shapes.ts";
 
-const PRICES = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
 const model = (id: string, provider: string) => ({
   id,
   modalities: ["text"],
@@ -18,24 +18,21 @@ const model = (id: string, provider: string) => ({
 
 let gw: TestGateway;
 let up: MockUpstream;
+let stop: () => Promise<void>;
 let key: string;
 beforeAll(async () => {
-  up = await startMockUpstream();
-  gw = await startTestGateway({
-    providers: [
+  ({ gw, up, stop } = await startGatewayOnMock({
+    providers: (up) => [
       { id: "plain", kind: "openai", base_url: up.openaiURL, api_key: "sk-plain" },
       { id: "old-compat", kind: "openai", base_url: up.openaiURL, api_key: "sk-old", max_tokens_field: "max_tokens" },
       { id: "anthropic", kind: "anthropic", base_url: up.url, api_key: "sk-ant" },
     ],
     models: [model("plain-gpt", "plain"), model("old-gpt", "old-compat"), model("claude", "anthropic")],
     limits: { default_rpm: 10_000 },
-  });
+  }));
   key = gw.account(100).key;
 });
-afterAll(async () => {
-  await gw.stop();
-  await up.stop();
-});
+afterAll(() => stop());
 
 const openai = () => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 });
 const lastBody = () => up.requests.at(-1)!.body as JsonObject;

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { anthropicError } from "../support/mock-upstream.ts";
-import { PRICES, startTextRig, type TextRig } from "./setup.ts";
+import { PRICES } from "../support/prices.ts";
+import { startTextRig, type TextRig } from "../support/text-rig.ts";
+import { errorOf } from "../support/errors.ts";
+import { postWithApiKey } from "../support/keyed.ts";
 
 // "twin" tries the Anthropic mock first, then the OpenAI mock (by translation).
 let rig: TextRig;
@@ -20,8 +23,7 @@ beforeAll(async () => {
 });
 afterAll(() => rig.stop());
 
-const post = (path: string, body: unknown, key = rig.acct.key) =>
-  fetch(`${rig.gw.url}${path}`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (path: string, body: unknown, key = rig.acct.key) => postWithApiKey(rig.gw, path, body, key);
 
 const ask = (extra: Record<string, unknown> = {}) => ({ model: "twin", max_tokens: 50, messages: [{ role: "user", content: "hi" }], ...extra });
 
@@ -129,7 +131,7 @@ describe("circuit breaker", () => {
           body: JSON.stringify(ask({ model: "claude-native" })),
         });
         expect(r.status).toBe(502);
-        expect(((await r.json()) as { error: { code: string } }).error.code).toBe("upstream_unavailable");
+        expect((await errorOf(r)).code).toBe("upstream_unavailable");
       }
       const hits = rig2.up.requests.length;
       const res = await fetch(`${rig2.gw.url}/v1/messages`, {
@@ -139,7 +141,7 @@ describe("circuit breaker", () => {
       });
       expect(res.status).toBe(503);
       expect(res.headers.get("retry-after")).not.toBeNull();
-      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("no_eligible_route");
+      expect((await errorOf(res)).code).toBe("no_eligible_route");
       expect(rig2.up.requests.length).toBe(hits);
       const status = (await (await fetch(`${rig2.gw.url}/status`)).json()) as { status: string; models: { id: string; routes: { state: string }[] }[] };
       expect(status.status).toBe("degraded");

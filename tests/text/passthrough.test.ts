@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { anthropicError, openaiError } from "../support/mock-upstream.ts";
-import { startTextRig, type TextRig } from "./setup.ts";
+import { startTextRig, type TextRig } from "../support/text-rig.ts";
+import { errorOf } from "../support/errors.ts";
+import { postWithApiKey } from "../support/keyed.ts";
 
 let rig: TextRig;
 beforeAll(async () => {
@@ -8,14 +10,8 @@ beforeAll(async () => {
 });
 afterAll(() => rig.stop());
 
-const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${rig.gw.url}${path}`, {
-    method: "POST",
-    headers: { "x-api-key": rig.acct.key, "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) => postWithApiKey(rig.gw, path, body, rig.acct.key, headers);
 const last = () => rig.up.requests.at(-1)!;
-const errorOf = async (res: Response) => ((await res.json()) as { error: Record<string, string> }).error;
 
 describe("the native Messages path", () => {
   it("forwards Claude Code's beta query, header and body fields unchanged, with only the model rewritten", async () => {

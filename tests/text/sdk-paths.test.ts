@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { expectedNano, startTextRig, type TextRig } from "./setup.ts";
+import { expectedNano } from "../support/prices.ts";
+import { startTextRig, type TextRig } from "../support/text-rig.ts";
 
 let rig: TextRig;
 beforeAll(async () => {

@@ -4,7 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
 import { usdToNano } from "../../src/core/money.ts";
-import { expectedNano, startTextRig, type TextRig } from "./setup.ts";
+import { expectedNano } from "../support/prices.ts";
+import { sse } from "../support/sse.ts";
+import { startTextRig, type TextRig } from "../support/text-rig.ts";
 
 let rig: TextRig;
 beforeAll(async () => {
@@ -19,8 +21,8 @@ const START_USD = 5;
 /** A chat stream as such servers send it: text chunks, the finish, [DONE], and no usage anywhere. */
 function scriptNoUsageStream(): void {
   const chunk = (delta: object, finish: string | null = null) =>
-    `data: ${JSON.stringify({ id: "chatcmpl-nousage", object: "chat.completion.chunk", created: 1, model: "gpt-upstream-1", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-  const body = chunk({ role: "assistant", content: "" }) + TEXT.split(/(?<= )/).map((t) => chunk({ content: t })).join("") + chunk({}, "stop") + "data: [DONE]\n\n";
+    sse(undefined, { id: "chatcmpl-nousage", object: "chat.completion.chunk", created: 1, model: "gpt-upstream-1", choices: [{ index: 0, delta, finish_reason: finish }] });
+  const body = chunk({ role: "assistant", content: "" }) + TEXT.split(/(?<= )/).map((t) => chunk({ content: t })).join("") + chunk({}, "stop") + sse(undefined, "[DONE]");
   rig.up.script({ kind: "raw", headers: { "content-type": "text/event-stream" }, body });
 }
 
@@ -124,7 +126,7 @@ describe("a Messages stream translated from an upstream that sends no usage", ()
 describe("a native Messages stream from an upstream that counts nothing", () => {
   it("shows the estimate and cost_usd in the final message_delta and charges exactly that", async () => {
     const a = rig.gw.account(START_USD);
-    const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+    const event = (type: string, data: object) => sse(type, { type, ...data });
     const body =
       event("message_start", { message: { id: "msg_nousage", type: "message", role: "assistant", model: "claude-upstream-1", content: [], stop_reason: null, stop_sequence: null } }) +
       event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }) +

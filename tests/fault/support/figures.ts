@@ -31,12 +31,3 @@ export function recordFigures(f: Omit<SuiteFigures, "long">): void {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, `${f.suite}.json`), JSON.stringify({ ...f, long: LONG }, null, 2));
 }
-
-/** Nano-dollars from a cost_usd as shown on the wire (at most 9 decimals). */
-export const usdToNanoShown = (usd: number): number => Math.round(usd * 1e9);
-
-/** The last usage.cost_usd of an SSE body (the final usage event), or null. */
-export function lastStreamCost(text: string): number | null {
-  const all = [...text.matchAll(/"cost_usd":\s*(-?[0-9.eE+-]+)/g)];
-  return all.length ? Number(all.at(-1)![1]) : null;
-}

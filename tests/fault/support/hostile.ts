@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import type { RawRequest } from "./raw-http.ts";
+import type { RawRequest } from "../../support/raw-http.ts";
 
 // Arbitraries of hostile requests for the fuzz (tests/fault/fuzz.test.ts): a plausible request of
 // each route, then wrong types, huge numbers, deep nesting, bytes that are not UTF-8, odd methods,

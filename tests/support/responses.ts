@@ -1,36 +1,11 @@
-// Shared by the responses-*.test.ts files: fixture I/O, id normalization, and two client models
-// used as oracles: the real openai SDK (fed through a fake fetch) and a small model of how Codex
-// reads a stream (protocols/responses.md §5).
+// Shared by the Responses translator's tests (tests/dialects) and the route's (tests/responses): id
+// normalization, and two client models used as oracles: the real openai SDK (fed through a fake
+// fetch) and a small model of how Codex reads a stream (protocols/responses.md §5).
 
 import OpenAI from "openai";
-import type { ChatChunk, JsonObject } from "../../src/wire/shapes.ts";
+import type { JsonObject } from "../../src/wire/shapes.ts";
 import type { ResponsesEvent } from "../../src/dialects/responses-via-chat/types.ts";
-
-const FIXTURES = `${import.meta.dir}/../fixtures/responses`;
-
-export async function fixtureJson<T = JsonObject>(name: string): Promise<T> {
-  return (await Bun.file(`${FIXTURES}/${name}`).json()) as T;
-}
-
-export async function fixtureText(name: string): Promise<string> {
-  return Bun.file(`${FIXTURES}/${name}`).text();
-}
-
-/** A recorded Chat Completions SSE body → its parsed chunks ([DONE] ends it). */
-export async function chatChunks(name: string): Promise<ChatChunk[]> {
-  const chunks: ChatChunk[] = [];
-  for (const block of (await fixtureText(name)).split("\n\n")) {
-    const data = block.split("\n").find((l) => l.startsWith("data: "))?.slice(6);
-    if (!data || data === "[DONE]") continue;
-    chunks.push(JSON.parse(data) as ChatChunk);
-  }
-  return chunks;
-}
-
-/** Events framed as the route will send them: `event:` = data.type, one-line JSON. */
-export function toSse(events: ResponsesEvent[]): string {
-  return events.map((e) => `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`).join("");
-}
+import { toSse } from "./sse.ts";
 
 /**
  * Random ids → stable placeholders in order of appearance (resp_1, msg_1, fc_1, …) and wall-clock
@@ -64,8 +39,7 @@ export function sdkClient(answer: (body: JsonObject) => Response): { client: Ope
   return { client, requests };
 }
 
-export const sseResponse = (events: ResponsesEvent[]) =>
-  new Response(toSse(events), { headers: { "content-type": "text/event-stream" } });
+export const sseResponse = (events: ResponsesEvent[]) => new Response(toSse(events), { headers: { "content-type": "text/event-stream" } });
 export const jsonResponse = (body: unknown) => new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
 
 export interface CodexTurn {

@@ -1,12 +1,12 @@
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
-import type { MockUpstream } from "../support/mock-upstream.ts";
-import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
+import type { MockUpstream } from "./mock-upstream.ts";
+import { startGatewayOnMock, type TestGateway } from "./gateway.ts";
+import { PRICES } from "./prices.ts";
 
 // Four models, one per (client dialect, upstream dialect) pair once a client picks its endpoint:
 // "claude-native" routes to the Anthropic mock, "gpt-native" to the OpenAI mock; each is sold on
 // both endpoints, so calling the other endpoint exercises translation.
-export const PRICES = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
 
 export interface TextRig {
   gw: TestGateway;
@@ -49,10 +49,4 @@ export async function startTextRig(extraModels: Record<string, unknown>[] = []):
     anthropic: (key = acct.key) => new Anthropic({ baseURL: gw.url, apiKey: key, maxRetries: 0 }),
     stop,
   };
-}
-
-/** Hand-computed cost in nano-dollars: prices are USD per 1M tokens, so nano per token = price × 1000. */
-export function expectedNano(u: { input: number; output: number; cacheRead?: number; cacheWrite?: number }): number {
-  const micro = u.input * PRICES.input * 1e9 + u.output * PRICES.output * 1e9 + (u.cacheRead ?? 0) * PRICES.cache_read * 1e9 + (u.cacheWrite ?? 0) * PRICES.cache_write * 1e9;
-  return Math.ceil(Math.round(micro) / 1e6);
 }
