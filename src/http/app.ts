@@ -8,7 +8,7 @@ import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowe
 import { errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
 import { newExchange, type Exchange } from "./exchange.ts";
 import { detailOf, openapiDocument } from "./openapi.ts";
-import { metricsRefusal } from "./operator-routes.ts";
+import { metricsRefusal } from "./operator-endpoints.ts";
 import { finishIdempotency, runKeyEndpoint } from "./pipeline.ts";
 import { newDashboard, runSessionEndpoint } from "./api-guard.ts";
 

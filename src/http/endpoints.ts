@@ -4,12 +4,12 @@ import { GatewayError } from "../core/errors.ts";
 import { serveImages } from "../relay/images.ts";
 import { serveResponses } from "../relay/responses.ts";
 import { serveText } from "../relay/text.ts";
-import { countTokens, me } from "./account-routes.ts";
+import { countTokens, me } from "./account-endpoints.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./api-keys.ts";
 import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-routes.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
-import { healthz, metrics, readyz } from "./operator-routes.ts";
+import { healthz, metrics, readyz } from "./operator-endpoints.ts";
 import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
 
@@ -26,7 +26,7 @@ export interface Calls {
   public: OpenCall;
   /** An API key, with its limits and the body checked first (pipeline.ts). */
   key: KeyedCall;
-  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-routes.ts). */
+  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-endpoints.ts). */
   operator: OpenCall;
   /** The dashboard's browser session, required (api-guard.ts): no API key, Origin and JSON rules on writes. */
   session: SessionCall;
