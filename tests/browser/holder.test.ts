@@ -130,4 +130,27 @@ describe("the account holder's dashboard", () => {
     await page.getByRole("heading", { level: 1, name: "Log in" }).waitFor();
     await signIn(page, gw.url, "login", "ada@example.test", "staple horse battery");
   });
+
+  it("logs in with the keyboard alone: the heading takes the focus, Tab walks the labelled fields, Enter submits", async () => {
+    const { page } = tab;
+    await page.getByRole("button", { name: "Log out" }).click();
+    await page.getByRole("heading", { level: 1, name: "Log in" }).waitFor();
+    expect(await page.evaluate("document.activeElement.tagName")).toBe("H1");
+    await page.keyboard.press("Tab");
+    await page.keyboard.type("ada@example.test");
+    await page.keyboard.press("Tab");
+    await page.keyboard.type("staple horse battery");
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
+  });
+
+  it("fits a phone's screen: no view is wider than 390 pixels", async () => {
+    const { page } = tab;
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const [route, heading] of [["", "Overview"], ["keys", "Keys"], ["models", "Models and prices"], ["account", "Account"]] as const) {
+      await visit(page, gw.url, route, heading);
+      expect({ route, width: await page.evaluate("document.documentElement.scrollWidth") }).toEqual({ route, width: 390 });
+    }
+    await tab.shot("phone");
+  });
 });
