@@ -28,16 +28,10 @@ export function checkoutsOf(db: Db, accountId: number, limit = 100): CheckoutSes
     .all();
 }
 
-/**
- * pending → credited, inside the caller's transaction. False when the session was credited already:
- * the condition on status is what makes a second delivery a no-op, whatever it raced with.
- */
-export function markCredited(db: Db, id: string, now = Date.now()): boolean {
-  const done = db
-    .update(checkoutSessions)
+/** pending → credited, inside the caller's transaction (the one that writes its ledger entry). */
+export function markCredited(db: Db, id: string, now = Date.now()): void {
+  db.update(checkoutSessions)
     .set({ status: "credited", creditedAt: now })
     .where(and(eq(checkoutSessions.id, id), eq(checkoutSessions.status, "pending")))
-    .returning({ id: checkoutSessions.id })
-    .all();
-  return done.length === 1;
+    .run();
 }

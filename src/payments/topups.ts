@@ -97,13 +97,21 @@ export class Payments {
       events.paymentNotCredited({ session: row.id, event: event.id, accountId: row.accountId, reason: mismatch });
       throw new GatewayError("payment_mismatch", `Checkout Session ${row.id} was not credited: ${mismatch}.`);
     }
-    // One transaction: the session's pending → credited and the ledger entry. A second delivery, even
-    // one that passed the checks above at the same time, finds the session credited and writes
-    // nothing; the payment's id as external_ref (a unique index) stops a second entry for one payment.
-    const credited = await this.commits.run(
-      () => markCredited(this.db, row.id) && this.ledger.credit(row.accountId, row.amountNano, "top_up", `Stripe Checkout ${row.id}`, paid.paymentRef),
-    );
-    return credited ? { credited: true, session: row.id } : { credited: false, session: row.id, ignored: "credited already" };
+    const why = await this.commits.run(() => this.credit(row, paid.paymentRef));
+    return why === null ? { credited: true, session: row.id } : { credited: false, session: row.id, ignored: why };
+  }
+
+  /**
+   * The credit, inside one transaction: the session read again, the top_up entry, the session marked
+   * credited. A second delivery, even one that passed the webhook's checks at the same time, finds
+   * the session credited; the payment's id as external_ref (a unique index) stops a second entry for
+   * one payment. Null when credited, else why not.
+   */
+  private credit(row: CheckoutSession, paymentRef: string): string | null {
+    if (findCheckout(this.db, row.id)?.status !== "pending") return "credited already";
+    if (!this.ledger.credit(row.accountId, row.amountNano, "top_up", `Stripe Checkout ${row.id}`, paymentRef)) return `payment ${paymentRef} is credited already`;
+    markCredited(this.db, row.id);
+    return null;
   }
 }
 
