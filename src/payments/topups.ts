@@ -1,5 +1,5 @@
 import { GatewayError } from "../core/errors.ts";
-import { formatUsd, NANO_PER_USD, usdToNano } from "../core/money.ts";
+import { formatUsd, NANO_PER_USD } from "../core/money.ts";
 import type { Db } from "../db/client.ts";
 import type { GroupCommit } from "../db/group-commit.ts";
 import type { Ledger } from "../ledger/ledger.ts";
@@ -31,13 +31,13 @@ export const notConfigured = () =>
 /** The nano-dollars of a top-up of `usd`: at least 1 USD, whole cents, within Stripe's ceiling. */
 export function topUpNano(usd: number): number {
   if (!(usd >= MINIMUM_TOP_UP_NANO / NANO_PER_USD)) throw new GatewayError("invalid_request", `amount_usd: the minimum top-up is 1 USD (got ${usd}).`);
-  let nano: number | null = null;
-  try {
-    nano = usdToNano(usd);
-  } catch {}
-  if (nano === null || nano % NANO_PER_CENT !== 0) throw new GatewayError("invalid_request", `amount_usd: must be a whole number of cents, such as 5 or 12.50 (got ${usd}).`);
-  if (nano > MAXIMUM_TOP_UP_NANO) throw new GatewayError("invalid_request", `amount_usd: the largest top-up Stripe takes is 999999.99 USD (got ${usd}).`);
-  return nano;
+  // The decimal the client wrote: JavaScript prints a number as the shortest decimal that reads back
+  // as it, so 12.5 is "12.5" and 1.1 + 2.2 is "3.3000000000000003", not a whole number of cents.
+  const m = /^(\d+)(?:\.(\d{1,2}))?$/.exec(String(usd));
+  if (!m) throw new GatewayError("invalid_request", `amount_usd: must be a whole number of cents, such as 5 or 12.50 (got ${usd}).`);
+  const cents = Number(m[1]) * 100 + Number((m[2] ?? "").padEnd(2, "0"));
+  if (cents * NANO_PER_CENT > MAXIMUM_TOP_UP_NANO) throw new GatewayError("invalid_request", `amount_usd: the largest top-up Stripe takes is 999999.99 USD (got ${usd}).`);
+  return cents * NANO_PER_CENT;
 }
 
 export class Payments {
