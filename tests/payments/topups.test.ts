@@ -62,22 +62,14 @@ describe("POST /api/topups", () => {
     expect(sent.form).toMatchObject({ customer_email: me.email, client_reference_id: String(me.id), metadata: { gateway_account_id: String(me.id) } });
   });
 
-  it("refuses less than 1 USD, saying the minimum", async () => {
+  it.each([
+    ["less than 1 USD, saying the minimum", 0.99, "amount_usd: the minimum top-up is 1 USD (got 0.99)."],
+    ["an amount that is not a whole number of cents", 5.005, "amount_usd: must be a whole number of cents, such as 5 or 12.50 (got 5.005)."],
+    ["more than Stripe takes in one charge", 1_000_000, "amount_usd: the largest top-up Stripe takes is 999999.99 USD (got 1000000)."],
+  ])("refuses %s", async (_, amount_usd, message) => {
     const h = await holder();
-    const err = await expectError(await h.call("POST", "/api/topups", { amount_usd: 0.99 }), 400, "invalid_request");
-    expect(err.message).toBe("amount_usd: the minimum top-up is 1 USD (got 0.99).");
-  });
-
-  it("refuses an amount that is not a whole number of cents", async () => {
-    const h = await holder();
-    const err = await expectError(await h.call("POST", "/api/topups", { amount_usd: 5.005 }), 400, "invalid_request");
-    expect(err.message).toBe("amount_usd: must be a whole number of cents, such as 5 or 12.50 (got 5.005).");
-  });
-
-  it("refuses more than Stripe takes in one charge", async () => {
-    const h = await holder();
-    const err = await expectError(await h.call("POST", "/api/topups", { amount_usd: 1_000_000 }), 400, "invalid_request");
-    expect(err.message).toStartWith("amount_usd: the largest top-up Stripe takes is 999999.99 USD");
+    const err = await expectError(await h.call("POST", "/api/topups", { amount_usd }), 400, "invalid_request");
+    expect(err.message).toBe(message);
   });
 
   it("refuses a body without amount_usd, naming the field", async () => {
