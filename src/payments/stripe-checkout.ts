@@ -8,7 +8,7 @@ import { redactSecrets, rememberSecretValues } from "../wire/scrub.ts";
 
 /** Stripe's own default: a signed timestamp older than this is a replay, not a delivery. */
 const SIGNATURE_TOLERANCE_S = 300;
-/** The browser waits on this: Stripe answers in well under a second, or not at all. */
+/** The browser waits on this (twice at most, with the one retry): Stripe answers in well under a second, or not at all. */
 const API_TIMEOUT_MS = 20_000;
 
 export interface OpenedCheckout {
@@ -48,7 +48,7 @@ export class StripeCheckout {
       protocol: cfg.apiBase.protocol === "http:" ? "http" : "https",
       timeout: API_TIMEOUT_MS,
       // Safe to retry: each create carries an idempotency key, so a retry never opens a second session.
-      maxNetworkRetries: 2,
+      maxNetworkRetries: 1,
       telemetry: false,
     });
   }
