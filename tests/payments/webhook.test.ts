@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { body, dashboardGateway, registeredBrowser, type Browser } from "../api/support.ts";
 import type { TestGateway } from "../support/gateway.ts";
-import { expectError } from "../support/http.ts";
+import { expectError } from "../support/errors.ts";
 import { startStripeMock, type StripeMock } from "../support/stripe-mock.ts";
 import { events } from "../../src/logs/events.ts";
 
