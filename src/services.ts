@@ -14,6 +14,8 @@ import type { RelayServices } from "./relay/context.ts";
 import { Settings } from "./settings.ts";
 import { buildProviders } from "./upstreams/registry.ts";
 import { Idempotency } from "./limits/idempotency.ts";
+import { StripeCheckout } from "./payments/stripe-checkout.ts";
+import { Payments } from "./payments/topups.ts";
 
 /** Everything a request needs, built once per process. */
 /** Everything a request needs, built once per process: the relay's parts and those of the routes around it. */
@@ -23,6 +25,8 @@ export interface Services extends RelayServices {
   limiter: RateLimiter;
   settings: Settings;
   idempotency: Idempotency;
+  /** Top-ups through Stripe Checkout; `enabled` is false without [payments.stripe]. */
+  payments: Payments;
   version: string;
   /** One JSON line per request on stdout (`[server] access_log`), or null when off. */
   accessLog: AccessLog | null;
@@ -71,6 +75,7 @@ export function buildServices(
     health,
     providers: buildProviders(config.providers),
     idempotency: new Idempotency(db),
+    payments: new Payments(db, ledger, commits, config.stripe ? new StripeCheckout(config.stripe) : null),
     version: VERSION,
     cutoff: new Cutoff(),
     accessLog,

@@ -24,6 +24,8 @@ export interface Config {
   countTokensRpm: number;
   catalogVersion?: string;
   dashboard: DashboardConfig;
+  /** `[payments.stripe]`, or null: top-ups are the operator's (`gateway account credit`). */
+  stripe: StripeConfig | null;
   providers: ProviderConfig[];
   models: ModelConfig[];
   /** Where it came from, for messages: a path or "built-in defaults". */
@@ -34,6 +36,13 @@ export interface DashboardConfig {
   registration: "open" | "closed";
   startingCreditNano: number;
   sessionTtlMs: number;
+}
+
+export interface StripeConfig {
+  secretKey: string;
+  webhookSecret: string;
+  /** Stripe's API: https://api.stripe.com unless `api_base` says otherwise. */
+  apiBase: URL;
 }
 
 /** Who may read GET /metrics. */
@@ -90,6 +99,7 @@ function resolve(file: ConfigFile, source: string): Config {
     countTokensRpm: file.limits?.count_tokens_rpm ?? 60,
     catalogVersion: file.catalog?.version,
     dashboard: dashboard(file.dashboard, source),
+    stripe: stripe(file.payments?.stripe, source),
     providers,
     models,
     source,
@@ -123,6 +133,19 @@ function dashboard(d: ConfigFile["dashboard"], source: string): DashboardConfig 
     startingCreditNano,
     sessionTtlMs: Math.round((d?.session_days ?? 30) * 24 * 3600 * 1000),
   };
+}
+
+function stripe(s: NonNullable<ConfigFile["payments"]>["stripe"], source: string): StripeConfig | null {
+  if (!s) return null;
+  const base = s.api_base ?? "https://api.stripe.com";
+  let apiBase: URL | null = null;
+  try {
+    apiBase = new URL(base);
+  } catch {}
+  if (!apiBase || (apiBase.protocol !== "http:" && apiBase.protocol !== "https:") || (apiBase.pathname !== "/" && apiBase.pathname !== "")) {
+    throw new ConfigError(`${source}: payments.stripe.api_base: not an http(s) origin such as https://api.stripe.com (got ${JSON.stringify(base)})`);
+  }
+  return { secretKey: s.secret_key, webhookSecret: s.webhook_secret, apiBase };
 }
 
 function trustedProxies(list: string[] | false | undefined, source: string): Cidr[] {

@@ -148,6 +148,25 @@ export const ConfigSchema = T.Object(
         { additionalProperties: false },
       ),
     ),
+    payments: T.Optional(
+      T.Object(
+        {
+          /** Top-ups through Stripe Checkout (docs/dashboard.md, Top-ups); absent: the operator credits balances. */
+          stripe: T.Optional(
+            T.Object(
+              {
+                secret_key: T.String({ minLength: 1 }),
+                webhook_secret: T.String({ minLength: 1 }),
+                /** Where Stripe's API is; tests point it at a loopback mock. Default https://api.stripe.com. */
+                api_base: T.Optional(T.String()),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     catalog: T.Optional(T.Object({ version: T.Optional(T.String({ minLength: 1 })) }, { additionalProperties: false })),
     providers: T.Optional(T.Array(ProviderConfig)),
     models: T.Optional(T.Array(ModelConfig)),

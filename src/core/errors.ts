@@ -29,7 +29,11 @@ export type ErrorCode =
   | "origin"
   | "registration_closed"
   | "key_not_found"
-  | "unsupported_media_type";
+  | "unsupported_media_type"
+  // Top-ups (docs/dashboard.md, Top-ups).
+  | "payments_not_configured"
+  | "invalid_signature"
+  | "payment_mismatch";
 
 // error.type decides retry or not (spec: Errors). Gateway errors carry type = code; the key
 // refusals share the vendors' class names so SDK users see familiar types.
@@ -67,6 +71,11 @@ const TABLE: Record<ErrorCode, { status: number; type: string }> = {
   registration_closed: { status: 403, type: "permission_error" },
   key_not_found: { status: 404, type: "key_not_found" },
   unsupported_media_type: { status: 415, type: "unsupported_media_type" },
+  // Top-ups: no [payments.stripe] (the operator credits balances); a webhook Stripe did not sign, or
+  // signed too long ago; a paid session whose amount or currency is not the one the gateway asked for.
+  payments_not_configured: { status: 404, type: "payments_not_configured" },
+  invalid_signature: { status: 400, type: "invalid_signature" },
+  payment_mismatch: { status: 400, type: "payment_mismatch" },
 };
 
 export interface ErrorOptions {

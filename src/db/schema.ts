@@ -107,6 +107,27 @@ export const ledgerEntries = sqliteTable(
   ],
 );
 
+// Stripe Checkout Sessions this gateway created for top-ups (src/payments/). A webhook credits only
+// a session found here, for the amount stored here; status goes pending → credited once, in the same
+// transaction as the top_up ledger entry (whose external_ref is the payment's id).
+export const checkoutSessions = sqliteTable(
+  "checkout_sessions",
+  {
+    // Stripe's id, cs_…
+    id: text("id").primaryKey(),
+    accountId: integer("account_id").notNull().references(() => accounts.id),
+    amountNano: integer("amount_nano").notNull(),
+    status: text("status").notNull().default("pending"), // pending | credited
+    createdAt: integer("created_at").notNull(),
+    creditedAt: integer("credited_at"),
+  },
+  (t) => [
+    index("checkout_sessions_account_time").on(t.accountId, t.createdAt),
+    check("checkout_sessions_status", sql`${t.status} IN ('pending', 'credited')`),
+    check("checkout_sessions_amount_positive", sql`${t.amountNano} > 0`),
+  ],
+);
+
 // Holds of running requests are not a table: they live in the serving process (src/ledger/holds.ts).
 
 // One row per /v1 request. No prompt, completion or key material. Request ids start with the time

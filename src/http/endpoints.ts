@@ -7,6 +7,7 @@ import { serveText } from "../relay/text.ts";
 import { countTokens, me } from "./account-endpoints.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./api-keys.ts";
+import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./api-topups.ts";
 import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-routes.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
 import { healthz, metrics, readyz } from "./operator-endpoints.ts";
@@ -120,6 +121,11 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/keys", auth: "session", body: "json", schema: KeyBody, summary: "A new key, shown once", handler: createKey }),
   row({ method: "PATCH", path: "/api/keys/{id}", auth: "session", body: "json", schema: KeyBody, summary: "Change a key's restrictions", handler: updateKey }),
   row({ method: "DELETE", path: "/api/keys/{id}", auth: "session", summary: "Revoke a key", handler: revokeKey }),
+  // payments: top-ups through Stripe Checkout (docs/dashboard.md, Top-ups). The webhook is Stripe's
+  // call, not a browser's: no session and no Origin rule, its signature checked instead.
+  row({ method: "GET", path: "/api/topups", auth: "session", summary: "The account's top-ups and whether card top-ups are on", handler: listTopUps }),
+  row({ method: "POST", path: "/api/topups", auth: "session", body: "json", schema: TopUpBody, summary: "A Stripe Checkout Session for a top-up", handler: createTopUp }),
+  row({ method: "POST", path: "/api/stripe/webhook", auth: "public", dashboard: true, summary: "Stripe's signed webhook: credits a paid top-up once", handler: stripeWebhook }),
   // The operator's paths: no request log row (a probe every few seconds would fill it), no CORS.
   row({ method: "GET", path: "/healthz", auth: "public", published: false, summary: "Liveness", handler: healthz }),
   row({ method: "GET", path: "/readyz", auth: "public", published: false, quiet: true, summary: "Readiness", handler: readyz }),

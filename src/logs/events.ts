@@ -151,6 +151,15 @@ export class EventLog {
       `${s.refused} refused requests without a valid API key from ${s.addresses} address(es) in ${s.windowS} s were not logged one by one`);
   }
 
+  /**
+   * A paid Checkout Session the gateway refused to credit (its amount or currency is not the one the
+   * gateway asked Stripe for): the holder paid and has no credit until the operator looks.
+   */
+  paymentNotCredited(p: { session: string; event: string; accountId: number; reason: string }): void {
+    this.emit("error", "payment_not_credited", "", { session: p.session, stripe_event: p.event, account_id: p.accountId, reason: short(p.reason) },
+      `Checkout Session ${p.session} of account ${p.accountId} was not credited: ${short(p.reason)}`);
+  }
+
   private firstStackOf(message: string): boolean {
     if (this.stacksWritten.has(message)) return false;
     // Bounded: an error whose message varies per request would otherwise grow this forever.

@@ -71,8 +71,16 @@ let active: Redactor = (text) => text;
 
 /** Called once per built set of providers (upstreams/registry.ts). */
 export function rememberSecrets(providers: readonly SecretBearer[]): void {
+  rememberSecretValues(secretsOf(providers));
+}
+
+/** Secrets that are not a provider's: the payment provider's API key and webhook secret (payments/). */
+export function rememberSecretValues(values: readonly string[]): void {
   const before = known.size;
-  for (const s of secretsOf(providers)) known.add(s);
+  for (const v of values) {
+    const s = v.trim();
+    if (s.length >= MIN_SECRET) known.add(s);
+  }
   if (known.size !== before) active = buildRedactor([...known]);
 }
 

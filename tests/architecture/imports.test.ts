@@ -19,6 +19,7 @@ const LAYERS = [
   "catalog",
   "dialects",
   "upstreams",
+  "payments",
   "observe",
   "relay",
   "services",

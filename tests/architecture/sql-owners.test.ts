@@ -20,6 +20,7 @@ const OWNERS: Record<string, string[]> = {
   settings: ["settings.ts"],
   sessions: ["auth/sessions.ts"],
   audit_log: ["logs/audit.ts"],
+  checkout_sessions: ["payments/checkout-sessions.ts"],
 };
 
 /** Reads of another group's table, never writes. */

@@ -111,7 +111,7 @@ describe("the account holder's dashboard", () => {
     expect((refused as InstanceType<typeof OpenAI.PermissionDeniedError>).code).toBe("inactive");
   });
 
-  it.skip("says without Stripe that the operator credits balances", async () => {
+  it("says without Stripe that the operator credits balances", async () => {
     const { page } = tab;
     await visit(page, gw.url, "topup", "Top up");
     expect(await page.getByTestId("payments-off").textContent()).toContain("gateway account credit");
@@ -147,7 +147,7 @@ describe("the account holder's dashboard", () => {
   it("fits a phone's screen: no view is wider than 390 pixels", async () => {
     const { page } = tab;
     await page.setViewportSize({ width: 390, height: 844 });
-    for (const [route, heading] of [["", "Overview"], ["keys", "Keys"], ["models", "Models and prices"], ["account", "Account"]] as const) {
+    for (const [route, heading] of [["", "Overview"], ["keys", "Keys"], ["models", "Models and prices"], ["topup", "Top up"], ["account", "Account"]] as const) {
       await visit(page, gw.url, route, heading);
       expect({ route, width: await page.evaluate("document.documentElement.scrollWidth") }).toEqual({ route, width: 390 });
     }

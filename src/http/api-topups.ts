@@ -1,0 +1,58 @@
+import { Type as T } from "@sinclair/typebox";
+import { nanoToUsd } from "../core/money.ts";
+import { findAccountById } from "../ledger/accounts.ts";
+import type { CheckoutSession } from "../payments/checkout-sessions.ts";
+import { MINIMUM_TOP_UP_NANO, notConfigured } from "../payments/topups.ts";
+import type { SessionCall } from "./api-guard.ts";
+import { readBodyLimited } from "./body.ts";
+import type { OpenCall } from "./exchange.ts";
+import { json } from "./public-endpoints.ts";
+
+// Top-ups under /api/ (docs/dashboard.md, Top-ups): the holder's checkout sessions, a new one, and
+// Stripe's webhook, which is the only thing that credits. The rules are payments/topups.ts's.
+
+export const TopUpBody = T.Object({ amount_usd: T.Number() }, { additionalProperties: false });
+
+/** A Checkout Session event is a few kilobytes; a megabyte leaves room and refuses abuse. */
+const WEBHOOK_BODY_LIMIT = 1024 * 1024;
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+const topUpView = (s: CheckoutSession) => ({
+  id: s.id,
+  amount_usd: nanoToUsd(s.amountNano),
+  status: s.status,
+  created_at: iso(s.createdAt),
+  credited_at: iso(s.creditedAt),
+});
+
+export const listTopUps = (c: SessionCall): Response =>
+  json({
+    object: "topups",
+    enabled: c.svc.payments.enabled,
+    minimum_usd: nanoToUsd(MINIMUM_TOP_UP_NANO),
+    data: c.svc.payments.list(c.session!.accountId).map(topUpView),
+  });
+
+export async function createTopUp(c: SessionCall): Promise<Response> {
+  const { svc, session } = c;
+  if (!svc.payments.enabled) throw notConfigured();
+  // Where Checkout sends the browser back: the dashboard, at public_url or else where this request came.
+  const returnTo = svc.config.publicUrl ? svc.config.publicUrl.replace(/\/+$/, "") : new URL(c.request.url).origin;
+  const opened = await svc.payments.start({
+    accountId: session!.accountId,
+    email: findAccountById(svc.db, session!.accountId)!.email,
+    amountUsd: (c.json as { amount_usd: number }).amount_usd,
+    returnTo,
+    requestId: c.requestId,
+  });
+  return json({ object: "topup", id: opened.id, url: opened.url, amount_usd: nanoToUsd(opened.amountNano) }, 201);
+}
+
+/** POST /api/stripe/webhook: no session and no Origin (Stripe's servers call it); the signature is the credential. */
+export async function stripeWebhook(c: OpenCall): Promise<Response> {
+  if (!c.svc.payments.enabled) throw notConfigured();
+  const payload = await readBodyLimited(c.request, WEBHOOK_BODY_LIMIT);
+  const outcome = await c.svc.payments.webhook(payload, c.request.headers.get("stripe-signature"));
+  return json({ received: true, ...outcome }, 200, { "cache-control": "no-store" });
+}

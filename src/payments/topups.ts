@@ -1,0 +1,124 @@
+import { GatewayError } from "../core/errors.ts";
+import { formatUsd, NANO_PER_USD } from "../core/money.ts";
+import type { Db } from "../db/client.ts";
+import type { GroupCommit } from "../db/group-commit.ts";
+import type { Ledger } from "../ledger/ledger.ts";
+import { events } from "../logs/events.ts";
+import { checkoutsOf, findCheckout, markCredited, recordCheckout, type CheckoutSession } from "./checkout-sessions.ts";
+import type { PaidSession, StripeCheckout } from "./stripe-checkout.ts";
+
+// Top-ups (docs/dashboard.md, Top-ups): a Checkout Session opened for the amount the holder asked,
+// and the balance credited only from Stripe's signed word that it was paid. The browser's return
+// credits nothing; the webhook may come before it, twice, or twice at once.
+
+/** spec, Limits: a top-up starts from 1 USD. */
+export const MINIMUM_TOP_UP_NANO = 1_000_000_000;
+const NANO_PER_CENT = 10_000_000;
+/** Stripe's ceiling for one charge in USD, 999 999.99. */
+const MAXIMUM_TOP_UP_NANO = 99_999_999 * NANO_PER_CENT;
+
+/** The events that say a Checkout Session is paid: at once by card, later by a delayed method (a bank debit). */
+const PAID_EVENTS = new Set(["checkout.session.completed", "checkout.session.async_payment_succeeded"]);
+
+export type WebhookOutcome = { credited: true; session: string } | { credited: false; session: string | null; ignored: string };
+
+export const notConfigured = () =>
+  new GatewayError(
+    "payments_not_configured",
+    "Top-ups by card are not set up on this gateway: the operator credits balances (`gateway account credit --email E --usd N`). Ask them for credit.",
+  );
+
+/** The nano-dollars of a top-up of `usd`: at least 1 USD, whole cents, within Stripe's ceiling. */
+export function topUpNano(usd: number): number {
+  if (!(usd >= MINIMUM_TOP_UP_NANO / NANO_PER_USD)) throw new GatewayError("invalid_request", `amount_usd: the minimum top-up is 1 USD (got ${usd}).`);
+  // The decimal the client wrote: JavaScript prints a number as the shortest decimal that reads back
+  // as it, so 12.5 is "12.5" and 1.1 + 2.2 is "3.3000000000000003", not a whole number of cents.
+  const m = /^(\d+)(?:\.(\d{1,2}))?$/.exec(String(usd));
+  if (!m) throw new GatewayError("invalid_request", `amount_usd: must be a whole number of cents, such as 5 or 12.50 (got ${usd}).`);
+  const cents = Number(m[1]) * 100 + Number((m[2] ?? "").padEnd(2, "0"));
+  if (cents * NANO_PER_CENT > MAXIMUM_TOP_UP_NANO) throw new GatewayError("invalid_request", `amount_usd: the largest top-up Stripe takes is 999999.99 USD (got ${usd}).`);
+  return cents * NANO_PER_CENT;
+}
+
+export class Payments {
+  constructor(
+    private readonly db: Db,
+    private readonly ledger: Ledger,
+    private readonly commits: GroupCommit,
+    /** Null without [payments.stripe]: every top-up is the operator's. */
+    private readonly stripe: StripeCheckout | null,
+  ) {}
+
+  get enabled(): boolean {
+    return this.stripe !== null;
+  }
+
+  /**
+   * Opens a Checkout Session for the account and remembers it with its amount: the webhook credits
+   * what is stored here, never what an event says. `returnTo` is the dashboard's origin.
+   */
+  async start(o: { accountId: number; email: string; amountUsd: number; returnTo: string; requestId: string }): Promise<{ id: string; url: string; amountNano: number }> {
+    if (!this.stripe) throw notConfigured();
+    const amountNano = topUpNano(o.amountUsd);
+    const opened = await this.stripe.open({
+      cents: amountNano / NANO_PER_CENT,
+      accountId: o.accountId,
+      email: o.email,
+      successUrl: `${o.returnTo}/#/topup?session_id={CHECKOUT_SESSION_ID}`,
+      cancelUrl: `${o.returnTo}/#/topup?cancelled=1`,
+      // One session per request, however often the package retries it.
+      idempotencyKey: o.requestId,
+    });
+    recordCheckout(this.db, opened.id, o.accountId, amountNano);
+    return { ...opened, amountNano };
+  }
+
+  /** The account's checkout sessions, newest first. */
+  list(accountId: number): CheckoutSession[] {
+    return checkoutsOf(this.db, accountId);
+  }
+
+  /**
+   * A webhook's delivery: verified first (400 invalid_signature, nothing read), then credited at most
+   * once per session. Events that credit nothing (another type, a session this gateway did not open,
+   * one not paid yet, one credited already) are acknowledged, so Stripe stops sending them.
+   */
+  async webhook(payload: Uint8Array, signature: string | null): Promise<WebhookOutcome> {
+    if (!this.stripe) throw notConfigured();
+    const event = await this.stripe.verify(payload, signature);
+    const paid = event.session;
+    if (!PAID_EVENTS.has(event.type) || !paid) return { credited: false, session: paid?.id ?? null, ignored: `${event.type} credits nothing` };
+    const row = findCheckout(this.db, paid.id);
+    if (!row) return { credited: false, session: paid.id, ignored: "not a Checkout Session of this gateway" };
+    if (row.status === "credited") return { credited: false, session: row.id, ignored: "credited already" };
+    if (paid.paymentStatus !== "paid") return { credited: false, session: row.id, ignored: `payment_status is ${paid.paymentStatus}; credited once Stripe reports it paid` };
+    const mismatch = mismatchOf(row, paid);
+    if (mismatch) {
+      events.paymentNotCredited({ session: row.id, event: event.id, accountId: row.accountId, reason: mismatch });
+      throw new GatewayError("payment_mismatch", `Checkout Session ${row.id} was not credited: ${mismatch}.`);
+    }
+    const why = await this.commits.run(() => this.credit(row, paid.paymentRef));
+    return why === null ? { credited: true, session: row.id } : { credited: false, session: row.id, ignored: why };
+  }
+
+  /**
+   * The credit, inside one transaction: the session read again, the top_up entry, the session marked
+   * credited. A second delivery, even one that passed the webhook's checks at the same time, finds
+   * the session credited; the payment's id as external_ref (a unique index) stops a second entry for
+   * one payment. Null when credited, else why not.
+   */
+  private credit(row: CheckoutSession, paymentRef: string): string | null {
+    if (findCheckout(this.db, row.id)?.status !== "pending") return "credited already";
+    if (!this.ledger.credit(row.accountId, row.amountNano, "top_up", `Stripe Checkout ${row.id}`, paymentRef)) return `payment ${paymentRef} is credited already`;
+    markCredited(this.db, row.id);
+    return null;
+  }
+}
+
+/** Why a paid session is not the one the gateway opened, or null when it is. */
+function mismatchOf(row: CheckoutSession, paid: PaidSession): string | null {
+  const cents = row.amountNano / NANO_PER_CENT;
+  if (paid.currency !== "usd") return `paid in ${paid.currency ?? "no currency"}, not usd`;
+  if (paid.amountTotal !== cents) return `paid ${paid.amountTotal ?? "no"} cents where ${cents} cents (${formatUsd(row.amountNano)} USD) were asked`;
+  return null;
+}
