@@ -29,7 +29,8 @@ export type ErrorCode =
   | "origin"
   | "registration_closed"
   | "key_not_found"
-  | "unsupported_media_type";
+  | "unsupported_media_type"
+  | "admin";
 
 // error.type decides retry or not (spec: Errors). Gateway errors carry type = code; the key
 // refusals share the vendors' class names so SDK users see familiar types.
@@ -67,6 +68,8 @@ const TABLE: Record<ErrorCode, { status: number; type: string }> = {
   registration_closed: { status: 403, type: "permission_error" },
   key_not_found: { status: 404, type: "key_not_found" },
   unsupported_media_type: { status: 415, type: "unsupported_media_type" },
+  // The operator's routes under /api/admin/ refuse a session of an account not marked admin.
+  admin: { status: 403, type: "permission_error" },
 };
 
 export interface ErrorOptions {

@@ -41,5 +41,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795595707488,
     "breakpoints": true,
     "sql": "CREATE TABLE `audit_log` (\n\t`id` integer PRIMARY KEY NOT NULL,\n\t`actor_account_id` integer,\n\t`action` text NOT NULL,\n\t`target_account_id` integer,\n\t`detail` text,\n\t`created_at` integer NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `audit_log_time` ON `audit_log` (`created_at`);--> statement-breakpoint\nCREATE TABLE `sessions` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`account_id` integer NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`expires_at` integer NOT NULL,\n\t`last_seen_at` integer NOT NULL,\n\t`revoked_at` integer,\n\tFOREIGN KEY (`account_id`) REFERENCES `accounts`(`id`) ON UPDATE no action ON DELETE no action\n);\n--> statement-breakpoint\nCREATE INDEX `sessions_account` ON `sessions` (`account_id`);--> statement-breakpoint\nALTER TABLE `accounts` ADD `admin` integer DEFAULT false NOT NULL;--> statement-breakpoint\nALTER TABLE `accounts` ADD `low_balance_nano` integer;"
+  },
+  {
+    "tag": "0007_ledger_account_credits",
+    "when": 1795597114123,
+    "breakpoints": true,
+    "sql": "CREATE INDEX `ledger_account_credits` ON `ledger_entries` (`account_id`,`created_at`) WHERE \"ledger_entries\".\"kind\" <> 'charge';"
   }
 ];
