@@ -30,7 +30,8 @@ export type ErrorCode =
   | "registration_closed"
   | "key_not_found"
   | "unsupported_media_type"
-  | "admin";
+  | "admin"
+  | "account_not_found";
 
 // error.type decides retry or not (spec: Errors). Gateway errors carry type = code; the key
 // refusals share the vendors' class names so SDK users see familiar types.
@@ -70,6 +71,7 @@ const TABLE: Record<ErrorCode, { status: number; type: string }> = {
   unsupported_media_type: { status: 415, type: "unsupported_media_type" },
   // The operator's routes under /api/admin/ refuse a session of an account not marked admin.
   admin: { status: 403, type: "permission_error" },
+  account_not_found: { status: 404, type: "account_not_found" },
 };
 
 export interface ErrorOptions {

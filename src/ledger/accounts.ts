@@ -41,14 +41,14 @@ export function createAccount(
   db: Db,
   ledger: Ledger,
   email: string,
-  opts: { balanceNano?: number; passwordHash?: string | null; kind?: CreditKind } = {},
+  opts: { balanceNano?: number; passwordHash?: string | null; kind?: CreditKind; admin?: boolean } = {},
 ): Account {
   const normalized = email.trim().toLowerCase();
   if (!EMAIL.test(normalized)) throw new GatewayError("invalid_request", `not an email address: ${email}`);
   if (findAccount(db, normalized)) throw new GatewayError("invalid_request", `an account with email ${normalized} already exists`);
   const row = db
     .insert(accounts)
-    .values({ email: normalized, passwordHash: opts.passwordHash ?? null, createdAt: Date.now() })
+    .values({ email: normalized, passwordHash: opts.passwordHash ?? null, admin: opts.admin ?? false, createdAt: Date.now() })
     .returning({ id: accounts.id })
     .get();
   const opening = opts.balanceNano ?? STARTING_BALANCE_NANO;
@@ -111,6 +111,25 @@ export function setAccountDisabled(db: Db, accountId: number, disabled: boolean,
   return changed.length > 0;
 }
 
+/** Marks an account admin (it sees the dashboard's admin page and routes) or not; false when it already was so. */
+export function setAdmin(db: Db, accountId: number, admin: boolean): boolean {
+  return db.update(accounts).set({ admin }).where(and(eq(accounts.id, accountId), eq(accounts.admin, !admin))).returning({ id: accounts.id }).all().length > 0;
+}
+
+/** What each account's charges took from its balance since `since` (unix ms), by account id: one index range each. */
+export function chargedSince(db: Db, accountIds: number[], since: number): Map<number, number> {
+  const charged = new Map<number, number>();
+  for (const accountId of accountIds) {
+    const row = db
+      .select({ nano: sql<number>`COALESCE(-SUM(${ledgerEntries.amountNano}), 0)` })
+      .from(ledgerEntries)
+      .where(and(eq(ledgerEntries.accountId, accountId), gte(ledgerEntries.createdAt, since), eq(ledgerEntries.kind, "charge")))
+      .get();
+    charged.set(accountId, row?.nano ?? 0);
+  }
+  return charged;
+}
+
 // The dashboard's view of an account: what a login checks, what GET /api/me shows.
 
 export interface AccountLogin {
@@ -160,7 +179,7 @@ export interface StatementPosition {
 }
 
 export type StatementItem =
-  | { kind: Exclude<LedgerEntry["kind"], "charge">; amountNano: number; note: string | null; externalRef: string | null; createdAt: number; at: StatementPosition }
+  | { kind: CreditKind | "operator_debit"; amountNano: number; note: string | null; externalRef: string | null; createdAt: number; at: StatementPosition }
   | { kind: "charges"; day: string; amountNano: number; count: number; createdAt: number; at: StatementPosition };
 
 /**

@@ -106,6 +106,17 @@ export function lastUsedByKey(db: Db, keyIds: number[]): Map<number, number> {
   return used;
 }
 
+/** Each account's last request (its keys' newest log row), by account id; accounts whose keys have none are left out. */
+export function lastRequestByAccount(db: Db): Map<number, number> {
+  // A correlated MAX per key is one probe of request_logs_key_time; a GROUP BY over the log would read all of it.
+  const rows = db
+    .select({ accountId: apiKeys.accountId, at: sql<number | null>`MAX((SELECT MAX(r.created_at) FROM request_logs r WHERE r.key_id = ${apiKeys.id}))` })
+    .from(apiKeys)
+    .groupBy(apiKeys.accountId)
+    .all();
+  return new Map(rows.flatMap((r) => (r.at === null ? [] : [[r.accountId, r.at] as const])));
+}
+
 export interface UsageRow {
   day: string;
   account_email: string | null;
