@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { setAdmin } from "../../src/ledger/accounts.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { postWithApiKey, sqlAll } from "../support/keyed.ts";
-import { body, Browser, dashboardGateway, registeredBrowser } from "./support.ts";
+import { body, Browser, dashboardGateway, registeredBrowser, refusedWith } from "./support.ts";
 
 // docs/dashboard.md, Admin: the operator's routes under /api/admin/, for a session of an account
 // marked admin; each action a ledger entry or an audit row naming the admin.
@@ -35,13 +35,6 @@ const auditOf = (targetId: number | null) =>
 const ledgerOf = (accountId: number) =>
   sqlAll<{ kind: string; amount_nano: number; note: string | null }>(gw, "SELECT kind, amount_nano, note FROM ledger_entries WHERE account_id = ? ORDER BY id", accountId);
 
-async function refused(res: Response, status: number, code: string): Promise<string> {
-  expect(res.status).toBe(status);
-  const e = (await body(res)).error;
-  expect(e.code).toBe(code);
-  return e.message as string;
-}
-
 describe("a session of an account that is not admin", () => {
   const routes: [string, string, unknown?][] = [
     ["GET", "/api/admin/accounts"],
@@ -67,7 +60,7 @@ describe("a session of an account that is not admin", () => {
   }
 
   it("is refused without a session with 401 no-session", async () => {
-    await refused(await new Browser(gw.url).call("GET", "/api/admin/accounts"), 401, "no-session");
+    await refusedWith(await new Browser(gw.url).call("GET", "/api/admin/accounts"), 401, "no-session");
   });
 });
 
@@ -111,14 +104,14 @@ describe("POST /api/admin/accounts/{id}/credit and /debit", () => {
   it("refuses a debit without a note, naming note", async () => {
     const a = await admin();
     const h = await holder();
-    expect(await refused(await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { usd: 0.1 }), 400, "invalid_request")).toStartWith("note: ");
+    expect(await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { usd: 0.1 }), 400, "invalid_request")).toStartWith("note: ");
     expect(auditOf(h.id)).toEqual([]);
   });
 
   it("refuses a debit below a zero balance, and writes nothing", async () => {
     const a = await admin();
     const h = await holder();
-    await refused(await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { usd: 5, note: "too much" }), 400, "invalid_request");
+    await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { usd: 5, note: "too much" }), 400, "invalid_request");
     expect(ledgerOf(h.id).map((e) => e.kind)).toEqual(["registration_credit"]);
     expect(auditOf(h.id)).toEqual([]);
   });
@@ -126,13 +119,13 @@ describe("POST /api/admin/accounts/{id}/credit and /debit", () => {
   it("refuses an amount of 0 or with more than 9 decimals, naming usd", async () => {
     const a = await admin();
     const h = await holder();
-    expect(await refused(await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: 0 }), 400, "invalid_request")).toStartWith("usd: ");
-    expect(await refused(await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: "0.0000000001" }), 400, "invalid_request")).toStartWith("usd: ");
+    expect(await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: 0 }), 400, "invalid_request")).toStartWith("usd: ");
+    expect(await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: "0.0000000001" }), 400, "invalid_request")).toStartWith("usd: ");
   });
 
   it("refuses an account id that names no account with 404 account_not_found", async () => {
     const a = await admin();
-    await refused(await a.b.call("POST", "/api/admin/accounts/999999/credit", { usd: 1 }), 404, "account_not_found");
+    await refusedWith(await a.b.call("POST", "/api/admin/accounts/999999/credit", { usd: 1 }), 404, "account_not_found");
   });
 });
 
@@ -141,7 +134,7 @@ describe("POST /api/admin/accounts/{id}/disable and /enable", () => {
     const a = await admin();
     const h = await holder();
     expect(await body(await a.b.call("POST", `/api/admin/accounts/${h.id}/disable`))).toMatchObject({ id: h.id, disabled: true });
-    await refused(await h.b.call("GET", "/api/me"), 403, "inactive");
+    await refusedWith(await h.b.call("GET", "/api/me"), 403, "inactive");
     expect(await body(await a.b.call("POST", `/api/admin/accounts/${h.id}/enable`))).toMatchObject({ id: h.id, disabled: false });
     expect((await h.b.call("GET", "/api/me")).status).toBe(200);
     expect(auditOf(h.id).map((r) => [r.actor_account_id, r.action])).toEqual([
@@ -152,7 +145,7 @@ describe("POST /api/admin/accounts/{id}/disable and /enable", () => {
 
   it("refuses an admin disabling its own account", async () => {
     const a = await admin();
-    await refused(await a.b.call("POST", `/api/admin/accounts/${a.id}/disable`), 400, "invalid_request");
+    await refusedWith(await a.b.call("POST", `/api/admin/accounts/${a.id}/disable`), 400, "invalid_request");
     expect((await a.b.call("GET", "/api/me")).status).toBe(200);
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { TestGateway } from "../support/gateway.ts";
-import { body, Browser, dashboardGateway, registeredBrowser, freshEmail } from "./support.ts";
+import { body, Browser, dashboardGateway, registeredBrowser, freshEmail, refusedWith } from "./support.ts";
 
 // docs/dashboard.md, Security: what /api/ refuses, each with its answer.
 
@@ -15,17 +15,6 @@ const holder = () => registeredBrowser(gw);
 /** A registered account's email, logged out; its password is "correct horse". */
 async function registeredEmail(): Promise<string> {
   return (await new Browser(gw.url).register()).email;
-}
-
-/** The standard error shape with a request id, as on /v1. */
-async function refusedWith(res: Response, status: number, code: string): Promise<string> {
-  expect(res.status).toBe(status);
-  const e = (await body(res)).error;
-  expect(Object.keys(e).sort()).toEqual(["code", "message", "request_id", "type"]);
-  expect(e.code).toBe(code);
-  expect(e.request_id).toMatch(/^gw_/);
-  expect(res.headers.get("x-gateway-request-id")).toBe(e.request_id);
-  return e.message;
 }
 
 describe("API keys on /api/", () => {

@@ -1,3 +1,4 @@
+import { expect } from "bun:test";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /**
@@ -55,4 +56,15 @@ export async function registeredBrowser(gw: { url: string }): Promise<Browser> {
   const b = new Browser(gw.url);
   await b.register();
   return b;
+}
+
+/** The standard error shape with a request id, as on /v1; returns the message. */
+export async function refusedWith(res: Response, status: number, code: string): Promise<string> {
+  expect(res.status).toBe(status);
+  const e = (await body(res)).error;
+  expect(Object.keys(e).sort()).toEqual(["code", "message", "request_id", "type"]);
+  expect(e.code).toBe(code);
+  expect(e.request_id).toMatch(/^gw_/);
+  expect(res.headers.get("x-gateway-request-id")).toBe(e.request_id);
+  return e.message;
 }
