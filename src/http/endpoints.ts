@@ -10,7 +10,7 @@ import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./api-keys.t
 import { adminStatus, Amount, creditAccount, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./api-admin.ts";
 import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./api-usage.ts";
 import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./api-topups.ts";
-import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-routes.ts";
+import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-account.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
 import { healthz, metrics, readyz, welcome } from "./operator-endpoints.ts";
 import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
