@@ -1,11 +1,13 @@
-import { createAccount, debitAccount, findAccount, listAccounts, recentEntries, setAccountDisabled, STARTING_BALANCE_NANO } from "../ledger/accounts.ts";
+import { createAccount, debitAccount, findAccount, listAccounts, recentEntries, setAccountDisabled, setAdmin, STARTING_BALANCE_NANO } from "../ledger/accounts.ts";
+import { recordAudit } from "../logs/audit.ts";
 import { parse, required, usdFlag, UsageError } from "./args.ts";
 import { openInstallation, output } from "./context.ts";
 import { formatUsd, iso, table, usd } from "./format.ts";
 import { accountOf, keyLine, keyView } from "./key.ts";
 
 export const ACCOUNT_USAGE = `Usage:
-  gateway account create --email E [--balance USD] [--password-stdin]
+  gateway account create --email E [--balance USD] [--password-stdin] [--admin]
+  gateway account update --email E --admin|--no-admin
   gateway account credit --email E --usd N [--note T]
   gateway account debit --email E --usd N --note T
   gateway account list
@@ -14,6 +16,9 @@ export const ACCOUNT_USAGE = `Usage:
   gateway account enable --email E
 
 create without --balance credits the spec's starting balance of ${formatUsd(STARTING_BALANCE_NANO)} USD (--balance 0 for none).
+--admin marks the account admin: its dashboard session may use the admin page and /api/admin/
+(accounts, credits and debits, disable, pause); update --no-admin takes that away. Both are
+written to the audit log as the operator's (no admin account) action.
 debit is a correcting ledger entry (kind operator_debit) with a required note; it never takes the
 balance below zero. disable refuses every key of the account (403 inactive) on the running server
 at its next request, until enable. list and show print the balance in the database file; the holds
@@ -26,11 +31,12 @@ async function readPasswordFromStdin(): Promise<string> {
   return text;
 }
 
-const SUBS = ["create", "credit", "debit", "list", "show", "disable", "enable"];
+const SUBS = ["create", "update", "credit", "debit", "list", "show", "disable", "enable"];
 const READ_ONLY = new Set(["list", "show"]);
 // Which flags each subcommand takes, so a flag of another one is refused rather than ignored.
 const TAKES: Record<string, string[]> = {
-  create: ["email", "balance", "password-stdin"],
+  create: ["email", "balance", "password-stdin", "admin"],
+  update: ["email", "admin", "no-admin"],
   credit: ["email", "usd", "note"],
   debit: ["email", "usd", "note"],
   list: [],
@@ -48,6 +54,8 @@ export async function accountCommand(argv: string[]): Promise<void> {
     usd: { type: "string" },
     note: { type: "string" },
     "password-stdin": { type: "boolean" },
+    admin: { type: "boolean" },
+    "no-admin": { type: "boolean" },
   } as const;
   const { values } = parse(rest, flags);
   const stray = (Object.keys(flags) as (keyof typeof flags)[]).find((f) => values[f] !== undefined && !TAKES[sub]!.includes(f));
@@ -58,8 +66,14 @@ export async function accountCommand(argv: string[]): Promise<void> {
     const email = required(values, "email");
     const balanceNano = values.balance === undefined ? undefined : usdFlag("balance", values.balance);
     const passwordHash = values["password-stdin"] ? await Bun.password.hash(await readPasswordFromStdin()) : null;
-    const acc = createAccount(ctx.db, ctx.ledger, email, { balanceNano, passwordHash });
-    output(ctx, { id: acc.id, email: acc.email, balance_usd: usd(acc.balanceNano) }, `account ${acc.id} created for ${acc.email} with ${formatUsd(acc.balanceNano)} USD`);
+    const admin = values.admin ?? false;
+    const acc = createAccount(ctx.db, ctx.ledger, email, { balanceNano, passwordHash, admin });
+    if (admin) recordAudit(ctx.db, { actorAccountId: null, action: "admin_granted", targetAccountId: acc.id });
+    output(
+      ctx,
+      { id: acc.id, email: acc.email, admin, balance_usd: usd(acc.balanceNano) },
+      `${admin ? "admin " : ""}account ${acc.id} created for ${acc.email} with ${formatUsd(acc.balanceNano)} USD`,
+    );
     return;
   }
   if (sub === "list") {
@@ -107,6 +121,15 @@ export async function accountCommand(argv: string[]): Promise<void> {
       table(["id", "kind", "USD", "note", "when"], entries.map((e) => [e.id, e.kind, formatUsd(e.amountNano), e.note ?? e.requestId, iso(e.createdAt)])),
     ].join("\n");
     output(ctx, data, human);
+    return;
+  }
+  if (sub === "update") {
+    if (values.admin === values["no-admin"]) throw new UsageError("account update needs one of --admin or --no-admin");
+    const admin = values.admin === true;
+    const changed = setAdmin(ctx.db, acc.id, admin);
+    if (changed) recordAudit(ctx.db, { actorAccountId: null, action: admin ? "admin_granted" : "admin_revoked", targetAccountId: acc.id });
+    const was = changed ? "" : "already ";
+    output(ctx, { id: acc.id, email: acc.email, admin, changed }, `account ${acc.email} ${was}${admin ? "is an admin" : "is not an admin"}`);
     return;
   }
   if (sub === "credit" || sub === "debit") {

@@ -7,19 +7,11 @@ export const iso = (ms: number | null): string | null => (ms === null ? null : n
 
 /** Text money for people and CSV: the exact decimal. */
 export { formatUsd };
+export { csv } from "../core/csv.ts";
 
 /** Columns padded to their widest cell, for people. */
 export function table(header: string[], rows: (string | number | null)[][]): string {
   const cells = [header, ...rows.map((r) => r.map((c) => (c === null || c === "" ? "-" : String(c))))];
   const widths = header.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
   return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ")).join("\n");
-}
-
-/** RFC 4180: every field with a comma, quote or line break is quoted, quotes doubled; CRLF line ends. */
-export function csv(header: string[], rows: (string | number | null)[][]): string {
-  const field = (v: string | number | null) => {
-    const s = v === null ? "" : String(v);
-    return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
-  };
-  return [header, ...rows].map((r) => r.map(field).join(",")).join("\r\n") + "\r\n";
 }

@@ -1,5 +1,5 @@
 import { Idempotency } from "../limits/idempotency.ts";
-import { findLog, listLogs, usageReport, type LogFilter } from "../logs/queries.ts";
+import { findLog, listLogs, statusRange, usageReport, type LogFilter } from "../logs/queries.ts";
 import { RequestLog } from "../logs/request-log.ts";
 import { parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, outputCsv, type CliContext } from "./context.ts";
@@ -28,10 +28,9 @@ const FILTER_FLAGS = {
 } as const;
 
 function status(text: string): { min: number; max: number } {
-  const x = /^([1-5])xx$/i.exec(text);
-  if (x) return { min: Number(x[1]) * 100, max: Number(x[1]) * 100 + 99 };
-  if (/^[1-5]\d\d$/.test(text)) return { min: Number(text), max: Number(text) };
-  throw new UsageError(`--status: an HTTP status like 402, or a class like 4xx or 5xx, not '${text}'`);
+  const range = statusRange(text);
+  if (!range) throw new UsageError(`--status: an HTTP status like 402, or a class like 4xx or 5xx, not '${text}'`);
+  return range;
 }
 
 function filterOf(ctx: CliContext, v: { account?: string; key?: string; model?: string; status?: string; since?: string }): LogFilter {

@@ -22,7 +22,8 @@ const HELP = `gateway ${VERSION}: a self-hosted prepaid LLM API gateway
 Usage:
   gateway serve [--config FILE] [--port N] [--db FILE]
   gateway migrate
-  gateway account create --email E [--balance USD] [--password-stdin]
+  gateway account create --email E [--balance USD] [--password-stdin] [--admin]
+  gateway account update --email E --admin|--no-admin
   gateway account credit --email E --usd N [--note T]
   gateway account debit --email E --usd N --note T
   gateway account list | account show --email E

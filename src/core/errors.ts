@@ -33,7 +33,9 @@ export type ErrorCode =
   // Top-ups (docs/dashboard.md, Top-ups).
   | "payments_not_configured"
   | "invalid_signature"
-  | "payment_mismatch";
+  | "payment_mismatch"
+  | "admin"
+  | "account_not_found";
 
 // error.type decides retry or not (spec: Errors). Gateway errors carry type = code; the key
 // refusals share the vendors' class names so SDK users see familiar types.
@@ -76,6 +78,9 @@ const TABLE: Record<ErrorCode, { status: number; type: string }> = {
   payments_not_configured: { status: 404, type: "payments_not_configured" },
   invalid_signature: { status: 400, type: "invalid_signature" },
   payment_mismatch: { status: 400, type: "payment_mismatch" },
+  // The operator's routes under /api/admin/ refuse a session of an account not marked admin.
+  admin: { status: 403, type: "permission_error" },
+  account_not_found: { status: 404, type: "account_not_found" },
 };
 
 export interface ErrorOptions {

@@ -47,5 +47,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795597000007,
     "breakpoints": true,
     "sql": "CREATE TABLE `checkout_sessions` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`account_id` integer NOT NULL,\n\t`amount_nano` integer NOT NULL,\n\t`status` text DEFAULT 'pending' NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`credited_at` integer,\n\tFOREIGN KEY (`account_id`) REFERENCES `accounts`(`id`) ON UPDATE no action ON DELETE no action,\n\tCONSTRAINT \"checkout_sessions_status\" CHECK(\"checkout_sessions\".\"status\" IN ('pending', 'credited')),\n\tCONSTRAINT \"checkout_sessions_amount_positive\" CHECK(\"checkout_sessions\".\"amount_nano\" > 0)\n);\n--> statement-breakpoint\nCREATE INDEX `checkout_sessions_account_time` ON `checkout_sessions` (`account_id`,`created_at`);"
+  },
+  {
+    "tag": "0008_ledger_account_credits",
+    "when": 1795597685905,
+    "breakpoints": true,
+    "sql": "CREATE INDEX `ledger_account_credits` ON `ledger_entries` (`account_id`,`created_at`) WHERE \"ledger_entries\".\"kind\" <> 'charge';"
   }
 ];

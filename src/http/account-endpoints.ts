@@ -1,10 +1,19 @@
 import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
+import { profileOf } from "../ledger/accounts.ts";
 import { estimateInputTokens } from "../ledger/estimate.ts";
 import { nanoToUsd } from "../core/money.ts";
 import { resolveModel } from "../relay/text.ts";
 import { BODY_LIMIT_BYTES } from "./body.ts";
 import type { KeyedCall } from "./exchange.ts";
 import { json } from "./public-endpoints.ts";
+
+/** The low-balance notice of GET /v1/me and GET /api/me: `below` while spendable is under the holder's threshold. */
+export function lowBalanceView(thresholdNano: number | null, spendableNano: number) {
+  return {
+    threshold_usd: thresholdNano === null ? null : nanoToUsd(thresholdNano),
+    below: thresholdNano !== null && spendableNano < thresholdNano,
+  };
+}
 
 /** GET /v1/me: what this key may still spend, and its limits. */
 export function me(call: KeyedCall): Response {
@@ -13,6 +22,7 @@ export function me(call: KeyedCall): Response {
   const spend = svc.ledger.keySpend(key.id)!;
   const b = svc.ledger.balance(key.accountId);
   const quota = key.quotaNano;
+  const spendable = Math.max(b.spendableNano, 0);
   return json({
     object: "me",
     key: {
@@ -31,8 +41,9 @@ export function me(call: KeyedCall): Response {
     balance: {
       balance_usd: nanoToUsd(b.balanceNano),
       reserved_usd: nanoToUsd(b.reservedNano),
-      spendable_usd: nanoToUsd(Math.max(b.spendableNano, 0)),
+      spendable_usd: nanoToUsd(spendable),
     },
+    low_balance: lowBalanceView(profileOf(svc.db, key.accountId)?.lowBalanceNano ?? null, spendable),
     limits: {
       rpm: key.rpm ?? svc.config.defaultRpm,
       count_tokens_rpm: svc.config.countTokensRpm,

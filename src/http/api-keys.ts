@@ -2,6 +2,7 @@ import { Type as T } from "@sinclair/typebox";
 import { keyRules, KeyRuleError, type KeyRow, type KeyRulesInput, type NewKey } from "../auth/keys.ts";
 import { GatewayError } from "../core/errors.ts";
 import { nanoToUsd } from "../core/money.ts";
+import { lastUsedByKey } from "../logs/queries.ts";
 import type { Services } from "../services.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { json } from "./public-endpoints.ts";
@@ -40,7 +41,7 @@ function rulesOf(svc: Services, body: Record<string, unknown>): NewKey {
 const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** A key as the dashboard shows it: its prefix, never the key or its hash; money in USD. */
-function keyView(svc: Services, r: KeyRow, now = Date.now()) {
+function keyView(svc: Services, r: KeyRow, lastUsed: Map<number, number> = lastUsedByKey(svc.db, [r.id]), now = Date.now()) {
   return {
     object: "key",
     id: r.id,
@@ -56,6 +57,7 @@ function keyView(svc: Services, r: KeyRow, now = Date.now()) {
     expires_at: isoOrNull(r.expiresAt),
     created_at: isoOrNull(r.createdAt),
     revoked_at: isoOrNull(r.revokedAt),
+    last_used_at: isoOrNull(lastUsed.get(r.id) ?? null),
   };
 }
 
@@ -68,8 +70,11 @@ function ownKey(c: SessionCall): KeyRow {
   return row;
 }
 
-export const listKeys = (c: SessionCall): Response =>
-  json({ object: "list", data: c.svc.keys.ofAccount(c.session!.accountId).map((r) => keyView(c.svc, r)) });
+export function listKeys(c: SessionCall): Response {
+  const rows = c.svc.keys.ofAccount(c.session!.accountId);
+  const lastUsed = lastUsedByKey(c.svc.db, rows.map((r) => r.id));
+  return json({ object: "list", data: rows.map((r) => keyView(c.svc, r, lastUsed)) });
+}
 
 export function createKey(c: SessionCall): Response {
   const rules = rulesOf(c.svc, c.json);

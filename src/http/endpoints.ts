@@ -7,8 +7,10 @@ import { serveText } from "../relay/text.ts";
 import { countTokens, me } from "./account-endpoints.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./api-keys.ts";
+import { adminStatus, Amount, creditAccount, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./api-admin.ts";
+import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./api-usage.ts";
 import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./api-topups.ts";
-import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-routes.ts";
+import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-account.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
 import { healthz, metrics, readyz } from "./operator-endpoints.ts";
 import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
@@ -121,6 +123,20 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/keys", auth: "session", body: "json", schema: KeyBody, summary: "A new key, shown once", handler: createKey }),
   row({ method: "PATCH", path: "/api/keys/{id}", auth: "session", body: "json", schema: KeyBody, summary: "Change a key's restrictions", handler: updateKey }),
   row({ method: "DELETE", path: "/api/keys/{id}", auth: "session", summary: "Revoke a key", handler: revokeKey }),
+  // account-data: the holder's figures and the operator's admin routes (api-usage.ts, api-admin.ts).
+  row({ method: "GET", path: "/api/ledger", auth: "session", summary: "The account's ledger, charges grouped per UTC day", handler: getLedger }),
+  row({ method: "GET", path: "/api/requests", auth: "session", summary: "The account's requests from the request log, filtered and paged", handler: getRequests }),
+  row({ method: "GET", path: "/api/requests.csv", auth: "session", summary: "The account's requests as CSV, every matching row", handler: getRequestsCsv }),
+  row({ method: "GET", path: "/api/usage/daily", auth: "session", summary: "Daily spend per key or per model", handler: getDailyUsage }),
+  row({ method: "GET", path: "/api/admin/accounts", auth: "session", summary: "Admin: every account and its money", handler: listAdminAccounts }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/credit", auth: "session", body: "json", schema: Amount, summary: "Admin: credit an account", handler: creditAccount }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/debit", auth: "session", body: "json", schema: Amount, summary: "Admin: debit an account, with a note", handler: debitAccountRoute }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/disable", auth: "session", summary: "Admin: disable an account", handler: disableAccount }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/enable", auth: "session", summary: "Admin: enable an account", handler: enableAccount }),
+  row({ method: "POST", path: "/api/admin/pause", auth: "session", summary: "Admin: pause the product", handler: pauseProduct }),
+  row({ method: "POST", path: "/api/admin/resume", auth: "session", summary: "Admin: resume the product", handler: resumeProduct }),
+  row({ method: "GET", path: "/api/admin/status", auth: "session", summary: "Admin: the pause switch and route health", handler: adminStatus }),
+  row({ method: "GET", path: "/api/admin/audit", auth: "session", summary: "Admin: the audit log, newest first", handler: listAudit }),
   // payments: top-ups through Stripe Checkout (docs/dashboard.md, Top-ups). The webhook is Stripe's
   // call, not a browser's: no session and no Origin rule, its signature checked instead.
   row({ method: "GET", path: "/api/topups", auth: "session", summary: "The account's top-ups and whether card top-ups are on", handler: listTopUps }),

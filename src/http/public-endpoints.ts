@@ -1,5 +1,6 @@
 import type { Model } from "../catalog/catalog.ts";
 import { modelNotFound } from "../core/errors.ts";
+import type { Services } from "../services.ts";
 import { pathParam, type OpenCall } from "./exchange.ts";
 
 // The four public endpoints: no key, read-only views of the catalog and health (their CORS is the
@@ -62,8 +63,11 @@ export function pricing({ svc }: OpenCall): Response {
   );
 }
 
+/** Each model's upstream routes and their health, as GET /status and the admin's status show them. */
+export const routeHealth = (svc: Services) => svc.catalog.models.map((m) => ({ id: m.id, routes: m.routes.map((r) => svc.health.view(r.key)) }));
+
 export function status({ svc }: OpenCall): Response {
-  const models = svc.catalog.models.map((m) => ({ id: m.id, routes: m.routes.map((r) => svc.health.view(r.key)) }));
+  const models = routeHealth(svc);
   const paused = svc.settings.paused;
   const degraded = models.some((m) => m.routes.some((r) => r.state !== "healthy"));
   return json(

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, isNotNull, isNull, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gte, isNotNull, isNull, lt, lte, max, or, sql, type SQL } from "drizzle-orm";
 import { changeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
 import { accounts, ledgerEntries } from "../db/schema.ts";
@@ -41,14 +41,14 @@ export function createAccount(
   db: Db,
   ledger: Ledger,
   email: string,
-  opts: { balanceNano?: number; passwordHash?: string | null; kind?: CreditKind } = {},
+  opts: { balanceNano?: number; passwordHash?: string | null; kind?: CreditKind; admin?: boolean } = {},
 ): Account {
   const normalized = email.trim().toLowerCase();
   if (!EMAIL.test(normalized)) throw new GatewayError("invalid_request", `not an email address: ${email}`);
   if (findAccount(db, normalized)) throw new GatewayError("invalid_request", `an account with email ${normalized} already exists`);
   const row = db
     .insert(accounts)
-    .values({ email: normalized, passwordHash: opts.passwordHash ?? null, createdAt: Date.now() })
+    .values({ email: normalized, passwordHash: opts.passwordHash ?? null, admin: opts.admin ?? false, createdAt: Date.now() })
     .returning({ id: accounts.id })
     .get();
   const opening = opts.balanceNano ?? STARTING_BALANCE_NANO;
@@ -111,6 +111,25 @@ export function setAccountDisabled(db: Db, accountId: number, disabled: boolean,
   return changed.length > 0;
 }
 
+/** Marks an account admin (it sees the dashboard's admin page and routes) or not; false when it already was so. */
+export function setAdmin(db: Db, accountId: number, admin: boolean): boolean {
+  return db.update(accounts).set({ admin }).where(and(eq(accounts.id, accountId), eq(accounts.admin, !admin))).returning({ id: accounts.id }).all().length > 0;
+}
+
+/** What each account's charges took from its balance since `since` (unix ms), by account id: one index range each. */
+export function chargedSince(db: Db, accountIds: number[], since: number): Map<number, number> {
+  const charged = new Map<number, number>();
+  for (const accountId of accountIds) {
+    const row = db
+      .select({ nano: sql<number>`COALESCE(-SUM(${ledgerEntries.amountNano}), 0)` })
+      .from(ledgerEntries)
+      .where(and(eq(ledgerEntries.accountId, accountId), gte(ledgerEntries.createdAt, since), eq(ledgerEntries.kind, "charge")))
+      .get();
+    charged.set(accountId, row?.nano ?? 0);
+  }
+  return charged;
+}
+
 // The dashboard's view of an account: what a login checks, what GET /api/me shows.
 
 export interface AccountLogin {
@@ -146,4 +165,68 @@ export function setPasswordHash(db: Db, accountId: number, hash: string): void {
 export function setLowBalanceThreshold(db: Db, accountId: number, nano: number | null): void {
   if (nano !== null && !(Number.isSafeInteger(nano) && nano >= 0)) throw new RangeError("a threshold is a whole, non-negative number of nano-dollars");
   db.update(accounts).set({ lowBalanceNano: nano }).where(eq(accounts.id, accountId)).run();
+}
+
+// The account holder's statement (GET /api/ledger): every credit and debit on its own, the charges
+// summed per UTC day, newest first, a page at a time.
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/** A place in the statement's order, newest first by (created_at, id); a day's charges sit at their latest. */
+export interface StatementPosition {
+  createdAt: number;
+  id: number;
+}
+
+export type StatementItem =
+  | { kind: CreditKind | "operator_debit"; amountNano: number; note: string | null; externalRef: string | null; createdAt: number; at: StatementPosition }
+  | { kind: "charges"; day: string; amountNano: number; count: number; createdAt: number; at: StatementPosition };
+
+/**
+ * One page of the statement: the `limit` items after `before`, among the entries up to `upTo` (the
+ * newest ledger id when the first page was read: rows are append-only and ids grow, so later pages
+ * see the same list while charges keep coming, and a day's group never changes between pages).
+ * Credits are read along ledger_account_time; each day's charges are found by stepping back along the
+ * same index one day at a time, so a page costs its days, not the account's history.
+ */
+export function statementPage(db: Db, accountId: number, upTo: number, before: StatementPosition | null, limit: number): StatementItem[] {
+  const mine = and(eq(ledgerEntries.accountId, accountId), lte(ledgerEntries.id, upTo));
+  const earlier = (p: StatementPosition) =>
+    and(lte(ledgerEntries.createdAt, p.createdAt), or(lt(ledgerEntries.createdAt, p.createdAt), lt(ledgerEntries.id, p.id)));
+  const newest = [desc(ledgerEntries.createdAt), desc(ledgerEntries.id)];
+  const items: StatementItem[] = db
+    .select()
+    .from(ledgerEntries)
+    // The literal, not a parameter: SQLite uses a partial index only when the query states its WHERE.
+    .where(and(mine, sql`${ledgerEntries.kind} <> 'charge'`, before ? earlier(before) : undefined))
+    .orderBy(...newest)
+    .limit(limit)
+    .all()
+    .map((e) => ({ kind: e.kind as never, amountNano: e.amountNano, note: e.note, externalRef: e.externalRef, createdAt: e.createdAt, at: { createdAt: e.createdAt, id: e.id } }));
+  const charges = and(mine, eq(ledgerEntries.kind, "charge"));
+  let groups = 0;
+  let dayBefore: number | null = null;
+  while (groups < limit) {
+    const bound: SQL | undefined = dayBefore === null ? (before ? earlier(before) : undefined) : lt(ledgerEntries.createdAt, dayBefore);
+    const next: { createdAt: number } | undefined = db.select({ createdAt: ledgerEntries.createdAt }).from(ledgerEntries).where(and(charges, bound)).orderBy(...newest).limit(1).get();
+    if (!next) break;
+    const start: number = next.createdAt - (((next.createdAt % DAY_MS) + DAY_MS) % DAY_MS);
+    dayBefore = start;
+    const inDay = and(charges, gte(ledgerEntries.createdAt, start), lt(ledgerEntries.createdAt, start + DAY_MS));
+    const latest = db.select({ createdAt: ledgerEntries.createdAt, id: ledgerEntries.id }).from(ledgerEntries).where(inDay).orderBy(...newest).limit(1).get()!;
+    // A day whose latest charge is not before the cursor was shown whole on an earlier page.
+    if (before && !isEarlier(latest, before)) continue;
+    const sum = db.select({ amountNano: sql<number>`SUM(${ledgerEntries.amountNano})`, count: count() }).from(ledgerEntries).where(inDay).get()!;
+    items.push({ kind: "charges", day: new Date(start).toISOString().slice(0, 10), amountNano: sum.amountNano, count: sum.count, createdAt: latest.createdAt, at: latest });
+    groups++;
+  }
+  items.sort((a, b) => (isEarlier(a.at, b.at) ? 1 : -1));
+  return items.slice(0, limit);
+}
+
+const isEarlier = (a: StatementPosition, b: StatementPosition) => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
+
+/** The newest ledger id of the whole file: where a statement's first page pins its list. */
+export function newestLedgerId(db: Db): number {
+  return db.select({ id: max(ledgerEntries.id) }).from(ledgerEntries).get()?.id ?? 0;
 }

@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gte, inArray, isNotNull, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { and, count, desc, eq, gte, inArray, isNotNull, lt, lte, max, or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import type { Db } from "../db/client.ts";
 import { accounts, apiKeys, requestLogs } from "../db/schema.ts";
 import { requestIdPrefixAt } from "../core/request-id.ts";
@@ -15,6 +15,16 @@ export interface LogFilter {
   status?: { min: number; max: number };
   /** Unix ms: rows made at or after it. */
   since?: number;
+  /** Unix ms: rows made before it. */
+  until?: number;
+}
+
+/** A status filter as the CLI and the dashboard take it: `402`, or a class such as `4xx`; null when it is neither. */
+export function statusRange(text: string): { min: number; max: number } | null {
+  const x = /^([1-5])xx$/i.exec(text);
+  if (x) return { min: Number(x[1]) * 100, max: Number(x[1]) * 100 + 99 };
+  if (/^[1-5]\d\d$/.test(text)) return { min: Number(text), max: Number(text) };
+  return null;
 }
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -25,6 +35,7 @@ function where(f: LogFilter): SQL | undefined {
     f.keyIds === undefined ? undefined : inArray(requestLogs.keyId, f.keyIds),
     f.model === undefined ? undefined : eq(requestLogs.model, f.model),
     f.status === undefined ? undefined : sql`${requestLogs.status} BETWEEN ${f.status.min} AND ${f.status.max}`,
+    f.until === undefined ? undefined : lt(requestLogs.createdAt, f.until),
   ];
   if (f.since !== undefined) {
     // Ids begin with their time: the key range skips older rows without a created_at index (a day
@@ -60,6 +71,52 @@ export function findLog(db: Db, requestId: string): LogRecord | null {
   return r ? record(r) : null;
 }
 
+/** Where a page of one account's rows stopped: the last row it showed. */
+export interface LogCursor {
+  createdAt: number;
+  requestId: string;
+}
+
+/**
+ * The rows of these keys that match, newest first by (created_at, request id), after `before`; all
+ * of them when `limit` is null. Read key by key along request_logs_key_time (key_id, created_at, and
+ * the primary key the index carries), each already in this order, and merged here: one IN over the
+ * keys would sort every row of the account in a temporary b-tree to answer one page. New rows are
+ * newer than any cursor, so paging is stable while requests are written.
+ */
+export function keysLogPage(db: Db, keyIds: number[], filter: LogFilter, before: LogCursor | null, limit: number | null): LogRecord[] {
+  const after = before && and(lte(requestLogs.createdAt, before.createdAt), or(lt(requestLogs.createdAt, before.createdAt), lt(requestLogs.requestId, before.requestId)));
+  const rows = keyIds.flatMap((keyId) => {
+    const q = withNames(db)
+      .where(and(eq(requestLogs.keyId, keyId), where(filter), after ?? undefined))
+      .orderBy(desc(requestLogs.createdAt), desc(requestLogs.requestId));
+    return (limit === null ? q : q.limit(limit)).all().map(record);
+  });
+  rows.sort((a, b) => b.createdAt - a.createdAt || (a.requestId < b.requestId ? 1 : a.requestId > b.requestId ? -1 : 0));
+  return limit === null ? rows : rows.slice(0, limit);
+}
+
+/** When each key was last used (its newest log row), by key id; keys without rows are left out. One index probe per key. */
+export function lastUsedByKey(db: Db, keyIds: number[]): Map<number, number> {
+  const used = new Map<number, number>();
+  for (const keyId of keyIds) {
+    const at = db.select({ at: max(requestLogs.createdAt) }).from(requestLogs).where(eq(requestLogs.keyId, keyId)).get()?.at;
+    if (at !== null && at !== undefined) used.set(keyId, at);
+  }
+  return used;
+}
+
+/** Each account's last request (its keys' newest log row), by account id; accounts whose keys have none are left out. */
+export function lastRequestByAccount(db: Db): Map<number, number> {
+  // A correlated MAX per key is one probe of request_logs_key_time; a GROUP BY over the log would read all of it.
+  const rows = db
+    .select({ accountId: apiKeys.accountId, at: sql<number | null>`MAX((SELECT MAX(r.created_at) FROM request_logs r WHERE r.key_id = ${apiKeys.id}))` })
+    .from(apiKeys)
+    .groupBy(apiKeys.accountId)
+    .all();
+  return new Map(rows.flatMap((r) => (r.at === null ? [] : [[r.accountId, r.at] as const])));
+}
+
 export interface UsageRow {
   day: string;
   account_email: string | null;
@@ -77,7 +134,7 @@ export interface UsageRow {
  * that names the model), so it covers the retention period, and its cost is the price of the
  * requests: what a balance could not cover is the ledger's shortfall_nano.
  */
-export function usageReport(db: Db, filter: Pick<LogFilter, "accountId" | "since">): UsageRow[] {
+export function usageReport(db: Db, filter: Pick<LogFilter, "accountId" | "keyIds" | "since">): UsageRow[] {
   const sum = (c: SQLWrapper) => sql<number>`COALESCE(SUM(${c}), 0)`;
   return db
     .select({

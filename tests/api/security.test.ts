@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { expectError } from "../support/errors.ts";
 import type { TestGateway } from "../support/gateway.ts";
-import { body, Browser, dashboardGateway, registeredBrowser, freshEmail } from "./support.ts";
+import { body, Browser, dashboardGateway, registeredBrowser, freshEmail, refusedWith } from "./support.ts";
 
 // docs/dashboard.md, Security: what /api/ refuses, each with its answer.
 
@@ -16,19 +15,6 @@ const holder = () => registeredBrowser(gw);
 /** A registered account's email, logged out; its password is "correct horse". */
 async function registeredEmail(): Promise<string> {
   return (await new Browser(gw.url).register()).email;
-}
-
-// The error type of each code these tests meet (spec, Errors; docs/dashboard.md).
-const TYPE: Record<string, string> = {
-  "no-session": "authentication_error",
-  "no-key": "authentication_error",
-  invalid_credentials: "authentication_error",
-  origin: "permission_error",
-};
-
-/** The standard error shape with a request id, as on /v1; its message. */
-async function refusedWith(res: Response, status: number, code: string): Promise<string> {
-  return (await expectError(res, status, code, TYPE[code] ?? code)).message;
 }
 
 describe("API keys on /api/", () => {

@@ -1,3 +1,5 @@
+import { expectError } from "../support/errors.ts";
+import { expect } from "bun:test";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 /**
@@ -55,4 +57,20 @@ export async function registeredBrowser(gw: { url: string }): Promise<Browser> {
   const b = new Browser(gw.url);
   await b.register();
   return b;
+}
+
+// The error type of each code the dashboard's tests meet (spec, Errors; docs/dashboard.md).
+const TYPE: Record<string, string> = {
+  "no-session": "authentication_error",
+  "no-key": "authentication_error",
+  invalid_credentials: "authentication_error",
+  origin: "permission_error",
+  admin: "permission_error",
+  inactive: "permission_error",
+  registration_closed: "permission_error",
+};
+
+/** The standard error shape with a request id, as on /v1 (the one expectError); returns the message. */
+export async function refusedWith(res: Response, status: number, code: string): Promise<string> {
+  return (await expectError(res, status, code, TYPE[code] ?? code)).message;
 }

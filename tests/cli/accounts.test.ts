@@ -133,3 +133,57 @@ describe("account disable and enable", () => {
     expect(await run("account", "enable", "--email", e)).toMatchObject({ status: "active", changed: false });
   });
 });
+
+describe("account create --admin and account update", () => {
+  const isAdmin = (e: string) => (gw.services.db.$client.query("SELECT admin FROM accounts WHERE email = ?").get(e) as { admin: number }).admin === 1;
+  const audit = (e: string) =>
+    gw.services.db.$client
+      .query("SELECT actor_account_id AS actor, action FROM audit_log WHERE target_account_id = (SELECT id FROM accounts WHERE email = ?) ORDER BY id")
+      .all(e);
+
+  it("create --admin makes an admin account, in the audit log as the operator's action", async () => {
+    const e = email();
+    expect(await run("account", "create", "--email", e, "--admin")).toMatchObject({ email: e, admin: true });
+    expect(isAdmin(e)).toBe(true);
+    expect(audit(e)).toEqual([{ actor: null, action: "admin_granted" }]);
+  });
+
+  it("create without --admin makes an account that is not admin", async () => {
+    const e = email();
+    expect(await run("account", "create", "--email", e)).toMatchObject({ admin: false });
+    expect(isAdmin(e)).toBe(false);
+  });
+
+  it("update --admin and --no-admin grant and take away admin, each in the audit log", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    expect(await run("account", "update", "--email", e, "--admin")).toMatchObject({ admin: true, changed: true });
+    expect(isAdmin(e)).toBe(true);
+    expect(await run("account", "update", "--email", e, "--no-admin")).toMatchObject({ admin: false, changed: true });
+    expect(isAdmin(e)).toBe(false);
+    expect(audit(e)).toEqual([
+      { actor: null, action: "admin_granted" },
+      { actor: null, action: "admin_revoked" },
+    ]);
+  });
+
+  it("update says so when nothing changes, and writes no audit row", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    expect(await run("account", "update", "--email", e, "--no-admin")).toMatchObject({ admin: false, changed: false });
+    expect(audit(e)).toEqual([]);
+  });
+
+  it("update refuses neither or both of --admin and --no-admin", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    expect(expectOneLineFailure(await gateway(["account", "update", "--email", e, "--db", db]))).toContain("--admin or --no-admin");
+    expect(expectOneLineFailure(await gateway(["account", "update", "--email", e, "--admin", "--no-admin", "--db", db]))).toContain("--admin or --no-admin");
+  });
+
+  it("refuses --admin on a subcommand that does not take it", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    expect(expectOneLineFailure(await gateway(["account", "credit", "--email", e, "--usd", "1", "--admin", "--db", db]))).toContain("takes no --admin");
+  });
+});

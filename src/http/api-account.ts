@@ -5,6 +5,7 @@ import { nanoToUsd, usdToNano } from "../core/money.ts";
 import { profileOf, setLowBalanceThreshold } from "../ledger/accounts.ts";
 import type { Throttle } from "../limits/throttle.ts";
 import type { Services } from "../services.ts";
+import { lowBalanceView } from "./account-endpoints.ts";
 import { sessionCookie, type SessionCall } from "./api-guard.ts";
 import { json } from "./public-endpoints.ts";
 
@@ -29,10 +30,7 @@ function meView(svc: Services, accountId: number) {
     balance_usd: nanoToUsd(b.balanceNano),
     held_usd: nanoToUsd(b.reservedNano),
     spendable_usd: nanoToUsd(spendable),
-    low_balance: {
-      threshold_usd: p.lowBalanceNano === null ? null : nanoToUsd(p.lowBalanceNano),
-      below: p.lowBalanceNano !== null && spendable < p.lowBalanceNano,
-    },
+    low_balance: lowBalanceView(p.lowBalanceNano, spendable),
   };
 }
 

@@ -1,0 +1,1 @@
+CREATE INDEX `ledger_account_credits` ON `ledger_entries` (`account_id`,`created_at`) WHERE "ledger_entries"."kind" <> 'charge';

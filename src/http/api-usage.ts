@@ -1,0 +1,181 @@
+import type { KeyRow } from "../auth/keys.ts";
+import { csv } from "../core/csv.ts";
+import { GatewayError, invalidRequest } from "../core/errors.ts";
+import { formatUsd, nanoToUsd } from "../core/money.ts";
+import { newestLedgerId, statementPage, type StatementPosition } from "../ledger/accounts.ts";
+import { findLog, keysLogPage, statusRange, usageReport, type LogCursor, type LogFilter, type LogRecord } from "../logs/queries.ts";
+import type { SessionCall } from "./api-guard.ts";
+import { json } from "./public-endpoints.ts";
+
+// The account holder's figures (docs/dashboard.md): the ledger, the request log and the daily spend
+// of the session's own account, read by the owners' queries the CLI's `gateway account show`,
+// `logs list` and `usage` use. Never a prompt, a completion or a key: the tables hold none.
+
+const DAY_MS = 24 * 3600 * 1000;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The query's parameters; one the route does not take is refused by name rather than ignored. */
+export function queryOf(c: SessionCall, takes: string[]): URLSearchParams {
+  const q = new URL(c.request.url).searchParams;
+  for (const name of q.keys()) {
+    if (!takes.includes(name)) throw invalidRequest(`${name}: not a parameter of ${c.request.method} ${c.pathname}; it takes ${takes.join(", ")}`);
+  }
+  return q;
+}
+
+/** A whole number parameter within [min, max]; `fallback` when absent. */
+function wholeParam(q: URLSearchParams, name: string, fallback: number, min: number, max: number): number {
+  const text = q.get(name);
+  if (text === null) return fallback;
+  if (!/^\d{1,6}$/.test(text) || Number(text) < min || Number(text) > max) throw invalidRequest(`${name}: a whole number from ${min} to ${max}, not '${text}'`);
+  return Number(text);
+}
+
+export const limitParam = (q: URLSearchParams) => wholeParam(q, "limit", 50, 1, 500);
+
+// GET /api/ledger: the cursor pins the list to the newest ledger id of its first page.
+
+const CURSOR = /^([0-9a-z]+)-([0-9a-z]+)-([0-9a-z]+)$/;
+const cursorText = (upTo: number, p: StatementPosition) => [upTo, p.createdAt, p.id].map((n) => n.toString(36)).join("-");
+
+function cursorOf(text: string): { upTo: number; at: StatementPosition } {
+  const m = CURSOR.exec(text);
+  if (!m) throw invalidRequest(`before: '${text}' is not a cursor this route gave (the 'next' of a page)`);
+  const [upTo, createdAt, id] = m.slice(1).map((d) => parseInt(d, 36)) as [number, number, number];
+  return { upTo, at: { createdAt, id } };
+}
+
+export function getLedger(c: SessionCall): Response {
+  const q = queryOf(c, ["limit", "before"]);
+  const limit = limitParam(q);
+  const given = q.get("before");
+  const { upTo, at } = given === null ? { upTo: newestLedgerId(c.svc.db), at: null } : cursorOf(given);
+  const items = statementPage(c.svc.db, c.session!.accountId, upTo, at, limit + 1);
+  const page = items.slice(0, limit);
+  const data = page.map((e) =>
+    e.kind === "charges"
+      ? { kind: e.kind, day: e.day, amount_usd: nanoToUsd(e.amountNano), count: e.count, created_at: iso(e.createdAt) }
+      : { kind: e.kind, amount_usd: nanoToUsd(e.amountNano), note: e.note, external_ref: e.externalRef, created_at: iso(e.createdAt) },
+  );
+  return json({ object: "list", data, next: items.length > limit ? cursorText(upTo, page.at(-1)!.at) : null });
+}
+
+// GET /api/requests and /api/requests.csv: the same filters, one page or every row.
+
+const FILTERS = ["key_id", "model", "status", "since", "until"];
+
+function timeParam(q: URLSearchParams, name: string): number | undefined {
+  const text = q.get(name);
+  if (text === null) return undefined;
+  const ms = /^\d{4}-\d\d-\d\d/.test(text) ? Date.parse(text) : NaN;
+  if (Number.isNaN(ms)) throw invalidRequest(`${name}: an ISO 8601 date or time such as 2026-11-25 or 2026-11-25T08:00:00Z, not '${text}'`);
+  return ms;
+}
+
+/** The account's keys the rows are read by (one, with key_id) and the filter of the other parameters. */
+function requestFilter(c: SessionCall, q: URLSearchParams): { keys: KeyRow[]; filter: LogFilter } {
+  const accountId = c.session!.accountId;
+  let keys = c.svc.keys.ofAccount(accountId);
+  const keyId = q.get("key_id");
+  if (keyId !== null) {
+    keys = keys.filter((k) => String(k.id) === keyId);
+    if (keys.length === 0) throw new GatewayError("key_not_found", `key_id: no key with id ${keyId} on this account.`);
+  }
+  const filter: LogFilter = { accountId, since: timeParam(q, "since"), until: timeParam(q, "until") };
+  const model = q.get("model");
+  // The log names models by their canonical id; an alias finds them too, as with `gateway logs list`.
+  if (model !== null) filter.model = c.svc.catalog.lookup(model)?.id ?? model;
+  const status = q.get("status");
+  if (status !== null) {
+    filter.status = statusRange(status) ?? undefined;
+    if (!filter.status) throw invalidRequest(`status: an HTTP status such as 402, or a class such as 2xx, 4xx or 5xx, not '${status}'`);
+  }
+  return { keys, filter };
+}
+
+const COLUMNS = ["request_id", "created_at", "key_id", "key_prefix", "key_name", "model", "endpoint", "path", "status", "error_code", "input_tokens", "output_tokens", "cost_usd", "latency_ms"] as const;
+
+function requestView(r: LogRecord, names: Map<number, string>) {
+  return {
+    request_id: r.requestId,
+    created_at: iso(r.createdAt),
+    key_id: r.keyId,
+    key_prefix: r.keyPrefix,
+    key_name: r.keyId === null ? null : (names.get(r.keyId) ?? null),
+    model: r.model,
+    endpoint: r.endpoint,
+    path: r.path,
+    status: r.status,
+    error_code: r.errorCode,
+    input_tokens: r.inputTokens,
+    output_tokens: r.outputTokens,
+    cost_usd: nanoToUsd(r.costNano),
+    latency_ms: r.latencyMs,
+  };
+}
+
+/** The cursor's row, which must be one of this account's: its place in the order is its created_at. */
+function requestCursor(c: SessionCall, requestId: string): LogCursor {
+  const row = findLog(c.svc.db, requestId);
+  if (!row || row.accountId !== c.session!.accountId) throw invalidRequest(`before: no request ${requestId} of this account in the log`);
+  return { createdAt: row.createdAt, requestId: row.requestId };
+}
+
+export function getRequests(c: SessionCall): Response {
+  const q = queryOf(c, [...FILTERS, "limit", "before"]);
+  const limit = limitParam(q);
+  const { keys, filter } = requestFilter(c, q);
+  const before = q.get("before");
+  const rows = keysLogPage(c.svc.db, keys.map((k) => k.id), filter, before === null ? null : requestCursor(c, before), limit + 1);
+  const names = new Map(keys.map((k) => [k.id, k.name]));
+  const page = rows.slice(0, limit);
+  return json({ object: "list", data: page.map((r) => requestView(r, names)), next: rows.length > limit ? page.at(-1)!.requestId : null });
+}
+
+export function getRequestsCsv(c: SessionCall): Response {
+  const { keys, filter } = requestFilter(c, queryOf(c, FILTERS));
+  const names = new Map(keys.map((k) => [k.id, k.name]));
+  const rows = keysLogPage(c.svc.db, keys.map((k) => k.id), filter, null, null).map((r) => {
+    const v = requestView(r, names);
+    // The exact decimal, as `gateway logs list --csv` writes it: a spreadsheet sums it without float noise.
+    return COLUMNS.map((col) => (col === "cost_usd" ? formatUsd(r.costNano) : v[col]));
+  });
+  return new Response(csv([...COLUMNS], rows), {
+    headers: { "content-type": "text/csv; charset=utf-8", "content-disposition": 'attachment; filename="requests.csv"' },
+  });
+}
+
+// GET /api/usage/daily: `gateway usage` for one account, as series for a chart.
+
+export function getDailyUsage(c: SessionCall): Response {
+  const q = queryOf(c, ["days", "by"]);
+  const days = wholeParam(q, "days", 30, 1, 366);
+  const by = q.get("by") ?? "key";
+  if (by !== "key" && by !== "model") throw invalidRequest(`by: key or model, not '${by}'`);
+  const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+  const since = today - (days - 1) * DAY_MS;
+  const dayList = Array.from({ length: days }, (_, i) => iso(since + i * DAY_MS).slice(0, 10));
+  const index = new Map(dayList.map((d, i) => [d, i]));
+  const keys = c.svc.keys.ofAccount(c.session!.accountId);
+  const names = new Map(keys.map((k) => [k.id, k.name || k.prefix]));
+  const rows = usageReport(c.svc.db, { accountId: c.session!.accountId, keyIds: keys.map((k) => k.id), since });
+  const series = new Map<string, { id: number | string | null; label: string; nano: number[] }>();
+  const total = dayList.map(() => 0);
+  for (const r of rows) {
+    const i = index.get(r.day);
+    if (i === undefined || r.cost_nano === 0) continue;
+    const id = by === "key" ? r.key_id : r.model;
+    const label = by === "key" ? (r.key_id === null ? "" : (names.get(r.key_id) ?? "")) : (r.model ?? "");
+    const s = series.get(String(id)) ?? { id, label, nano: dayList.map(() => 0) };
+    s.nano[i]! += r.cost_nano;
+    total[i]! += r.cost_nano;
+    series.set(String(id), s);
+  }
+  return json({
+    object: "usage",
+    by,
+    days: dayList,
+    series: [...series.values()].map((s) => ({ id: s.id, label: s.label, cost_usd: s.nano.map(nanoToUsd) })),
+    total_usd: total.map(nanoToUsd),
+  });
+}

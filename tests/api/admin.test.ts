@@ -1,0 +1,190 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { setAdmin } from "../../src/ledger/accounts.ts";
+import type { TestGateway } from "../support/gateway.ts";
+import { postWithApiKey, sqlAll } from "../support/keyed.ts";
+import { body, Browser, dashboardGateway, registeredBrowser, refusedWith } from "./support.ts";
+
+// docs/dashboard.md, Admin: the operator's routes under /api/admin/, for a session of an account
+// marked admin; each action a ledger entry or an audit row naming the admin.
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await dashboardGateway();
+});
+afterAll(() => gw.stop());
+
+async function holder(): Promise<{ b: Browser; id: number; email: string }> {
+  const b = await registeredBrowser(gw);
+  const me = await body(await b.call("GET", "/api/me"));
+  return { b, id: me.id, email: me.email };
+}
+
+async function admin() {
+  const h = await holder();
+  setAdmin(gw.services.db, h.id, true);
+  return h;
+}
+
+const auditOf = (targetId: number | null) =>
+  sqlAll<{ actor_account_id: number | null; action: string; target_account_id: number | null; detail: string | null }>(
+    gw,
+    "SELECT actor_account_id, action, target_account_id, detail FROM audit_log WHERE target_account_id IS ? ORDER BY id",
+    targetId,
+  );
+
+const ledgerOf = (accountId: number) =>
+  sqlAll<{ kind: string; amount_nano: number; note: string | null }>(gw, "SELECT kind, amount_nano, note FROM ledger_entries WHERE account_id = ? ORDER BY id", accountId);
+
+describe("a session of an account that is not admin", () => {
+  const routes: [string, string, unknown?][] = [
+    ["GET", "/api/admin/accounts"],
+    ["POST", "/api/admin/accounts/1/credit", { usd: 1, note: "x" }],
+    ["POST", "/api/admin/accounts/1/debit", { usd: 1, note: "x" }],
+    ["POST", "/api/admin/accounts/1/disable"],
+    ["POST", "/api/admin/accounts/1/enable"],
+    ["POST", "/api/admin/pause"],
+    ["POST", "/api/admin/resume"],
+    ["GET", "/api/admin/status"],
+    ["GET", "/api/admin/audit"],
+  ];
+  for (const [method, path, payload] of routes) {
+    it(`is refused on ${method} ${path} with 403 admin, and nothing happens`, async () => {
+      const h = await holder();
+      const ledgerBefore = ledgerOf(1).length;
+      const res = await h.b.call(method, path, payload);
+      expect((await body(res)).error).toMatchObject({ type: "permission_error", code: "admin" });
+      expect(res.status).toBe(403);
+      expect(ledgerOf(1).length).toBe(ledgerBefore);
+      expect(gw.services.settings.paused).toBe(false);
+    });
+  }
+
+  it("is refused without a session with 401 no-session", async () => {
+    await refusedWith(await new Browser(gw.url).call("GET", "/api/admin/accounts"), 401, "no-session");
+  });
+});
+
+describe("GET /api/admin/accounts", () => {
+  it("lists every account with balance, held, keys, spend this month and last activity", async () => {
+    const a = await admin();
+    const h = await holder();
+    const k = await body(await h.b.call("POST", "/api/keys", {}));
+    await postWithApiKey(gw, "/v1/chat/completions", { model: "demo", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }, k.key);
+    const spent = -ledgerOf(h.id).filter((e) => e.kind === "charge").reduce((s, e) => s + e.amount_nano, 0);
+    const list = await body(await a.b.call("GET", "/api/admin/accounts"));
+    const row = list.data.find((r: { id: number }) => r.id === h.id);
+    expect(row).toMatchObject({ email: h.email, admin: false, disabled: false, balance_usd: (1e9 - spent) / 1e9, held_usd: 0, keys: 1, spent_month_usd: spent / 1e9 });
+    expect(Date.parse(row.last_activity_at)).toBeGreaterThan(Date.now() - 60_000);
+    expect(Date.parse(row.created_at)).toBeGreaterThan(Date.now() - 60_000);
+    expect(list.data.find((r: { id: number }) => r.id === a.id)).toMatchObject({ admin: true, keys: 0, spent_month_usd: 0, last_activity_at: null });
+  });
+});
+
+describe("POST /api/admin/accounts/{id}/credit and /debit", () => {
+  it("credits with an operator_credit ledger entry and an audit row naming the admin", async () => {
+    const a = await admin();
+    const h = await holder();
+    const res = await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: 2.5, note: "goodwill" });
+    expect(res.status).toBe(200);
+    expect(await body(res)).toMatchObject({ id: h.id, balance_usd: 3.5 });
+    expect(ledgerOf(h.id).at(-1)).toEqual({ kind: "operator_credit", amount_nano: 2_500_000_000, note: "goodwill" });
+    expect(auditOf(h.id)).toEqual([{ actor_account_id: a.id, action: "account_credited", target_account_id: h.id, detail: "2.5 USD: goodwill" }]);
+    expect((await body(await h.b.call("GET", "/api/me"))).balance_usd).toBe(3.5);
+  });
+
+  it("debits with an operator_debit ledger entry and an audit row naming the admin", async () => {
+    const a = await admin();
+    const h = await holder();
+    const res = await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { usd: "0.25", note: "refund reversed" });
+    expect(await body(res)).toMatchObject({ id: h.id, balance_usd: 0.75 });
+    expect(ledgerOf(h.id).at(-1)).toEqual({ kind: "operator_debit", amount_nano: -250_000_000, note: "refund reversed" });
+    expect(auditOf(h.id)).toEqual([{ actor_account_id: a.id, action: "account_debited", target_account_id: h.id, detail: "0.25 USD: refund reversed" }]);
+  });
+
+  it("refuses a debit without a note, naming note", async () => {
+    const a = await admin();
+    const h = await holder();
+    expect(await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { usd: 0.1 }), 400, "invalid_request")).toStartWith("note: ");
+    expect(auditOf(h.id)).toEqual([]);
+  });
+
+  it("refuses a debit below a zero balance, and writes nothing", async () => {
+    const a = await admin();
+    const h = await holder();
+    await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { usd: 5, note: "too much" }), 400, "invalid_request");
+    expect(ledgerOf(h.id).map((e) => e.kind)).toEqual(["registration_credit"]);
+    expect(auditOf(h.id)).toEqual([]);
+  });
+
+  it("refuses an amount of 0 or with more than 9 decimals, naming usd", async () => {
+    const a = await admin();
+    const h = await holder();
+    expect(await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: 0 }), 400, "invalid_request")).toStartWith("usd: ");
+    expect(await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: "0.0000000001" }), 400, "invalid_request")).toStartWith("usd: ");
+  });
+
+  it("refuses an account id that names no account with 404 account_not_found", async () => {
+    const a = await admin();
+    await refusedWith(await a.b.call("POST", "/api/admin/accounts/999999/credit", { usd: 1 }), 404, "account_not_found");
+  });
+});
+
+describe("POST /api/admin/accounts/{id}/disable and /enable", () => {
+  it("disables an account, whose session is then refused, with an audit row; enable undoes it", async () => {
+    const a = await admin();
+    const h = await holder();
+    expect(await body(await a.b.call("POST", `/api/admin/accounts/${h.id}/disable`))).toMatchObject({ id: h.id, disabled: true });
+    await refusedWith(await h.b.call("GET", "/api/me"), 403, "inactive");
+    expect(await body(await a.b.call("POST", `/api/admin/accounts/${h.id}/enable`))).toMatchObject({ id: h.id, disabled: false });
+    expect((await h.b.call("GET", "/api/me")).status).toBe(200);
+    expect(auditOf(h.id).map((r) => [r.actor_account_id, r.action])).toEqual([
+      [a.id, "account_disabled"],
+      [a.id, "account_enabled"],
+    ]);
+  });
+
+  it("refuses an admin disabling its own account", async () => {
+    const a = await admin();
+    await refusedWith(await a.b.call("POST", `/api/admin/accounts/${a.id}/disable`), 400, "invalid_request");
+    expect((await a.b.call("GET", "/api/me")).status).toBe(200);
+  });
+});
+
+describe("POST /api/admin/pause and /resume, GET /api/admin/status and /audit", () => {
+  it("pauses the product (the next /v1 call is 503 product_paused) and resumes it, each with an audit row", async () => {
+    const a = await admin();
+    const h = await holder();
+    const k = await body(await h.b.call("POST", "/api/keys", {}));
+    const chat = () => postWithApiKey(gw, "/v1/chat/completions", { model: "demo", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }, k.key);
+    try {
+      expect(await body(await a.b.call("POST", "/api/admin/pause"))).toEqual({ paused: true });
+      expect((await chat()).status).toBe(503);
+      expect((await body(await a.b.call("GET", "/api/admin/status"))).paused).toBe(true);
+    } finally {
+      expect(await body(await a.b.call("POST", "/api/admin/resume"))).toEqual({ paused: false });
+    }
+    expect((await chat()).status).toBe(200);
+    const actions = auditOf(null).filter((r) => r.actor_account_id === a.id).map((r) => r.action);
+    expect(actions).toEqual(["product_paused", "product_resumed"]);
+  });
+
+  it("shows the route health of GET /status", async () => {
+    const a = await admin();
+    const s = await body(await a.b.call("GET", "/api/admin/status"));
+    const pub = await body(await fetch(`${gw.url}/status`));
+    expect(s.paused).toBe(false);
+    expect(s.routes).toEqual(pub.models);
+  });
+
+  it("lists the audit log newest first, naming the admin and the account by email", async () => {
+    const a = await admin();
+    const h = await holder();
+    await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: 1, note: "thanks" });
+    await a.b.call("POST", `/api/admin/accounts/${h.id}/disable`);
+    const log = await body(await a.b.call("GET", "/api/admin/audit?limit=2"));
+    expect(log.data.map((r: Record<string, unknown>) => ({ ...r, created_at: typeof r.created_at }))).toEqual([
+      { actor_email: a.email, action: "account_disabled", target: h.email, detail: null, created_at: "string" },
+      { actor_email: a.email, action: "account_credited", target: h.email, detail: "1 USD: thanks", created_at: "string" },
+    ]);
+  });
+});
