@@ -2,6 +2,7 @@ import type { Server } from "bun";
 import type { Config } from "./config/load.ts";
 import { ensureDatabaseFolder, type Db } from "./db/client.ts";
 import { acquireServeLock } from "./db/serve-lock.ts";
+import { dashboardPages } from "./dashboard/page.ts";
 import { buildApp } from "./http/app.ts";
 import { findEndpoint } from "./http/endpoints.ts";
 import { OperatorError } from "./core/operator-error.ts";
@@ -57,7 +58,7 @@ export function startGateway(config: Config, opts: { port?: number; db?: Db; qui
   timer.unref();
 
   const port = opts.port ?? config.port;
-  const app = buildApp(svc);
+  const app = buildApp(svc, {}, dashboardPages);
   try {
     app.listen({
       port,

@@ -36,7 +36,11 @@ function unrouted(x: Exchange, at: Endpoint[]): Response {
   throw methodNotAllowed(method, at);
 }
 
-export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}) {
+/**
+ * The app over the endpoint table. `pages` are Bun's static routes served beside it (the
+ * dashboard's HTML bundle at `/`, from the layer above): Bun answers them before Elysia's router.
+ */
+export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pages: Record<string, Bun.HTMLBundle> = {}) {
   const gate = new RefusalGate(gateOptions);
   // The refusals of the last minute before a stop are summarised too.
   svc.atStop.push(() => gate.summarize());
@@ -137,7 +141,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}) {
     return response;
   }
 
-  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version));
+  const app = new Elysia({ normalize: false, serve: { routes: pages } }).use(openapiDocument(svc.version));
   for (const e of ENDPOINTS) {
     if (e.when && !e.when(svc.config)) continue;
     const run = runnerOf(e);

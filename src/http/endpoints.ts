@@ -12,7 +12,7 @@ import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./api-usa
 import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./api-topups.ts";
 import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-account.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
-import { healthz, metrics, readyz, welcome } from "./operator-endpoints.ts";
+import { healthz, metrics, readyz } from "./operator-endpoints.ts";
 import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
 
@@ -143,7 +143,6 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/topups", auth: "session", body: "json", schema: TopUpBody, summary: "A Stripe Checkout Session for a top-up", handler: createTopUp }),
   row({ method: "POST", path: "/api/stripe/webhook", auth: "public", dashboard: true, summary: "Stripe's signed webhook: credits a paid top-up once", handler: stripeWebhook }),
   // The operator's paths: no request log row (a probe every few seconds would fill it), no CORS.
-  row({ method: "GET", path: "/", auth: "public", published: false, summary: "Welcome", handler: welcome }),
   row({ method: "GET", path: "/healthz", auth: "public", published: false, summary: "Liveness", handler: healthz }),
   row({ method: "GET", path: "/readyz", auth: "public", published: false, quiet: true, summary: "Readiness", handler: readyz }),
   row({

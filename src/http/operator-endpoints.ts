@@ -6,7 +6,8 @@ import type { OpenCall } from "./exchange.ts";
 import { json } from "./public-endpoints.ts";
 
 // The operator's endpoints, outside /v1: liveness, readiness and metrics for orchestrators and
-// Prometheus, and the welcome line at `/`. Being outside /v1 they write no request log row.
+// Prometheus. Being outside /v1 they write no request log row. (`/` is the dashboard's page,
+// served by Bun beside the table: dashboard/page.ts.)
 
 const LOOPBACK = parseCidrList(["127.0.0.0/8", "::1"]);
 
@@ -32,8 +33,6 @@ export function metricsRefusal({ svc, request, clientIp }: OpenCall): GatewayErr
   if (client && ipAllowed(LOOPBACK, client) && !proxied) return null;
   return new GatewayError("ip", "GET /metrics answers callers on this machine only ([server] metrics = \"loopback\"); set a token to scrape it from elsewhere.");
 }
-
-export const welcome = () => new Response("gateway: see GET /status and GET /v1/models\n", { headers: { "content-type": "text/plain" } });
 
 export const healthz = () => json({ status: "ok" });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "bun:test";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
 // The import graph is the check of the layering (docs/architecture.md): every import runs down this
@@ -24,6 +24,8 @@ const LAYERS = [
   "relay",
   "services",
   "http",
+  // The dashboard's page and its browser code: above http, whose wire shapes its views may name (as types only).
+  "dashboard",
   "server",
   "cli",
 ] as const;
@@ -72,7 +74,8 @@ describe("the import graph of src/", () => {
   });
 
   it("has no import of a file that is not there", () => {
-    const missing = [...graph.values()].flat().filter((t) => !graph.has(t));
+    // An asset (the dashboard's HTML import, its CSS) is a file of its own, not a module of the graph.
+    const missing = [...graph.values()].flat().filter((t) => !graph.has(t) && !(/\.(html|css)$/.test(t) && existsSync(join(SRC, t))));
     expect(missing).toEqual([]);
   });
 

@@ -9,6 +9,7 @@ import { migrate, openDatabase } from "../../src/db/client.ts";
 import { embeddedMigrations } from "../../src/db/migrations.gen.ts";
 import { renderEmbeddedMigrations } from "../../scripts/embed-migrations.ts";
 import { ROOT } from "../support/cli.ts";
+import { loadDashboardPage } from "../support/dashboard-page.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "gw-migrations-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -101,6 +102,8 @@ describe("the compiled binary", () => {
       });
       expect(res.status).toBe(200);
       expect(((await res.json()) as { usage: { cost_usd: number } }).usage.cost_usd).toBeGreaterThan(0);
+      // The dashboard's HTML import was bundled into the binary: the page and its assets, with no source beside it.
+      expect((await loadDashboardPage(base)).assets.size).toBe(2);
     } finally {
       proc.kill();
       await proc.exited;

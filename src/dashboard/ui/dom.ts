@@ -1,0 +1,124 @@
+import { ApiError } from "./api.ts";
+
+// A few DOM builders, so a view reads as the markup it makes. Every input gets a <label>, every
+// message a live region, every table a caption and header cells: the page works with a keyboard
+// and a screen reader.
+
+type Child = Node | string | number | null | undefined | false;
+type Attrs = Record<string, string | number | boolean | null | undefined | ((e: Event) => void)>;
+
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (typeof v === "function") el.addEventListener(k.replace(/^on/, ""), v);
+    else if (v === true) el.setAttribute(k, "");
+    else el.setAttribute(k, String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined && c !== false) el.append(typeof c === "object" ? c : String(c));
+  return el;
+}
+
+let ids = 0;
+/** An input with its label; `hint` is read out with it (aria-describedby). */
+export function field(label: string, input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): HTMLElement {
+  input.id ||= `f${++ids}`;
+  const hintEl = hint ? h("small", { id: `${input.id}-hint`, class: "hint" }, hint) : null;
+  if (hintEl) input.setAttribute("aria-describedby", hintEl.id);
+  return h("div", { class: "field" }, h("label", { for: input.id }, label), input, hintEl);
+}
+
+export const input = (attrs: Attrs) => h("input", attrs);
+
+export function select(name: string, options: [value: string, label: string][], value = ""): HTMLSelectElement {
+  const s = h("select", { name });
+  for (const [v, l] of options) s.append(h("option", { value: v, selected: v === value }, l));
+  return s;
+}
+
+/** A table with a caption and column headers; rows of cells. */
+export function table(caption: string, head: string[], rows: Child[][], empty = "Nothing yet."): HTMLElement {
+  if (rows.length === 0) return h("section", { class: "table" }, h("h3", {}, caption), h("p", { class: "muted" }, empty));
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      {},
+      h("caption", {}, caption),
+      h("thead", {}, h("tr", {}, ...head.map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, ...rows.map((r) => h("tr", {}, ...r.map((c) => h("td", {}, c))))),
+    ),
+  );
+}
+
+/** A message area: errors are alerts (read at once), the rest polite status updates. */
+export function messages(): { el: HTMLElement; ok(text: string): void; fail(e: unknown): void; clear(): void } {
+  const el = h("div", { class: "messages", role: "status", "aria-live": "polite" });
+  return {
+    el,
+    ok(text) {
+      el.replaceChildren(h("p", { class: "ok" }, text));
+    },
+    fail(e) {
+      el.replaceChildren(h("p", { class: "error", role: "alert" }, errorText(e)));
+    },
+    clear() {
+      el.replaceChildren();
+    },
+  };
+}
+
+export function errorText(e: unknown): string {
+  if (e instanceof ApiError) return e.requestId ? `${e.message} (request ${e.requestId})` : e.message;
+  return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * Wires a form's submit: the button is disabled while `run` works, and a failure is shown in `msg`
+ * instead of escaping to the console.
+ */
+export function onSubmit(form: HTMLFormElement, msg: ReturnType<typeof messages>, run: (data: FormData) => Promise<void>): HTMLFormElement {
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const buttons = [...form.querySelectorAll("button")];
+    buttons.forEach((b) => (b.disabled = true));
+    msg.clear();
+    try {
+      await run(new FormData(form, (e as SubmitEvent).submitter));
+    } catch (err) {
+      msg.fail(err);
+    } finally {
+      buttons.forEach((b) => (b.disabled = false));
+    }
+  });
+  return form;
+}
+
+/** A button that copies `text`; it says so when it has. */
+export function copyButton(text: string, label = "Copy"): HTMLButtonElement {
+  const b = h("button", { type: "button", class: "copy", "aria-label": `${label} to the clipboard` }, label);
+  b.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      b.textContent = "Copied";
+    } catch {
+      // No clipboard permission (plain http on another host): the text is selectable beside the button.
+      b.textContent = "Select and copy by hand";
+    }
+  });
+  return b;
+}
+
+/** A block of text to copy: code, and its button. */
+export function copyBlock(text: string, label: string): HTMLElement {
+  return h("div", { class: "copy-block" }, h("pre", { tabindex: 0, "aria-label": label }, h("code", {}, text)), copyButton(text, `Copy ${label}`));
+}
+
+const USD = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 6 });
+export const usd = (n: number | null | undefined) => (n === null || n === undefined ? "—" : USD.format(n));
+
+export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : "—");
+
+/** The page's heading: focused when the view opens, so a screen reader announces where it is. */
+export const heading = (text: string) => h("h1", { tabindex: -1 }, text);

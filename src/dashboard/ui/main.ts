@@ -1,0 +1,118 @@
+import "uplot/dist/uPlot.min.css";
+import { api, ApiError } from "./api.ts";
+import type { Ctx, View } from "./context.ts";
+import { errorText, h, usd } from "./dom.ts";
+import type { Account } from "./types.ts";
+import { adminView } from "./views/admin.ts";
+import { accountView, loginView, logout, registerView } from "./views/auth.ts";
+import { keysView } from "./views/keys.ts";
+import { modelsView } from "./views/models.ts";
+import { overviewView } from "./views/overview.ts";
+import { topupView } from "./views/topup.ts";
+import { usageView } from "./views/usage.ts";
+
+// The page's shell: a hash router (#/keys, #/topup?session_id=…, the form Stripe returns to), the
+// navigation and the low-balance banner. The login pages ask nothing of /api/me, so a visitor's
+// first page makes no request that is refused.
+
+interface Route {
+  title: string;
+  view: View;
+  /** Shown to visitors; the others need a session. */
+  visitor?: boolean;
+  admin?: boolean;
+}
+
+const ROUTES: Record<string, Route> = {
+  login: { title: "Log in", view: loginView, visitor: true },
+  register: { title: "Register", view: registerView, visitor: true },
+  "": { title: "Overview", view: overviewView },
+  keys: { title: "Keys", view: keysView },
+  usage: { title: "Usage", view: usageView },
+  models: { title: "Models", view: modelsView },
+  topup: { title: "Top up", view: topupView },
+  account: { title: "Account", view: accountView },
+  admin: { title: "Admin", view: adminView, admin: true },
+};
+
+const NAV = ["", "keys", "usage", "models", "topup", "account", "admin"];
+
+const view = document.getElementById("view")!;
+const nav = document.getElementById("nav")!;
+const banner = document.getElementById("banner")!;
+let me: Account | null = null;
+
+function parseHash(): { name: string; params: URLSearchParams } {
+  const [path = "", q = ""] = location.hash.replace(/^#\/?/, "").split("?");
+  return { name: path in ROUTES ? path : "", params: new URLSearchParams(q) };
+}
+
+const go = (route: string) => {
+  const target = "#/" + route;
+  if (location.hash === target) void render();
+  else location.hash = target;
+};
+
+function drawShell(current: string) {
+  const links = NAV.filter((n) => me && (!ROUTES[n]!.admin || me.admin)).map((n) =>
+    h("li", {}, h("a", { href: "#/" + n, "aria-current": n === current ? "page" : null }, ROUTES[n]!.title)),
+  );
+  nav.replaceChildren();
+  if (me) {
+    nav.append(
+      h("ul", {}, ...links),
+      h("p", { class: "who" }, h("span", { "data-testid": "nav-spendable" }, usd(me.spendable_usd)), " · ", me.email),
+      h("button", { type: "button", class: "link", onclick: () => void logout(ctx()) }, "Log out"),
+    );
+  }
+  banner.replaceChildren();
+  if (me?.low_balance?.below) {
+    banner.append(
+      h("p", { role: "alert", class: "low" }, `Your spendable balance (${usd(me.spendable_usd)}) is below your alert of ${usd(me.low_balance.threshold_usd)}. `, h("a", { href: "#/topup" }, "Top up")),
+    );
+  }
+}
+
+function ctx(params = new URLSearchParams()): Ctx {
+  return {
+    me,
+    params,
+    go,
+    reload: () => void render(),
+    signedIn(account) {
+      me = account;
+    },
+  };
+}
+
+let rendering = 0;
+async function render(): Promise<void> {
+  const turn = ++rendering;
+  const { name, params } = parseHash();
+  const route = ROUTES[name]!;
+  try {
+    if (route.visitor) me = null;
+    else me = await api<Account>("GET", "/api/me");
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) return go("login");
+    view.replaceChildren(h("p", { role: "alert", class: "error" }, errorText(e)));
+    return;
+  }
+  if (route.admin && !me?.admin) return go("");
+  let content: HTMLElement;
+  try {
+    content = await route.view(ctx(params));
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) return go("login");
+    content = h("p", { role: "alert", class: "error" }, errorText(e));
+  }
+  // A newer navigation started while this one waited: its page wins.
+  if (turn !== rendering) return;
+  document.title = `${route.title} · Gateway`;
+  drawShell(name);
+  view.replaceChildren(content);
+  view.querySelector<HTMLElement>("h1")?.focus();
+}
+
+window.addEventListener("hashchange", () => void render());
+void render();

@@ -1,0 +1,97 @@
+import { api } from "../api.ts";
+import type { Ctx } from "../context.ts";
+import { field, h, heading, input, messages, onSubmit, table, usd, when } from "../dom.ts";
+import type { AdminAccount, AdminStatus, AuditRow, List } from "../types.ts";
+
+// The operator's page: accounts with their money and activity, credit or debit with a note, disable,
+// pause and resume, route health, and the audit trail of these actions.
+
+function moneyForm(ctx: Ctx, a: AdminAccount, msg: ReturnType<typeof messages>): HTMLElement {
+  const form = h(
+    "form",
+    { "aria-label": `Credit or debit ${a.email}`, class: "inline" },
+    field("USD", input({ type: "number", name: "usd", min: "0.01", step: "0.01", required: true, inputmode: "decimal", size: 6 })),
+    field("Note", input({ name: "note", required: true, maxlength: 200, size: 14 })),
+    h("button", { type: "submit", name: "op", value: "credit" }, "Credit"),
+    " ",
+    h("button", { type: "submit", name: "op", value: "debit" }, "Debit"),
+  );
+  onSubmit(form, msg, async (d) => {
+    const op = d.get("op") === "debit" ? "debit" : "credit";
+    await api<AdminAccount>("POST", `/api/admin/accounts/${a.id}/${op}`, { usd: Number(d.get("usd")), note: String(d.get("note")) });
+    ctx.reload();
+  });
+  return form;
+}
+
+function switchButton(ctx: Ctx, label: string, path: string, msg: ReturnType<typeof messages>, danger = false): HTMLButtonElement {
+  return h(
+    "button",
+    {
+      type: "button",
+      class: danger ? "danger" : null,
+      onclick: async () => {
+        try {
+          await api("POST", path);
+          ctx.reload();
+        } catch (e) {
+          msg.fail(e);
+        }
+      },
+    },
+    label,
+  );
+}
+
+function routeRows(status: AdminStatus) {
+  return status.routes.flatMap((m) =>
+    m.routes.map((r) => [h("code", {}, m.id), r.route, r.state, `${r.successes} ok / ${r.failures} failed`, r.last_error ?? "", when(r.last_failure_at)]),
+  );
+}
+
+export async function adminView(ctx: Ctx): Promise<HTMLElement> {
+  const [accounts, status, audit] = await Promise.all([
+    api<List<AdminAccount>>("GET", "/api/admin/accounts"),
+    api<AdminStatus>("GET", "/api/admin/status"),
+    api<List<AuditRow>>("GET", "/api/admin/audit?limit=50"),
+  ]);
+  const msg = messages();
+  const rows = accounts.data.map((a) => [
+    a.email + (a.admin ? " (admin)" : ""),
+    h("span", { "data-testid": `balance-${a.id}` }, usd(a.balance_usd)),
+    usd(a.held_usd),
+    String(a.keys),
+    usd(a.spent_month_usd),
+    when(a.last_activity_at),
+    a.disabled ? "disabled" : "active",
+    h(
+      "div",
+      { class: "actions" },
+      moneyForm(ctx, a, msg),
+      a.disabled
+        ? switchButton(ctx, "Enable", `/api/admin/accounts/${a.id}/enable`, msg)
+        : switchButton(ctx, `Disable ${a.email}`, `/api/admin/accounts/${a.id}/disable`, msg, true),
+    ),
+  ]);
+  return h(
+    "section",
+    {},
+    heading("Admin"),
+    msg.el,
+    h("h2", {}, "Product"),
+    h(
+      "p",
+      {},
+      status.paused ? "Paused: every model request gets 503 product_paused. " : "Serving. ",
+      status.paused ? switchButton(ctx, "Resume", "/api/admin/resume", msg) : switchButton(ctx, "Pause", "/api/admin/pause", msg, true),
+    ),
+    table("Accounts", ["Email", "Balance", "Held", "Keys", "Spent this month", "Last activity", "State", "Actions"], rows, "No accounts."),
+    table("Route health", ["Model", "Route", "State", "Calls", "Last error", "Last failure"], routeRows(status), "No routes."),
+    table(
+      "Audit",
+      ["Time", "Who", "Action", "Target", "Detail"],
+      audit.data.map((r) => [when(r.created_at), r.actor_email ?? "—", r.action, r.target ?? "", r.detail ?? ""]),
+      "No admin actions yet.",
+    ),
+  );
+}

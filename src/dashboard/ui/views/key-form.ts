@@ -1,0 +1,64 @@
+import { field, h, input } from "../dom.ts";
+import type { Key, PricedModel } from "../types.ts";
+
+// The form of a key's restrictions, for creating and for editing. The server applies the CLI's rules
+// (one implementation); the form only turns fields into the body, and its refusals name the field.
+
+const pad = (n: number) => String(n).padStart(2, "0");
+/** An ISO time as a datetime-local input's value, in the browser's zone. */
+function localValue(iso: string | null): string {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+function modelChoices(models: PricedModel[], chosen: string[] | null): HTMLElement {
+  const text = models.filter((m) => m.endpoints.length > 0);
+  return h(
+    "fieldset",
+    { class: "models" },
+    h("legend", {}, "Allowed models (none ticked: every model)"),
+    ...text.map((m) =>
+      h(
+        "label",
+        { class: "check" },
+        input({ type: "checkbox", name: "models", value: m.id, checked: chosen?.includes(m.id) ?? false }),
+        " ",
+        m.id,
+        m.aliases.length ? h("small", { class: "muted" }, ` (also ${m.aliases.join(", ")})`) : null,
+      ),
+    ),
+  );
+}
+
+export function keyFields(models: PricedModel[], key: Key | null): HTMLElement[] {
+  return [
+    field("Name", input({ name: "name", maxlength: 100, value: key?.name ?? "", autocomplete: "off" })),
+    field("Quota (USD)", input({ type: "number", name: "quota_usd", min: 0, step: "0.01", inputmode: "decimal", value: key?.quota_usd ?? "" }), "Empty: no quota; the balance is the limit."),
+    modelChoices(models, key?.models ?? null),
+    field("Expires", input({ type: "datetime-local", name: "expires_at", value: localValue(key?.expires_at ?? null) }), "Empty: never."),
+    field("IP allow-list", input({ name: "ip_allow", value: key?.ip_allow?.join(", ") ?? "", placeholder: "203.0.113.7, 10.0.0.0/8", autocomplete: "off" }), "Addresses or CIDRs, comma-separated. Empty: any address."),
+    field("Requests per minute", input({ type: "number", name: "rpm", min: 1, step: 1, inputmode: "numeric", value: key?.rpm ?? "" }), "Empty: the gateway's default."),
+  ];
+}
+
+/**
+ * The body of POST or PATCH /api/keys. Creating leaves empty fields out; editing sends them as null,
+ * which removes that restriction.
+ */
+export function keyBody(d: FormData, editing: boolean): Record<string, unknown> {
+  const empty = editing ? null : undefined;
+  const text = (k: string) => String(d.get(k) ?? "").trim();
+  const list = (s: string) => s.split(/[\s,]+/).filter(Boolean);
+  const models = d.getAll("models").map(String);
+  const body: Record<string, unknown> = {
+    name: text("name") || (editing ? "" : undefined),
+    quota_usd: text("quota_usd") === "" ? empty : text("quota_usd"),
+    models: models.length ? models : empty,
+    expires_at: text("expires_at") === "" ? empty : new Date(text("expires_at")).toISOString(),
+    ip_allow: text("ip_allow") === "" ? empty : list(text("ip_allow")),
+    rpm: text("rpm") === "" ? empty : Number(text("rpm")),
+  };
+  for (const k of Object.keys(body)) if (body[k] === undefined) delete body[k];
+  return body;
+}

@@ -1,0 +1,65 @@
+import { api } from "../api.ts";
+import type { Ctx } from "../context.ts";
+import { copyBlock, field, h, heading, select, table } from "../dom.ts";
+import type { Key, List, PricedModel, Pricing } from "../types.ts";
+
+// The public catalog with prices, the base URLs, and a snippet per client filled in with the chosen
+// key's prefix (the whole key was shown once; the holder pastes it over the prefix).
+
+const price = (n: number | undefined) => (n === undefined ? "—" : `$${n}`);
+
+function priceRows(models: PricedModel[]) {
+  return models.map((m) => [
+    h("code", {}, m.id),
+    m.aliases.join(", "),
+    m.endpoints.join(", "),
+    m.per_image !== undefined ? `${price(m.per_image)} per image` : `${price(m.input)} in · ${price(m.output)} out · ${price(m.cache_read)} cache read · ${price(m.cache_write)} cache write`,
+  ]);
+}
+
+/** The four clients' set-ups: the OpenAI SDK takes `/v1` in its base URL, Anthropic's clients do not. */
+export function snippets(origin: string, key: string, model: string): [title: string, text: string][] {
+  return [
+    ["OpenAI SDK (TypeScript)", `import OpenAI from "openai";\n\nconst client = new OpenAI({ baseURL: "${origin}/v1", apiKey: "${key}" });\nconst r = await client.chat.completions.create({ model: "${model}", messages: [{ role: "user", content: "Hello" }] });`],
+    ["Anthropic SDK (TypeScript), no /v1", `import Anthropic from "@anthropic-ai/sdk";\n\nconst client = new Anthropic({ baseURL: "${origin}", apiKey: "${key}" });\nconst r = await client.messages.create({ model: "${model}", max_tokens: 1024, messages: [{ role: "user", content: "Hello" }] });`],
+    ["Claude Code (environment)", `export ANTHROPIC_BASE_URL="${origin}"\nexport ANTHROPIC_API_KEY="${key}"\nexport ANTHROPIC_MODEL="${model}"\nclaude`],
+    [
+      "Codex CLI (~/.codex/config.toml)",
+      `model = "${model}"\nmodel_provider = "gateway"\n\n[model_providers.gateway]\nname = "gateway"\nbase_url = "${origin}/v1"\nenv_key = "GATEWAY_API_KEY"\nwire_api = "responses"\n\n# then: export GATEWAY_API_KEY="${key}"`,
+    ],
+  ];
+}
+
+export async function modelsView(_ctx: Ctx): Promise<HTMLElement> {
+  const [pricing, keys] = await Promise.all([api<Pricing>("GET", "/api/pricing"), api<List<Key>>("GET", "/api/keys")]);
+  const origin = location.origin;
+  const active = keys.data.filter((k) => k.status === "active");
+  const textModels = pricing.models.filter((m) => m.per_image === undefined);
+  const keyPick = select("key", active.length ? active.map((k) => [k.prefix, `${k.prefix}… ${k.name ?? ""}`]) : [["gk_sk_YOUR_KEY", "no key yet"]]);
+  const modelPick = select("model", textModels.map((m) => [m.id, m.id]));
+  const out = h("div", { "aria-live": "polite" });
+  const draw = () => {
+    const key = active.length ? `${keyPick.value}…` : keyPick.value;
+    out.replaceChildren(...snippets(origin, key, modelPick.value).flatMap(([title, text]) => [h("h3", {}, title), copyBlock(text, title)]));
+  };
+  keyPick.addEventListener("change", draw);
+  modelPick.addEventListener("change", draw);
+  draw();
+  return h(
+    "section",
+    {},
+    heading("Models and prices"),
+    table(`Catalog ${pricing.catalog_version}, USD per 1M tokens`, ["Model", "Aliases", "Endpoints", "Price"], priceRows(pricing.models)),
+    h("h2", {}, "Base URLs"),
+    h(
+      "ul",
+      {},
+      h("li", {}, "OpenAI SDK, Codex CLI: ", h("code", {}, `${origin}/v1`)),
+      h("li", {}, "Anthropic SDK, Claude Code (no /v1): ", h("code", {}, origin)),
+    ),
+    h("h2", {}, "Connect a client"),
+    h("p", {}, "Replace the key's prefix (ending in …) with the whole key you copied when you created it."),
+    h("div", { class: "row" }, field("Key", keyPick), field("Model", modelPick)),
+    out,
+  );
+}

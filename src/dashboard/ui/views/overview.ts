@@ -1,0 +1,41 @@
+import { api } from "../api.ts";
+import { account, type Ctx } from "../context.ts";
+import { field, h, heading, input, messages, onSubmit, usd } from "../dom.ts";
+import type { Account } from "../types.ts";
+
+// The balance at a glance and the low-balance alert's threshold.
+
+const figure = (label: string, value: string, id: string) => h("div", { class: "figure" }, h("dt", {}, label), h("dd", { "data-testid": id }, value));
+
+export async function overviewView(ctx: Ctx): Promise<HTMLElement> {
+  const me = account(ctx);
+  const msg = messages();
+  const threshold = input({ type: "number", name: "threshold", min: 0, step: "0.01", inputmode: "decimal", value: me.low_balance?.threshold_usd ?? "" });
+  const form = h(
+    "form",
+    { "aria-label": "Low-balance alert" },
+    field("Alert me below (USD)", threshold, "Leave empty for no alert. The alert shows here and in GET /v1/me."),
+    h("button", { type: "submit" }, "Save alert"),
+  );
+  onSubmit(form, msg, async (d) => {
+    const v = String(d.get("threshold") ?? "").trim();
+    await api<Account>("PUT", "/api/me/low-balance", { threshold_usd: v === "" ? null : Number(v) });
+    ctx.reload();
+  });
+  return h(
+    "section",
+    {},
+    heading("Overview"),
+    h(
+      "dl",
+      { class: "figures" },
+      figure("Balance", usd(me.balance_usd), "balance"),
+      figure("Held by running requests", usd(me.held_usd), "held"),
+      figure("Spendable", usd(me.spendable_usd), "spendable"),
+    ),
+    me.low_balance?.below ? h("p", { class: "low" }, `Spendable is below your alert of ${usd(me.low_balance.threshold_usd)}.`) : null,
+    h("p", {}, h("a", { href: "#/keys" }, "Create a key"), " · ", h("a", { href: "#/models" }, "Models and how to connect"), " · ", h("a", { href: "#/topup" }, "Top up")),
+    h("h2", {}, "Low-balance alert"),
+    h("div", { class: "narrow" }, form, msg.el),
+  );
+}

@@ -1,0 +1,106 @@
+import { api, query } from "../api.ts";
+import type { Ctx } from "../context.ts";
+import { field, h, heading, input, messages, onSubmit, select, table, usd, when } from "../dom.ts";
+import type { Key, LedgerEntry, List, Pricing, RequestRow } from "../types.ts";
+import { spendChart } from "./chart.ts";
+
+// Recent requests (never their content) with filters, paging and a CSV export; the ledger with the
+// charges grouped per day; the daily spend chart.
+
+const tokens = (n: number | null) => (n === null ? "—" : String(n));
+
+const KIND: Record<string, string> = {
+  registration_credit: "Starting credit",
+  top_up: "Top-up",
+  operator_credit: "Credit from the operator",
+  operator_debit: "Debit by the operator",
+  charges: "Charges",
+};
+
+function requestCells(r: RequestRow) {
+  return [
+    when(r.created_at),
+    h("code", {}, r.request_id),
+    r.key_prefix ? `${r.key_prefix}${r.key_name ? ` (${r.key_name})` : ""}` : "—",
+    r.model ?? "—",
+    r.path,
+    r.error_code ? `${r.status} ${r.error_code}` : String(r.status),
+    `${tokens(r.input_tokens)} / ${tokens(r.output_tokens)}`,
+    usd(r.cost_usd),
+  ];
+}
+
+function ledgerCells(e: LedgerEntry) {
+  const label = KIND[e.kind] ?? e.kind;
+  const detail = "day" in e ? `${e.day}: ${e.count} request${e.count === 1 ? "" : "s"}` : [e.note, e.external_ref].filter(Boolean).join(" · ");
+  return [when(e.created_at), label, detail, usd(e.amount_usd)];
+}
+
+/** A list that pages backwards with its `next` cursor: "Older" appends the next page. */
+function paged<T>(caption: string, head: string[], cells: (row: T) => unknown[], fetchPage: (before: string | null) => Promise<List<T>>, empty: string): HTMLElement {
+  const box = h("div", {});
+  const msg = messages();
+  const rows: T[] = [];
+  const more = async (before: string | null) => {
+    const page = await fetchPage(before);
+    rows.push(...page.data);
+    const next = page.next ?? null;
+    box.replaceChildren(
+      table(caption, head, rows.map((r) => cells(r) as Node[]), empty),
+      next === null ? "" : h("button", { type: "button", onclick: () => more(String(next)).catch(msg.fail) }, "Older"),
+      msg.el,
+    );
+  };
+  more(null).catch(msg.fail);
+  return box;
+}
+
+function filters(keys: Key[], pricing: Pricing, current: URLSearchParams): HTMLFormElement {
+  const value = (k: string) => current.get(k) ?? "";
+  return h(
+    "form",
+    { "aria-label": "Filter requests", class: "row" },
+    field("Key", select("key_id", [["", "any key"], ...keys.map((k): [string, string] => [String(k.id), `${k.prefix} ${k.name ?? ""}`])], value("key_id"))),
+    field("Model", select("model", [["", "any model"], ...pricing.models.map((m): [string, string] => [m.id, m.id])], value("model"))),
+    field("Status", input({ name: "status", value: value("status"), placeholder: "2xx, 4xx, 402…", size: 8 })),
+    field("From", input({ type: "date", name: "since", value: value("since") })),
+    field("Until", input({ type: "date", name: "until", value: value("until") })),
+    h("button", { type: "submit" }, "Filter"),
+  );
+}
+
+export async function usageView(ctx: Ctx): Promise<HTMLElement> {
+  const [keys, pricing] = await Promise.all([api<List<Key>>("GET", "/api/keys"), api<Pricing>("GET", "/api/pricing")]);
+  const f = Object.fromEntries(["key_id", "model", "status", "since", "until"].map((k) => [k, ctx.params.get(k)]));
+  const form = filters(keys.data, pricing, ctx.params);
+  const msg = messages();
+  // The filters live in the address (#/usage?model=…), so a filtered view can be bookmarked.
+  onSubmit(form, msg, async (d) => ctx.go("usage" + query(Object.fromEntries([...d.entries()].map(([k, v]) => [k, String(v)])))));
+  const requests = paged<RequestRow>(
+    "Recent requests",
+    ["Time", "Request id", "Key", "Model", "Route", "Status", "Tokens in / out", "Cost"],
+    requestCells,
+    (before) => api("GET", "/api/requests" + query({ ...f, limit: 50, before })),
+    "No requests match.",
+  );
+  const ledger = paged<LedgerEntry>(
+    "Ledger",
+    ["Time", "Entry", "Detail", "Amount"],
+    ledgerCells,
+    (before) => api("GET", "/api/ledger" + query({ limit: 50, before })),
+    "No entries yet.",
+  );
+  return h(
+    "section",
+    {},
+    heading("Usage"),
+    spendChart(),
+    h("h2", {}, "Requests"),
+    form,
+    msg.el,
+    h("p", {}, h("a", { href: "/api/requests.csv" + query(f), download: "requests.csv" }, "Export these requests as CSV")),
+    requests,
+    h("h2", {}, "Ledger"),
+    ledger,
+  );
+}

@@ -1,0 +1,40 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { gzipSync } from "node:zlib";
+import { loadDashboardPage, type PageAssets } from "../support/dashboard-page.ts";
+import { startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { expectError } from "../support/errors.ts";
+
+// The dashboard's page at `/`: Bun's HTML bundle served by the gateway's own process, beside the
+// endpoint table. The browser tests (tests/browser/) use it; these check what they take for granted.
+
+let gw: TestGateway;
+let page: PageAssets;
+
+beforeAll(async () => {
+  gw = await startTestGateway();
+  page = await loadDashboardPage(gw.url);
+});
+
+afterAll(() => gw.stop());
+
+describe("the dashboard's page", () => {
+  it("is served at / with its bundled script and stylesheet from the same server", () => {
+    const types = [...page.assets.values()].map((a) => a.type.split(";")[0]);
+    expect(types.sort()).toEqual(["text/css", "text/javascript"]);
+  });
+
+  it("names no other host: no script, font or style from a CDN", () => {
+    expect(page.html).not.toMatch(/(src|href)="(https?:)?\/\//);
+    for (const { body, type } of page.assets.values()) if (type.startsWith("text/css")) expect(body).not.toMatch(/url\(\s*["']?(https?:)?\/\//);
+  });
+
+  it("stays small: its script under 60 KiB gzipped, the chart library included", () => {
+    const js = [...page.assets.values()].filter((a) => a.type.startsWith("text/javascript"));
+    const gz = js.reduce((n, a) => n + gzipSync(a.body).length, 0);
+    expect(gz).toBeLessThan(60 * 1024);
+  });
+
+  it("leaves the model API's unknown paths to the endpoint table (404 endpoint_not_found)", async () => {
+    await expectError(await fetch(`${gw.url}/nope`), 404, "endpoint_not_found");
+  });
+});
