@@ -7,7 +7,8 @@ import { BYTES_PER_TOKEN, estimateInputTokens } from "./estimate.ts";
 // - count_tokens answers bytes / the window's median bytes per token, and the typical error of that
 //   answer over the window, once the window holds MIN_SAMPLES;
 // - a hold is sized on the window's lowest bytes per token, so no request of the window would have
-//   been held short, and never below half the plain estimate (MAX_HOLD_BYTES_PER_TOKEN).
+//   been held short; never below half the plain estimate (MAX_HOLD_BYTES_PER_TOKEN) nor above four
+//   times it (MIN_HOLD_BYTES_PER_TOKEN).
 
 /** Requests kept per model: the oldest is dropped when a new one comes. */
 export const WINDOW = 500;
@@ -19,6 +20,13 @@ export const MIN_SAMPLES = 20;
  * input part is never below half the plain estimate, so calibration cannot take more off a hold than that.
  */
 export const MAX_HOLD_BYTES_PER_TOKEN = 2 * BYTES_PER_TOKEN;
+/**
+ * Fewer than one body byte per token is an upstream's nonsense (a valid but absurd count: the fuzz
+ * suite sends 1e9) or a tiny request's fixed overhead (a vendor's hidden tool prompt). One such
+ * sample must not make a model's holds so large that every key is refused for the next 500
+ * requests: a hold's input part is never above four times the plain estimate.
+ */
+export const MIN_HOLD_BYTES_PER_TOKEN = 1;
 
 /** What the window says of one model's estimator. */
 export interface CalibrationView {
@@ -28,7 +36,7 @@ export interface CalibrationView {
   calibrated: boolean;
   /** Median body bytes per real input token (count_tokens' divisor); null without samples. */
   medianBytesPerToken: number | null;
-  /** The divisor of a hold's input estimate: the window's lowest bytes per token, capped (4 before MIN_SAMPLES). */
+  /** The divisor of a hold's input estimate: the window's lowest bytes per token, within [1, 8] (4 before MIN_SAMPLES). */
   holdBytesPerToken: number;
   /** Median absolute percentage error of the calibrated estimate over the window, one decimal. */
   typicalErrorPct: number | null;
@@ -86,7 +94,7 @@ export class CalibrationWindow {
     this.computed = null;
   }
 
-  /** The divisor of a hold's input estimate (see MAX_HOLD_BYTES_PER_TOKEN). */
+  /** The divisor of a hold's input estimate (see MAX_HOLD_BYTES_PER_TOKEN and MIN_HOLD_BYTES_PER_TOKEN). */
   holdBytesPerToken(): number {
     if (this.count < MIN_SAMPLES) return BYTES_PER_TOKEN;
     if (this.lowestStale) {
@@ -95,7 +103,7 @@ export class CalibrationWindow {
       this.lowest = low;
       this.lowestStale = false;
     }
-    return Math.min(this.lowest, MAX_HOLD_BYTES_PER_TOKEN);
+    return Math.min(Math.max(this.lowest, MIN_HOLD_BYTES_PER_TOKEN), MAX_HOLD_BYTES_PER_TOKEN);
   }
 
   /** The statistics of the window, computed when read after a change (count_tokens, /metrics, the CLI). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "bun:test";
-import { Calibration, CalibrationWindow, MAX_HOLD_BYTES_PER_TOKEN, MIN_SAMPLES, WINDOW, type CalibrationStore } from "../../src/ledger/calibration.ts";
+import { Calibration, CalibrationWindow, MAX_HOLD_BYTES_PER_TOKEN, MIN_HOLD_BYTES_PER_TOKEN, MIN_SAMPLES, WINDOW, type CalibrationStore } from "../../src/ledger/calibration.ts";
 import { estimateInputTokens } from "../../src/ledger/estimate.ts";
 
 // The estimator's calibration window (ledger/calibration.ts) on its own: what it keeps, what it
@@ -84,6 +84,14 @@ describe("the calibration window", () => {
     fill(c, MIN_SAMPLES, 6000, 60);
     expect(c.holdTokens("m", 8000)).toBe(1000);
     expect(c.views()[0]!.holdBytesPerToken).toBe(MAX_HOLD_BYTES_PER_TOKEN);
+  });
+
+  it(`never holds more than four times the plain estimate, so one absurd upstream count cannot refuse every key (${MIN_HOLD_BYTES_PER_TOKEN} byte a token at least)`, () => {
+    const c = new Calibration(memoryStore());
+    fill(c, MIN_SAMPLES, 6000, 6);
+    c.record("m", 300, 1_000_000_000);
+    expect(c.holdTokens("m", 8000)).toBe(8000);
+    expect(c.countTokens("m", 6000).inputTokens).toBe(1000);
   });
 
   it("takes no sample without tokens to divide by, or with counts that are not whole numbers", () => {
