@@ -16,7 +16,7 @@ describe("gateway usage --calibration", () => {
     const r = await gateway(["usage", "--calibration", "--db", install.db]);
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toBe("no calibration yet: no settled request has reported its input tokens");
-    expect(await gatewayJson(["usage", "--calibration", "--db", install.db])).toEqual([]);
+    expect(await gatewayJson<unknown[]>(["usage", "--calibration", "--db", install.db])).toEqual([]);
   });
 
   it("prints a table per model for people and CSV for scripts", async () => {
