@@ -8,19 +8,12 @@ import { accountsOf, startGatewayOnMock, testConfig } from "../support/gateway.t
 import { postJson } from "../support/http.ts";
 import { estimateOf, messagesBody } from "../support/keyed.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
-import { PRICES, PRICES_NANO } from "../support/prices.ts";
+import { PRICES_NANO, textModel as model } from "../support/prices.ts";
 
 // Issue 17, "The estimator, calibrated", over HTTP: settled requests feed their model's window with
 // the upstream's own input counts; count_tokens and the holds read it; a restart keeps it; the CLI
 // and /metrics show it.
 
-const model = (id: string, provider: string) => ({
-  id,
-  modalities: ["text"],
-  endpoints: ["messages", "chat.completions"],
-  pricing: PRICES,
-  routes: [{ provider, model: `${id}-upstream` }],
-});
 const MODELS = ["native", "translated", "streamed", "no-usage", "held", "metered"].map((id) => model(id, id === "translated" ? "openai" : "anthropic"));
 
 let up: MockUpstream;
