@@ -3,6 +3,7 @@ import { buildCatalog } from "./catalog/catalog.ts";
 import type { Config } from "./config/load.ts";
 import { migrate, openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from "./db/client.ts";
 import { GroupCommit } from "./db/group-commit.ts";
+import { Calibration } from "./ledger/calibration.ts";
 import { Ledger } from "./ledger/ledger.ts";
 import { RateLimiter } from "./limits/rate-limit.ts";
 import { RequestLog, type LogRow } from "./logs/request-log.ts";
@@ -51,10 +52,14 @@ export function buildServices(
   const ledger = new Ledger(db, commits);
   const health = new Health();
   const catalog = buildCatalog(config);
+  const settings = new Settings(db);
+  // Its rows join the requests' batches while the server runs; the last ones are written at stop.
+  const calibration = new Calibration(settings, (save) => commits.now(save));
   const metrics = new Metrics({
     holds: () => ({ count: ledger.holds.count, nano: ledger.holds.total }),
     routes: () => catalog.models.flatMap((m) => m.routes.map((r) => health.view(r.key))),
     endpoint: endpointOf,
+    calibration: () => calibration.views(),
   });
   const accessLog = config.accessLog ? new AccessLog() : null;
   commits.onCommit = (writes) => metrics.commitBatch(writes);
@@ -68,10 +73,11 @@ export function buildServices(
     db,
     commits,
     ledger,
+    calibration,
     keys: new Keys(db),
     limiter: new RateLimiter(),
     logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow }),
-    settings: new Settings(db),
+    settings,
     health,
     providers: buildProviders(config.providers),
     idempotency: new Idempotency(db),
@@ -80,6 +86,6 @@ export function buildServices(
     cutoff: new Cutoff(),
     accessLog,
     metrics,
-    atStop: accessLog ? [() => accessLog.close()] : [],
+    atStop: [() => calibration.flush(), ...(accessLog ? [() => accessLog.close()] : [])],
   };
 }

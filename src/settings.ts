@@ -1,9 +1,15 @@
-import { eq } from "drizzle-orm";
+import { eq, like } from "drizzle-orm";
 import { changeWatch, type ChangeWatch } from "./db/change-watch.ts";
 import type { Db } from "./db/client.ts";
 import { settings } from "./db/schema.ts";
 
-/** Operator switches kept in the database so the CLI of another process can flip them. */
+/** Names of the estimator's calibration rows, one per model (ledger/calibration.ts writes their values). */
+const CALIBRATION = "calibration:";
+
+/**
+ * Operator switches kept in the database so the CLI of another process can flip them, and the
+ * estimator's calibration windows, so that a restart keeps them.
+ */
 export class Settings {
   private readonly watch: ChangeWatch;
   // Read on every key route; read again only after another process commits (db/change-watch.ts), so
@@ -27,5 +33,19 @@ export class Settings {
     const value = on ? "true" : "false";
     this.db.insert(settings).values({ name: "paused", value }).onConflictDoUpdate({ target: settings.name, set: { value } }).run();
     this.pausedCopy = on;
+  }
+
+  /** The calibration windows as stored, by model id. */
+  calibrations(): { model: string; value: string }[] {
+    const rows = this.db.select().from(settings).where(like(settings.name, `${CALIBRATION}%`)).all();
+    return rows.map((r) => ({ model: r.name.slice(CALIBRATION.length), value: r.value }));
+  }
+
+  /** Replaces these models' calibration windows. No transaction of its own: the caller's batch, or one statement each. */
+  saveCalibrations(rows: { model: string; value: string }[]): void {
+    for (const { model, value } of rows) {
+      const name = CALIBRATION + model;
+      this.db.insert(settings).values({ name, value }).onConflictDoUpdate({ target: settings.name, set: { value } }).run();
+    }
   }
 }

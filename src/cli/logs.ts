@@ -1,6 +1,8 @@
+import { Calibration } from "../ledger/calibration.ts";
 import { Idempotency } from "../limits/idempotency.ts";
 import { findLog, listLogs, statusRange, usageReport, type LogFilter } from "../logs/queries.ts";
 import { RequestLog } from "../logs/request-log.ts";
+import { Settings } from "../settings.ts";
 import { parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, outputCsv, type CliContext } from "./context.ts";
 import { csv, formatUsd, iso, table, usd } from "./format.ts";
@@ -17,9 +19,15 @@ prune deletes rows older than [logs] retention_days (default 90), as the server 
 
 export const USAGE_USAGE = `Usage:
   gateway usage [--account EMAIL] [--since ISO8601|30d] [--csv]
+  gateway usage --calibration [--csv]
 
 Spend per UTC day, account, key and model, from the request log (so over its retention period):
-requests, tokens and cost as priced; what a balance could not cover is in the ledger's shortfall_nano.`;
+requests, tokens and cost as priced; what a balance could not cover is in the ledger's shortfall_nano.
+
+--calibration: the byte estimator per model, as the server last saved it (every few seconds, and at
+stop): samples in the window (the last 500 requests whose upstream counted their input), median body
+bytes per token (count_tokens' divisor), the bytes per token holds are sized on, and the median error
+of count_tokens' estimate and of the plain 4-bytes rule. Calibrated from 20 samples on.`;
 
 const FILTER_FLAGS = {
   account: { type: "string" },
@@ -98,8 +106,12 @@ export function logsCommand(argv: string[]): void {
 }
 
 export function usageCommand(argv: string[]): void {
-  const { values } = parse(argv, FILTER_FLAGS);
+  const { values } = parse(argv, { ...FILTER_FLAGS, calibration: { type: "boolean" } });
   noCsvWithJson(values);
+  if (values.calibration) {
+    if (values.account !== undefined || values.since !== undefined) throw new UsageError("--calibration takes no --account or --since: the window is per model");
+    return calibrationReport(openInstallation(values, "read"), values.csv ?? false);
+  }
   const ctx = openInstallation(values, "read");
   const rows = usageReport(ctx.db, filterOf(ctx, values));
   const header = ["day", "account", "key_id", "key_prefix", "model", "requests", "input_tokens", "output_tokens", "cost_usd"];
@@ -107,4 +119,22 @@ export function usageCommand(argv: string[]): void {
   if (values.csv) return outputCsv(ctx, csv(header, cells));
   const data = rows.map(({ cost_nano, ...r }) => ({ ...r, cost_usd: usd(cost_nano) }));
   output(ctx, data, rows.length ? table(header, cells) : "no usage in the request log");
+}
+
+/** gateway usage --calibration: each model's window, read through its owners (settings rows, ledger/calibration.ts). */
+function calibrationReport(ctx: CliContext, asCsv: boolean): void {
+  const views = new Calibration(new Settings(ctx.db)).views();
+  const header = ["model", "samples", "calibrated", "median_bytes_per_token", "hold_bytes_per_token", "typical_error_pct", "plain_error_pct"];
+  const cells = views.map((v) => [v.model, v.samples, v.calibrated ? "yes" : "no", v.medianBytesPerToken, v.holdBytesPerToken, v.typicalErrorPct, v.plainErrorPct]);
+  if (asCsv) return outputCsv(ctx, csv(header, cells));
+  const data = views.map((v) => ({
+    model: v.model,
+    samples: v.samples,
+    calibrated: v.calibrated,
+    median_bytes_per_token: v.medianBytesPerToken,
+    hold_bytes_per_token: v.holdBytesPerToken,
+    typical_error_pct: v.typicalErrorPct,
+    plain_error_pct: v.plainErrorPct,
+  }));
+  output(ctx, data, views.length ? table(header, cells) : "no calibration yet: no settled request has reported its input tokens");
 }

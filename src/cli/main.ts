@@ -35,6 +35,7 @@ Usage:
   gateway logs show REQUEST_ID | logs prune
   gateway logs list [--account EMAIL] [--key ID|PREFIX] [--model M] [--status N|4xx|5xx] [--since ISO8601|24h] [--limit N] [--csv]
   gateway usage [--account EMAIL] [--since ISO8601|30d] [--csv]
+  gateway usage --calibration [--csv]                 # the token estimator per model
   gateway healthcheck [--port N]                     # GET /healthz on loopback: exit 0 when healthy
   gateway --version | gateway COMMAND --help
 

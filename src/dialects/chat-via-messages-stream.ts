@@ -114,7 +114,10 @@ export class ChatViaMessagesStream extends StreamTally {
   private messageStart(data: JsonObject): ChatStreamItem[] {
     const msg = (data.message ?? {}) as JsonObject;
     if (typeof msg.id === "string" && msg.id && !this.started) this.id = `chatcmpl-${msg.id.replace(/^msg_/, "")}`;
-    if (billableMessagesUsage(msg.usage)) this.realUsage = mergeMessagesUsage(null, msg.usage as JsonObject);
+    if (billableMessagesUsage(msg.usage)) {
+      this.realUsage = mergeMessagesUsage(null, msg.usage as JsonObject);
+      this.inputReported = true;
+    }
     const out: ChatStreamItem[] = [];
     this.ensureStarted(out);
     return out;
@@ -189,6 +192,7 @@ export class ChatViaMessagesStream extends StreamTally {
     else if (usage && typeof usage === "object") {
       // Onto message_start's counts; when it had none, onto our input estimate (absent is not zero).
       this.realUsage = mergeMessagesUsage(this.realUsage ?? estimatedUsage(this.opts.estimatedInputTokens, 0), usage as JsonObject);
+      if (typeof (usage as JsonObject).input_tokens === "number") this.inputReported = true;
       const details = (usage as JsonObject).output_tokens_details as JsonObject | undefined;
       if (details && typeof details.thinking_tokens === "number") this.thinkingTokens = details.thinking_tokens;
     }

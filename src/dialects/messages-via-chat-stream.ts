@@ -67,6 +67,7 @@ export class MessagesViaChatStream extends StreamTally {
     if (!this.started) this.start(chunk, out);
     if (chunk.usage && billableChatUsage(chunk.usage)) {
       this.realUsage = usageFromChat(chunk.usage);
+      this.inputReported = true;
       this.reasoningTokens = chunk.usage.completion_tokens_details?.reasoning_tokens;
     }
     const choice = chunk.choices?.find((c) => c.index === 0) ?? chunk.choices?.[0];

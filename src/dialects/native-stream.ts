@@ -47,6 +47,8 @@ export class NativeMessagesMachine implements StreamMachine {
   private tokens: TokenUsage | null = null;
   /** Some count came from the upstream; until then a message_delta shows and bills our estimate. */
   private reported = false;
+  /** The input count came from the upstream (message_start's, or a message_delta's). */
+  private inputReported = false;
   private stop = false;
   private error = false;
   private chars = 0;
@@ -58,6 +60,9 @@ export class NativeMessagesMachine implements StreamMachine {
 
   get usage(): TokenUsage | null {
     return this.tokens;
+  }
+  get inputCounted(): boolean {
+    return this.inputReported;
   }
   get outcome(): StreamOutcome {
     return this.error ? "upstream_failed" : this.stop ? "completed" : "running";
@@ -117,6 +122,7 @@ export class NativeMessagesMachine implements StreamMachine {
     if (billableMessagesUsage(msg.usage)) {
       this.tokens = mergeMessagesUsage(null, msg.usage as JsonObject);
       this.reported = true;
+      this.inputReported = true;
     } else if (!isObject(msg.usage) || hasCount(msg.usage)) {
       // The SDKs' stream helpers write into message.usage on every message_delta: it must exist. Counts
       // that are not counts (negative, strings) are replaced by ours, as if none had been sent.
@@ -136,6 +142,7 @@ export class NativeMessagesMachine implements StreamMachine {
     const usage: JsonObject = isObject(data.usage) ? data.usage : {};
     const valid = billableMessagesUsage(usage, ["output_tokens"]);
     if (valid) this.reported = true;
+    if (valid && typeof usage.input_tokens === "number") this.inputReported = true;
     // Onto message_start's counts; when it had none, onto our input estimate (absent is not zero).
     if (this.reported && valid) this.tokens = mergeMessagesUsage(this.tokens ?? estimatedUsage(this.opts.estimatedInputTokens, 0), usage);
     else if (this.reported) {
@@ -197,6 +204,8 @@ export class NativeChatMachine implements StreamMachine {
   private error = false;
   private chars = 0;
   private costShown = false;
+  /** `tokens` are the upstream's usage, not the estimate of a stream that sent none. */
+  private counted = false;
   /** id and created of the upstream's chunks, repeated by a usage chunk of our own. */
   private ident: { id?: unknown; created?: unknown } | null = null;
   /** The model the upstream's chunks name, from the last parsed one. */
@@ -215,6 +224,9 @@ export class NativeChatMachine implements StreamMachine {
   /** The upstream's usage so far; at the end of a stream without any, the estimate it was shown. */
   get usage(): TokenUsage | null {
     return this.tokens;
+  }
+  get inputCounted(): boolean {
+    return this.counted;
   }
   /** A finish_reason is the natural end; the usage chunk and [DONE] may still follow it. */
   get outcome(): StreamOutcome {
@@ -265,6 +277,7 @@ export class NativeChatMachine implements StreamMachine {
     if (hasUsage) {
       this.tokens = usageFromChat(chunk.usage as ChatUsage);
       this.lastUsage = chunk.usage as JsonObject;
+      this.counted = true;
     }
     let finishHere = false;
     for (const c of choices ?? []) {

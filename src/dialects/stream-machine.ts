@@ -28,6 +28,8 @@ export interface StreamMachine {
   readonly upstreamEnded: boolean;
   /** What to bill now: the upstream's valid counts (or the estimate shown as the final usage), null when there are none. */
   readonly usage: TokenUsage | null;
+  /** The input counts of `usage` are the upstream's own, not our estimate (the estimator's calibration learns from those only). */
+  readonly inputCounted: boolean;
   /** Characters of text, thinking and tool arguments produced (the output estimate of a cut stream). */
   readonly outputChars: number;
   /**
@@ -66,6 +68,7 @@ export interface Translator<Out> {
   fail(type: string, message: string): Out[];
   readonly outcome: StreamOutcome;
   readonly usage: TokenUsage | null;
+  readonly inputCounted: boolean;
   readonly outputChars: number;
   readonly priced: boolean;
 }
@@ -99,6 +102,9 @@ export abstract class TranslatingMachine<Out> implements StreamMachine {
   }
   get usage(): TokenUsage | null {
     return this.t.usage;
+  }
+  get inputCounted(): boolean {
+    return this.t.inputCounted;
   }
   get outputChars(): number {
     return this.t.outputChars;

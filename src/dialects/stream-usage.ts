@@ -39,6 +39,8 @@ export function estimatedUsage(inputTokens: number, outputChars: number): TokenU
  */
 export abstract class StreamTally {
   protected realUsage: TokenUsage | null = null;
+  /** realUsage's input counts came from the upstream (not our estimate under its output count). */
+  protected inputReported = false;
   protected billed: TokenUsage | null = null;
   protected cost: number | null = null;
   protected chars = 0;
@@ -52,6 +54,9 @@ export abstract class StreamTally {
   /** What the final usage event billed once sent (upstream usage, else our estimate); before that the upstream's so far, or null. */
   get usage(): TokenUsage | null {
     return this.billed ?? this.realUsage;
+  }
+  get inputCounted(): boolean {
+    return this.realUsage !== null && this.inputReported;
   }
   /** Characters of text, thinking and tool arguments produced so far (settlement of cut streams). */
   get outputChars(): number {

@@ -1,6 +1,5 @@
 import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
 import { profileOf } from "../ledger/accounts.ts";
-import { estimateInputTokens } from "../ledger/estimate.ts";
 import { nanoToUsd } from "../core/money.ts";
 import { resolveModel } from "../relay/text.ts";
 import { BODY_LIMIT_BYTES } from "./body.ts";
@@ -52,13 +51,17 @@ export function me(call: KeyedCall): Response {
   });
 }
 
-/** POST /v1/messages/count_tokens: the byte estimate, free, no reservation. */
+/**
+ * POST /v1/messages/count_tokens: the byte estimate, free, no reservation; calibrated on the model's
+ * settled requests once it has enough of them (ledger/calibration.ts), with its measured error.
+ */
 export function countTokens(call: KeyedCall): Response {
-  resolveModel(call, call.json.model, "messages");
+  const model = resolveModel(call, call.json.model, "messages");
   const hit = findNonTextContent("messages", call.json);
   if (hit) throw unsupportedContent(hit);
+  const estimate = call.svc.calibration.countTokens(model.id, call.bytes.byteLength);
   return json({
-    input_tokens: estimateInputTokens(call.bytes.byteLength),
-    gateway: { exact: false, method: "byte_estimate", typical_error_pct: null },
+    input_tokens: estimate.inputTokens,
+    gateway: { exact: false, method: estimate.method, typical_error_pct: estimate.typicalErrorPct },
   });
 }

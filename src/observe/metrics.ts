@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { LogRow } from "../logs/request-log.ts";
 import { nanoToUsd } from "../core/money.ts";
+import type { CalibrationView } from "../ledger/calibration.ts";
 
 /** What the metrics read at scrape time rather than count as they go. */
 export interface MetricsSources {
@@ -8,6 +9,8 @@ export interface MetricsSources {
   /** The published endpoint a path belongs to (`/v1/models/{id}`), or null: labels stay a bounded set. */
   endpoint(path: string): string | null;
   routes(): { route: string; state: "healthy" | "failing" | "open" }[];
+  /** The byte estimator's window per model (ledger/calibration.ts). */
+  calibration(): CalibrationView[];
 }
 
 const ROUTE_STATE = { healthy: 0, failing: 1, open: 2 } as const;
@@ -42,6 +45,33 @@ export class Metrics {
         for (const r of sources.routes()) this.set({ route: r.route }, ROUTE_STATE[r.state]);
       },
     });
+    this.estimatorGauges(sources);
+  }
+
+  /** The calibration per model: one gauge per figure, a series only where the figure exists. */
+  private estimatorGauges(sources: MetricsSources): void {
+    const figures: [name: string, help: string, read: (v: CalibrationView) => number | null][] = [
+      ["gateway_estimator_samples", "Settled requests in the byte estimator's calibration window, by model.", (v) => v.samples],
+      ["gateway_estimator_bytes_per_token", "Median request body bytes per upstream input token over the window, by model (count_tokens' divisor).", (v) => v.medianBytesPerToken],
+      ["gateway_estimator_hold_bytes_per_token", "Body bytes per token a hold's input estimate is sized on, by model (4 until calibrated).", (v) => v.holdBytesPerToken],
+      ["gateway_estimator_typical_error_pct", "Median absolute percentage error of count_tokens' estimate over the window, by model (once calibrated).", (v) => (v.calibrated ? v.typicalErrorPct : null)],
+      ["gateway_estimator_plain_error_pct", "The same for the plain 4-bytes-a-token estimate, by model.", (v) => v.plainErrorPct],
+    ];
+    for (const [name, help, read] of figures) {
+      new Gauge({
+        name,
+        help,
+        labelNames: ["model"],
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const v of sources.calibration()) {
+            const x = read(v);
+            if (x !== null) this.set({ model: v.model }, x);
+          }
+        },
+      });
+    }
   }
 
   /** One finished /v1 request, from its log row. */

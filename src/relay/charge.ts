@@ -12,8 +12,12 @@ export function reserve(call: RelayCall, amountNano: number): Hold {
   return hold;
 }
 
-/** Posts the request's cost with its log row (usage, cost, status) in one commit. */
-export function post(call: RelayCall, hold: Hold, cost: number, usage: TokenUsage | null, status: number): Promise<unknown> {
+/**
+ * Posts the request's cost with its log row (usage, cost, status) in one commit. `inputCounted`: the
+ * usage's input counts are the upstream's own, not our estimate; once charged, the request is a
+ * sample of its model's calibration (estimate-billed answers never are: they would only echo the estimate).
+ */
+export async function post(call: RelayCall, hold: Hold, cost: number, usage: TokenUsage | null, status: number, inputCounted = false): Promise<void> {
   const log = call.log;
   log.costNano = boundedCost(cost);
   log.status = status;
@@ -23,8 +27,9 @@ export function post(call: RelayCall, hold: Hold, cost: number, usage: TokenUsag
     log.cacheReadTokens = usage.cacheRead;
     log.cacheWriteTokens = usage.cacheWrite;
   }
-  return hold.post(cost, () => {
+  await hold.post(cost, () => {
     log.latencyMs = performance.now() - call.started;
     call.svc.logs.write(log);
   });
+  if (inputCounted && usage && log.model) call.svc.calibration.record(log.model, call.bytes.byteLength, usage.input + usage.cacheRead + usage.cacheWrite);
 }

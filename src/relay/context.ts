@@ -2,6 +2,7 @@ import type { KeyRecord } from "../auth/keys.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 import type { Config } from "../config/load.ts";
 import type { GroupCommit } from "../db/group-commit.ts";
+import type { Calibration } from "../ledger/calibration.ts";
 import type { Hold, Ledger } from "../ledger/ledger.ts";
 import type { LogRow, RequestLog } from "../logs/request-log.ts";
 import type { Provider } from "../upstreams/types.ts";
@@ -18,6 +19,8 @@ export interface RelayServices {
   /** Per-request ledger and log writes, committed in groups (see db/group-commit.ts). */
   commits: GroupCommit;
   ledger: Ledger;
+  /** The estimator's window per model: holds are sized on it, settled requests feed it. */
+  calibration: Calibration;
   logs: RequestLog;
   health: Health;
   providers: Map<string, Provider>;

@@ -124,7 +124,7 @@ export function relayStream(s: StreamStart): Response {
     if (ending === "cancelled") call.log.errorCode = "client_cancelled";
     const billed = ending === "cancelled" ? deliveredUsage(m, estimatedInputTokens) : answerUsage();
     try {
-      await post(call, hold, costOf(billed), billed, 200);
+      await post(call, hold, costOf(billed), billed, 200, m.inputCounted);
     } catch (e) {
       // Not charged (the write rolled back and the hold went): the answer has gone out free. One
       // event line, not a rethrow (Bun prints a stack per failed stream); the row alone records it.
@@ -169,7 +169,7 @@ export function relayStream(s: StreamStart): Response {
   const chargeFinal = async (c: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> => {
     const billed = answerUsage();
     try {
-      await post(call, hold, costOf(billed), billed, 200);
+      await post(call, hold, costOf(billed), billed, 200, m.inputCounted);
       return true;
     } catch (e) {
       events.writeFailed("ledger", call.requestId, e);

@@ -95,8 +95,11 @@ export interface ClientSide {
  * `finally` voids it if nothing resolved it.
  */
 export async function relayText(call: RelayCall, model: Model, client: ClientSide): Promise<Response> {
+  // The plain estimate is what an answer without usage is billed; the hold's input part is sized on
+  // the model's calibration instead (ledger/calibration.ts), which only ever sizes a hold.
   const estimatedInputTokens = estimateInputTokens(call.bytes.byteLength);
-  const reserveNano = tokenCost(model.prices, { input: estimatedInputTokens, output: client.maxOut, cacheRead: 0, cacheWrite: 0 });
+  const heldInputTokens = call.svc.calibration.holdTokens(model.id, call.bytes.byteLength);
+  const reserveNano = tokenCost(model.prices, { input: heldInputTokens, output: client.maxOut, cacheRead: 0, cacheWrite: 0 });
   call.log.stream = client.stream;
 
   const hold = reserve(call, reserveNano);
@@ -140,7 +143,7 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     const cost = tokenCost(model.prices, usage);
     const body = JSON.stringify(client.answer(out, cost));
     // The charge and the request's log row are durable before the answer leaves.
-    await post(call, hold, cost, usage, 200);
+    await post(call, hold, cost, usage, 200, reported !== null);
     return new Response(body, { headers: { "content-type": "application/json", ...headers } });
   } finally {
     // A stream owns its hold from here; any other ending without a post is a failure, and free.

@@ -5,6 +5,15 @@ import { tokenCost, usdToNano, type TokenPrices, type TokenUsage } from "../../s
 /** $3 / $15 / $0.30 / $3.75 per million tokens, as a config's [models.pricing] writes it: USD per million. */
 export const PRICES = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
 
+/** A config's text model sold at these prices on both text endpoints, through one route to `provider` (its model `<id>-upstream`). */
+export const textModel = (id: string, provider: string) => ({
+  id,
+  modalities: ["text"],
+  endpoints: ["messages", "chat.completions"],
+  pricing: PRICES,
+  routes: [{ provider, model: `${id}-upstream` }],
+});
+
 /** The same table in nano-dollars per million tokens, as the translators and the ledger take it. */
 export const PRICES_NANO: TokenPrices = {
   input: usdToNano(PRICES.input),

@@ -5,16 +5,8 @@ import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
-import { PRICES } from "../support/prices.ts";
+import { textModel as model } from "../support/prices.ts";
 import type { JsonObject } from "../../src/wire/shapes.ts";
-
-const model = (id: string, provider: string) => ({
-  id,
-  modalities: ["text"],
-  endpoints: ["messages", "chat.completions"],
-  pricing: PRICES,
-  routes: [{ provider, model: `${id}-upstream` }],
-});
 
 let gw: TestGateway;
 let up: MockUpstream;

@@ -22,6 +22,11 @@ export class ResponsesViaChatMachine extends TranslatingMachine<ResponsesEvent> 
         : null;
   }
 
+  /** On a Messages route the Chat chunks carry what the Messages side billed: its estimate, when the upstream counted nothing. */
+  override get inputCounted(): boolean {
+    return this.t.inputCounted && (this.viaMessages?.inputCounted ?? true);
+  }
+
   push(ev: SseEvent): string {
     if (this.viaMessages) return this.pushMessages(this.viaMessages, ev);
     if (ev.data === "[DONE]") {

@@ -76,6 +76,8 @@ export class ResponsesViaChatStream {
   private readonly callIds = new Set<string>();
   private finish: Finish | null = null;
   private lastUsage: ChatUsage | null = null;
+  /** lastUsage is the upstream's, not the estimate a terminal event showed without one. */
+  private counted = false;
   private chars = 0;
 
   constructor(private readonly opts: ResponsesViaChatStreamOptions) {
@@ -89,6 +91,10 @@ export class ResponsesViaChatStream {
    */
   get usage(): TokenUsage | null {
     return this.lastUsage ? usageFromChat(this.lastUsage) : null;
+  }
+
+  get inputCounted(): boolean {
+    return this.counted;
   }
 
   /** Characters of reasoning, text, refusal and tool arguments taken in (the output estimate). */
@@ -139,7 +145,10 @@ export class ResponsesViaChatStream {
       }
     }
     // Counts that are not counts are no usage: the estimate is shown and billed (issue 14 item 8).
-    if (chunk.usage && billableChatUsage(chunk.usage)) this.lastUsage = chunk.usage;
+    if (chunk.usage && billableChatUsage(chunk.usage)) {
+      this.lastUsage = chunk.usage;
+      this.counted = true;
+    }
     // Usage normally follows the finish in its own chunk (choices:[]); some servers put it on the
     // finish chunk. Usage seen before the finish may be a running count, so it waits for done().
     if (this.finish && chunk.usage) out.push(...this.terminal());
