@@ -1,8 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { setAdmin } from "../../src/ledger/accounts.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { postWithApiKey, sqlAll } from "../support/keyed.ts";
 import { body, Browser, dashboardGateway, registeredBrowser, refusedWith } from "./support.ts";
+
+// Every login and registration hashes a password with Argon2id: a few seconds a test on a loaded machine.
+setDefaultTimeout(30_000);
 
 // docs/dashboard.md, Admin: the operator's routes under /api/admin/, for a session of an account
 // marked admin; each action a ledger entry or an audit row naming the admin.

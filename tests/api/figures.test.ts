@@ -1,7 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import type { TestGateway } from "../support/gateway.ts";
 import { getWithKey, postWithApiKey, sqlAll, sqlGet } from "../support/keyed.ts";
 import { body, Browser, dashboardGateway, registeredBrowser, refusedWith } from "./support.ts";
+
+// Every login and registration hashes a password with Argon2id: a few seconds a test on a loaded machine.
+setDefaultTimeout(30_000);
 
 // docs/dashboard.md, The account's figures: the ledger, the request log, its CSV and the daily spend
 // of the session's own account, the figures the CLI and sqlite3 see.

@@ -1,7 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import type { TestGateway } from "../support/gateway.ts";
 import { getWithKey, postWithApiKey, sqlGet } from "../support/keyed.ts";
 import { body, dashboardGateway, registeredBrowser } from "./support.ts";
+
+// Every login and registration hashes a password with Argon2id: a few seconds a test on a loaded machine.
+setDefaultTimeout(30_000);
 
 // docs/dashboard.md, Keys: the CLI's key rules (auth/keys.ts keyRules) on the session's own account.
 

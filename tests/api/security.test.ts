@@ -1,6 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import type { TestGateway } from "../support/gateway.ts";
 import { body, Browser, dashboardGateway, registeredBrowser, freshEmail, refusedWith } from "./support.ts";
+
+// Every login and registration hashes a password with Argon2id: a few seconds a test on a loaded machine.
+setDefaultTimeout(30_000);
 
 // docs/dashboard.md, Security: what /api/ refuses, each with its answer.
 
