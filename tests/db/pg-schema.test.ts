@@ -48,8 +48,8 @@ function shapeOf(config: AnyConfig): Shape {
   };
 }
 
-const sqliteTables = new Map(Object.values(sqlite).flatMap((v) => (is(v, SQLiteTable) ? [[getTableName(v), shapeOf(sqliteTableConfig(v))] as const] : [])));
-const pgTables = new Map(Object.values(pg).flatMap((v) => (is(v, PgTable) ? [[getTableName(v), shapeOf(pgTableConfig(v))] as const] : [])));
+const sqliteTables = new Map<string, Shape>(Object.values(sqlite).flatMap((v) => (is(v, SQLiteTable) ? [[getTableName(v), shapeOf(sqliteTableConfig(v))] as const] : [])));
+const pgTables = new Map<string, Shape>(Object.values(pg).flatMap((v) => (is(v, PgTable) ? [[getTableName(v), shapeOf(pgTableConfig(v))] as const] : [])));
 
 /** The PostgreSQL table's shape without what is PostgreSQL's own. */
 function pgShared(table: string): Shape {
