@@ -1,13 +1,20 @@
 import { resolve } from "node:path";
 import { migrate, openDatabase } from "../db/client.ts";
+import { migratePostgres, redactUrl } from "../db/pg-client.ts";
 import { Settings } from "../settings.ts";
 import { parse } from "./args.ts";
 import { loadInstallation, openInstallation, output } from "./context.ts";
 
-export function migrateCommand(argv: string[]): void {
+export async function migrateCommand(argv: string[]): Promise<void> {
   const { values } = parse(argv, {});
   // Not openInstallation: migrate creates the database when there is none, and reports how many it applied.
   const config = loadInstallation(values);
+  if (config.databaseUrl) {
+    const database = redactUrl(config.databaseUrl);
+    const applied = await migratePostgres(config.databaseUrl);
+    output({ database, json: values.json ?? false }, { database, applied }, `applied ${applied} migration(s); ${database} is up to date`);
+    return;
+  }
   const database = resolve(config.database);
   const db = openDatabase(database);
   const applied = migrate(db);

@@ -5,6 +5,7 @@ import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
 import { loadConfig, type Config } from "../config/load.ts";
 import { migrate, openDatabase, openDatabaseReadOnly, pendingMigrations, refuseNewerSchema, type Db } from "../db/client.ts";
 import { Ledger } from "../ledger/ledger.ts";
+import { OperatorError } from "../core/operator-error.ts";
 import { UsageError } from "./args.ts";
 
 export interface CliContext {
@@ -36,12 +37,24 @@ export function loadInstallation(values: CommonValues): Config {
 }
 
 /**
+ * Only `gateway migrate` works on PostgreSQL so far: the ledger's PostgreSQL side (holds as rows,
+ * cross-instance caches) is not built, and serving, or writing accounts into the SQLite file beside
+ * a configured PostgreSQL, would be half of it (issue 18).
+ */
+export function refuseUnbuiltPostgres(config: Config): void {
+  if (config.databaseUrl) {
+    throw new OperatorError(`${config.source}: database.url is set, but serving from PostgreSQL is not built yet: only gateway migrate uses it so far (remove [database] url to serve from SQLite at ${config.database})`);
+  }
+}
+
+/**
  * Opens an existing database: only `serve` and `migrate` create one, so a mistyped path is an error
  * naming it rather than a new empty installation. "read" opens it read-only and never migrates (it
  * works on a file the process may not write); "write" brings the schema up to date first.
  */
 export function openInstallation(values: CommonValues, access: "read" | "write"): CliContext {
   const config = loadInstallation(values);
+  refuseUnbuiltPostgres(config);
   const database = resolve(config.database);
   openedDatabase = database;
   if (!existsSync(database)) throw new UsageError(`no database at ${database} (gateway migrate or gateway serve creates one)`);

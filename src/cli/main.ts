@@ -52,7 +52,9 @@ Runs the gateway: creates the database (and its folder) when missing, applies mi
   migrate: `Usage:
   gateway migrate
 
-Creates the database when missing and applies the migrations this version carries (serve does too).`,
+Creates the database when missing and applies the migrations this version carries (serve does too).
+With [database] url set, applies the PostgreSQL migrations to that database instead (it must exist;
+serving from PostgreSQL is not built yet).`,
   account: ACCOUNT_USAGE,
   key: KEY_USAGE,
   pause: `Usage:

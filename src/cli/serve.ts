@@ -2,13 +2,14 @@ import type { Catalog } from "../catalog/catalog.ts";
 import { countAccounts, createAccount } from "../ledger/accounts.ts";
 import { bracketed, isUnspecified, startGateway, type RunningGateway } from "../server.ts";
 import { parse, UsageError } from "./args.ts";
-import { loadInstallation } from "./context.ts";
+import { loadInstallation, refuseUnbuiltPostgres } from "./context.ts";
 
 export const DEMO_EMAIL = "demo@gateway.local";
 
 export async function serveCommand(argv: string[]): Promise<void> {
   const { values } = parse(argv, { port: { type: "string" } });
   const config = loadInstallation(values);
+  refuseUnbuiltPostgres(config);
   // --port beats PORT, which beats the config file (DESIGN: flags beat the config).
   const portText = values.port ?? process.env.PORT;
   let port = config.port;

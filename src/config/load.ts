@@ -13,6 +13,8 @@ export interface Config {
   port: number;
   host: string;
   database: string;
+  /** `[database] url`: PostgreSQL instead of the SQLite file at `database`; null: SQLite. */
+  databaseUrl: string | null;
   publicUrl: string;
   /** Direct peers whose X-Forwarded-For is walked (from the right, past these hops); empty: never. */
   trustProxy: Cidr[];
@@ -89,6 +91,7 @@ function resolve(file: ConfigFile, source: string): Config {
     port: file.server?.port ?? 8080,
     host: file.server?.host ?? "0.0.0.0",
     database: file.server?.database ?? "data/gateway.db",
+    databaseUrl: databaseUrl(file.database?.url, source),
     publicUrl: publicUrl(file.server?.public_url, source),
     trustProxy: trustedProxies(file.server?.trust_proxy, source),
     accessLog: file.server?.access_log ?? true,
@@ -117,6 +120,22 @@ function publicUrl(value: string | undefined, source: string): string {
   } catch {}
   if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
     throw new ConfigError(`${source}: server.public_url: not an http(s) URL (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}
+
+// Refused here, not at the first connection: a mistyped scheme (a MySQL or SQLite URL) would
+// otherwise be found by the first request.
+function databaseUrl(value: string | undefined, source: string): string | null {
+  if (value === undefined) return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(value);
+  } catch {}
+  if (!url || (url.protocol !== "postgres:" && url.protocol !== "postgresql:") || !url.hostname) {
+    // The value may carry a password: its scheme only.
+    const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(value)?.[0] ?? "no scheme";
+    throw new ConfigError(`${source}: database.url: not a PostgreSQL URL such as postgres://user:password@host:5432/gateway (got ${scheme})`);
   }
   return value;
 }

@@ -123,6 +123,15 @@ export const ConfigSchema = T.Object(
         { additionalProperties: false },
       ),
     ),
+    database: T.Optional(
+      T.Object(
+        {
+          /** postgres:// or postgresql://: the shared database of several instances (DESIGN.md "Scaling past one machine"); absent: SQLite at server.database. */
+          url: T.Optional(T.String({ minLength: 1 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     limits: T.Optional(
       T.Object(
         {
