@@ -1,26 +1,29 @@
 // The benchmark's upstream, in its own process: the test suite's mock vendor (OpenAI chat JSON/SSE
 // with the final usage chunk, Anthropic Messages JSON/SSE) on loopback with zero added latency,
 // plus a second instance paced like an LLM (paceMs between SSE events) for the streaming check.
-// Prints one JSON line: { url, pacedUrl, control }. GET control/hits answers the request counters.
+// Prints one JSON line: { url, pacedUrl, responsesUrl, control }. GET control/hits answers the request
+// counters. responsesUrl answers POST /v1/responses (a short answer, JSON or SSE) for the bare proxy's
+// side of the Responses cells; its hits count as the fast mock's.
 //
 // The paced instance stamps each text delta with its send time, `|t<ms>|` (wall clock,
 // performance.timeOrigin + performance.now(), µs precision): the probe subtracts it from its own
 // receive time to get per-chunk forwarding latency. Text, because it is what survives the
 // gateway's translation in both dialects; same machine, so both processes read the same clock.
 //
-//   bun bench/upstream.ts [--pace-ms 20]
+//   bun bench/upstream.ts [--pace-ms 20] [--paced-chunks 5]
 import { parseArgs } from "node:util";
 import { startMockUpstream, type MockUpstream } from "../tests/support/mock-upstream.ts";
 
-const { values } = parseArgs({ options: { "pace-ms": { type: "string", default: "20" } } });
+const { values } = parseArgs({ options: { "pace-ms": { type: "string", default: "20" }, "paced-chunks": { type: "string", default: "5" } } });
 const paceMs = Number(values["pace-ms"]);
+const pacedChunks = Number(values["paced-chunks"]);
 
 /** Stands in the mock's text for a stamp; five words, so five paced text deltas per answer. */
 const PLACEHOLDER = "@stamp@";
 const stamp = () => `|t${(performance.timeOrigin + performance.now()).toFixed(3)}|`;
 
 const fast = await startMockUpstream();
-const pacedMock = await startMockUpstream({ paceMs, default: { kind: "text", text: Array(5).fill(PLACEHOLDER).join(" ") } });
+const pacedMock = await startMockUpstream({ paceMs, default: { kind: "text", text: Array(pacedChunks).fill(PLACEHOLDER).join(" ") } });
 
 // The mock builds every frame when the request arrives, so the time cannot go in there; this relay
 // in front of it fills the placeholders in as each event passes, right before the write to the
@@ -47,6 +50,36 @@ const paced = Bun.serve({
   },
 });
 
+// The Responses answer the bare proxy forwards: what a Responses server would send for the turn, short.
+let responsesHits = 0;
+const responsesSse = (model: string) =>
+  [
+    { type: "response.created", response: { id: "resp_mock", object: "response", status: "in_progress", model, output: [] } },
+    ...["Hello ", "from the ", "mock upstream."].map((delta) => ({ type: "response.output_text.delta", item_id: "msg_mock", output_index: 0, content_index: 0, delta })),
+    { type: "response.completed", response: responsesJson(model) },
+  ]
+    .map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`)
+    .join("");
+function responsesJson(model: string): object {
+  return {
+    id: "resp_mock", object: "response", status: "completed", model,
+    output: [{ type: "message", id: "msg_mock", status: "completed", role: "assistant", content: [{ type: "output_text", text: "Hello from the mock upstream.", annotations: [] }] }],
+    usage: { input_tokens: 25_000, output_tokens: 7, total_tokens: 25_007 },
+  };
+}
+const responses = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  async fetch(req) {
+    responsesHits++;
+    const body = (await req.json()) as { model?: string; stream?: boolean };
+    const model = body.model ?? "mock-model";
+    return body.stream
+      ? new Response(responsesSse(model), { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } })
+      : Response.json(responsesJson(model));
+  },
+});
+
 const total = (up: MockUpstream) => Object.values(up.hits).reduce((a, b) => a + b, 0);
 
 // The mock records every request for tests to inspect; a benchmark makes millions, so forget them
@@ -59,16 +92,19 @@ setInterval(() => {
 const control = Bun.serve({
   hostname: "127.0.0.1",
   port: 0,
-  fetch: () => Response.json({ fast: total(fast), paced: total(pacedMock), routes: fast.hits }),
+  fetch: () => Response.json({ fast: total(fast) + responsesHits, paced: total(pacedMock), routes: { ...fast.hits, "POST /v1/responses": responsesHits } }),
 });
 
 const stop = async () => {
-  await Promise.allSettled([fast.stop(), pacedMock.stop(), paced.stop(true), control.stop(true)]);
+  await Promise.allSettled([fast.stop(), pacedMock.stop(), paced.stop(true), responses.stop(true), control.stop(true)]);
   process.exit(0);
 };
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
 
 console.log(
-  JSON.stringify({ url: fast.url, pacedUrl: `http://127.0.0.1:${paced.port}`, control: `http://127.0.0.1:${control.port}`, pid: process.pid }),
+  JSON.stringify({
+    url: fast.url, pacedUrl: `http://127.0.0.1:${paced.port}`, responsesUrl: `http://127.0.0.1:${responses.port}`,
+    control: `http://127.0.0.1:${control.port}`, pid: process.pid,
+  }),
 );
