@@ -26,6 +26,8 @@ const { values } = parseArgs({
     "max-requests": { type: "string" },
     trace: { type: "boolean", default: false },
     lags: { type: "boolean", default: false },
+    /** connection i sends its first request i × ramp / c ms after the start: streams out of step, as real sessions are */
+    "ramp-ms": { type: "string", default: "0" },
     /** "name: value", repeatable: what another gateway needs besides the key (bench/lib/peer.ts) */
     header: { type: "string", multiple: true, default: [] },
   },
@@ -154,7 +156,7 @@ function next(conn: Conn): void {
   if (conn.socket.write(request) !== request.length) throw new Error("short write of a small request");
 }
 
-async function connect(conn: Conn): Promise<void> {
+async function connect(conn: Conn, delayMs: number): Promise<void> {
   conn.socket = await Bun.connect({
     hostname: values.host!,
     port: Number(values.port),
@@ -193,12 +195,14 @@ async function connect(conn: Conn): Promise<void> {
       },
     },
   });
+  if (delayMs > 0) await Bun.sleep(delayMs);
   next(conn);
 }
 
 const conns: Conn[] = Array.from({ length: concurrency }, () => ({ socket: null, sentAt: 0, times: [], res: new Response1(), busy: false, stampTail: "" }));
 open = conns.length;
-await Promise.all(conns.map(connect));
+const ramp = Number(values["ramp-ms"]);
+await Promise.all(conns.map((conn, i) => connect(conn, (i * ramp) / concurrency)));
 const guard = setTimeout(() => {
   errors.push("probe timed out waiting for in-flight responses");
   finishAll();

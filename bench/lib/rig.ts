@@ -145,13 +145,23 @@ export interface RigOptions {
   pacedChunks?: number;
 }
 
+/**
+ * Bun's fetch runs at most 256 requests at once per process by default and queues the rest, which
+ * the many-streams run (1,000 open upstream streams) would measure instead of the servers. Every
+ * process of the rig gets the same higher cap; the cells (c ≤ 64) never reach either.
+ */
+const RIG_ENV = { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" };
+
 export async function startRig(o: RigOptions): Promise<Rig> {
   mkdirSync(join(o.dir, "bodies"), { recursive: true });
   const upstream = await startChild<UpstreamInfo>(
-    "mock upstream", ["bun", "bench/upstream.ts", "--pace-ms", String(o.paceMs), "--paced-chunks", String(o.pacedChunks ?? 5)], { cwd: ROOT },
+    "mock upstream", ["bun", "bench/upstream.ts", "--pace-ms", String(o.paceMs), "--paced-chunks", String(o.pacedChunks ?? 5)], { cwd: ROOT, env: RIG_ENV },
   );
   const proxy = o.withProxy
-    ? await startChild<ProxyInfo>("bare proxy", ["bun", "bench/proxy.ts", "--upstream", upstream.info.url, "--paced", upstream.info.pacedUrl, "--responses", upstream.info.responsesUrl], { cwd: ROOT })
+    ? await startChild<ProxyInfo>(
+        "bare proxy", ["bun", "bench/proxy.ts", "--upstream", upstream.info.url, "--paced", upstream.info.pacedUrl, "--responses", upstream.info.responsesUrl],
+        { cwd: ROOT, env: RIG_ENV },
+      )
     : null;
 
   const configFile = join(o.dir, "gateway.toml");
@@ -165,7 +175,7 @@ export async function startRig(o: RigOptions): Promise<Rig> {
   const gateway = await startChild<GatewayInfo>(
     "gateway",
     ["bun", ...(o.gatewayBunFlags ?? []), "src/cli/main.ts", "serve", "--config", configFile, "--db", dbFile, "--port", "0", "--json"],
-    { cwd: gwRoot },
+    { cwd: gwRoot, env: RIG_ENV },
   );
   const check = new Database(dbFile, { readonly: true });
   const mode = (check.query("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode;

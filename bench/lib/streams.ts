@@ -35,7 +35,8 @@ export async function streamsRun(o: StreamsOptions): Promise<StreamsOutcome> {
 
   const run = async (t: Target): Promise<{ r: ProbeResult; hits: number }> => {
     const h0 = (await rig.upstreamHits()).paced;
-    const r = await runProbe(t.pacedPort, rig.key, body, o.streams, o.seconds, ["--lags"]);
+    // Started over one stream's length, so chunks of different streams do not arrive in lockstep.
+    const r = await runProbe(t.pacedPort, rig.key, body, o.streams, o.seconds, ["--lags", "--ramp-ms", String(o.chunks * o.paceMs)]);
     await Bun.sleep(250);
     return { r, hits: (await rig.upstreamHits()).paced - h0 };
   };
@@ -73,7 +74,8 @@ export async function streamsRun(o: StreamsOptions): Promise<StreamsOutcome> {
     `# Many open streams${o.quick ? " (quick)" : ""}`,
     "",
     `${new Date().toISOString()} — ${o.env}. ${o.streams} connections, each running stream after stream of ${o.chunks} text deltas ` +
-      `${o.paceMs} ms apart (Messages, native route) for ${o.seconds} s; the bare proxy first, then the gateway.`,
+      `${o.paceMs} ms apart (Messages, native route) for ${o.seconds} s, the connections' first streams spread over one stream's length; ` +
+      "the bare proxy first, then the gateway.",
     "Chunk latency: the paced upstream's send stamp to the probe's receive time, every chunk.",
     "",
     "| target | streams | errors | chunks | chunk latency p50 ms | p99 ms | TTFB p50 ms |",
