@@ -3,7 +3,7 @@
 //   bun run bench                 full matrix: 10 s cells, 2 rounds (about 15 minutes)
 //   bun run bench --quick         2 s cells, for development
 //   bun run bench --memory        2 minutes at c=64, the gateway's RSS after 20 s and at the end
-//   bun run bench --profile       the gateway under --cpu-prof at c=16 (JSON, then SSE) + SQLite timings
+//   bun run bench --profile       the gateway under --cpu-prof at c=16 (JSON, then SSE, or --workloads) + SQLite timings
 //   bun run bench --peer portkey  the same cells for Portkey's gateway from npm (on Node), side by side
 //   bun run bench --streams       1,000 streams at once paced like an LLM for 2 minutes (--quick: 20 s):
 //                                 per-chunk added latency, the gateway's RSS idle, during and after
@@ -274,7 +274,10 @@ try {
     console.log(`\n${r.md}\nwritten to bench/out/streams.md`);
     if (!r.ok) throw new Error("a correctness check failed (see above)");
   }
-  else if (values.profile) await profileRun({ dir, out: OUT, seconds: Number(values.seconds ?? (quick ? 3 : 10)), paceMs });
+  else if (values.profile) {
+    const workloads = values.workloads?.split(",") as WorkloadId[] | undefined;
+    await profileRun({ dir, out: OUT, seconds: Number(values.seconds ?? (quick ? 3 : 10)), paceMs, workloads });
+  }
   else await matrixRun(dir);
 } catch (e) {
   console.error(`bench: ${(e as Error).message}`);
