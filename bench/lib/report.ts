@@ -77,12 +77,13 @@ export function cellTable(cells: CellSummary[]): string {
     rows.push(
       `| ${label} | ${c.c} | ${f0(c.rps.buffered)} / ${f0(c.rps.streamed)} | ${f0(c.rps.gateway)} | ${pct(c.rps.ratio)} | ` +
         `${ms(c.p50_us.base)} → ${ms(c.p50_us.gateway)} (${signedMs(c.p50_us.added)}) | ${f0(c.cpu_us.base)} → ${f0(c.cpu_us.gateway)} | ${x2(c.cpu_us.ratio)} | ` +
-        `${n2(addedParses(c))} | ${f0(c.parseUs)} | ${f0(c.cpu_us.upstream)} | ${checks} |`,
+        `${agentCell(c) ? n2(addedParses(c)) : "—"} | ${Number.isFinite(c.parseUs) ? c.parseUs.toFixed(c.parseUs < 10 ? 1 : 0) : "n/a"} | ${f0(c.cpu_us.upstream)} | ${checks} |`,
     );
   }
   return rows.join("\n");
 }
 
+const agentCell = (c: CellSummary) => WORKLOADS.find((w) => w.id === c.workload)?.agent !== undefined;
 /** The gateway's CPU per request over the bare proxy's, in parses of the cell's body (issue 17's unit). */
 const addedParses = (c: CellSummary) => (c.cpu_us.gateway - c.cpu_us.base) / c.parseUs;
 
