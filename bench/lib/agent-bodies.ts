@@ -2,22 +2,11 @@
 // system prompt, 25 tools with JSON schemas, 60 history messages of tool calls and their results.
 // Deterministic (a seeded generator, no clock, no randomness from outside), so every run and every
 // target sends the same bytes. The same turn in three dialects: Messages, Chat and Responses.
+import { rng } from "../../tests/fault/support/books.ts";
 
 const TOOLS = 25;
 /** History messages after the first user turn: assistant tool calls and user tool results, alternating. */
 const HISTORY = 60;
-
-/** mulberry32: small, fast, and the same sequence on every machine for a seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = (
   "the file function return value test error config request response stream token model tool call result " +
@@ -133,7 +122,7 @@ export function agentBody(dialect: AgentDialect, kb: number, model: string, stre
   let t = cache.get(kb);
   if (!t) {
     // The size is linear in the results' length: two probes, then the length that lands on kb.
-    const size = (chars: number) => JSON.stringify(shape("messages", turn(chars), model, stream)).length;
+    const size = (chars: number) => JSON.stringify(shape("messages", turn(chars), "bench-claude", false)).length;
     const a = size(500);
     const b = size(1500);
     const chars = Math.max(50, Math.round(500 + ((kb * 1024 - a) * 1000) / (b - a)));
