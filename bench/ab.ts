@@ -2,7 +2,7 @@
 // run. Differences of 10 to 20 µs per request drown in the noise between separate runs on a shared
 // machine (bench/RESULTS.md); interleaved cells of the same run compare them.
 //
-//   bun bench/ab.ts --base HEAD~1 [--workloads chat-json,messages-json] [--conc 1,16] [--seconds 3] [--rounds 3]
+//   bun bench/ab.ts --base HEAD~1 [--workloads chat-json,messages-json] [--conc 1,16] [--seconds 3] [--rounds 3] [--agent-kb 100]
 //
 // Each side has its own mock upstream, database and key; cells alternate A B B A … per round. The
 // base revision is checked out into a temporary git worktree that borrows this tree's node_modules.
@@ -22,6 +22,7 @@ const { values } = parseArgs({
     conc: { type: "string", default: "1,16" },
     seconds: { type: "string", default: "3" },
     rounds: { type: "string", default: "3" },
+    "agent-kb": { type: "string", default: "100" },
   },
 });
 
@@ -39,8 +40,8 @@ git("worktree", "add", "--detach", baseTree, rev);
 symlinkSync(join(ROOT, "node_modules"), join(baseTree, "node_modules"));
 try {
   const sides: { name: string; rig: Rig }[] = [
-    { name: "this tree", rig: await startRig({ dir: join(dir, "a"), paceMs: 20, withProxy: false }) },
-    { name: `base ${rev}`, rig: await startRig({ dir: join(dir, "b"), paceMs: 20, withProxy: false, gatewayRoot: baseTree }) },
+    { name: "this tree", rig: await startRig({ dir: join(dir, "a"), paceMs: 20, withProxy: false, agentKb: Number(values["agent-kb"]) }) },
+    { name: `base ${rev}`, rig: await startRig({ dir: join(dir, "b"), paceMs: 20, withProxy: false, gatewayRoot: baseTree, agentKb: Number(values["agent-kb"]) }) },
   ];
   for (const s of sides) await smokeTest(s.rig, s.rig.targets[0]!);
   const seconds = Number(values.seconds);

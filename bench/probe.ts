@@ -8,6 +8,8 @@
 // --trace adds each response's arrival times (ms after the request was sent), for the pacing check,
 // and per-chunk forwarding latency: for every `|t<ms>|` send stamp of the paced upstream (see
 // bench/upstream.ts) found in a read, the wall-clock receive time of that read minus the stamp.
+// --lags records only the per-chunk latency, summarised (p50, p99, count) instead of listed: the
+// many-streams run sees millions of chunks.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { Socket } from "bun";
@@ -23,6 +25,9 @@ const { values } = parseArgs({
     duration: { type: "string", default: "10" },
     "max-requests": { type: "string" },
     trace: { type: "boolean", default: false },
+    lags: { type: "boolean", default: false },
+    /** connection i sends its first request i × ramp / c ms after the start: streams out of step, as real sessions are */
+    "ramp-ms": { type: "string", default: "0" },
     /** "name: value", repeatable: what another gateway needs besides the key (bench/lib/peer.ts) */
     header: { type: "string", multiple: true, default: [] },
   },
@@ -151,7 +156,7 @@ function next(conn: Conn): void {
   if (conn.socket.write(request) !== request.length) throw new Error("short write of a small request");
 }
 
-async function connect(conn: Conn): Promise<void> {
+async function connect(conn: Conn, delayMs: number): Promise<void> {
   conn.socket = await Bun.connect({
     hostname: values.host!,
     port: Number(values.port),
@@ -160,7 +165,7 @@ async function connect(conn: Conn): Promise<void> {
         const now = performance.now();
         conn.times.push(now - conn.sentAt);
         const text = data.toString("latin1");
-        if (values.trace) stampLags(conn, text, performance.timeOrigin + now);
+        if (values.trace || values.lags) stampLags(conn, text, performance.timeOrigin + now);
         let complete: boolean;
         try {
           complete = conn.res.feed(text);
@@ -190,12 +195,14 @@ async function connect(conn: Conn): Promise<void> {
       },
     },
   });
+  if (delayMs > 0) await Bun.sleep(delayMs);
   next(conn);
 }
 
 const conns: Conn[] = Array.from({ length: concurrency }, () => ({ socket: null, sentAt: 0, times: [], res: new Response1(), busy: false, stampTail: "" }));
 open = conns.length;
-await Promise.all(conns.map(connect));
+const ramp = Number(values["ramp-ms"]);
+await Promise.all(conns.map((conn, i) => connect(conn, (i * ramp) / concurrency)));
 const guard = setTimeout(() => {
   errors.push("probe timed out waiting for in-flight responses");
   finishAll();
@@ -219,6 +226,9 @@ console.log(
     total_p50_us: us(percentile(total, 50)),
     arrivals_p50: percentile(arrivals, 50),
     ...(values.trace ? { traces, chunk_lags_ms: chunkLags.map((x) => Math.round(x * 1000) / 1000) } : {}),
+    ...(values.lags
+      ? { lag_n: chunkLags.length, lag_p50_ms: percentile(chunkLags, 50), lag_p99_ms: percentile(chunkLags, 99) }
+      : {}),
   }),
 );
 process.exit(0);

@@ -3,9 +3,18 @@
 //   bun run bench                 full matrix: 10 s cells, 2 rounds (about 15 minutes)
 //   bun run bench --quick         2 s cells, for development
 //   bun run bench --memory        2 minutes at c=64, the gateway's RSS after 20 s and at the end
-//   bun run bench --profile       the gateway under --cpu-prof at c=16 (JSON, then SSE) + SQLite timings
+//   bun run bench --profile       the gateway under --cpu-prof at c=16 (JSON, then SSE, or --workloads) + SQLite timings
 //   bun run bench --peer portkey  the same cells for Portkey's gateway from npm (on Node), side by side
-//   options: --rounds N, --seconds S, --pace-ms MS, --workloads chat-json,…, --conc 1,16,64, --keep (temp dir)
+//   bun run bench --streams       1,000 streams at once paced like an LLM for 2 minutes (--quick: 20 s):
+//                                 per-chunk added latency, the gateway's RSS idle, during and after
+//   options: --rounds N, --seconds S, --pace-ms MS, --workloads chat-json,…, --conc 1,16,64, --keep (temp dir),
+//            --agent-kb 300 (size of the agent turns, 100 KiB by default), --stream-count N (--streams: 1000)
+//
+// Workloads: chat-json, messages-json, chat-sse, messages-sse (a 500-byte conversation), and the agent
+// turns of issue 17, each -json and -sse: agent-messages (Messages on an Anthropic route), agent-m2c
+// (Messages on an OpenAI-kind route, translated), agent-chat (a Codex-like Chat body), agent-responses
+// (the same turn on /v1/responses). Agent turns run at c=1 and c=16 only. Each cell also reports one
+// JSON.parse of its body in this process, the unit of the agent targets.
 //
 // Processes: mock upstream, bare proxy, gateway, and the load generator (wrk or bench/probe.ts),
 // each its own. Everything started here is stopped on exit, failure or Ctrl-C. Results are printed
@@ -21,7 +30,10 @@ import { profileRun } from "./lib/profile.ts";
 import {
   cellTable, logCheck, pacingTable, peerTable, reconciliationLine, summarise, verdicts, verdictTable, type PacingResult,
 } from "./lib/report.ts";
-import { heldNano, reconcile, ROOT, smokeTest, startRig, WORKLOADS, type Rig, type Target, type WorkloadId } from "./lib/rig.ts";
+import {
+  agentConcs, heldNano, parseUs, reconcile, ROOT, smokeTest, startRig, WORKLOADS, type Rig, type Target, type WorkloadId,
+} from "./lib/rig.ts";
+import { streamsRun } from "./lib/streams.ts";
 import { median, percentile } from "./lib/stats.ts";
 
 const { values } = parseArgs({
@@ -36,6 +48,9 @@ const { values } = parseArgs({
     conc: { type: "string" },
     keep: { type: "boolean", default: false },
     peer: { type: "string" },
+    streams: { type: "boolean", default: false },
+    "stream-count": { type: "string", default: "1000" },
+    "agent-kb": { type: "string", default: "100" },
   },
 });
 if (values.peer !== undefined && values.peer !== "portkey") throw new Error(`--peer: only "portkey" is known, not "${values.peer}"`);
@@ -44,6 +59,7 @@ const quick = values.quick!;
 const seconds = Number(values.seconds ?? (quick ? 2 : 10));
 const rounds = Number(values.rounds ?? 2);
 const paceMs = Number(values["pace-ms"]);
+const agentKb = Number(values["agent-kb"]);
 const OUT = join(ROOT, "bench", "out");
 
 async function environment(): Promise<string> {
@@ -103,8 +119,10 @@ async function matrixRun(dir: string): Promise<void> {
   const workloads = values.workloads ? values.workloads.split(",") : WORKLOADS.map((w) => w.id);
   const concs = (values.conc ?? "1,16,64").split(",").map(Number);
   const env = await environment();
-  console.log(`${env}\ncells of ${seconds} s, ${rounds} round(s), workloads ${workloads.join(", ")}, c = ${concs.join(", ")}`);
-  const rig = await startRig({ dir, paceMs, withProxy: true });
+  console.log(`${env}\ncells of ${seconds} s, ${rounds} round(s), workloads ${workloads.join(", ")}, c = ${concs.join(", ")}, agent turns of ${agentKb} KiB`);
+  const rig = await startRig({ dir, paceMs, withProxy: true, agentKb });
+  const parses = new Map<WorkloadId, number>();
+  for (const w of WORKLOADS.filter((x) => workloads.includes(x.id))) parses.set(w.id, await parseUs(rig.bodyFile(w.id)));
   if (values.peer) rig.targets.push(await startPortkey(rig.upstream.info.url));
   for (const t of rig.targets) await counted(rig, t, () => smokeTest(rig, t));
 
@@ -115,7 +133,7 @@ async function matrixRun(dir: string): Promise<void> {
   const samples: Sample[] = [];
   for (let round = 1; round <= rounds; round++) {
     for (const w of WORKLOADS.filter((x) => workloads.includes(x.id))) {
-      for (const c of concs) {
+      for (const c of w.agent ? agentConcs(concs) : concs) {
         // A B C, then C B A: each target goes first as often as last.
         const order = round % 2 ? rig.targets : [...rig.targets].reverse();
         for (const t of order) {
@@ -142,7 +160,7 @@ async function matrixRun(dir: string): Promise<void> {
   await stopChild(rig.gateway.proc);
   const rec = reconcile(rig.dbFile, held);
 
-  const cells = summarise(samples);
+  const cells = summarise(samples, parses);
   const vs = verdicts(cells, pacing, paceMs);
   const logs = logCheck(rec, gatewayHits, cutAllowance);
   const checksOk = cells.every((c) => c.errors === 0 && c.hitsOk) && rec.ok && logs.ok;
@@ -152,6 +170,7 @@ async function matrixRun(dir: string): Promise<void> {
     `${new Date().toISOString()} — ${env}. Cells of ${seconds} s, ${rounds} rounds, targets interleaved; medians over rounds.`,
     "JSON cells: wrk (1 thread, closed loop), p50 of the whole response. SSE cells: bench/probe.ts (raw sockets, closed loop), p50 time to first byte.",
     "CPU: utime+stime of the server process (all threads) from /proc/<pid>/stat per request the upstream served. Bare = the faster bare Bun proxy per cell.",
+    `Agent turns: ${agentKb} KiB bodies. Added CPU in parses: (gateway − bare CPU per request) ÷ one JSON.parse of the cell's body (measured in the bench process).`,
     "",
     cellTable(cells),
     "",
@@ -197,7 +216,7 @@ async function memoryRun(dir: string): Promise<void> {
   const t0 = performance.now();
   const timer = setInterval(() => rss.push({ t: (performance.now() - t0) / 1000, mib: rssMiB(gw.pid) }), 1000);
   const h0 = await rig.upstreamHits();
-  const files = WORKLOADS.map((w) => rig.bodyFile(w.id));
+  const files = WORKLOADS.filter((w) => !w.agent).map((w) => rig.bodyFile(w.id));
   const r = await runWrk(gw.port, rig.key, files, 64, total);
   const endMiB = rssMiB(gw.pid);
   clearInterval(timer);
@@ -245,7 +264,20 @@ let code = 0;
 try {
   requireWrk();
   if (values.memory) await memoryRun(dir);
-  else if (values.profile) await profileRun({ dir, out: OUT, seconds: Number(values.seconds ?? (quick ? 3 : 10)), paceMs });
+  else if (values.streams) {
+    const r = await streamsRun({
+      dir, env: await environment(), paceMs, streams: Number(values["stream-count"]), seconds: Number(values.seconds ?? (quick ? 20 : 120)),
+      chunks: quick ? 100 : 250, quick,
+    });
+    mkdirSync(OUT, { recursive: true });
+    writeFileSync(join(OUT, "streams.md"), r.md);
+    console.log(`\n${r.md}\nwritten to bench/out/streams.md`);
+    if (!r.ok) throw new Error("a correctness check failed (see above)");
+  }
+  else if (values.profile) {
+    const workloads = values.workloads?.split(",") as WorkloadId[] | undefined;
+    await profileRun({ dir, out: OUT, seconds: Number(values.seconds ?? (quick ? 3 : 10)), paceMs, workloads });
+  }
   else await matrixRun(dir);
 } catch (e) {
   console.error(`bench: ${(e as Error).message}`);

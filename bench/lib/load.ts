@@ -33,6 +33,10 @@ export interface ProbeResult {
   traces?: number[][];
   /** --trace: receive time − upstream send time of every stamped chunk, ms */
   chunk_lags_ms?: number[];
+  /** --lags: the same, summarised */
+  lag_n?: number;
+  lag_p50_ms?: number;
+  lag_p99_ms?: number;
 }
 
 /** Extra request headers as the load generators take them: "name: value". */

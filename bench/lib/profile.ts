@@ -1,5 +1,6 @@
 // `bun run bench --profile`: the gateway under `bun --cpu-prof` at c=16, once on JSON and once on
-// SSE (a fresh gateway each, so each profile holds one workload), then the SQLite timings.
+// SSE (or each of --workloads; a fresh gateway each, so each profile holds one workload), then the
+// SQLite timings.
 // Writes bench/out/profile.md and the raw .cpuprofile files under bench/out/profiles/.
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -8,11 +9,11 @@ import { runProbe, runWrk } from "./load.ts";
 import { cpuSeconds, runToEnd, stopChild } from "./procs.ts";
 import { ROOT, smokeTest, startRig, WORKLOADS, type WorkloadId } from "./rig.ts";
 
-export async function profileRun(o: { dir: string; out: string; seconds: number; paceMs: number }): Promise<void> {
+export async function profileRun(o: { dir: string; out: string; seconds: number; paceMs: number; workloads?: WorkloadId[] }): Promise<void> {
   const profDir = join(o.out, "profiles");
   mkdirSync(profDir, { recursive: true });
   const parts: string[] = [`# Gateway CPU profile (c=16, ${o.seconds} s per workload, bun --cpu-prof, 200 µs sampling)`, ""];
-  for (const id of ["chat-json", "chat-sse"] as WorkloadId[]) {
+  for (const id of o.workloads ?? (["chat-json", "chat-sse"] as WorkloadId[])) {
     const w = WORKLOADS.find((x) => x.id === id)!;
     const name = `gateway-${id}.cpuprofile`;
     const rig = await startRig({

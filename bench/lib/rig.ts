@@ -5,11 +5,16 @@
 import { Database } from "bun:sqlite";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { agentBody, type AgentDialect } from "./agent-bodies.ts";
 import { runToEnd, startChild, type Child } from "./procs.ts";
+import { median } from "./stats.ts";
 
 export const ROOT = join(import.meta.dir, "..", "..");
 
-export type WorkloadId = "chat-json" | "messages-json" | "chat-sse" | "messages-sse";
+export type WorkloadId =
+  | "chat-json" | "messages-json" | "chat-sse" | "messages-sse"
+  | "agent-messages-json" | "agent-messages-sse" | "agent-m2c-json" | "agent-m2c-sse"
+  | "agent-chat-json" | "agent-chat-sse" | "agent-responses-json" | "agent-responses-sse";
 
 export interface Workload {
   id: WorkloadId;
@@ -19,32 +24,49 @@ export interface Workload {
   path: string;
   /** gateway model id; the proxy forwards whatever it gets */
   model: string;
+  /** an agent-sized turn (bench/lib/agent-bodies.ts) in this dialect, and how the gateway serves it */
+  agent?: { dialect: AgentDialect; route: "native" | "translated" };
 }
+
+const agent = (id: string, label: string, path: string, model: string, dialect: AgentDialect, route: "native" | "translated"): Workload[] =>
+  [false, true].map((stream) => ({
+    id: `${id}-${stream ? "sse" : "json"}` as WorkloadId, label: `${label}, ${stream ? "SSE" : "JSON"}`, stream, path, model, agent: { dialect, route },
+  }));
 
 export const WORKLOADS: Workload[] = [
   { id: "chat-json", label: "OpenAI chat, JSON", stream: false, path: "/v1/chat/completions", model: "bench-gpt" },
   { id: "messages-json", label: "Anthropic messages, JSON", stream: false, path: "/v1/messages", model: "bench-claude" },
   { id: "chat-sse", label: "OpenAI chat, SSE", stream: true, path: "/v1/chat/completions", model: "bench-gpt" },
   { id: "messages-sse", label: "Anthropic messages, SSE", stream: true, path: "/v1/messages", model: "bench-claude" },
+  // Agent turns run at c=1 and c=16 only (agentConcs): at 100 to 300 KB a request, c=64 measures the loopback.
+  ...agent("agent-messages", "agent turn, Messages on an Anthropic route", "/v1/messages", "bench-claude", "messages", "native"),
+  ...agent("agent-m2c", "agent turn, Messages on an OpenAI-kind route", "/v1/messages", "bench-claude-oai", "messages", "translated"),
+  ...agent("agent-chat", "agent turn, Codex-like Chat", "/v1/chat/completions", "bench-gpt", "chat", "native"),
+  ...agent("agent-responses", "agent turn, Responses", "/v1/responses", "bench-gpt", "responses", "translated"),
 ];
 
-/** A small two-turn conversation (about 500 bytes), the shape of a real chat request. */
-function requestBody(w: Workload, paced: boolean): object {
+/** The connection counts an agent workload runs at, of those asked for. */
+export const agentConcs = (concs: number[]) => concs.filter((c) => c <= 16);
+
+/** A small two-turn conversation (about 500 bytes), the shape of a real chat request; or an agent turn of agentKb KiB. */
+function requestBody(w: Workload, paced: boolean, agentKb: number): string {
+  const model = paced ? `${w.model}-paced` : w.model;
+  if (w.agent) return agentBody(w.agent.dialect, agentKb, model, w.stream);
   const messages = [
     { role: "user", content: "You are benchmarking an LLM gateway. Reply with a short friendly greeting, nothing else." },
     { role: "assistant", content: "Hello! How can I help you today?" },
     { role: "user", content: "Say hello once more, in five words or fewer, and mention the weather if you like." },
   ];
-  const model = paced ? `${w.model}-paced` : w.model;
   const body: Record<string, unknown> = { model, max_tokens: 64, messages };
   if (w.stream) body.stream = true;
   if (w.stream && w.id.startsWith("chat")) body.stream_options = { include_usage: true };
-  return body;
+  return JSON.stringify(body);
 }
 
 export interface UpstreamInfo {
   url: string;
   pacedUrl: string;
+  responsesUrl: string;
   control: string;
 }
 export interface ProxyInfo {
@@ -101,8 +123,11 @@ function configToml(up: UpstreamInfo): string {
     providers,
     model("bench-gpt", "chat.completions", "mock-openai", "gpt-bench"),
     model("bench-claude", "messages", "mock-anthropic", "claude-bench"),
+    // A Messages client served by an OpenAI-kind route: the gateway translates both ways.
+    model("bench-claude-oai", "messages", "mock-openai", "gpt-bench"),
     model("bench-gpt-paced", "chat.completions", "mock-openai-paced", "gpt-bench"),
     model("bench-claude-paced", "messages", "mock-anthropic-paced", "claude-bench"),
+    model("bench-claude-oai-paced", "messages", "mock-openai-paced", "gpt-bench"),
   ].join("\n");
 }
 
@@ -114,13 +139,29 @@ export interface RigOptions {
   gatewayBunFlags?: string[];
   /** the source tree whose gateway runs (bench/ab.ts: another revision); this one by default */
   gatewayRoot?: string;
+  /** size of the agent workloads' bodies, KiB (100 by default) */
+  agentKb?: number;
+  /** text deltas per answer of the paced upstream (5 by default; the many-streams run asks for more) */
+  pacedChunks?: number;
 }
+
+/**
+ * Bun's fetch runs at most 256 requests at once per process by default and queues the rest, which
+ * the many-streams run (1,000 open upstream streams) would measure instead of the servers. Every
+ * process of the rig gets the same higher cap; the cells (c ≤ 64) never reach either.
+ */
+const RIG_ENV = { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" };
 
 export async function startRig(o: RigOptions): Promise<Rig> {
   mkdirSync(join(o.dir, "bodies"), { recursive: true });
-  const upstream = await startChild<UpstreamInfo>("mock upstream", ["bun", "bench/upstream.ts", "--pace-ms", String(o.paceMs)], { cwd: ROOT });
+  const upstream = await startChild<UpstreamInfo>(
+    "mock upstream", ["bun", "bench/upstream.ts", "--pace-ms", String(o.paceMs), "--paced-chunks", String(o.pacedChunks ?? 5)], { cwd: ROOT, env: RIG_ENV },
+  );
   const proxy = o.withProxy
-    ? await startChild<ProxyInfo>("bare proxy", ["bun", "bench/proxy.ts", "--upstream", upstream.info.url, "--paced", upstream.info.pacedUrl], { cwd: ROOT })
+    ? await startChild<ProxyInfo>(
+        "bare proxy", ["bun", "bench/proxy.ts", "--upstream", upstream.info.url, "--paced", upstream.info.pacedUrl, "--responses", upstream.info.responsesUrl],
+        { cwd: ROOT, env: RIG_ENV },
+      )
     : null;
 
   const configFile = join(o.dir, "gateway.toml");
@@ -134,7 +175,7 @@ export async function startRig(o: RigOptions): Promise<Rig> {
   const gateway = await startChild<GatewayInfo>(
     "gateway",
     ["bun", ...(o.gatewayBunFlags ?? []), "src/cli/main.ts", "serve", "--config", configFile, "--db", dbFile, "--port", "0", "--json"],
-    { cwd: gwRoot },
+    { cwd: gwRoot, env: RIG_ENV },
   );
   const check = new Database(dbFile, { readonly: true });
   const mode = (check.query("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode;
@@ -145,7 +186,7 @@ export async function startRig(o: RigOptions): Promise<Rig> {
   for (const w of WORKLOADS) {
     for (const paced of [false, true]) {
       const file = join(o.dir, "bodies", `${w.id}${paced ? "-paced" : ""}.txt`);
-      writeFileSync(file, `${w.path}\n${JSON.stringify(requestBody(w, paced))}`);
+      writeFileSync(file, `${w.path}\n${requestBody(w, paced, o.agentKb ?? 100)}`);
       files.set(`${w.id}${paced}`, file);
     }
   }
@@ -182,8 +223,23 @@ export async function smokeTest(rig: Rig, t: Target): Promise<void> {
     const text = await res.text();
     if (res.status !== 200) throw new Error(`smoke test: ${t.id} ${w.id} answered ${res.status}: ${text.slice(0, 300)}`);
     if (t.id === "gateway" && !text.includes('"cost_usd"')) throw new Error(`smoke test: the gateway's ${w.id} answer has no cost_usd`);
-    if (w.stream && !(text.includes("[DONE]") || text.includes("message_stop"))) throw new Error(`smoke test: ${t.id} ${w.id} stream did not end properly`);
+    if (w.stream && !(text.includes("[DONE]") || text.includes("message_stop") || text.includes("response.completed"))) throw new Error(`smoke test: ${t.id} ${w.id} stream did not end properly`);
   }
+}
+
+/** One JSON.parse of a body file's JSON in this process, µs: the median of 15 batches, after a warm-up. */
+export async function parseUs(bodyFile: string): Promise<number> {
+  const file = await Bun.file(bodyFile).text();
+  const json = file.slice(file.indexOf("\n") + 1);
+  const n = json.length > 10_000 ? 20 : 2000;
+  for (let i = 0; i < n; i++) JSON.parse(json);
+  const batches: number[] = [];
+  for (let b = 0; b < 15; b++) {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) JSON.parse(json);
+    batches.push(((performance.now() - t0) * 1000) / n);
+  }
+  return median(batches);
 }
 
 export interface Reconciliation {

@@ -45,39 +45,51 @@ export function contentKind(dialect: keyof typeof KINDS, type: unknown): string 
   return kindOf(type, KINDS[dialect]);
 }
 
-function scanBlocks(blocks: unknown, path: string, allowed: ReadonlySet<string>): ContentHit | null {
+// The scanners walk every block of an agent's turn (hundreds of them) on every request: a path is
+// written only for the block that is refused, not for each one passed.
+
+/** The first block of `blocks` outside `allowed` (nested tool_result blocks included); its path relative to `blocks`. */
+function scanBlocks(blocks: unknown, allowed: ReadonlySet<string>): ContentHit | null {
   if (!Array.isArray(blocks)) return null;
-  for (const [j, block] of blocks.entries()) {
-    const at = `${path}[${j}]`;
+  for (let j = 0; j < blocks.length; j++) {
+    const block: unknown = blocks[j];
     const type = isObject(block) ? block.type : undefined;
-    if (typeof type !== "string" || !allowed.has(type)) return { path: at, kind: kindOf(type, MESSAGES_KIND) };
-    if (type === "tool_result" && isObject(block)) {
-      const nested = scanBlocks(block.content, `${at}.content`, MESSAGES_NESTED);
-      if (nested) return nested;
+    if (typeof type !== "string" || !allowed.has(type)) return { path: `[${j}]`, kind: kindOf(type, MESSAGES_KIND) };
+    if (type === "tool_result") {
+      const nested = scanBlocks((block as Record<string, unknown>).content, MESSAGES_NESTED);
+      if (nested) return { path: `[${j}].content${nested.path}`, kind: nested.kind };
     }
   }
   return null;
 }
 
+const under = (prefix: string, hit: ContentHit | null): ContentHit | null => hit && { path: prefix + hit.path, kind: hit.kind };
+
 function scanMessages(body: Record<string, unknown>): ContentHit | null {
-  const system = scanBlocks(body.system, "system", MESSAGES_SYSTEM);
+  const system = under("system", scanBlocks(body.system, MESSAGES_SYSTEM));
   if (system) return system;
-  if (!Array.isArray(body.messages)) return null;
-  for (const [i, m] of body.messages.entries()) {
-    const hit = isObject(m) ? scanBlocks(m.content, `messages[${i}].content`, MESSAGES_TOP) : null;
-    if (hit) return hit;
+  const messages = body.messages;
+  if (!Array.isArray(messages)) return null;
+  for (let i = 0; i < messages.length; i++) {
+    const m: unknown = messages[i];
+    const hit = isObject(m) ? scanBlocks(m.content, MESSAGES_TOP) : null;
+    if (hit) return under(`messages[${i}].content`, hit);
   }
   return null;
 }
 
 function scanChat(body: Record<string, unknown>): ContentHit | null {
-  if (!Array.isArray(body.messages)) return null;
-  for (const [i, m] of body.messages.entries()) {
+  const messages = body.messages;
+  if (!Array.isArray(messages)) return null;
+  for (let i = 0; i < messages.length; i++) {
+    const m: unknown = messages[i];
     if (!isObject(m)) continue;
     // An assistant turn that references an earlier audio answer (`audio: {id}`).
     if (isObject(m.audio)) return { path: `messages[${i}].audio`, kind: "audio" };
-    if (!Array.isArray(m.content)) continue;
-    for (const [j, part] of m.content.entries()) {
+    const content = m.content;
+    if (!Array.isArray(content)) continue;
+    for (let j = 0; j < content.length; j++) {
+      const part: unknown = content[j];
       const type = isObject(part) ? part.type : undefined;
       if (typeof type !== "string" || !CHAT_TEXT.has(type)) return { path: `messages[${i}].content[${j}]`, kind: kindOf(type, CHAT_KIND) };
     }

@@ -9,6 +9,7 @@ import { billableChatUsage, billableMessagesUsage, usageFromChat, usageFromMessa
 import type { ChatRequest, ChatResponse, JsonObject, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
 import { nanoToUsd, type TokenUsage } from "../core/money.ts";
 import type { Dialect } from "../dialects/dialect.ts";
+import { spliceModel } from "./splice.ts";
 
 // The four (client dialect, upstream dialect) pairs: the body each sends, the answer each returns, the
 // stream machine each runs. The relay never branches on them.
@@ -19,21 +20,49 @@ export interface PairOptions {
   costOf: (u: TokenUsage) => number;
 }
 
-/** The body sent on `route`: the client's own with the upstream model, or translated for the route's upstream. */
-export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObject, route: Route): { body: JsonObject; dropped: string[] } {
+export interface UpstreamBody {
+  body: JsonObject;
+  /** `body` already serialised: the client's own bytes with the model spliced in (splice.ts) */
+  bytes?: Uint8Array;
+  dropped: string[];
+}
+
+/**
+ * The body sent on `route`: the client's own with the upstream model, or translated for the route's
+ * upstream. `raw` is the client's bytes when `body` is their parse: a native body that only changes
+ * its model (and may gain stream_options) is then sent as those bytes, spliced.
+ */
+export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObject, route: Route, raw?: Uint8Array): UpstreamBody {
   const upstreamModel = route.upstreamModel;
   // Set only when the provider's config names its field: then a native chat request's cap is sent under that name.
   const capField = route.provider.max_tokens_field;
   if (client === upstream) {
     const out: JsonObject = { ...body, model: upstreamModel };
     // Always ask for usage: without it there is nothing to bill (ccs#1574).
-    if (upstream === "chat" && body.stream) out.stream_options = { ...(body.stream_options as JsonObject | undefined), include_usage: true };
+    const askUsage = upstream === "chat" && body.stream;
+    if (askUsage) out.stream_options = { ...(body.stream_options as JsonObject | undefined), include_usage: true };
     if (upstream === "chat" && capField) renameCap(out, capField);
-    return { body: out, dropped: [] };
+    const bytes = raw && spliceable(body, upstream, capField) ? spliceModel(raw, body, upstreamModel, askUsage && !("stream_options" in body) ? USAGE_MEMBER : "") : null;
+    return bytes ? { body: out, bytes, dropped: [] } : { body: out, dropped: [] };
   }
   const caps = route.capabilities;
   if (client === "messages") return messagesRequestToChat(body as MessagesRequest, { upstreamModel, maxTokensField: capField ?? "max_tokens", caps });
   return chatRequestToMessages(body as ChatRequest, { upstreamModel, caps });
+}
+
+const USAGE_MEMBER = ',"stream_options":{"include_usage":true}';
+
+/**
+ * Whether the client's bytes, with only their model replaced (and USAGE_MEMBER appended when the
+ * body has no stream_options), mean the body built above: the cap already under the field the route
+ * wants, usage already asked for or not asked about at all.
+ */
+function spliceable(body: JsonObject, upstream: Dialect, capField: "max_tokens" | "max_completion_tokens" | undefined): boolean {
+  if (upstream !== "chat") return true;
+  if (capField && (capField === "max_tokens" ? "max_completion_tokens" : "max_tokens") in body) return false;
+  if (!body.stream || !("stream_options" in body)) return true;
+  const so = body.stream_options;
+  return so !== null && typeof so === "object" && !Array.isArray(so) && (so as JsonObject).include_usage === true;
 }
 
 /** Older compatible servers know only max_tokens, some newer models only max_completion_tokens. */

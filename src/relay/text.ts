@@ -68,6 +68,7 @@ export async function serveText(call: RelayCall, dialect: Dialect, body: JsonObj
   return relayText(call, model, {
     dialect,
     body,
+    raw: call.bytes,
     maxOut: outputCap(dialect, body),
     stream: body.stream === true,
     answer: (out, cost) => withCost(out, cost),
@@ -80,6 +81,8 @@ export interface ClientSide {
   /** Dialect of `body`: the relay sends it natively or translates it for each route. */
   dialect: Dialect;
   body: JsonObject;
+  /** the client's bytes when `body` is their parse, untouched: native routes may send them spliced */
+  raw?: Uint8Array;
   maxOut: number;
   stream: boolean;
   /** The final JSON from the answer in `dialect` and the settled cost. */
@@ -113,9 +116,9 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     const attempt = await attemptRoutes(call.svc, model, call, {
       send(route, provider, signal) {
         upstreamDialect = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
-        const out = upstreamBody(client.dialect, upstreamDialect, client.body, route);
+        const out = upstreamBody(client.dialect, upstreamDialect, client.body, route, client.raw);
         dropped = out.dropped;
-        return provider.text({ dialect: upstreamDialect, body: out.body, clientHeaders: call.request.headers, search: call.search, signal });
+        return provider.text({ dialect: upstreamDialect, body: out.body, bytes: out.bytes, clientHeaders: call.request.headers, search: call.search, signal });
       },
       confirm: client.stream
         ? async (a) => {

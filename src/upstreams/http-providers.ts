@@ -6,7 +6,7 @@ import type { ImageCall, Provider, TextCall } from "./types.ts";
 
 const trimSlash = (s: string) => s.replace(/\/+$/, "");
 
-function send(url: string, headers: Record<string, string>, body: string | FormData, signal: AbortSignal): Promise<Response> {
+function send(url: string, headers: Record<string, string>, body: string | Uint8Array | FormData, signal: AbortSignal): Promise<Response> {
   return fetch(url, { method: "POST", headers, body, signal, redirect: "manual" });
 }
 
@@ -27,7 +27,7 @@ export function anthropicProvider(config: ProviderConfig): Provider {
       if (config.api_key) headers["x-api-key"] = config.api_key;
       const beta = h.get("anthropic-beta");
       if (beta) headers["anthropic-beta"] = beta;
-      return send(`${base}/v1/messages${call.search}`, headers, JSON.stringify(call.body), call.signal);
+      return send(`${base}/v1/messages${call.search}`, headers, call.bytes ?? JSON.stringify(call.body), call.signal);
     },
     images() {
       return Promise.resolve(
@@ -45,7 +45,7 @@ export function openaiProvider(config: ProviderConfig): Provider {
     dialects: ["chat"],
     text(call: TextCall) {
       const headers = { ...auth(), "content-type": "application/json", accept: call.body.stream ? "text/event-stream" : "application/json" };
-      return send(`${base}/chat/completions`, headers, JSON.stringify(call.body), call.signal);
+      return send(`${base}/chat/completions`, headers, call.bytes ?? JSON.stringify(call.body), call.signal);
     },
     images(call: ImageCall) {
       const path = call.endpoint === "images.generations" ? "/images/generations" : "/images/edits";
