@@ -18,6 +18,9 @@ WORKDIR /data
 VOLUME ["/data"]
 # PORT beats the config file's [server] port, and `gateway healthcheck` reads it too.
 ENV PORT=8080
+# Bun's fetch runs 256 requests at once and queues the rest silently: a stream holds its slot for
+# minutes, so the 257th client would wait with no byte. Read once at start, hence here.
+ENV BUN_CONFIG_MAX_HTTP_REQUESTS=4096
 EXPOSE 8080
 # No curl in this image: the binary asks its own GET /healthz on loopback and prints one line if it
 # is not 200. The shell form turns the CLI's exit code 2 (which Docker reserves) into 1.

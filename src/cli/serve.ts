@@ -36,9 +36,22 @@ export async function serveCommand(argv: string[]): Promise<void> {
     console.log(JSON.stringify({ listening: base, address: gw.listening, port: gw.port, database: config.database, config: config.source, catalog_version: svc.catalog.version, first_key: firstKey }));
   } else {
     console.log(`gateway ${svc.version} listening on ${base} (address ${gw.listening}; config: ${config.source}; database: ${config.database})`);
+    const fetchLimit = fetchLimitWarning(process.env.BUN_CONFIG_MAX_HTTP_REQUESTS);
+    if (fetchLimit) console.error(fetchLimit);
     if (firstKey) console.log(firstRunBanner(base, firstKey, demoModel(svc.catalog)));
     else if (empty) console.log(firstAccountHint());
   }
+}
+
+/**
+ * Bun's fetch runs 256 requests at once and queues the rest silently; a stream keeps its slot while
+ * it runs, so past 256 open streams new clients would wait with nothing sent. The variable is read
+ * when the process starts, so it can only be set around it (package.json, the image, the unit).
+ */
+export function fetchLimitWarning(value: string | undefined): string | null {
+  const n = Number(value);
+  if (value !== undefined && Number.isInteger(n) && n >= 1024) return null;
+  return `gateway: BUN_CONFIG_MAX_HTTP_REQUESTS is ${value === undefined ? "not set" : value}: Bun runs at most ${value === undefined ? 256 : value} upstream calls at once and queues the rest; start with BUN_CONFIG_MAX_HTTP_REQUESTS=4096 (docs/operations.md)`;
 }
 
 /** The host to print in links: every interface is reached as localhost from the operator's shell. */

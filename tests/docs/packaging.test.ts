@@ -113,3 +113,19 @@ describe("docs/examples", () => {
     expect(caddy).toContain("respond /metrics 404");
   });
 });
+
+// Bun's fetch runs 256 requests at once and queues the rest: every documented way to start the
+// gateway raises it (docs/operations.md, Start).
+describe("Bun's concurrent fetch limit", () => {
+  it("is raised to 4096 by bun run start and bun run gateway", () => {
+    const scripts = (JSON.parse(read("package.json")) as { scripts: Record<string, string> }).scripts;
+    expect(scripts.start).toStartWith("BUN_CONFIG_MAX_HTTP_REQUESTS=4096 ");
+    expect(scripts.gateway).toStartWith("BUN_CONFIG_MAX_HTTP_REQUESTS=4096 ");
+  });
+
+  it("is raised to 4096 by the image, the systemd unit and the compose example", () => {
+    expect(runtimeStage()).toContain("ENV BUN_CONFIG_MAX_HTTP_REQUESTS=4096");
+    expect(parseUnit(read("docs/examples/gateway.service")).Service!.Environment).toContain("BUN_CONFIG_MAX_HTTP_REQUESTS=4096");
+    expect(read("docs/examples/compose.yaml")).toMatch(/BUN_CONFIG_MAX_HTTP_REQUESTS: "4096"/);
+  });
+});

@@ -40,6 +40,34 @@ describe("the first start", () => {
     }
   });
 
+  it("says in one line on stderr that Bun's fetch limit is low when started without BUN_CONFIG_MAX_HTTP_REQUESTS raised", async () => {
+    const f = folder();
+    const s = startServe(["--config", f.config, "--port", "0"], { cwd: f.dir, env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "256" } });
+    try {
+      await s.url();
+      await s.until(/gk_sk_/);
+      expect(s.err.trimEnd().split("\n")).toEqual([
+        "gateway: BUN_CONFIG_MAX_HTTP_REQUESTS is 256: Bun runs at most 256 upstream calls at once and queues the rest; start with BUN_CONFIG_MAX_HTTP_REQUESTS=4096 (docs/operations.md)",
+      ]);
+    } finally {
+      s.kill();
+      expect(await s.exited()).toBe(0);
+    }
+  });
+
+  it("says nothing of Bun's fetch limit when BUN_CONFIG_MAX_HTTP_REQUESTS is raised, as bun run start does", async () => {
+    const f = folder();
+    const s = startServe(["--config", f.config, "--port", "0"], { cwd: f.dir, env: { BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" } });
+    try {
+      await s.url();
+      await s.until(/gk_sk_/);
+      expect(s.err).not.toContain("BUN_CONFIG_MAX_HTTP_REQUESTS");
+    } finally {
+      s.kill();
+      expect(await s.exited()).toBe(0);
+    }
+  });
+
   it("creates every missing parent folder of --db", async () => {
     const f = folder();
     const db = join(f.dir, "var", "lib", "gateway", "gateway.db");
