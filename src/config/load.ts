@@ -22,6 +22,8 @@ export interface Config {
   logRetentionDays: number;
   defaultRpm: number;
   countTokensRpm: number;
+  /** `[limits] store`: the Redis (or Valkey) URL of token buckets shared across instances; null: in-process. */
+  limitStore: string | null;
   catalogVersion?: string;
   dashboard: DashboardConfig;
   /** `[payments.stripe]`, or null: top-ups are the operator's (`gateway account credit`). */
@@ -97,6 +99,7 @@ function resolve(file: ConfigFile, source: string): Config {
     logRetentionDays: file.logs?.retention_days ?? 90,
     defaultRpm: file.limits?.default_rpm ?? 20,
     countTokensRpm: file.limits?.count_tokens_rpm ?? 60,
+    limitStore: limitStore(file.limits?.store, source),
     catalogVersion: file.catalog?.version,
     dashboard: dashboard(file.dashboard, source),
     stripe: stripe(file.payments?.stripe, source),
@@ -117,6 +120,20 @@ function publicUrl(value: string | undefined, source: string): string {
   } catch {}
   if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
     throw new ConfigError(`${source}: server.public_url: not an http(s) URL (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}
+
+// Redis and Valkey share the scheme. The value itself is not repeated: it may carry a password.
+function limitStore(value: string | undefined, source: string): string | null {
+  if (value === undefined) return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(value);
+  } catch {}
+  if (!url || (url.protocol !== "redis:" && url.protocol !== "rediss:") || !url.hostname) {
+    const got = url ? ` (got a ${url.protocol} URL)` : "";
+    throw new ConfigError(`${source}: limits.store: expected a redis:// or rediss:// URL of Redis or Valkey, such as redis://cache:6379${got}`);
   }
   return value;
 }
