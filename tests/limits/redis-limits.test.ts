@@ -89,4 +89,13 @@ describe("rate limits in Redis", () => {
     const [seconds] = (await redis.send("TIME")) as string[];
     expect(Math.abs(Number(at) - Number(seconds) * 1000)).toBeLessThan(5_000);
   });
+
+  it("loads its script again when Redis has forgotten it (NOSCRIPT), and goes on counting", async () => {
+    const a = gw.account(1);
+    await drain(getWithKey(gw, "/v1/me", a.key));
+    expect(await redis.send("SCRIPT", "FLUSH")).toBe("OK");
+    const res = await getWithKey(gw, "/v1/me", a.key);
+    expect(res.status).toBe(200);
+    expect(rateHeaders(res)).toEqual({ limit: "20", remaining: "18" });
+  });
 });

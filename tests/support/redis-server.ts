@@ -5,7 +5,7 @@ import { freePort } from "./cli.ts";
 export interface TestRedis {
   url: string;
   port: number;
-  /** Stops it (SIGKILL: an outage, not a shutdown); `start` brings it back empty on the same port. */
+  /** Stops it (SIGKILL: an outage, not a shutdown); `start` brings it back empty on the same port (if stopped). */
   stop(): Promise<void>;
   start(): Promise<void>;
   /** Freezes it (SIGSTOP): connected, answering nothing, as an overloaded store; `resume` thaws it. */
@@ -26,11 +26,17 @@ export async function startTestRedis(): Promise<TestRedis> {
   const port = freePort();
   let proc: ReturnType<typeof Bun.spawn> | null = null;
   const start = async () => {
+    if (proc) return;
     proc = Bun.spawn([BINARY, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
       stdout: "pipe",
       stderr: "ignore",
     });
-    await ready(proc, port);
+    try {
+      await ready(proc, port);
+    } catch (e) {
+      proc = null;
+      throw e;
+    }
   };
   await start();
   return {
