@@ -8,15 +8,7 @@ import { RedisRateLimiter } from "../../src/limits/redis-rate-limit.ts";
 // Issue 18's config name: `[limits] store`, absent: the in-process token buckets; a redis:// or
 // rediss:// URL (Redis or Valkey); anything else stops the start with the field's path.
 
-function refusal(store: unknown): string {
-  try {
-    parseConfig({ limits: { store } }, "gateway.toml", { REDIS_PASSWORD: "s3cret" });
-  } catch (e) {
-    expect(e).toBeInstanceOf(ConfigError);
-    return (e as Error).message;
-  }
-  throw new Error("the config was accepted");
-}
+const parse = (store: unknown) => () => parseConfig({ limits: { store } }, "gateway.toml", {});
 
 describe("[limits] store", () => {
   it("is null when absent: each process keeps its own buckets", () => {
@@ -33,18 +25,20 @@ describe("[limits] store", () => {
   });
 
   it("refuses another scheme with the field's path, without repeating the URL", () => {
-    const message = refusal("memcached://:s3cret@cache:11211");
-    expect(message).toBe("gateway.toml: limits.store: expected a redis:// or rediss:// URL of Redis or Valkey, such as redis://cache:6379 (got a memcached: URL)");
+    const refused = parse("memcached://:s3cret@cache:11211");
+    expect(refused).toThrow(ConfigError);
+    expect(refused).toThrow(/^gateway\.toml: limits\.store: expected a redis:\/\/ or rediss:\/\/ URL of Redis or Valkey, such as redis:\/\/cache:6379 \(got a memcached: URL\)$/);
   });
 
   it("refuses a text that is no URL with the field's path", () => {
-    expect(refusal("cache:6379")).toStartWith("gateway.toml: limits.store: expected a redis:// or rediss:// URL");
-    expect(refusal("localhost")).toStartWith("gateway.toml: limits.store: expected a redis:// or rediss:// URL");
+    for (const store of ["cache:6379", "localhost", "redis://"]) expect(parse(store)).toThrow(/^gateway\.toml: limits\.store: expected a redis:\/\/ or rediss:\/\/ URL/);
   });
 
   it("refuses an empty text or a number with the field's path", () => {
-    expect(refusal("")).toStartWith("gateway.toml: limits.store: ");
-    expect(refusal(6379)).toStartWith("gateway.toml: limits.store: ");
+    for (const store of ["", 6379]) {
+      expect(parse(store)).toThrow(ConfigError);
+      expect(parse(store)).toThrow(/^gateway\.toml: limits\.store: /);
+    }
   });
 
   it("picks the limiter: in-process without it, Redis with it", () => {
