@@ -99,7 +99,8 @@ function resolve(file: ConfigFile, source: string): Config {
     logRetentionDays: file.logs?.retention_days ?? 90,
     defaultRpm: file.limits?.default_rpm ?? 20,
     countTokensRpm: file.limits?.count_tokens_rpm ?? 60,
-    limitStore: limitStore(file.limits?.store, source),
+    // Redis and Valkey share the scheme.
+    limitStore: serviceUrl(file.limits?.store, ["redis:", "rediss:"], "limits.store", "a Redis or Valkey URL such as redis://cache:6379 (rediss:// for TLS)", source),
     catalogVersion: file.catalog?.version,
     dashboard: dashboard(file.dashboard, source),
     stripe: stripe(file.payments?.stripe, source),
@@ -124,16 +125,17 @@ function publicUrl(value: string | undefined, source: string): string {
   return value;
 }
 
-// Redis and Valkey share the scheme. The value itself is not repeated: it may carry a password.
-function limitStore(value: string | undefined, source: string): string | null {
+// A service the gateway connects to (`[limits] store`), refused here rather than at the first
+// request. The value may carry a password: a refusal names its scheme only.
+function serviceUrl(value: string | undefined, schemes: string[], field: string, expected: string, source: string): string | null {
   if (value === undefined) return null;
   let url: URL | null = null;
   try {
     url = new URL(value);
   } catch {}
-  if (!url || (url.protocol !== "redis:" && url.protocol !== "rediss:") || !url.hostname) {
-    const got = url ? ` (got a ${url.protocol} URL)` : "";
-    throw new ConfigError(`${source}: limits.store: expected a redis:// or rediss:// URL of Redis or Valkey, such as redis://cache:6379${got}`);
+  if (!url || !schemes.includes(url.protocol) || !url.hostname) {
+    const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(value)?.[0] ?? "no scheme";
+    throw new ConfigError(`${source}: ${field}: not ${expected} (got ${scheme})`);
   }
   return value;
 }

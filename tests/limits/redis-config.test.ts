@@ -27,11 +27,11 @@ describe("[limits] store", () => {
   it("refuses another scheme with the field's path, without repeating the URL", () => {
     const refused = parse("memcached://:s3cret@cache:11211");
     expect(refused).toThrow(ConfigError);
-    expect(refused).toThrow(/^gateway\.toml: limits\.store: expected a redis:\/\/ or rediss:\/\/ URL of Redis or Valkey, such as redis:\/\/cache:6379 \(got a memcached: URL\)$/);
+    expect(refused).toThrow(/^gateway\.toml: limits\.store: not a Redis or Valkey URL such as redis:\/\/cache:6379 \(rediss:\/\/ for TLS\) \(got memcached:\)$/);
   });
 
   it("refuses a text that is no URL with the field's path", () => {
-    for (const store of ["cache:6379", "localhost", "redis://"]) expect(parse(store)).toThrow(/^gateway\.toml: limits\.store: expected a redis:\/\/ or rediss:\/\/ URL/);
+    for (const store of ["cache:6379", "localhost", "redis://"]) expect(parse(store)).toThrow(/^gateway\.toml: limits\.store: not a Redis or Valkey URL /);
   });
 
   it("refuses an empty text or a number with the field's path", () => {
