@@ -5,7 +5,8 @@ import { migrate, openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from "./db/cli
 import { GroupCommit } from "./db/group-commit.ts";
 import { Calibration } from "./ledger/calibration.ts";
 import { Ledger } from "./ledger/ledger.ts";
-import { RateLimiter } from "./limits/rate-limit.ts";
+import { RateLimiter, type Limiter } from "./limits/rate-limit.ts";
+import { RedisRateLimiter } from "./limits/redis-rate-limit.ts";
 import { RequestLog, type LogRow } from "./logs/request-log.ts";
 import { AccessLog } from "./observe/access-log.ts";
 import { Metrics } from "./observe/metrics.ts";
@@ -23,7 +24,8 @@ import { Payments } from "./payments/topups.ts";
 export interface Services extends RelayServices {
   db: Db;
   keys: Keys;
-  limiter: RateLimiter;
+  /** The token buckets: in this process, or in `[limits] store` shared by every instance. */
+  limiter: Limiter;
   settings: Settings;
   idempotency: Idempotency;
   /** Top-ups through Stripe Checkout; `enabled` is false without [payments.stripe]. */
@@ -63,6 +65,7 @@ export function buildServices(
   });
   const accessLog = config.accessLog ? new AccessLog() : null;
   commits.onCommit = (writes) => metrics.commitBatch(writes);
+  const limiter = config.limitStore ? new RedisRateLimiter(config.limitStore) : new RateLimiter();
   const onRow = (r: LogRow) => {
     metrics.row(r);
     accessLog?.line(r);
@@ -75,7 +78,7 @@ export function buildServices(
     ledger,
     calibration,
     keys: new Keys(db),
-    limiter: new RateLimiter(),
+    limiter,
     logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow }),
     settings,
     health,
@@ -86,6 +89,6 @@ export function buildServices(
     cutoff: new Cutoff(),
     accessLog,
     metrics,
-    atStop: [() => calibration.flush(), ...(accessLog ? [() => accessLog.close()] : [])],
+    atStop: [() => calibration.flush(), () => limiter.close(), ...(accessLog ? [() => accessLog.close()] : [])],
   };
 }

@@ -24,6 +24,8 @@ export interface Config {
   logRetentionDays: number;
   defaultRpm: number;
   countTokensRpm: number;
+  /** `[limits] store`: the Redis (or Valkey) URL of token buckets shared across instances; null: in-process. */
+  limitStore: string | null;
   catalogVersion?: string;
   dashboard: DashboardConfig;
   /** `[payments.stripe]`, or null: top-ups are the operator's (`gateway account credit`). */
@@ -91,7 +93,7 @@ function resolve(file: ConfigFile, source: string): Config {
     port: file.server?.port ?? 8080,
     host: file.server?.host ?? "0.0.0.0",
     database: file.server?.database ?? "data/gateway.db",
-    databaseUrl: databaseUrl(file.database?.url, source),
+    databaseUrl: serviceUrl(file.database?.url, ["postgres:", "postgresql:"], "database.url", "a PostgreSQL URL such as postgres://user:password@host:5432/gateway", source),
     publicUrl: publicUrl(file.server?.public_url, source),
     trustProxy: trustedProxies(file.server?.trust_proxy, source),
     accessLog: file.server?.access_log ?? true,
@@ -100,6 +102,8 @@ function resolve(file: ConfigFile, source: string): Config {
     logRetentionDays: file.logs?.retention_days ?? 90,
     defaultRpm: file.limits?.default_rpm ?? 20,
     countTokensRpm: file.limits?.count_tokens_rpm ?? 60,
+    // Redis and Valkey share the scheme.
+    limitStore: serviceUrl(file.limits?.store, ["redis:", "rediss:"], "limits.store", "a Redis or Valkey URL such as redis://cache:6379 (rediss:// for TLS)", source),
     catalogVersion: file.catalog?.version,
     dashboard: dashboard(file.dashboard, source),
     stripe: stripe(file.payments?.stripe, source),
@@ -124,18 +128,17 @@ function publicUrl(value: string | undefined, source: string): string {
   return value;
 }
 
-// Refused here, not at the first connection: a mistyped scheme (a MySQL or SQLite URL) would
-// otherwise be found by the first request.
-function databaseUrl(value: string | undefined, source: string): string | null {
+// A service the gateway connects to (`[database] url`, `[limits] store`), refused here rather than at the first
+// request. The value may carry a password: a refusal names its scheme only.
+function serviceUrl(value: string | undefined, schemes: string[], field: string, expected: string, source: string): string | null {
   if (value === undefined) return null;
   let url: URL | null = null;
   try {
     url = new URL(value);
   } catch {}
-  if (!url || (url.protocol !== "postgres:" && url.protocol !== "postgresql:") || !url.hostname) {
-    // The value may carry a password: its scheme only.
+  if (!url || !schemes.includes(url.protocol) || !url.hostname) {
     const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(value)?.[0] ?? "no scheme";
-    throw new ConfigError(`${source}: database.url: not a PostgreSQL URL such as postgres://user:password@host:5432/gateway (got ${scheme})`);
+    throw new ConfigError(`${source}: ${field}: not ${expected} (got ${scheme})`);
   }
   return value;
 }

@@ -137,6 +137,8 @@ export const ConfigSchema = T.Object(
         {
           default_rpm: T.Optional(T.Integer({ minimum: 1 })),
           count_tokens_rpm: T.Optional(T.Integer({ minimum: 1 })),
+          /** redis:// or rediss:// (Redis or Valkey): the token buckets shared by every instance; absent: each process its own. */
+          store: T.Optional(T.String({ minLength: 1 })),
         },
         { additionalProperties: false },
       ),

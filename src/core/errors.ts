@@ -16,6 +16,7 @@ export type ErrorCode =
   | "idempotency_conflict"
   | "request_too_large"
   | "rate_limit"
+  | "rate_limit_unavailable"
   | "quota"
   | "upstream_unavailable"
   | "ambiguous_upstream_result"
@@ -64,6 +65,10 @@ const TABLE: Record<ErrorCode, { status: number; type: string }> = {
   // Not in the spec's table: a full disk or a read-only file is the gateway's availability, so 5xx,
   // and 503 with Retry-After because it clears without the client changing anything.
   database_unavailable: { status: 503, type: "database_unavailable" },
+  // Not in the spec's table: the shared rate limit store (`[limits] store`) did not answer, so the
+  // request could not be counted and is refused rather than let through unlimited. Its type is
+  // rate_limit, one the spec's retry rules name as safe to retry: nothing ran, nothing was charged.
+  rate_limit_unavailable: { status: 503, type: "rate_limit" },
   internal_error: { status: 500, type: "internal_error" },
   // Not in the spec's table: the spec leaves /api/ "not shown". Its refusals of who is asking share
   // the classes of the key refusals (authentication_error, permission_error); the rest have type = code.

@@ -36,10 +36,12 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   log.keyId = key.id;
   log.accountId = key.accountId;
   log.keyPrefix = key.prefix;
-  const rate = (x.rate =
+  const taken =
     e.bucket === "count_tokens"
       ? svc.limiter.take(`${key.id}:ct`, svc.config.countTokensRpm, "count_tokens on this key")
-      : svc.limiter.take(`${key.id}:main`, key.rpm ?? svc.config.defaultRpm, "this key"));
+      : svc.limiter.take(`${key.id}:main`, key.rpm ?? svc.config.defaultRpm, "this key");
+  // Only a shared store's take is awaited: the in-process buckets answer without costing a turn.
+  const rate = (x.rate = taken instanceof Promise ? await taken : taken);
   const json = e.body === "json" ? parseJsonObject(bytes) : {};
   const form = e.body === "multipart" ? await parseForm(request, bytes) : null;
 

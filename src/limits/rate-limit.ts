@@ -10,14 +10,28 @@ export interface Bucket {
 
 // Whole units keep the arithmetic exact on a millisecond clock: with fractional tokens
 // (rpm / 60 000 per ms) 2999 ms + 1 ms of refill came to 0.999… of a token, so a request sent
-// exactly when Retry-After said was refused again.
-const UNITS_PER_TOKEN = 60_000;
+// exactly when Retry-After said was refused again. redis-rate-limit.ts's script counts the same units.
+export const UNITS_PER_TOKEN = 60_000;
+
+/**
+ * Where the token buckets live: this process's memory (RateLimiter) or a store shared by several
+ * instances (RedisRateLimiter, `[limits] store`). `take` answers synchronously when it can: the
+ * in-process map must not cost the hot path an await.
+ */
+export interface Limiter {
+  /** Takes one request from the bucket `id` (`<keyId>:main`, `<keyId>:ct`), or refuses with 429. */
+  take(id: string, rpm: number, what: string): Bucket | Promise<Bucket>;
+  /** The x-ratelimit-*-requests headers of a bucket `take` returned. */
+  withHeaders(h: Headers, b: Bucket): Headers;
+  /** Lets go of what the limiter holds open (a connection), at the server's stop. */
+  close(): void;
+}
 
 /**
  * Token buckets per (key, bucket name): capacity = rpm, refilled continuously at rpm/60 per second.
  * Lives in memory only; a restart forgives everyone, which is the documented trade-off.
  */
-export class RateLimiter {
+export class RateLimiter implements Limiter {
   private readonly buckets = new Map<string, Bucket>();
   private sweptAt = 0;
 
@@ -41,12 +55,7 @@ export class RateLimiter {
       b.units -= UNITS_PER_TOKEN;
       return b;
     }
-    const waitMs = (UNITS_PER_TOKEN - b.units) / rpm;
-    const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
-    throw new GatewayError("rate_limit", `Rate limit exceeded: ${rpm} requests per minute for ${what}. Retry after ${retryAfter} seconds.`, {
-      retryAfter,
-      headers: Object.fromEntries(this.withHeaders(new Headers(), b)),
-    });
+    throw refusal(b, what, this.withHeaders(new Headers(), b));
   }
 
   /**
@@ -54,26 +63,39 @@ export class RateLimiter {
    * others since): the limit, whole requests left, and the time until the bucket is full again.
    */
   withHeaders(h: Headers, b: Bucket): Headers {
-    const units = this.unitsNow(b);
-    h.set("x-ratelimit-limit-requests", String(b.rpm));
-    h.set("x-ratelimit-remaining-requests", String(Math.floor(units / UNITS_PER_TOKEN)));
-    h.set("x-ratelimit-reset-requests", goDuration((b.rpm * UNITS_PER_TOKEN - units) / b.rpm));
-    return h;
+    return bucketHeaders(h, b, this.now());
   }
 
   get size(): number {
     return this.buckets.size;
   }
 
-  private unitsNow(b: Bucket): number {
-    return Math.min(b.rpm * UNITS_PER_TOKEN, b.units + (this.now() - b.at) * b.rpm);
-  }
+  close(): void {}
 
   // A bucket idle for over a minute is full again, indistinguishable from a new one: drop it.
   private sweep(t: number): void {
     this.sweptAt = t;
     for (const [id, b] of this.buckets) if (t - b.at > 60_000) this.buckets.delete(id);
   }
+}
+
+/** The 429 of a bucket with less than one request in it: Retry-After in whole seconds, never 0. */
+export function refusal(b: Bucket, what: string, headers: Headers): GatewayError {
+  const waitMs = (UNITS_PER_TOKEN - b.units) / b.rpm;
+  const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
+  return new GatewayError("rate_limit", `Rate limit exceeded: ${b.rpm} requests per minute for ${what}. Retry after ${retryAfter} seconds.`, {
+    retryAfter,
+    headers: Object.fromEntries(headers),
+  });
+}
+
+/** The headers of `b` at `now` (the clock `b.at` was read on): refilled since, up to its capacity. */
+export function bucketHeaders(h: Headers, b: Bucket, now: number): Headers {
+  const units = Math.min(b.rpm * UNITS_PER_TOKEN, b.units + (now - b.at) * b.rpm);
+  h.set("x-ratelimit-limit-requests", String(b.rpm));
+  h.set("x-ratelimit-remaining-requests", String(Math.floor(units / UNITS_PER_TOKEN)));
+  h.set("x-ratelimit-reset-requests", goDuration((b.rpm * UNITS_PER_TOKEN - units) / b.rpm));
+  return h;
 }
 
 /**

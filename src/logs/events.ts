@@ -143,6 +143,17 @@ export class EventLog {
   }
 
   /**
+   * The shared rate limit store (`[limits] store`, Redis or Valkey) failed a take: down, refusing or
+   * slower than its timeout. Key requests are answered 503 until it answers again (each one's request
+   * id is on its gateway_error line); never the store's URL, which may carry its password.
+   */
+  limitStoreFailed(cause: unknown): void {
+    const reason = describe(cause);
+    this.emit("error", "rate_limit_store_failed", "", { reason },
+      `the rate limit store failed a take (${reason}): key requests are refused with 503 rate_limit_unavailable until it answers again`);
+  }
+
+  /**
    * Refusals without a valid key that got no request log row (limits/refusals.ts), summed over a
    * minute: how many, from how many addresses, and the busiest ones, so an operator can block them.
    */
