@@ -61,10 +61,26 @@ describe("a top-up through Stripe Checkout", () => {
     expect(back).toBe(`${gw.url}/#/topup?session_id=${sessionId}`);
     await page.goto(back);
     await page.getByRole("heading", { level: 1, name: "Top up" }).waitFor();
-    await page.getByText("Thank you.").waitFor();
+    await page.getByTestId("topup-credited").waitFor();
     await page.getByRole("row").filter({ hasText: "$5.00" }).filter({ hasText: "credited" }).waitFor();
     await tab.shot("topup-credited");
     await visit(page, gw.url, "", "Overview");
     expect(await textOf(page, "balance", /\$/)).toBe("$6.00");
+  });
+
+  it("says the top-up is credited once Stripe's webhook arrives after the browser came back", async () => {
+    const { page } = tab;
+    await visit(page, gw.url, "topup", "Top up");
+    await page.getByLabel("Amount (USD)").fill("2");
+    await page.getByRole("button", { name: "Pay with Stripe" }).click();
+    await page.waitForURL(/^https:\/\/checkout\.stripe\.com\//);
+    const session = [...stripe.sessions.values()].find((s) => s.id !== sessionId)!;
+    await page.goto(session.success_url.replace("{CHECKOUT_SESSION_ID}", session.id));
+    await page.getByText("credited as soon as Stripe confirms").waitFor();
+    expect(await page.getByTestId("topup-credited").count()).toBe(0);
+    expect((await stripe.deliver(gw.url, stripe.event(session.id).payload)).status).toBe(200);
+    // No reload by the holder: the page asks again while the top-up is pending.
+    await page.getByTestId("topup-credited").waitFor({ timeout: 10_000 });
+    await page.getByRole("row").filter({ hasText: "$2.00" }).filter({ hasText: "credited" }).waitFor();
   });
 });

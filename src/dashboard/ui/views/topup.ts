@@ -18,17 +18,34 @@ async function topups(): Promise<Topups | null> {
   }
 }
 
-function returned(params: URLSearchParams): HTMLElement | null {
+// Back from Stripe, the webhook may not have arrived yet: the page asks again every 2 s for a
+// minute, then leaves it to the holder (the webhook still credits whenever it comes).
+const POLL_MS = 2000;
+const POLLS = 30;
+const polled = new Map<string, number>();
+
+function returned(ctx: Ctx, t: Topups | null): HTMLElement | null {
+  const { params } = ctx;
   if (params.get("cancelled")) return h("p", { role: "status", class: "muted" }, "Payment cancelled: nothing was charged.");
-  if (params.get("session_id")) {
-    return h("p", { role: "status", class: "ok" }, "Thank you. Your balance is credited as soon as Stripe confirms the payment (usually within seconds).");
+  const id = params.get("session_id");
+  if (!id) return null;
+  if (t?.data.find((p) => p.id === id)?.status === "credited") {
+    return h("p", { role: "status", class: "ok", "data-testid": "topup-credited" }, "Thank you: the payment is confirmed and your balance is credited.");
   }
-  return null;
+  const n = polled.get(id) ?? 0;
+  if (n < POLLS) {
+    polled.set(id, n + 1);
+    const hash = location.hash;
+    setTimeout(() => {
+      if (location.hash === hash) ctx.reload();
+    }, POLL_MS);
+  }
+  return h("p", { role: "status", class: "ok" }, "Thank you. Your balance is credited as soon as Stripe confirms the payment (usually within seconds).");
 }
 
 export async function topupView(ctx: Ctx): Promise<HTMLElement> {
   const t = await topups();
-  const head = [heading("Top up"), returned(ctx.params)];
+  const head = [heading("Top up"), returned(ctx, t)];
   if (!t?.enabled) return h("section", {}, ...head, h("p", { "data-testid": "payments-off" }, OPERATOR_CREDITS));
   const msg = messages();
   const form = h(
