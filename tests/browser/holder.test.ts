@@ -4,7 +4,7 @@ import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { openTab, signIn, textOf, visit, type Tab } from "./support.ts";
 
 // An account holder's day in a real browser: register, make a restricted key, spend with it through
-// the openai SDK, find the request in usage, revoke the key. The steps share one page and run in order.
+// the openai SDK, find the request in usage, edit the key, revoke it. The steps share one page and run in order.
 
 // A timed-out test would have its browser killed under the next one: a browser step gets room.
 setDefaultTimeout(30_000);
@@ -97,6 +97,20 @@ describe("the account holder's dashboard", () => {
     expect(openai).toContain(key.slice(0, 12));
     expect(await page.getByLabel("Anthropic SDK (TypeScript), no /v1", { exact: true }).textContent()).toContain(`baseURL: "${gw.url}"`);
     await tab.shot("models");
+  });
+
+  it("edits the key's restrictions: the list shows the new rpm and the server enforces it", async () => {
+    const { page } = tab;
+    await visit(page, gw.url, "keys", "Keys");
+    await page.getByRole("row").filter({ hasText: "laptop" }).getByRole("button", { name: "Edit" }).click();
+    const form = page.getByRole("form", { name: /^Edit key gk_sk_/ });
+    await form.getByLabel("Requests per minute").fill("1");
+    await form.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("row").filter({ hasText: "laptop" }).filter({ hasText: "; 1 rpm" }).waitFor();
+    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 });
+    const ask = () => client.chat.completions.create({ model: "demo", max_tokens: 20, messages: [{ role: "user", content: "Hello" }] });
+    await ask();
+    expect(await ask().catch((e: unknown) => e)).toBeInstanceOf(OpenAI.RateLimitError);
   });
 
   it("refuses the key's next call once it is revoked", async () => {
