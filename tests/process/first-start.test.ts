@@ -46,6 +46,8 @@ describe("the first start", () => {
     try {
       await s.url();
       await s.until(/gk_sk_/);
+      // stderr is a pipe of its own: its line may arrive after stdout's.
+      for (const deadline = Date.now() + 5000; !s.err.includes("\n") && Date.now() < deadline; ) await Bun.sleep(20);
       expect(s.err.trimEnd().split("\n")).toEqual([
         "gateway: BUN_CONFIG_MAX_HTTP_REQUESTS is 256: Bun runs at most 256 upstream calls at once and queues the rest; start with BUN_CONFIG_MAX_HTTP_REQUESTS=4096 (docs/operations.md)",
       ]);
