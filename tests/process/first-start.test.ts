@@ -63,6 +63,7 @@ describe("the first start", () => {
     try {
       await s.url();
       await s.until(/gk_sk_/);
+      await Bun.sleep(300); // a line on stderr would come within this
       expect(s.err).not.toContain("BUN_CONFIG_MAX_HTTP_REQUESTS");
     } finally {
       s.kill();
