@@ -210,6 +210,13 @@ function contract(name: string, open: () => Promise<{ subject: Subject; close():
       await expect(async () => ledger.credit(a.accountId, 0, "operator_credit")).toThrow(RangeError);
     });
 
+    it("refuses a reserve on a key that does not exist, holding nothing", async () => {
+      const a = await s.account(1);
+      const e = await refusal(() => ledger.reserve("gw_c1", a.accountId, 987_654_321, 1_000));
+      expect(e.code).toBe("no-key");
+      expect(await ledger.balance(a.accountId)).toEqual({ balanceNano: USD, reservedNano: 0, spendableNano: USD });
+    });
+
     it("knows no key by an unknown id", async () => {
       expect(await ledger.keySpend(987_654_321)).toBeNull();
     });
@@ -287,7 +294,7 @@ contract("PostgreSQL, two instances", async () => {
   return { subject: pgSubject(sql, ledgers), close: () => {} };
 });
 
-describe("holds of a silent instance on PostgreSQL", () => {
+describe("holds on PostgreSQL, instance by instance", () => {
   const TIMEOUT = 1_000;
   let sql: SQL;
   let live: PgLedger;
@@ -332,6 +339,22 @@ describe("holds of a silent instance on PostgreSQL", () => {
     await other.tick();
     expect((await live.balance(a.accountId)).reservedNano).toBe(USD);
     expect(await s.openHolds(a.accountId)).toBe(1);
+  });
+
+  it("are released on a later heartbeat when a void's release fails, with one ledger_write_failed event", async () => {
+    const a = await s.account(10);
+    const h = await live.reserve("gw_void", a.accountId, a.keyId, USD);
+    await sql.unsafe(`CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused for the test'; END $$`);
+    await sql.unsafe("CREATE TRIGGER refuse_delete BEFORE DELETE ON holds FOR EACH ROW EXECUTE FUNCTION refuse_delete()");
+    h.void("failed");
+    await live.settled();
+    expect((await live.balance(a.accountId)).reservedNano).toBe(USD);
+    expect(lines.map((l) => JSON.parse(l)).some((e) => e.event === "ledger_write_failed" && /refused for the test/.test(e.reason))).toBe(true);
+    await sql.unsafe("DROP TRIGGER refuse_delete ON holds");
+    await live.tick();
+    await live.settled();
+    expect((await live.balance(a.accountId)).reservedNano).toBe(0);
+    expect(await s.openHolds(a.accountId)).toBe(0);
   });
 
   it("left by an earlier run under the same instance id are released when it starts again", async () => {
