@@ -23,6 +23,8 @@ import { Payments } from "./payments/topups.ts";
 /** Everything a request needs, built once per process: the relay's parts and those of the routes around it. */
 export interface Services extends RelayServices {
   db: Db;
+  /** SQLite's ledger (serving from PostgreSQL is refused until every owner has its PostgreSQL side). */
+  ledger: Ledger;
   keys: Keys;
   /** The token buckets: in this process, or in `[limits] store` shared by every instance. */
   limiter: Limiter;

@@ -1,5 +1,6 @@
 import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
 import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { parse as parseToml } from "smol-toml";
 import { ConfigSchema, type Capabilities, type ConfigFile, type ModelConfig, type ProviderConfig, type ProviderKind } from "./schema.ts";
 import { jsonPath } from "../core/json-path.ts";
@@ -26,6 +27,8 @@ export interface Config {
   countTokensRpm: number;
   /** `[limits] store`: the Redis (or Valkey) URL of token buckets shared across instances; null: in-process. */
   limitStore: string | null;
+  /** `[cluster]`: how instances sharing a PostgreSQL database name themselves and give up on a silent one. */
+  cluster: ClusterConfig;
   catalogVersion?: string;
   dashboard: DashboardConfig;
   /** `[payments.stripe]`, or null: top-ups are the operator's (`gateway account credit`). */
@@ -34,6 +37,11 @@ export interface Config {
   models: ModelConfig[];
   /** Where it came from, for messages: a path or "built-in defaults". */
   source: string;
+}
+
+export interface ClusterConfig {
+  instanceId: string;
+  holdTimeoutMs: number;
 }
 
 export interface DashboardConfig {
@@ -104,6 +112,7 @@ function resolve(file: ConfigFile, source: string): Config {
     countTokensRpm: file.limits?.count_tokens_rpm ?? 60,
     // Redis and Valkey share the scheme.
     limitStore: serviceUrl(file.limits?.store, ["redis:", "rediss:"], "limits.store", "a Redis or Valkey URL such as redis://cache:6379 (rediss:// for TLS)", source),
+    cluster: { instanceId: file.cluster?.instance_id ?? `${hostname()}-${process.pid}`, holdTimeoutMs: (file.cluster?.hold_timeout_s ?? 30) * 1000 },
     catalogVersion: file.catalog?.version,
     dashboard: dashboard(file.dashboard, source),
     stripe: stripe(file.payments?.stripe, source),

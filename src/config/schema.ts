@@ -143,6 +143,17 @@ export const ConfigSchema = T.Object(
         { additionalProperties: false },
       ),
     ),
+    cluster: T.Optional(
+      T.Object(
+        {
+          /** This instance's name in the shared database's `instances` table; default: hostname-pid. */
+          instance_id: T.Optional(T.String({ minLength: 1, maxLength: 200 })),
+          /** An instance silent this long has the holds of its running requests released by the others. */
+          hold_timeout_s: T.Optional(T.Integer({ minimum: 5, maximum: 3600 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     logs: T.Optional(
       T.Object({ retention_days: T.Optional(T.Integer({ minimum: 1, maximum: 36500 })) }, { additionalProperties: false }),
     ),

@@ -1,3 +1,12 @@
+import type { SQL } from "bun";
+
+/**
+ * What a post runs in its transaction beside the charge (the request's log row): on SQLite the group
+ * commit's transaction is open on the one connection, so it gets null and writes as usual; on
+ * PostgreSQL it gets the transaction to write through.
+ */
+export type Alongside = (tx: SQL | null) => unknown;
+
 /** What posting a hold charged. */
 export interface Settlement {
   chargedNano: number;
@@ -10,7 +19,7 @@ export class HoldResolvedTwice extends Error {}
 
 /** What resolves a hold: the ledger, which owns the balance it holds. */
 export interface HoldOwner {
-  post(hold: Hold, costNano: number, alongside: (() => void) | undefined): Promise<Settlement>;
+  post(hold: Hold, costNano: number, alongside: Alongside | undefined): Promise<Settlement>;
   void(hold: Hold): void;
 }
 
@@ -47,7 +56,7 @@ export class Hold {
    * transaction; resolves once both are durable. If the write fails the hold is let go uncharged and
    * the error is thrown: the request then failed, and a failed request is free.
    */
-  post(costNano: number, alongside?: () => void): Promise<Settlement> {
+  post(costNano: number, alongside?: Alongside): Promise<Settlement> {
     this.resolve("posted");
     return this.owner.post(this, costNano, alongside);
   }

@@ -5,28 +5,15 @@ import type { Db } from "../db/client.ts";
 import { apiKeys } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { GroupCommit } from "../db/group-commit.ts";
-import { Hold, type HoldOwner, type Settlement } from "./hold.ts";
+import { Hold, type Alongside, type HoldOwner, type Settlement } from "./hold.ts";
 import { Holds } from "./holds.ts";
-import { formatUsd } from "../core/money.ts";
+import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./money-ledger.ts";
 
-export type CreditKind = "registration_credit" | "top_up" | "operator_credit";
 export { Hold, type Settlement };
+export type { BalanceView, CreditKind, KeySpendView };
 
 /** The most a single request can be charged: nano-dollars stay exact JavaScript numbers (about 9M USD). */
 export const MAX_COST_NANO = Number.MAX_SAFE_INTEGER;
-
-export interface BalanceView {
-  balanceNano: number;
-  reservedNano: number;
-  spendableNano: number;
-}
-
-export interface KeySpendView {
-  /** Charged to the key so far (api_keys.spent_nano, the ledger's column). */
-  spentNano: number;
-  /** Held by the key's running requests. */
-  reservedNano: number;
-}
 
 /**
  * The only writer of money. Holds of running requests live in memory (holds.ts); the balance, the
@@ -36,7 +23,7 @@ export interface KeySpendView {
  * JavaScript runs it in one go; a settle is part of one write transaction (the group commit's
  * batch) and reads the balance it charges inside that transaction.
  */
-export class Ledger implements HoldOwner {
+export class Ledger implements HoldOwner, MoneyLedger {
   readonly holds = new Holds();
   private readonly s: Record<string, Statement>;
   private readonly watch: ChangeWatch;
@@ -90,23 +77,9 @@ export class Ledger implements HoldOwner {
     const f = this.funds(keyId, accountId);
     if (!f) throw new GatewayError("no-key", "Invalid API key.");
     const keyHeld = this.holds.key(keyId);
-    if (f.quota_nano !== null && f.spent_nano + keyHeld + amountNano > f.quota_nano) {
-      throw new GatewayError(
-        "quota",
-        `This key's quota of ${formatUsd(f.quota_nano)} USD would be exceeded (spent ${formatUsd(f.spent_nano)} USD, ` +
-          `${formatUsd(keyHeld)} USD held by running requests, this request needs up to ${formatUsd(amountNano)} USD). ` +
-          "Raise the key's quota or use another key.",
-        { headers: { "x-should-retry": "false" } },
-      );
-    }
+    if (f.quota_nano !== null && f.spent_nano + keyHeld + amountNano > f.quota_nano) throw quotaRefused(f.quota_nano, f.spent_nano, keyHeld, amountNano);
     const spendable = f.balance_nano - this.holds.account(accountId);
-    if (spendable < amountNano) {
-      throw new GatewayError(
-        "insufficient_balance",
-        `Your credit balance is too low: this request needs up to ${formatUsd(amountNano)} USD and ${formatUsd(Math.max(spendable, 0))} USD is spendable. ` +
-          "Top up your balance or lower max_tokens.",
-      );
-    }
+    if (spendable < amountNano) throw balanceRefused(amountNano, spendable);
     const hold = new Hold(this, requestId, accountId, keyId, amountNano);
     this.holds.add(hold);
     return hold;
@@ -126,13 +99,14 @@ export class Ledger implements HoldOwner {
   }
 
   /** HoldOwner: the charge and `alongside` in one group-committed transaction (see Hold.post). */
-  async post(hold: Hold, costNano: number, alongside: (() => void) | undefined): Promise<Settlement> {
+  async post(hold: Hold, costNano: number, alongside: Alongside | undefined): Promise<Settlement> {
     if (!this.commits) throw new Error("holds post through the serving process's group commit");
     const commits = this.commits;
     try {
       return await commits.run(() => {
         const s = this.charge(hold, costNano);
-        alongside?.();
+        // The group commit's transaction is on this connection: the row's owner writes through its own statements.
+        alongside?.(null);
         return s;
       });
     } finally {
@@ -176,7 +150,7 @@ export class Ledger implements HoldOwner {
 
   /** Adds money with its ledger row. externalRef makes a payment event credit at most once. */
   credit(accountId: number, amountNano: number, kind: CreditKind, note: string | null = null, externalRef: string | null = null): boolean {
-    if (!Number.isSafeInteger(amountNano) || amountNano <= 0) throw new RangeError("a credit must be a positive whole number of nano-dollars");
+    checkCreditAmount(amountNano);
     return this.write(() => {
       try {
         this.s.entry!.run(accountId, kind, amountNano, 0, null, null, note, externalRef, Date.now());

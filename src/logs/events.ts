@@ -171,6 +171,16 @@ export class EventLog {
       `Checkout Session ${p.session} of account ${p.accountId} was not credited: ${short(p.reason)}`);
   }
 
+  /**
+   * Another gateway instance on the shared PostgreSQL database went silent for [cluster] hold_timeout_s
+   * (crashed, cut off or frozen): this instance released the holds of its running requests, so that
+   * their money is spendable again. Whatever those requests still post is charged without a hold.
+   */
+  holdsReleased(r: { instance: string; holds: number; nano: number; timeoutS: number }): void {
+    this.emit("warn", "holds_released", "", { instance: r.instance, holds: r.holds, held_nano: r.nano, timeout_s: r.timeoutS },
+      `instance ${r.instance} was silent for ${r.timeoutS} s: ${r.holds} hold(s) of its running requests released`);
+  }
+
   private firstStackOf(message: string): boolean {
     if (this.stacksWritten.has(message)) return false;
     // Bounded: an error whose message varies per request would otherwise grow this forever.

@@ -5,11 +5,16 @@ import type { TokenUsage } from "../core/money.ts";
 // A request's hold, as the relay takes and posts it: the one place where a request's money meets its
 // log row (the JSON relays and the stream both post through here).
 
-/** Takes the request's hold; the pipeline's error path closes it too, as a last resort. */
-export function reserve(call: RelayCall, amountNano: number): Hold {
-  const hold = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, amountNano);
-  call.hold = hold;
-  return hold;
+/**
+ * Takes the request's hold; the pipeline's error path closes it too, as a last resort. SQLite's hold
+ * comes back at once, and the caller takes it without an await (the hot path stays synchronous);
+ * PostgreSQL's is a promise.
+ */
+export function reserve(call: RelayCall, amountNano: number): Hold | Promise<Hold> {
+  const held = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, amountNano);
+  if (held instanceof Promise) return held.then((hold) => (call.hold = hold));
+  call.hold = held;
+  return held;
 }
 
 /**

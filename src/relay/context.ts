@@ -3,7 +3,8 @@ import type { Catalog } from "../catalog/catalog.ts";
 import type { Config } from "../config/load.ts";
 import type { GroupCommit } from "../db/group-commit.ts";
 import type { Calibration } from "../ledger/calibration.ts";
-import type { Hold, Ledger } from "../ledger/ledger.ts";
+import type { Hold } from "../ledger/hold.ts";
+import type { MoneyLedger } from "../ledger/money-ledger.ts";
 import type { LogRow, RequestLog } from "../logs/request-log.ts";
 import type { Provider } from "../upstreams/types.ts";
 import type { Cutoff } from "./cutoff.ts";
@@ -18,7 +19,7 @@ export interface RelayServices {
   catalog: Catalog;
   /** Per-request ledger and log writes, committed in groups (see db/group-commit.ts). */
   commits: GroupCommit;
-  ledger: Ledger;
+  ledger: MoneyLedger;
   /** The estimator's window per model: holds are sized on it, settled requests feed it. */
   calibration: Calibration;
   logs: RequestLog;

@@ -40,7 +40,8 @@ function readRequest(call: RelayCall, endpoint: ImageEndpoint): { model: unknown
 export async function serveImages(call: RelayCall, endpoint: ImageEndpoint): Promise<Response> {
   const req = readRequest(call, endpoint);
   const model = resolveModel(call, req.model, endpoint);
-  const hold = reserve(call, req.n * model.perImageNano);
+  const held = reserve(call, req.n * model.perImageNano);
+  const hold = held instanceof Promise ? await held : held;
   try {
     let answer: JsonObject = {};
     await attemptRoutes(call.svc, model, call, {

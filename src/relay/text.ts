@@ -105,7 +105,8 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
   const reserveNano = tokenCost(model.prices, { input: heldInputTokens, output: client.maxOut, cacheRead: 0, cacheWrite: 0 });
   call.log.stream = client.stream;
 
-  const hold = reserve(call, reserveNano);
+  const held = reserve(call, reserveNano);
+  const hold = held instanceof Promise ? await held : held;
   let stream: Response | null = null;
   try {
     const pair: PairOptions = { model, estimatedInputTokens, costOf: costOf(model) };

@@ -14,19 +14,19 @@ import * as schema from "../../src/db/schema.ts";
 /** The files that may write SQL or query-builder calls on each table. */
 const OWNERS: Record<string, string[]> = {
   // The ledger's share of api_keys is spent_nano, the key's money column (and the quota beside it).
-  api_keys: ["auth/keys.ts", "ledger/ledger.ts"],
-  accounts: ["ledger/accounts.ts", "ledger/ledger.ts"],
-  ledger_entries: ["ledger/accounts.ts", "ledger/ledger.ts"],
+  api_keys: ["auth/keys.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
+  accounts: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
+  ledger_entries: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   request_logs: ["logs/request-log.ts", "logs/queries.ts"],
   idempotency_records: ["limits/idempotency.ts"],
   settings: ["settings.ts"],
   sessions: ["auth/sessions.ts"],
   audit_log: ["logs/audit.ts"],
   checkout_sessions: ["payments/checkout-sessions.ts"],
-  // PostgreSQL only (db/pg-schema.ts). No owner yet: nothing may touch them until the ledger's
-  // PostgreSQL implementation (issue 18) names its module here.
-  holds: [],
-  instances: [],
+  // PostgreSQL only (db/pg-schema.ts): the holds of running requests as rows, and the instances that
+  // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (ledger/holds.ts).
+  holds: ["ledger/pg-ledger.ts"],
+  instances: ["ledger/pg-ledger.ts"],
 };
 
 /** Reads of another group's table, never writes. */

@@ -1,0 +1,261 @@
+import type { SQL } from "bun";
+import { GatewayError } from "../core/errors.ts";
+import { events } from "../logs/events.ts";
+import { Hold, type Alongside, type HoldOwner, type Settlement } from "./hold.ts";
+import { Holds } from "./holds.ts";
+import { boundedCost } from "./ledger.ts";
+import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./money-ledger.ts";
+
+// The ledger on PostgreSQL (`[database] url`), shared by several gateway instances: every instance
+// spends the same balances, so a hold cannot live in one process's memory as on SQLite. Holds are
+// rows carrying their instance's id, summed into accounts.held_nano and api_keys.held_nano in the
+// transaction that takes them; a reserve is a conditional UPDATE of those sums, so two instances
+// can never both take the last dollar (docs/database.md, "The money path on PostgreSQL").
+//
+// Lock order, everywhere: the account's row, then the key's. Two transactions on one account then
+// queue on the account row and can never wait for each other in a cycle.
+
+/** The database's clock in unix ms: every instance's heartbeat and timeout are read on one clock. */
+const NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+
+export interface PgLedgerOptions {
+  /** `[cluster] instance_id`. */
+  instanceId: string;
+  /** `[cluster] hold_timeout_s`, in ms: how long another instance may be silent before its holds are released. */
+  holdTimeoutMs: number;
+  /** Default: a third of the timeout, at most 5 s, so that two beats can be missed before a live instance is taken for silent. */
+  heartbeatMs?: number;
+}
+
+/** A reserve the UPDATEs refused: thrown inside the transaction so that it rolls back. */
+class Refused extends Error {
+  constructor(readonly accountOk: boolean) {
+    super("refused");
+  }
+}
+
+export class PgLedger implements MoneyLedger, HoldOwner {
+  /** This instance's open holds (its requests in flight), as on SQLite. */
+  readonly holds = new Holds();
+  private readonly rowIds = new Map<Hold, number>();
+  /** Releases under way (voids answer at once; their statement runs behind). */
+  private readonly releasing = new Set<Promise<void>>();
+  /** Hold rows whose release failed: retried on every heartbeat, since no other instance would. */
+  private readonly unreleased = new Set<number>();
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private ticking: Promise<void> | null = null;
+
+  private constructor(
+    private readonly sql: SQL,
+    private readonly opts: PgLedgerOptions,
+  ) {}
+
+  /**
+   * Registers this instance and starts its heartbeat. Holds left under this instance's id by an
+   * earlier run (a crash, then a restart with the same `[cluster] instance_id`) are released first:
+   * this process has taken none yet, so none of them is live.
+   */
+  static async start(sql: SQL, opts: PgLedgerOptions): Promise<PgLedger> {
+    const ledger = new PgLedger(sql, opts);
+    await ledger.releaseSilent(true);
+    await ledger.beat();
+    const every = opts.heartbeatMs ?? Math.min(5_000, Math.floor(opts.holdTimeoutMs / 3));
+    ledger.timer = setInterval(() => void ledger.tick(), every);
+    ledger.timer.unref?.();
+    return ledger;
+  }
+
+  get instanceId(): string {
+    return this.opts.instanceId;
+  }
+
+  /** Stops the heartbeat and waits for the releases under way. Holds still open stay until posted, voided or released by another instance. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.ticking;
+    await this.settled();
+  }
+
+  /** Resolves when every void so far has reached the database (or failed and awaits its retry). */
+  async settled(): Promise<void> {
+    while (this.releasing.size > 0) await Promise.all(this.releasing);
+  }
+
+  async reserve(requestId: string, accountId: number, keyId: number, amountNano: number): Promise<Hold> {
+    let id: number;
+    try {
+      id = await this.sql.begin(async (tx) => {
+        // One statement: the account's conditional UPDATE, the key's (only if the account's took),
+        // and the hold row (only if both took). A refusal by the key's rolls the account's back.
+        const [r] = await tx.unsafe(
+          `WITH a AS (UPDATE accounts SET held_nano = held_nano + $1::bigint WHERE id = $2 AND balance_nano - held_nano >= $1::bigint RETURNING id),
+            k AS (UPDATE api_keys SET held_nano = held_nano + $1::bigint
+                  WHERE id = $3 AND account_id = $2 AND (quota_nano IS NULL OR spent_nano + held_nano + $1::bigint <= quota_nano) AND EXISTS (SELECT 1 FROM a)
+                  RETURNING id),
+            h AS (INSERT INTO holds (account_id, key_id, amount_nano, instance_id, created_at) SELECT $2, $3, $1::bigint, $4, $5::bigint FROM k RETURNING id)
+          SELECT EXISTS (SELECT 1 FROM a) AS account_ok, (SELECT id FROM h) AS hold_id`,
+          [amountNano, accountId, keyId, this.opts.instanceId, Date.now()],
+        );
+        if (r.hold_id == null) throw new Refused(r.account_ok);
+        return Number(r.hold_id);
+      });
+    } catch (e) {
+      if (e instanceof Refused) throw await this.refusal(accountId, keyId, amountNano, e.accountOk);
+      throw e;
+    }
+    const hold = new Hold(this, requestId, accountId, keyId, amountNano);
+    this.holds.add(hold);
+    this.rowIds.set(hold, id);
+    return hold;
+  }
+
+  /** Why a reserve was refused, read after the fact for the message only (the decision was the UPDATE's). Quota first, as on SQLite. */
+  private async refusal(accountId: number, keyId: number, amountNano: number, accountOk: boolean): Promise<GatewayError> {
+    const [r] = await this.sql`SELECT a.balance_nano, a.held_nano AS account_held, k.quota_nano, k.spent_nano, k.held_nano AS key_held
+      FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${keyId} AND a.id = ${accountId}`;
+    if (!r) return new GatewayError("no-key", "Invalid API key.");
+    const [quota, spent, keyHeld] = [r.quota_nano === null ? null : Number(r.quota_nano), Number(r.spent_nano), Number(r.key_held)];
+    if (quota !== null && (accountOk || spent + keyHeld + amountNano > quota)) return quotaRefused(quota, spent, keyHeld, amountNano);
+    return balanceRefused(amountNano, Number(r.balance_nano) - Number(r.account_held));
+  }
+
+  /**
+   * HoldOwner: in one transaction, the hold row deleted and its amount taken off the held sums, the
+   * charge capped at the balance and the key's quota (the rest recorded as shortfall), the ledger
+   * entry, and `alongside` (the request's log row). A hold already released with a silent instance
+   * (this one, frozen past the timeout) is charged all the same, with nothing left to release.
+   */
+  async post(hold: Hold, costNano: number, alongside: Alongside | undefined): Promise<Settlement> {
+    const id = this.rowIds.get(hold)!;
+    try {
+      const cost = boundedCost(costNano);
+      const settlement = await this.sql.begin(async (tx) => {
+        const [a] = await tx.unsafe(
+          `WITH h AS (DELETE FROM holds WHERE id = $1 RETURNING amount_nano)
+          UPDATE accounts SET held_nano = held_nano - coalesce((SELECT amount_nano FROM h), 0) WHERE id = $2
+          RETURNING balance_nano, coalesce((SELECT amount_nano FROM h), 0) AS released`,
+          [id, hold.accountId],
+        );
+        const [k] = await tx`SELECT quota_nano, spent_nano FROM api_keys WHERE id = ${hold.keyId} FOR UPDATE`;
+        const quotaLeft = k.quota_nano === null ? Infinity : Math.max(Number(k.quota_nano) - Number(k.spent_nano), 0);
+        const chargedNano = Math.min(cost, Math.max(Number(a.balance_nano), 0), quotaLeft);
+        const shortfallNano = cost - chargedNano;
+        // Nothing to charge: no ledger row, as on SQLite.
+        await tx.unsafe(
+          `WITH k AS (UPDATE api_keys SET held_nano = held_nano - $1::bigint, spent_nano = spent_nano + $2::bigint WHERE id = $4),
+            a AS (UPDATE accounts SET balance_nano = balance_nano - $2::bigint WHERE id = $3)
+          INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, created_at)
+          SELECT $3, 'charge', -$2::bigint, $5::bigint, $4, $6, $7::bigint WHERE $8::bigint > 0`,
+          [Number(a.released), chargedNano, hold.accountId, hold.keyId, shortfallNano, hold.requestId, Date.now(), cost],
+        );
+        await alongside?.(tx);
+        return { chargedNano, shortfallNano };
+      });
+      this.forget(hold);
+      return settlement;
+    } catch (e) {
+      // The request failed, so it is free: its hold is let go as a void would.
+      this.void(hold);
+      throw e;
+    }
+  }
+
+  /** HoldOwner: answers at once; the release runs behind, and is retried on each heartbeat if it fails. */
+  void(hold: Hold): void {
+    const id = this.forget(hold);
+    if (id !== undefined) this.track(this.release(id));
+  }
+
+  private forget(hold: Hold): number | undefined {
+    this.holds.remove(hold);
+    const id = this.rowIds.get(hold);
+    this.rowIds.delete(hold);
+    return id;
+  }
+
+  private track(p: Promise<void>): void {
+    this.releasing.add(p);
+    void p.finally(() => this.releasing.delete(p));
+  }
+
+  /** One statement: the row deleted and its amount off both sums; nothing when it was released already. */
+  private async release(id: number): Promise<void> {
+    try {
+      await this.sql`WITH h AS (DELETE FROM holds WHERE id = ${id} RETURNING account_id, key_id, amount_nano),
+        a AS (UPDATE accounts SET held_nano = accounts.held_nano - h.amount_nano FROM h WHERE accounts.id = h.account_id RETURNING accounts.id)
+        UPDATE api_keys SET held_nano = api_keys.held_nano - h.amount_nano FROM h WHERE api_keys.id = h.key_id AND EXISTS (SELECT 1 FROM a)`;
+      this.unreleased.delete(id);
+    } catch (e) {
+      this.unreleased.add(id);
+      events.writeFailed("ledger", `hold ${id}`, e);
+    }
+  }
+
+  async credit(accountId: number, amountNano: number, kind: CreditKind, note: string | null = null, externalRef: string | null = null): Promise<boolean> {
+    checkCreditAmount(amountNano);
+    // The unique index on external_ref decides "at most once": a second credit inserts nothing and so adds nothing.
+    const rows = await this.sql`WITH e AS (
+        INSERT INTO ledger_entries (account_id, kind, amount_nano, note, external_ref, created_at)
+        VALUES (${accountId}, ${kind}, ${amountNano}::bigint, ${note}, ${externalRef}, ${Date.now()}::bigint)
+        ON CONFLICT (external_ref) WHERE external_ref IS NOT NULL DO NOTHING RETURNING amount_nano)
+      UPDATE accounts SET balance_nano = balance_nano + e.amount_nano FROM e WHERE accounts.id = ${accountId} RETURNING accounts.id`;
+    return rows.length === 1;
+  }
+
+  async balance(accountId: number): Promise<BalanceView> {
+    const [r] = await this.sql`SELECT balance_nano, held_nano FROM accounts WHERE id = ${accountId}`;
+    const [balanceNano, reservedNano] = [Number(r.balance_nano), Number(r.held_nano)];
+    return { balanceNano, reservedNano, spendableNano: balanceNano - reservedNano };
+  }
+
+  async keySpend(keyId: number): Promise<KeySpendView | null> {
+    const [r] = await this.sql`SELECT spent_nano, held_nano FROM api_keys WHERE id = ${keyId}`;
+    return r ? { spentNano: Number(r.spent_nano), reservedNano: Number(r.held_nano) } : null;
+  }
+
+  /** A heartbeat, the release of silent instances' holds, and the retry of failed releases; never two at once. */
+  tick(): Promise<void> {
+    this.ticking ??= (async () => {
+      try {
+        await this.beat();
+        await this.releaseSilent(false);
+        for (const id of this.unreleased) this.track(this.release(id));
+      } catch (e) {
+        events.writeFailed("ledger", `heartbeat of ${this.opts.instanceId}`, e);
+      } finally {
+        this.ticking = null;
+      }
+    })();
+    return this.ticking;
+  }
+
+  private async beat(): Promise<void> {
+    await this.sql.unsafe(
+      `INSERT INTO instances (id, heartbeat_at) VALUES ($1, ${NOW_MS}) ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`,
+      [this.opts.instanceId],
+    );
+  }
+
+  /**
+   * One statement: the instances silent past the timeout (or, at start, this one's earlier life) are
+   * deleted with their holds, whose amounts come off the held sums. Two instances doing it at once
+   * release each hold once: the second's DELETE finds the rows gone.
+   */
+  private async releaseSilent(ownEarlierLife: boolean): Promise<void> {
+    const rows = await this.sql.unsafe(
+      `WITH silent AS (DELETE FROM instances WHERE CASE WHEN $3 THEN id = $1 ELSE id <> $1 AND heartbeat_at < ${NOW_MS} - $2::bigint END RETURNING id),
+        gone AS (DELETE FROM holds WHERE instance_id IN (SELECT id FROM silent) RETURNING instance_id, account_id, key_id, amount_nano),
+        a AS (UPDATE accounts SET held_nano = accounts.held_nano - s.n
+              FROM (SELECT account_id, sum(amount_nano) AS n FROM gone GROUP BY account_id) s WHERE accounts.id = s.account_id),
+        k AS (UPDATE api_keys SET held_nano = api_keys.held_nano - s.n
+              FROM (SELECT key_id, sum(amount_nano) AS n FROM gone GROUP BY key_id) s WHERE api_keys.id = s.key_id)
+      SELECT silent.id AS instance, count(gone.instance_id)::int AS holds, coalesce(sum(gone.amount_nano), 0)::text AS nano
+      FROM silent LEFT JOIN gone ON gone.instance_id = silent.id GROUP BY silent.id`,
+      [this.opts.instanceId, this.opts.holdTimeoutMs, ownEarlierLife],
+    );
+    for (const r of rows as { instance: string; holds: number; nano: string }[]) {
+      if (r.holds > 0) events.holdsReleased({ instance: r.instance, holds: r.holds, nano: Number(r.nano), timeoutS: this.opts.holdTimeoutMs / 1000 });
+    }
+  }
+}
