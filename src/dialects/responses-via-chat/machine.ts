@@ -5,7 +5,8 @@ import type { ChatChunk, JsonObject } from "../../wire/shapes.ts";
 import type { SseEvent } from "../../wire/sse.ts";
 import { ChatViaMessagesStream } from "../chat-via-messages-stream.ts";
 import type { Dialect } from "../dialect.ts";
-import { encodeEvents, parseObject, TranslatingMachine } from "../stream-machine.ts";
+import { parseObject, TranslatingMachine } from "../stream-machine.ts";
+import { ResponsesEventEncoder } from "./encode.ts";
 import { ResponsesViaChatStream, type ResponsesViaChatStreamOptions } from "./stream.ts";
 import type { ResponsesEvent } from "./types.ts";
 
@@ -15,7 +16,7 @@ export class ResponsesViaChatMachine extends TranslatingMachine<ResponsesEvent> 
   private readonly viaMessages: ChatViaMessagesStream | null;
 
   constructor(opts: ResponsesViaChatStreamOptions, upstream: Dialect) {
-    super(new ResponsesViaChatStream(opts), encodeEvents);
+    super(new ResponsesViaChatStream(opts), new ResponsesEventEncoder(opts.request).encode);
     this.viaMessages =
       upstream === "messages"
         ? new ChatViaMessagesStream({ model: opts.model, includeUsage: true, costOf: opts.costOf, estimatedInputTokens: opts.estimatedInputTokens })
