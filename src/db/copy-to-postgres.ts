@@ -186,11 +186,25 @@ async function prove(source: Db, db: PgDb, plan: CopyPlan, copied: CopiedTable[]
     const n = await countRows(db, table);
     if (n > 0) wrong.push(`${getTableName(table)} has ${n} rows, expected none`);
   }
+  wrong.push(...(await totalsDiffer(source, db)));
   wrong.push(...(await unbalanced(db)));
   if (wrong.length > 0) {
     const shown = wrong.slice(0, 5).join("; ") + (wrong.length > 5 ? `; and ${wrong.length - 5} more` : "");
     throw new CopyMismatch(`the copy does not match, so nothing was committed: ${shown}`);
   }
+}
+
+// A copy whose balances and ledger were altered alike would still reconcile: the money itself must equal the source's.
+const TOTALS = `SELECT (SELECT COALESCE(SUM(balance_nano), 0) FROM accounts) AS balances,
+  (SELECT COALESCE(SUM(amount_nano), 0) FROM ledger_entries) AS ledger,
+  (SELECT COALESCE(SUM(spent_nano), 0) FROM api_keys) AS spent`;
+
+async function totalsDiffer(source: Db, db: PgDb): Promise<string[]> {
+  const before = source.$client.query(TOTALS).get() as Record<string, number>;
+  const after = (await db.execute<Record<string, string>>(sql.raw(TOTALS)))[0]!;
+  return Object.keys(before)
+    .filter((k) => String(before[k]) !== String(after[k]))
+    .map((k) => `the ${k} total ${after[k]} nano-USD, the source's ${before[k]}`);
 }
 
 /** docs/database.md's reconciliation query, and no money held: a stopped installation runs no request. */

@@ -226,7 +226,8 @@ describe("the proof of the copy", () => {
         BEGIN IF NEW.id = 2 THEN NEW.balance_nano := NEW.balance_nano + 1; END IF; RETURN NEW; END $$;
       CREATE TRIGGER skim BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION skim();`);
     const line = expectOneLineFailure(await gateway(["migrate-db", "--from", install.db, "--to", url]));
-    expect(line).toContain("the copy does not match, so nothing was committed: account 2 has a balance of 1500000001 nano-USD, its ledger sums to 1500000000");
+    expect(line).toContain("the copy does not match, so nothing was committed: ");
+    expect(line).toContain("account 2 has a balance of 1500000001 nano-USD, its ledger sums to 1500000000");
     expect(await accountCount(url)).toBe(0);
   });
 
@@ -237,6 +238,19 @@ describe("the proof of the copy", () => {
       CREATE TRIGGER spend BEFORE INSERT ON api_keys FOR EACH ROW EXECUTE FUNCTION spend();`);
     const line = expectOneLineFailure(await gateway(["migrate-db", "--from", install.db, "--to", url]));
     expect(line).toContain("key 4 has spent 0 nano-USD, its charges sum to 500000000");
+    expect(await accountCount(url)).toBe(0);
+  });
+
+  it("rolls back a copy whose money differs from the source's even though it reconciles", async () => {
+    const url = await tamperedTarget(`
+      CREATE FUNCTION inflate_balance() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.id = 2 THEN NEW.balance_nano := NEW.balance_nano + 1; END IF; RETURN NEW; END $$;
+      CREATE TRIGGER inflate_balance BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION inflate_balance();
+      CREATE FUNCTION inflate_entry() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.id = 8 THEN NEW.amount_nano := NEW.amount_nano + 1; END IF; RETURN NEW; END $$;
+      CREATE TRIGGER inflate_entry BEFORE INSERT ON ledger_entries FOR EACH ROW EXECUTE FUNCTION inflate_entry();`);
+    const line = expectOneLineFailure(await gateway(["migrate-db", "--from", install.db, "--to", url]));
+    expect(line).toContain("the balances total 8500000001 nano-USD, the source's 8500000000; the ledger total 8500000001 nano-USD, the source's 8500000000");
     expect(await accountCount(url)).toBe(0);
   });
 
