@@ -212,65 +212,52 @@ describe("the copy's plan", () => {
 });
 
 describe("the proof of the copy", () => {
-  /** A target migrated ahead, with a trigger that alters what the copy writes: the copy must notice and commit nothing. */
-  async function tamperedTarget(trigger: string): Promise<string> {
+  /**
+   * Runs migrate-db into a target migrated ahead whose inserts into each named table first pass
+   * through the given PL/pgSQL (NEW in hand): the copy must notice, commit nothing, and say why.
+   * Returns its one-line refusal.
+   */
+  async function copyThrough(tamper: Record<string, string>): Promise<string> {
     const url = await freshTarget();
     await migratePostgres(url);
-    await onTarget(url, (db) => db.unsafe(trigger));
-    return url;
+    for (const [table, body] of Object.entries(tamper)) {
+      await onTarget(url, (db) =>
+        db.unsafe(`CREATE FUNCTION tamper_${table}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${body} RETURN NEW; END $$;
+          CREATE TRIGGER tamper BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION tamper_${table}();`),
+      );
+    }
+    const line = expectOneLineFailure(await gateway(["migrate-db", "--from", install.db, "--to", url]));
+    expect(line).toContain("the copy does not match, so nothing was committed: ");
+    expect(await accountCount(url)).toBe(0);
+    return line;
   }
 
   it("rolls back a copy where a balance differs from its ledger, naming the account", async () => {
-    const url = await tamperedTarget(`
-      CREATE FUNCTION skim() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN IF NEW.id = 2 THEN NEW.balance_nano := NEW.balance_nano + 1; END IF; RETURN NEW; END $$;
-      CREATE TRIGGER skim BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION skim();`);
-    const line = expectOneLineFailure(await gateway(["migrate-db", "--from", install.db, "--to", url]));
-    expect(line).toContain("the copy does not match, so nothing was committed: ");
+    const line = await copyThrough({ accounts: "IF NEW.id = 2 THEN NEW.balance_nano := NEW.balance_nano + 1; END IF;" });
     expect(line).toContain("account 2 has a balance of 1500000001 nano-USD, its ledger sums to 1500000000");
-    expect(await accountCount(url)).toBe(0);
   });
 
   it("rolls back a copy where a key's spend differs from its charges, naming the key", async () => {
-    const url = await tamperedTarget(`
-      CREATE FUNCTION spend() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN IF NEW.id = 4 THEN NEW.spent_nano := 0; END IF; RETURN NEW; END $$;
-      CREATE TRIGGER spend BEFORE INSERT ON api_keys FOR EACH ROW EXECUTE FUNCTION spend();`);
-    const line = expectOneLineFailure(await gateway(["migrate-db", "--from", install.db, "--to", url]));
+    const line = await copyThrough({ api_keys: "IF NEW.id = 4 THEN NEW.spent_nano := 0; END IF;" });
     expect(line).toContain("key 4 has spent 0 nano-USD, its charges sum to 500000000");
-    expect(await accountCount(url)).toBe(0);
   });
 
   it("rolls back a copy whose money differs from the source's even though it reconciles", async () => {
-    const url = await tamperedTarget(`
-      CREATE FUNCTION inflate_balance() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN IF NEW.id = 2 THEN NEW.balance_nano := NEW.balance_nano + 1; END IF; RETURN NEW; END $$;
-      CREATE TRIGGER inflate_balance BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION inflate_balance();
-      CREATE FUNCTION inflate_entry() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN IF NEW.id = 8 THEN NEW.amount_nano := NEW.amount_nano + 1; END IF; RETURN NEW; END $$;
-      CREATE TRIGGER inflate_entry BEFORE INSERT ON ledger_entries FOR EACH ROW EXECUTE FUNCTION inflate_entry();`);
-    const line = expectOneLineFailure(await gateway(["migrate-db", "--from", install.db, "--to", url]));
+    const line = await copyThrough({
+      accounts: "IF NEW.id = 2 THEN NEW.balance_nano := NEW.balance_nano + 1; END IF;",
+      ledger_entries: "IF NEW.id = 8 THEN NEW.amount_nano := NEW.amount_nano + 1; END IF;",
+    });
     expect(line).toContain("the balances total 8500000001 nano-USD, the source's 8500000000; the ledger total 8500000001 nano-USD, the source's 8500000000");
-    expect(await accountCount(url)).toBe(0);
+    expect(line).not.toContain("account 2");
   });
 
   it("rolls back a copy that lost a row, naming the table and both counts", async () => {
-    const url = await tamperedTarget(`
-      CREATE FUNCTION drop_one() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN IF NEW.created_at = 1002000 THEN RETURN NULL; END IF; RETURN NEW; END $$;
-      CREATE TRIGGER drop_one BEFORE INSERT ON request_logs FOR EACH ROW EXECUTE FUNCTION drop_one();`);
-    const line = expectOneLineFailure(await gateway(["migrate-db", "--from", install.db, "--to", url]));
+    const line = await copyThrough({ request_logs: "IF NEW.created_at = 1002000 THEN RETURN NULL; END IF;" });
     expect(line).toContain(`request_logs has ${REQUEST_LOGS - 1} rows, the source ${REQUEST_LOGS}`);
-    expect(await accountCount(url)).toBe(0);
   });
 
   it("rolls back a copy that leaves money held", async () => {
-    const url = await tamperedTarget(`
-      CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN IF NEW.id = 1 THEN NEW.held_nano := 7; END IF; RETURN NEW; END $$;
-      CREATE TRIGGER hold BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION hold();`);
-    const line = expectOneLineFailure(await gateway(["migrate-db", "--from", install.db, "--to", url]));
+    const line = await copyThrough({ accounts: "IF NEW.id = 1 THEN NEW.held_nano := 7; END IF;" });
     expect(line).toContain("held by accounts: 7 nano-USD, expected 0");
-    expect(await accountCount(url)).toBe(0);
   });
 });
