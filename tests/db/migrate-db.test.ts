@@ -149,7 +149,21 @@ describe("gateway migrate-db into an empty PostgreSQL database", () => {
   });
 });
 
+describe("gateway migrate-db --help", () => {
+  it("says what is copied, what is proved and that serving from PostgreSQL is not built yet", async () => {
+    const r = await gateway(["migrate-db", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("gateway migrate-db --from FILE --to postgres://");
+    expect(r.stdout).toContain("balance equals its ledger sum");
+    expect(r.stdout).toContain("Serving from PostgreSQL is not built yet");
+  });
+});
+
 describe("gateway migrate-db refuses", () => {
+  it("a command without --to", async () => {
+    expect(expectOneLineFailure(await gateway(["migrate-db", "--from", install.db]))).toBe("gateway: --to is required");
+  });
+
   it("a SQLite file that does not exist", async () => {
     const line = expectOneLineFailure(await gateway(["migrate-db", "--from", `${install.dir}/nope.db`, "--to", pg.url]));
     expect(line).toContain(`no database at ${install.dir}/nope.db`);
