@@ -10,6 +10,7 @@ import { KEY_USAGE, keyCommand } from "./key.ts";
 import { migrateCommand, pauseCommand } from "./admin.ts";
 import { LOGS_USAGE, logsCommand, USAGE_USAGE, usageCommand } from "./logs.ts";
 import { serveCommand } from "./serve.ts";
+import { MIGRATE_DB_USAGE, migrateDbCommand } from "./migrate-db.ts";
 import { healthcheckCommand } from "./healthcheck.ts";
 
 const COMMON = `Every command takes --json (one JSON document on stdout; money as numbers of USD), --config FILE
@@ -22,6 +23,7 @@ const HELP = `gateway ${VERSION}: a self-hosted prepaid LLM API gateway
 Usage:
   gateway serve [--config FILE] [--port N] [--db FILE]
   gateway migrate
+  gateway migrate-db --from FILE --to postgres://…      # copy an installation to PostgreSQL, proved
   gateway account create --email E [--balance USD] [--password-stdin] [--admin]
   gateway account update --email E --admin|--no-admin
   gateway account credit --email E --usd N [--note T]
@@ -55,6 +57,7 @@ Runs the gateway: creates the database (and its folder) when missing, applies mi
 Creates the database when missing and applies the migrations this version carries (serve does too).
 With [database] url set, applies the PostgreSQL migrations to that database instead (it must exist;
 serving from PostgreSQL is not built yet).`,
+  "migrate-db": MIGRATE_DB_USAGE,
   account: ACCOUNT_USAGE,
   key: KEY_USAGE,
   pause: `Usage:
@@ -74,6 +77,7 @@ COMMAND_HELP.resume = COMMAND_HELP.pause!;
 const COMMANDS: Record<string, (argv: string[]) => Promise<void> | void> = {
   serve: serveCommand,
   migrate: migrateCommand,
+  "migrate-db": migrateDbCommand,
   account: accountCommand,
   key: keyCommand,
   pause: (argv) => pauseCommand(argv, true),
