@@ -4,7 +4,7 @@
 // (receive − send). The bare proxy runs the same load first, then the gateway; added = gateway − bare.
 // The gateway's RSS is read idle, every second during its run, and after it.
 import { runProbe, type ProbeResult } from "./load.ts";
-import { rssMiB, stopChild } from "./procs.ts";
+import { cpuSeconds, rssMiB, stopChild } from "./procs.ts";
 import { logCheck, reconciliationLine } from "./report.ts";
 import { heldNano, reconcile, smokeTest, startRig, type Target } from "./rig.ts";
 import { median } from "./stats.ts";
@@ -33,12 +33,14 @@ export async function streamsRun(o: StreamsOptions): Promise<StreamsOutcome> {
   await smokeTest(rig, gw);
   const body = rig.bodyFile("messages-sse", true);
 
-  const run = async (t: Target): Promise<{ r: ProbeResult; hits: number }> => {
+  const run = async (t: Target): Promise<{ r: ProbeResult; hits: number; cpuUsPerChunk: number }> => {
     const h0 = (await rig.upstreamHits()).paced;
+    const cpu0 = cpuSeconds(t.pid);
     // Started over one stream's length, so chunks of different streams do not arrive in lockstep.
     const r = await runProbe(t.pacedPort, rig.key, body, o.streams, o.seconds, ["--lags", "--ramp-ms", String(o.chunks * o.paceMs)]);
+    const cpuUsPerChunk = ((cpuSeconds(t.pid) - cpu0) * 1e6) / (r.lag_n ?? NaN);
     await Bun.sleep(250);
-    return { r, hits: (await rig.upstreamHits()).paced - h0 };
+    return { r, hits: (await rig.upstreamHits()).paced - h0, cpuUsPerChunk };
   };
 
   console.log("bare proxy…");
@@ -68,18 +70,18 @@ export async function streamsRun(o: StreamsOptions): Promise<StreamsOutcome> {
   const errors = b.r.errors + g.r.errors;
   const hitsOk = g.hits === g.r.sent && b.hits === b.r.sent;
   const verdict = (pass: boolean) => (pass ? "PASS" : "**MISS**");
-  const line = (name: string, x: { r: ProbeResult; hits: number }) =>
-    `| ${name} | ${x.r.sent.toLocaleString("en-US")} | ${x.r.errors} | ${(x.r.lag_n ?? 0).toLocaleString("en-US")} | ${(x.r.lag_p50_ms ?? NaN).toFixed(3)} | ${(x.r.lag_p99_ms ?? NaN).toFixed(3)} | ${(x.r.ttfb_p50_us / 1000).toFixed(2)} |`;
+  const line = (name: string, x: { r: ProbeResult; hits: number; cpuUsPerChunk: number }) =>
+    `| ${name} | ${x.r.sent.toLocaleString("en-US")} | ${x.r.errors} | ${(x.r.lag_n ?? 0).toLocaleString("en-US")} | ${(x.r.lag_p50_ms ?? NaN).toFixed(3)} | ${(x.r.lag_p99_ms ?? NaN).toFixed(3)} | ${(x.r.ttfb_p50_us / 1000).toFixed(2)} | ${x.cpuUsPerChunk.toFixed(2)} |`;
   const md = [
     `# Many open streams${o.quick ? " (quick)" : ""}`,
     "",
     `${new Date().toISOString()} — ${o.env}. ${o.streams} connections, each running stream after stream of ${o.chunks} text deltas ` +
       `${o.paceMs} ms apart (Messages, native route) for ${o.seconds} s, the connections' first streams spread over one stream's length; ` +
       "the bare proxy first, then the gateway.",
-    "Chunk latency: the paced upstream's send stamp to the probe's receive time, every chunk.",
+    "Chunk latency: the paced upstream's send stamp to the probe's receive time, every chunk. CPU per chunk: the server process's utime+stime over its run, over the chunks the probe received.",
     "",
-    "| target | streams | errors | chunks | chunk latency p50 ms | p99 ms | TTFB p50 ms |",
-    "|---|---:|---:|---:|---:|---:|---:|",
+    "| target | streams | errors | chunks | chunk latency p50 ms | p99 ms | TTFB p50 ms | CPU µs per chunk |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
     line("proxy-buffered", b),
     line("gateway", g),
     "",
