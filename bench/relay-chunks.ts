@@ -13,7 +13,7 @@ import { parseArgs } from "node:util";
 import { NativeMessagesMachine } from "../src/dialects/native-stream.ts";
 import { Cutoff } from "../src/relay/cutoff.ts";
 import { firstEvents, relayStream } from "../src/relay/stream.ts";
-import { AttemptClock, timedResponse } from "../src/relay/timeouts.ts";
+import { AttemptClock, bodyReader, timedResponse } from "../src/relay/timeouts.ts";
 import { SseSizeGuard } from "../src/wire/sse.ts";
 import type { RelayCall } from "../src/relay/context.ts";
 import type { Attempt } from "../src/relay/routes.ts";
@@ -93,8 +93,9 @@ const cpuUs = () => {
 type Layer = "upstream" | "timed" | "relay";
 const layers: Record<Layer, (chunks: number) => Promise<ReadableStreamDefaultReader<Uint8Array>>> = {
   upstream: async (chunks) => upstream(chunks, "end").body!.getReader() as ReadableStreamDefaultReader<Uint8Array>,
+  // as the relay reads it
   timed: async (chunks) =>
-    timedResponse(upstream(chunks, "end"), new AttemptClock(new AbortController(), limits), new SseSizeGuard()).body!.getReader() as ReadableStreamDefaultReader<Uint8Array>,
+    bodyReader(timedResponse(upstream(chunks, "end"), new AttemptClock(new AbortController(), limits), new SseSizeGuard())) as ReadableStreamDefaultReader<Uint8Array>,
   relay: (chunks) => open(chunks, "end"),
 };
 

@@ -9,11 +9,7 @@ import type { Dialect } from "../dialects/dialect.ts";
 import type { Attempt } from "./routes.ts";
 import { post } from "./charge.ts";
 import { describe, events } from "../logs/events.ts";
-
-interface ChunkReader {
-  read(): Promise<{ done: boolean; value?: Uint8Array }>;
-  cancel(reason?: unknown): Promise<void>;
-}
+import { bodyReader, type ChunkReader } from "./timeouts.ts";
 
 /** An upstream body as firstEvents leaves it: the events read ahead, not yet relayed, and the rest to read. */
 export interface Opening {
@@ -31,7 +27,7 @@ export interface Opening {
  * 502 before the first byte (spec Rules 8), instead of a 200 stream that can only fail.
  */
 export async function firstEvents(a: Attempt, upstream: Dialect): Promise<Opening> {
-  const reader: ChunkReader = a.response.body!.getReader();
+  const reader = bodyReader(a.response);
   const parser = new SseParser();
   const p: Opening = { reader, parser, events: [], ended: false };
   let first: SseEvent | undefined;
