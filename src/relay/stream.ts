@@ -10,6 +10,7 @@ import type { Attempt } from "./routes.ts";
 import { post } from "./charge.ts";
 import { describe, events } from "../logs/events.ts";
 import { bodyReader, type ChunkReader } from "./timeouts.ts";
+import { KeepAliveSweep, type KeepAlive } from "./keepalive.ts";
 
 /** An upstream body as firstEvents leaves it: the events read ahead, not yet relayed, and the rest to read. */
 export interface Opening {
@@ -61,7 +62,8 @@ function notAnOpening(dialect: Dialect, ev: SseEvent): string | null {
   return Array.isArray(d.choices) ? null : "the upstream's first event is not a chat completion chunk";
 }
 
-const KEEPALIVE_MS = 15_000;
+/** Every open stream's keep-alive, one interval for all. */
+export const keepAlives = new KeepAliveSweep(15_000);
 
 /** How a relayed stream ended, for its hold: charged, free, or charged for what was delivered. */
 type Ending = "completed" | "upstream_failed" | "cancelled";
@@ -108,7 +110,7 @@ export function relayStream(s: StreamStart): Response {
   const finish = async (ending: Ending): Promise<void> => {
     if (settled) return;
     settled = true;
-    clearInterval(keepAliveTimer);
+    if (alive) keepAlives.remove(alive);
     cutoff.release(a.abort);
     if (!hold.open) return;
     if (ending === "upstream_failed") {
@@ -136,9 +138,7 @@ export function relayStream(s: StreamStart): Response {
   const cutMidStream = (reason: string) =>
     events.upstreamFailed({ requestId: call.requestId, route: a.route.key, provider: a.route.provider.id, reason });
 
-  /** Nothing was sent since the last keep-alive tick. */
-  let quiet = false;
-  let keepAliveTimer: ReturnType<typeof setInterval> | undefined;
+  let alive: KeepAlive | undefined;
   /** Sends the machine's text for these events; "charge_failed" when the final usage could not be charged (the client got an error event instead). */
   const emit = async (evs: SseEvent[], c: ReadableStreamDefaultController<Uint8Array>): Promise<"sent" | "nothing" | "charge_failed"> => {
     let out = "";
@@ -158,7 +158,7 @@ export function relayStream(s: StreamStart): Response {
       c.enqueue(enc.encode(out));
       sent = true;
     }
-    if (sent) quiet = false;
+    if (sent) alive!.quiet = false;
     return sent ? "sent" : "nothing";
   };
   /** Posts the answer's cost; false when it could not be committed (then the client gets an error event instead, free). */
@@ -220,10 +220,7 @@ export function relayStream(s: StreamStart): Response {
   const body = new ReadableStream<Uint8Array>({
     async start(c) {
       // Silence upstream (a long thinking phase): a ping after a quiet period keeps proxies and clients from timing out.
-      keepAliveTimer = setInterval(() => {
-        if (quiet && !settled) c.enqueue(enc.encode(keepAlive));
-        quiet = true;
-      }, KEEPALIVE_MS);
+      alive = keepAlives.add(() => c.enqueue(enc.encode(keepAlive)));
       try {
         await relay(p.events.splice(0), c);
       } catch (e) {
