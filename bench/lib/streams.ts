@@ -8,6 +8,8 @@ import { cpuSeconds, rssMiB, stopChild } from "./procs.ts";
 import { logCheck, reconciliationLine } from "./report.ts";
 import { heldNano, reconcile, smokeTest, startRig, type Target } from "./rig.ts";
 import { median } from "./stats.ts";
+import { profileMarkdown, summariseProfile } from "./cpuprofile.ts";
+import { join } from "node:path";
 
 export interface StreamsOptions {
   dir: string;
@@ -18,6 +20,8 @@ export interface StreamsOptions {
   /** text deltas per answer: each stream lasts about chunks × paceMs */
   chunks: number;
   quick: boolean;
+  /** `--streams --profile`: the gateway runs under `bun --cpu-prof`, its profile summarised after the report */
+  profileDir?: string;
 }
 
 export interface StreamsOutcome {
@@ -27,7 +31,9 @@ export interface StreamsOutcome {
 
 export async function streamsRun(o: StreamsOptions): Promise<StreamsOutcome> {
   console.log(`${o.env}\nmany streams: ${o.streams} at once for ${o.seconds} s, a text delta every ${o.paceMs} ms, ${o.chunks} per stream`);
-  const rig = await startRig({ dir: o.dir, paceMs: o.paceMs, withProxy: true, pacedChunks: o.chunks });
+  const profName = "gateway-streams.cpuprofile";
+  const gatewayBunFlags = o.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${o.profileDir}`, `--cpu-prof-name=${profName}`, "--cpu-prof-interval=200"] : undefined;
+  const rig = await startRig({ dir: o.dir, paceMs: o.paceMs, withProxy: true, pacedChunks: o.chunks, gatewayBunFlags });
   const gw = rig.targets.find((t) => t.id === "gateway")!;
   const bare = rig.targets.find((t) => t.id === "proxy-buffered")!;
   await smokeTest(rig, gw);
@@ -56,7 +62,7 @@ export async function streamsRun(o: StreamsOptions): Promise<StreamsOutcome> {
   await Bun.sleep(settleS * 1000);
   const after = rssMiB(gw.pid);
   const held = await heldNano(rig);
-  await stopChild(rig.gateway.proc);
+  await stopChild(rig.gateway.proc, o.profileDir ? 20_000 : 5000);
   const rec = reconcile(rig.dbFile, held);
   // The smoke test's requests went to the fast upstream, one log row each.
   const logs = logCheck(rec, g.hits + (await rig.upstreamHits()).fast, 0);
@@ -98,6 +104,7 @@ export async function streamsRun(o: StreamsOptions): Promise<StreamsOutcome> {
     reconciliationLine(rec),
     logs.text,
     "",
+    ...(o.profileDir ? ["## The gateway's profile over the whole process", "", profileMarkdown(summariseProfile(join(o.profileDir, profName))), ""] : []),
   ].join("\n");
   const ok = errors === 0 && hitsOk && rec.ok && logs.ok;
   return { md, ok };
