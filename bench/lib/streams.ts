@@ -49,8 +49,13 @@ export async function streamsRun(o: StreamsOptions): Promise<StreamsOutcome> {
     return { r, hits: (await rig.upstreamHits()).paced - h0, cpuUsPerChunk };
   };
 
+  // The bare proxy's RSS too: what Bun itself holds per open stream (sockets, fetch), against the gateway's.
+  const bareIdle = rssMiB(bare.pid);
   console.log("bare proxy…");
+  const bareRss: number[] = [];
+  const bareTimer = setInterval(() => bareRss.push(rssMiB(bare.pid)), 1000);
   const b = await run(bare);
+  clearInterval(bareTimer);
   await Bun.sleep(2000);
   const idle = rssMiB(gw.pid);
   console.log(`gateway (idle RSS ${idle.toFixed(1)} MiB)…`);
@@ -71,6 +76,8 @@ export async function streamsRun(o: StreamsOptions): Promise<StreamsOutcome> {
   const during = median(rss.slice(Math.floor(rss.length / 4), Math.ceil((rss.length * 3) / 4)));
   const max = Math.max(...rss);
   const perStreamKiB = ((during - idle) * 1024) / o.streams;
+  const bareDuring = median(bareRss.slice(Math.floor(bareRss.length / 4), Math.ceil((bareRss.length * 3) / 4)));
+  const barePerStreamKiB = ((bareDuring - bareIdle) * 1024) / o.streams;
   const added = (g.r.lag_p99_ms ?? NaN) - (b.r.lag_p99_ms ?? NaN);
   const back = Math.abs(after - idle) / idle;
   const errors = b.r.errors + g.r.errors;
@@ -98,7 +105,8 @@ export async function streamsRun(o: StreamsOptions): Promise<StreamsOutcome> {
     `| gateway RSS ≤ 200 MiB | idle ${idle.toFixed(1)}, during ${during.toFixed(1)} (max ${max.toFixed(1)}) MiB | ${verdict(max <= 200)} |`,
     `| RSS back within 20% of idle after the run (${settleS} s later) | ${after.toFixed(1)} MiB (${back >= 0 ? "+" : ""}${((after / idle - 1) * 100).toFixed(1)}%) | ${verdict(back <= 0.2)} |`,
     "",
-    `Memory per open stream: ${perStreamKiB.toFixed(1)} KiB ((during − idle) / ${o.streams}).`,
+    `Memory per open stream: ${perStreamKiB.toFixed(1)} KiB ((during − idle) / ${o.streams}); the bare proxy's: ${barePerStreamKiB.toFixed(1)} KiB ` +
+      `(idle ${bareIdle.toFixed(1)}, during ${bareDuring.toFixed(1)} MiB; it serves the buffered and streamed listeners in one process).`,
     `RSS curve (MiB, every ${o.quick ? 2 : 10} s): ${rss.filter((_, i) => i % (o.quick ? 2 : 10) === 0).map((x) => x.toFixed(0)).join(", ")}.`,
     `Checks: upstream hits ${hitsOk ? "match" : "**do not match**"} streams (bare ${b.hits} / ${b.r.sent}, gateway ${g.hits} / ${g.r.sent}).`,
     reconciliationLine(rec),
