@@ -244,6 +244,8 @@ export function relayStream(s: StreamStart): Response {
             send(m.fail("api_error", why), c);
             return end(c, "upstream_failed");
           }
+          // The client went away while the read waited (cancel ended it): finish has run, nothing to report.
+          if (settled) return;
           if (chunk.done) return ended(c);
           if (await relay(p.parser.push(chunk.value!), c)) return;
         }

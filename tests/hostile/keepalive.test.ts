@@ -1,10 +1,7 @@
 import { describe, expect, it } from "bun:test";
 import { KeepAliveSweep } from "../../src/relay/keepalive.ts";
-import { NativeMessagesMachine } from "../../src/dialects/native-stream.ts";
-import { Cutoff } from "../../src/relay/cutoff.ts";
-import { firstEvents, keepAlives, relayStream, type StreamStart } from "../../src/relay/stream.ts";
-import type { RelayCall } from "../../src/relay/context.ts";
-import type { Attempt } from "../../src/relay/routes.ts";
+import { keepAlives } from "../../src/relay/stream.ts";
+import { relayInProcess, START, STOP } from "./inprocess-relay.ts";
 
 // The keep-alive of open streams (one interval for all of them), on a 100 ms period instead of 15 s.
 
@@ -87,20 +84,14 @@ describe("a relayed stream", () => {
     let release = () => {};
     const upstream = new ReadableStream<Uint8Array>({
       start(c) {
-        c.enqueue(enc.encode('event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'));
+        c.enqueue(enc.encode(START));
         release = () => {
-          c.enqueue(enc.encode('event: message_stop\ndata: {"type":"message_stop"}\n\n'));
+          c.enqueue(enc.encode(STOP));
           c.close();
         };
       },
     });
-    const attempt = { route: { key: "r", provider: { id: "p" } }, response: new Response(upstream), abort: new AbortController(), attempts: 1 } as unknown as Attempt;
-    const call = { svc: { cutoff: new Cutoff() }, requestId: "req", started: 0, log: { endpoint: "messages" } } as unknown as RelayCall;
-    const opening = await firstEvents(attempt, "messages");
-    const machine = new NativeMessagesMachine({ costOf: () => 0, estimatedInputTokens: 1 });
-    const hold = { open: false } as StreamStart["hold"];
-    const res = relayStream({ call, attempt, opening, machine, hold, model: {} as StreamStart["model"], estimatedInputTokens: 1, headers: {} });
-    const reader = res.body!.getReader();
+    const reader = await relayInProcess(upstream);
     await reader.read();
     expect(keepAlives.running).toBe(true);
     release();
