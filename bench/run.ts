@@ -6,8 +6,8 @@
 //   bun run bench --profile       the gateway under --cpu-prof at c=16 (JSON, then SSE, or --workloads) + SQLite timings
 //   bun run bench --peer portkey  the same cells for Portkey's gateway from npm (on Node), side by side
 //   bun run bench --streams       1,000 streams at once paced like an LLM for 2 minutes (--quick: 20 s):
-//                                 (with --profile: the gateway under --cpu-prof, its profile after the report)
 //                                 per-chunk added latency, the gateway's RSS idle, during and after
+//                                 (with --profile: the gateway under --cpu-prof, its profile after the report)
 //   options: --rounds N, --seconds S, --pace-ms MS, --workloads chat-json,…, --conc 1,16,64, --keep (temp dir),
 //            --agent-kb 300 (size of the agent turns, 100 KiB by default), --stream-count N (--streams: 1000)
 //
