@@ -3,11 +3,12 @@
 // - native: the fetch body itself (what the bare proxy does: no JavaScript per chunk);
 // - default: a ReadableStream whose pull reads the upstream and enqueues (what relayStream does);
 // - direct: Bun's `type: "direct"` stream, which writes each chunk into the response sink and flushes.
-// The relay's CPU (utime+stime from /proc) over the chunks received, the three modes interleaved.
+// The relay's CPU (utime+stime from /proc) over the chunks received and its RSS per open stream, the
+// three modes interleaved.
 //
 //   bun bench/sink-cost.ts [--streams 500] [--chunks 100] [--pace-ms 20] [--rounds 2]
 import { parseArgs } from "node:util";
-import { cpuSeconds } from "./lib/procs.ts";
+import { cpuSeconds, rssMiB } from "./lib/procs.ts";
 
 const MODES = ["native", "default", "direct"] as const;
 type Mode = (typeof MODES)[number];
@@ -110,16 +111,24 @@ if (process.argv[2] === "--serve") {
     return received;
   };
   const perChunk: Record<Mode, number[]> = { native: [], default: [], direct: [] };
+  const perStream: Record<Mode, number[]> = { native: [], default: [], direct: [] };
   for (let round = 0; round < Number(values.rounds); round++) {
     for (const r of round % 2 ? [...relays].reverse() : relays) {
+      await Bun.sleep(500);
+      const idle = rssMiB(r.proc.pid);
       const c0 = cpuSeconds(r.proc.pid);
+      // Half way through the streams' length, every stream is open.
+      const mid = Bun.sleep((chunks * pace) / 2).then(() => rssMiB(r.proc.pid));
       const n = await load(r.port);
       if (n !== streams * chunks) throw new Error(`${r.mode}: ${n} chunks, expected ${streams * chunks}`);
       perChunk[r.mode].push(((cpuSeconds(r.proc.pid) - c0) * 1e6) / n);
+      perStream[r.mode].push((((await mid) - idle) * 1024) / streams);
     }
   }
   console.log(`relay CPU per chunk, µs (${streams} streams × ${chunks} chunks ${pace} ms apart, ${values.rounds} rounds interleaved):`);
   for (const m of MODES) console.log(`  ${m.padEnd(8)} ${perChunk[m].map((x) => x.toFixed(2)).join(", ")}`);
+  console.log("relay RSS per open stream, KiB (half way through, over its RSS before the load):");
+  for (const m of MODES) console.log(`  ${m.padEnd(8)} ${perStream[m].map((x) => x.toFixed(1)).join(", ")}`);
   for (const r of relays) r.proc.kill();
   upstream.stop(true);
 }
