@@ -7,6 +7,7 @@
 //   bun run bench --peer portkey  the same cells for Portkey's gateway from npm (on Node), side by side
 //   bun run bench --streams       1,000 streams at once paced like an LLM for 2 minutes (--quick: 20 s):
 //                                 per-chunk added latency, the gateway's RSS idle, during and after
+//                                 (with --profile: the gateway under --cpu-prof, its profile after the report)
 //   options: --rounds N, --seconds S, --pace-ms MS, --workloads chat-json,…, --conc 1,16,64, --keep (temp dir),
 //            --agent-kb 300 (size of the agent turns, 100 KiB by default), --stream-count N (--streams: 1000)
 //
@@ -267,7 +268,7 @@ try {
   else if (values.streams) {
     const r = await streamsRun({
       dir, env: await environment(), paceMs, streams: Number(values["stream-count"]), seconds: Number(values.seconds ?? (quick ? 20 : 120)),
-      chunks: quick ? 100 : 250, quick,
+      chunks: quick ? 100 : 250, quick, profileDir: values.profile ? join(OUT, "profiles") : undefined,
     });
     mkdirSync(OUT, { recursive: true });
     writeFileSync(join(OUT, "streams.md"), r.md);

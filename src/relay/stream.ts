@@ -9,11 +9,8 @@ import type { Dialect } from "../dialects/dialect.ts";
 import type { Attempt } from "./routes.ts";
 import { post } from "./charge.ts";
 import { describe, events } from "../logs/events.ts";
-
-interface ChunkReader {
-  read(): Promise<{ done: boolean; value?: Uint8Array }>;
-  cancel(reason?: unknown): Promise<void>;
-}
+import { bodyReader, type ChunkReader } from "./timeouts.ts";
+import { KeepAliveSweep, type KeepAlive } from "./keepalive.ts";
 
 /** An upstream body as firstEvents leaves it: the events read ahead, not yet relayed, and the rest to read. */
 export interface Opening {
@@ -31,7 +28,7 @@ export interface Opening {
  * 502 before the first byte (spec Rules 8), instead of a 200 stream that can only fail.
  */
 export async function firstEvents(a: Attempt, upstream: Dialect): Promise<Opening> {
-  const reader: ChunkReader = a.response.body!.getReader();
+  const reader = bodyReader(a.response);
   const parser = new SseParser();
   const p: Opening = { reader, parser, events: [], ended: false };
   let first: SseEvent | undefined;
@@ -65,7 +62,8 @@ function notAnOpening(dialect: Dialect, ev: SseEvent): string | null {
   return Array.isArray(d.choices) ? null : "the upstream's first event is not a chat completion chunk";
 }
 
-const KEEPALIVE_MS = 15_000;
+/** Every open stream's keep-alive, one interval for all. */
+export const keepAlives = new KeepAliveSweep(15_000);
 
 /** How a relayed stream ended, for its hold: charged, free, or charged for what was delivered. */
 type Ending = "completed" | "upstream_failed" | "cancelled";
@@ -112,7 +110,7 @@ export function relayStream(s: StreamStart): Response {
   const finish = async (ending: Ending): Promise<void> => {
     if (settled) return;
     settled = true;
-    clearInterval(keepAliveTimer);
+    if (alive) keepAlives.remove(alive);
     cutoff.release(a.abort);
     if (!hold.open) return;
     if (ending === "upstream_failed") {
@@ -140,9 +138,7 @@ export function relayStream(s: StreamStart): Response {
   const cutMidStream = (reason: string) =>
     events.upstreamFailed({ requestId: call.requestId, route: a.route.key, provider: a.route.provider.id, reason });
 
-  /** Nothing was sent since the last keep-alive tick. */
-  let quiet = false;
-  let keepAliveTimer: ReturnType<typeof setInterval> | undefined;
+  let alive: KeepAlive | undefined;
   /** Sends the machine's text for these events; "charge_failed" when the final usage could not be charged (the client got an error event instead). */
   const emit = async (evs: SseEvent[], c: ReadableStreamDefaultController<Uint8Array>): Promise<"sent" | "nothing" | "charge_failed"> => {
     let out = "";
@@ -162,7 +158,7 @@ export function relayStream(s: StreamStart): Response {
       c.enqueue(enc.encode(out));
       sent = true;
     }
-    if (sent) quiet = false;
+    if (sent) alive!.quiet = false;
     return sent ? "sent" : "nothing";
   };
   /** Posts the answer's cost; false when it could not be committed (then the client gets an error event instead, free). */
@@ -224,10 +220,7 @@ export function relayStream(s: StreamStart): Response {
   const body = new ReadableStream<Uint8Array>({
     async start(c) {
       // Silence upstream (a long thinking phase): a ping after a quiet period keeps proxies and clients from timing out.
-      keepAliveTimer = setInterval(() => {
-        if (quiet && !settled) c.enqueue(enc.encode(keepAlive));
-        quiet = true;
-      }, KEEPALIVE_MS);
+      alive = keepAlives.add(() => c.enqueue(enc.encode(keepAlive)));
       try {
         await relay(p.events.splice(0), c);
       } catch (e) {
@@ -251,6 +244,8 @@ export function relayStream(s: StreamStart): Response {
             send(m.fail("api_error", why), c);
             return end(c, "upstream_failed");
           }
+          // The client went away while the read waited (cancel ended it): finish has run, nothing to report.
+          if (settled) return;
           if (chunk.done) return ended(c);
           if (await relay(p.parser.push(chunk.value!), c)) return;
         }

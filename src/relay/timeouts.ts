@@ -104,6 +104,58 @@ export class AttemptClock {
   }
 }
 
+/** What the relay reads an upstream body with: a stream's reader, or the timed reader behind one. */
+export interface ChunkReader {
+  read(): Promise<{ done: boolean; value?: Uint8Array }>;
+  cancel(reason?: unknown): Promise<void>;
+}
+
+/**
+ * The upstream's body read under its clock and, for SSE, its size guard: each read is timed, the
+ * clock stops when the body ends, fails or is cancelled.
+ */
+class TimedReader implements ChunkReader {
+  constructor(
+    private readonly reader: ChunkReader,
+    private readonly clock: AttemptClock,
+    private readonly guard: SseSizeGuard | null,
+  ) {}
+
+  async read(): Promise<{ done: boolean; value?: Uint8Array }> {
+    let chunk: { done: boolean; value?: Uint8Array };
+    this.clock.readStarted();
+    try {
+      chunk = await this.reader.read();
+    } catch (e) {
+      this.clock.stop();
+      throw e;
+    } finally {
+      this.clock.readEnded();
+    }
+    if (chunk.done) {
+      this.clock.stop();
+      return chunk;
+    }
+    const overflow = this.guard?.push(chunk.value!);
+    if (overflow) {
+      this.clock.stop();
+      this.reader.cancel(overflow).catch(() => {});
+      throw overflow;
+    }
+    return chunk;
+  }
+
+  cancel(reason?: unknown): Promise<void> {
+    this.clock.stop();
+    return this.reader.cancel(reason);
+  }
+}
+
+// The timed reader behind each timed answer, for the relay to read directly: through the wrapping
+// stream every chunk cost a second pull and its promises (bench/relay-chunks.ts: 0.24 µs of the
+// relay's 1.06 µs per chunk). Weak, so an answer nobody reads takes its reader with it.
+const timedReaders = new WeakMap<Response, TimedReader>();
+
 /**
  * The answer with its body timed by `clock` and, for SSE, bounded by `guard`; the relay reads it as
  * it would the upstream's own. The clock stops when the body ends, fails or is cancelled.
@@ -114,40 +166,28 @@ export function timedResponse(response: Response, clock: AttemptClock, guard: Ss
     clock.stop();
     return response;
   }
-  const reader = response.body.getReader();
+  const reader = new TimedReader(response.body.getReader(), clock, guard);
   const body = new ReadableStream<Uint8Array>(
     {
       async pull(c) {
-        let chunk: Awaited<ReturnType<typeof reader.read>>;
-        clock.readStarted();
-        try {
-          chunk = await reader.read();
-        } catch (e) {
-          clock.stop();
-          throw e;
-        } finally {
-          clock.readEnded();
-        }
-        if (chunk.done) {
-          clock.stop();
-          c.close();
-          return;
-        }
-        const overflow = guard?.push(chunk.value);
-        if (overflow) {
-          clock.stop();
-          reader.cancel(overflow).catch(() => {});
-          throw overflow;
-        }
-        c.enqueue(chunk.value);
+        const chunk = await reader.read();
+        if (chunk.done) c.close();
+        else c.enqueue(chunk.value!);
       },
-      cancel(reason) {
-        clock.stop();
-        return reader.cancel(reason);
-      },
+      cancel: (reason) => reader.cancel(reason),
     },
     // Read only when the relay asks: a slow client keeps slowing the upstream read.
     { highWaterMark: 0 },
   );
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  const timed = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  timedReaders.set(timed, reader);
+  return timed;
+}
+
+/**
+ * A reader of the answer's body: the timed reader itself when timedResponse made the answer (its
+ * wrapping stream is then never read), else the body's own reader.
+ */
+export function bodyReader(response: Response): ChunkReader {
+  return timedReaders.get(response) ?? response.body!.getReader();
 }

@@ -5,9 +5,11 @@ import {
   DEFAULT_IDLE_MS,
   DEFAULT_STREAM_FIRST_BYTE_MS,
   DEFAULT_TOTAL_MS,
+  bodyReader,
   limitsOf,
   timedResponse,
 } from "../../src/relay/timeouts.ts";
+import { SseSizeGuard } from "../../src/wire/sse.ts";
 import { parseConfig } from "../../src/config/load.ts";
 
 // The clock of one upstream attempt (issue 14 item 4), on its own.
@@ -113,5 +115,55 @@ describe("timedResponse", () => {
       null,
     );
     expect([res.status, res.headers.get("x-request-id")]).toEqual([201, "r1"]);
+  });
+});
+
+describe("bodyReader (how the relay reads a timed answer, without the wrapping stream)", () => {
+  const text = async (r: ReturnType<typeof bodyReader>) => {
+    let out = "";
+    for (let c = await r.read(); !c.done; c = await r.read()) out += new TextDecoder().decode(c.value);
+    return out;
+  };
+
+  it("reads the upstream's bytes as they came", async () => {
+    const res = timedResponse(new Response(bodyOf(["a", "b"])), new AttemptClock(new AbortController(), limits), null);
+    expect(await text(bodyReader(res))).toBe("ab");
+  });
+
+  it("aborts a read that waits longer than the idle limit", async () => {
+    const abort = new AbortController();
+    const res = timedResponse(new Response(bodyOf(["a"], "hang")), new AttemptClock(abort, limits), null);
+    const reader = bodyReader(res);
+    await reader.read();
+    void reader.read().catch(() => {});
+    await Bun.sleep(150);
+    expect(String(abort.signal.reason)).toContain("no byte from the upstream for 60 ms");
+  });
+
+  it("stops the clock at the end of the body", async () => {
+    const abort = new AbortController();
+    const res = timedResponse(new Response(bodyOf(["a"])), new AttemptClock(abort, limits), null);
+    await text(bodyReader(res));
+    await Bun.sleep(450);
+    expect(abort.signal.aborted).toBe(false);
+  });
+
+  it("stops the clock when the relay cancels it", async () => {
+    const abort = new AbortController();
+    const res = timedResponse(new Response(bodyOf(["a"], "hang")), new AttemptClock(abort, limits), null);
+    const reader = bodyReader(res);
+    await reader.read();
+    await reader.cancel();
+    await Bun.sleep(450);
+    expect(abort.signal.aborted).toBe(false);
+  });
+
+  it("fails a read past the SSE size guard's limit", async () => {
+    const res = timedResponse(new Response(bodyOf(["data: 0123456789"])), new AttemptClock(new AbortController(), limits), new SseSizeGuard(8));
+    await expect(bodyReader(res).read()).rejects.toThrow("without ending it");
+  });
+
+  it("is the body's own reader for an answer that was not timed", async () => {
+    expect(await text(bodyReader(new Response("plain")))).toBe("plain");
   });
 });
