@@ -27,7 +27,21 @@ export const KeyBody = T.Object(
 // The body's name of each field of the shared rules, so a refusal names what the client sent.
 const FIELD: Record<keyof KeyRulesInput, string> = { name: "name", quota: "quota_usd", models: "models", ip: "ip_allow", rpm: "rpm", expires: "expires_at" };
 
-function rulesOf(svc: Services, body: Record<string, unknown>): NewKey {
+/**
+ * A key's rules as the holder may set them: the CLI's rules, and an rpm no higher than the gateway's
+ * limit per key (`[limits] default_rpm`), or than the key's own when the operator raised it: a holder
+ * who could raise their own limit would have none. The operator raises it with `gateway key update`.
+ */
+function rulesOf(svc: Services, body: Record<string, unknown>, currentRpm: number | null = null): NewKey {
+  const rules = sharedRules(svc, body);
+  const ceiling = Math.max(svc.config.defaultRpm, currentRpm ?? 0);
+  if (typeof rules.rpm === "number" && rules.rpm > ceiling) {
+    throw new GatewayError("invalid_request", `rpm: at most ${ceiling} requests per minute; the operator can raise a key's limit (gateway key update --rpm).`);
+  }
+  return rules;
+}
+
+function sharedRules(svc: Services, body: Record<string, unknown>): NewKey {
   const b = body as { name?: string; quota_usd?: number | string | null; models?: string[] | null; ip_allow?: string[] | null; rpm?: number | null; expires_at?: string | null };
   const input: KeyRulesInput = { name: b.name, quota: b.quota_usd, models: b.models, ip: b.ip_allow, rpm: b.rpm, expires: b.expires_at };
   try {
@@ -85,7 +99,7 @@ export function createKey(c: SessionCall): Response {
 
 export function updateKey(c: SessionCall): Response {
   const row = ownKey(c);
-  const rules = rulesOf(c.svc, c.json);
+  const rules = rulesOf(c.svc, c.json, row.rpm);
   if (Object.keys(rules).length === 0) throw new GatewayError("invalid_request", "Nothing to change: give at least one of name, quota_usd, models, ip_allow, rpm, expires_at.");
   c.svc.keys.update(row.id, rules);
   return json(keyView(c.svc, c.svc.keys.row(row.id)!));

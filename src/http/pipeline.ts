@@ -9,7 +9,7 @@ import { readBodyLimited, parseJsonObject } from "./body.ts";
 import type { Endpoint } from "./endpoints.ts";
 import { requestIdHeaders } from "./errors.ts";
 import type { Exchange } from "./exchange.ts";
-import { validate } from "./schemas.ts";
+import { refuseModelLookalikes, validate } from "./schemas.ts";
 
 const NO_BODY = new Uint8Array(0);
 
@@ -64,7 +64,10 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   }
   // After the idempotency claim, as when each handler checked its own body: a claim that meets an
   // invalid body is released by the catch site, and a conflicting one still answers 409 first.
-  if (e.body === "json" && e.schema) validate(e.schema, json);
+  if (e.body === "json" && e.schema) {
+    validate(e.schema, json);
+    refuseModelLookalikes(json);
+  }
 
   const call = (x.call = { svc, request, requestId, started, key, bytes, json, form, search: x.search, log, hold: null });
   const response = await e.handler(call);

@@ -7,12 +7,14 @@ import { jsonPath } from "../core/json-path.ts";
 // so objects stay open (additionalProperties) and only what we read is typed.
 
 const Message = T.Object({ role: T.String(), content: T.Optional(T.Unknown()) });
-const NullableInt = T.Optional(T.Union([T.Integer({ minimum: 0 }), T.Null()]));
+// An output cap of 0 would reserve no output while upstreams that read `max_completion_tokens or
+// max_tokens` (vLLM, SGLang: 0 counts as unset) answer at length: the shortfall would be unpaid.
+const NullableCap = T.Optional(T.Union([T.Integer({ minimum: 1 }), T.Null()]));
 
 export const MessagesBody = T.Object({
   model: T.String({ minLength: 1 }),
   messages: T.Array(Message),
-  max_tokens: T.Integer({ minimum: 0 }),
+  max_tokens: T.Integer({ minimum: 1 }),
   stream: T.Optional(T.Boolean()),
 });
 
@@ -24,15 +26,15 @@ export const CountTokensBody = T.Object({
 export const ChatBody = T.Object({
   model: T.String({ minLength: 1 }),
   messages: T.Array(Message, { minItems: 1 }),
-  max_tokens: NullableInt,
-  max_completion_tokens: NullableInt,
+  max_tokens: NullableCap,
+  max_completion_tokens: NullableCap,
   stream: T.Optional(T.Union([T.Boolean(), T.Null()])),
 });
 
 export const ResponsesBody = T.Object({
   model: T.String({ minLength: 1 }),
   input: T.Optional(T.Union([T.String(), T.Array(T.Unknown())])),
-  max_output_tokens: NullableInt,
+  max_output_tokens: NullableCap,
   stream: T.Optional(T.Union([T.Boolean(), T.Null()])),
 });
 
@@ -54,6 +56,19 @@ export const ImageEditForm = T.Object({
 const compiled = new Map<TSchema, ReturnType<typeof TypeCompiler.Compile>>();
 
 /** Checks a parsed body against its schema; the first problem becomes the spec's 400 invalid_request. */
+/**
+ * A top-level key that is `model` in another case ("Model", "MODEL") beside the one the gateway
+ * routes and prices: Go's encoding/json matches keys case-insensitively (last one wins), so a Go
+ * upstream could run the client's choice of model at the catalog model's price.
+ */
+export function refuseModelLookalikes(body: Record<string, unknown>): void {
+  for (const k in body) {
+    if (k.length === 5 && k !== "model" && k.toLowerCase() === "model") {
+      throw new GatewayError("invalid_request", `${k}: unknown field; the model is named by \`model\`, in lower case.`);
+    }
+  }
+}
+
 export function validate<S extends TSchema>(schema: S, body: unknown): void {
   let check = compiled.get(schema);
   if (!check) {

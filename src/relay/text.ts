@@ -41,11 +41,10 @@ export const costOf = (model: Model) => (u: TokenUsage) => tokenCost(model.price
 /** The output cap a request asks for; the reservation is sized on it. */
 function outputCap(dialect: Dialect, body: JsonObject): number {
   if (dialect === "messages") return body.max_tokens as number;
-  const cap = (body.max_completion_tokens ?? body.max_tokens) as number | null | undefined;
-  if (cap === null || cap === undefined) {
-    throw new GatewayError("invalid_request", "max_tokens: Field required (or max_completion_tokens)");
-  }
-  return cap;
+  // Both given: upstreams differ in which one they honour, so the reservation covers the larger.
+  const caps = [body.max_completion_tokens, body.max_tokens].filter((c): c is number => typeof c === "number");
+  if (caps.length === 0) throw new GatewayError("invalid_request", "max_tokens: Field required (or max_completion_tokens)");
+  return Math.max(...caps);
 }
 
 const ANTHROPIC_VERSION = /^\d{4}-\d{2}-\d{2}$/;
@@ -59,7 +58,8 @@ export async function serveText(call: RelayCall, dialect: Dialect, body: JsonObj
       throw new GatewayError("invalid_request", `anthropic-version: '${v}' is not a version date of the form YYYY-MM-DD (e.g. 2023-06-01).`);
     }
   }
-  if (dialect === "chat" && typeof body.n === "number" && body.n > 1) {
+  // Anything but 1 (absent, null): "5" as text is read as 5 by upstreams that coerce (pydantic).
+  if (dialect === "chat" && body.n !== undefined && body.n !== null && body.n !== 1) {
     throw new GatewayError("invalid_request", "n: only n = 1 is supported; each choice is billed and streamed separately upstream.");
   }
   const hit = findNonTextContent(dialect, body);

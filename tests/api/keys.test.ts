@@ -26,7 +26,7 @@ describe("POST /api/keys", () => {
       quota_usd: 0.5,
       models: ["demo"],
       ip_allow: ["10.0.0.0/8"],
-      rpm: 30,
+      rpm: 15,
       expires_at: "2099-01-01T00:00:00Z",
     });
     expect(res.status).toBe(201);
@@ -39,7 +39,7 @@ describe("POST /api/keys", () => {
       spent_usd: 0,
       models: ["demo-text-1"],
       ip_allow: ["10.0.0.0/8"],
-      rpm: 30,
+      rpm: 15,
       expires_at: "2099-01-01T00:00:00.000Z",
       revoked_at: null,
     });
@@ -84,6 +84,12 @@ describe("POST /api/keys", () => {
     expect((await body(res)).error.message).toStartWith("rpm: requests per minute must be a whole number of at least 1");
   });
 
+  it("refuses an rpm above the gateway's limit per key ([limits] default_rpm, 20), naming rpm", async () => {
+    const res = await (await holder()).call("POST", "/api/keys", { rpm: 21 });
+    expect(res.status).toBe(400);
+    expect((await body(res)).error.message).toStartWith("rpm: at most 20 requests per minute");
+  });
+
   it("refuses a field it does not know", async () => {
     const res = await (await holder()).call("POST", "/api/keys", { owner: "someone" });
     expect(res.status).toBe(400);
@@ -108,6 +114,18 @@ describe("PATCH /api/keys/:id", () => {
     const res = await b.call("PATCH", `/api/keys/${k.id}`, { name: "new", quota_usd: null });
     expect(res.status).toBe(200);
     expect(await body(res)).toMatchObject({ name: "new", rpm: 5, quota_usd: null });
+  });
+
+  it("keeps an rpm the operator raised when the holder saves the key, but goes no higher", async () => {
+    const b = await holder();
+    const k = await body(await b.call("POST", "/api/keys", { name: "busy" }));
+    gw.services.keys.update(k.id, { rpm: 100 });
+    const saved = await b.call("PATCH", `/api/keys/${k.id}`, { name: "busy", rpm: 100 });
+    expect(saved.status).toBe(200);
+    expect(await body(saved)).toMatchObject({ rpm: 100 });
+    const raised = await b.call("PATCH", `/api/keys/${k.id}`, { rpm: 101 });
+    expect(raised.status).toBe(400);
+    expect((await body(raised)).error.message).toStartWith("rpm: at most 100 requests per minute");
   });
 
   it("takes effect on /v1 at once: a model taken off the list is refused with 403 model", async () => {

@@ -50,7 +50,7 @@ describe("the account holder's dashboard", () => {
     await form.getByLabel("Quota (USD)").fill("0.5");
     await form.getByRole("checkbox", { name: /demo-text-1/ }).check();
     await form.getByLabel("IP allow-list").fill("127.0.0.1, ::1");
-    await form.getByLabel("Requests per minute").fill("30");
+    await form.getByLabel("Requests per minute").fill("15");
     await form.getByRole("button", { name: "Create key" }).click();
     key = (await page.getByTestId("new-key").textContent()) ?? "";
     expect(key).toMatch(/^gk_sk_/);
@@ -59,7 +59,7 @@ describe("the account holder's dashboard", () => {
     // A string, evaluated in the page: the tests are typed without the DOM.
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(key);
     const row = page.getByRole("row").filter({ hasText: "laptop" });
-    expect(await row.textContent()).toContain("models: demo-text-1; IPs: 127.0.0.1, ::1; 30 rpm");
+    expect(await row.textContent()).toContain("models: demo-text-1; IPs: 127.0.0.1, ::1; 15 rpm");
     expect(await row.textContent()).toContain("$0.00 / $0.50");
     await tab.shot("keys");
   });

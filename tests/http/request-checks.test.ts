@@ -49,6 +49,38 @@ describe("400 invalid_request", () => {
   });
 });
 
+describe("400 invalid_request on what would let an answer outrun its reservation", () => {
+  it.each([
+    ["/v1/messages", "max_tokens", { model: "demo", messages: hi, max_tokens: 0 }],
+    ["/v1/chat/completions", "max_tokens", { model: "demo", messages: hi, max_tokens: 0 }],
+    ["/v1/chat/completions", "max_completion_tokens", { model: "demo", messages: hi, max_completion_tokens: 0, max_tokens: 1_000_000 }],
+    ["/v1/responses", "max_output_tokens", { model: "demo", input: "Hello", max_output_tokens: 0 }],
+  ])("answers an output cap of 0 on %s, naming %s", async (path, field, body) => {
+    const err = await expectError(await postJson(t.gw, path, t.a.key, body), 400, "invalid_request");
+    expect(err.message).toStartWith(`${field}: `);
+  });
+
+  it.each(["Model", "MODEL", "mOdEl"])("answers a top-level %s beside model, which a Go upstream would take for it", async (key) => {
+    for (const path of ["/v1/messages", "/v1/chat/completions"]) {
+      const err = await expectError(await postJson(t.gw, path, t.a.key, { model: "demo", [key]: "another-model", messages: hi, max_tokens: 16 }), 400, "invalid_request");
+      expect(err.message).toStartWith(`${key}: `);
+    }
+  });
+
+  it.each([["5"], [2], [0]])("answers a chat completion whose n is %p, not 1", async (n) => {
+    const err = await expectError(await postJson(t.gw, "/v1/chat/completions", t.a.key, { model: "demo", messages: hi, max_tokens: 16, n }), 400, "invalid_request");
+    expect(err.message).toStartWith("n: ");
+  });
+});
+
+describe("a chat completion with both max_completion_tokens and max_tokens", () => {
+  it("is reserved on the larger cap: 402 when only the smaller one fits the balance", async () => {
+    // 10,000,000 output tokens at 4 USD per million is 40 USD against a balance of 5.
+    const body = { model: "demo", messages: hi, max_completion_tokens: 16, max_tokens: 10_000_000 };
+    await expectError(await postJson(t.gw, "/v1/chat/completions", t.a.key, body), 402, "insufficient_balance");
+  });
+});
+
 describe("Elysia's own 422", () => {
   it.each([
     ["a JSON content-type with a malformed body", "application/json", "{oops"],
