@@ -3,7 +3,7 @@ import { formatUsd, nanoToUsd } from "../core/money.ts";
 /** Money for --json: a number of USD (up to 9 decimals), never a string. */
 export const usd = (nano: number): number => nanoToUsd(nano);
 export const usdOrNull = (nano: number | null): number | null => (nano === null ? null : nanoToUsd(nano));
-export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+export { isoTime as iso } from "../core/time.ts";
 
 /** Text money for people and CSV: the exact decimal. */
 export { formatUsd };

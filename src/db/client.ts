@@ -6,6 +6,7 @@ import { dirname, resolve } from "node:path";
 import { OperatorError } from "../core/operator-error.ts";
 import * as schema from "./schema.ts";
 import { embeddedMigrations } from "./migrations.gen.ts";
+import { refuseIfNewer } from "./schema-age.ts";
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
@@ -97,19 +98,9 @@ export function migrate(db: Db): number {
   return countApplied(db) - before;
 }
 
-/**
- * Drizzle's migrator compares only the newest migration time, so an older gateway on a database a
- * newer one migrated would call it up to date and fail later on a column it has never heard of
- * (mid-request). A downgrade is a restore of the backup taken before the upgrade: say so at once.
- */
+/** An older gateway refuses a database a newer one migrated (schema-age.ts). */
 export function refuseNewerSchema(db: Db): void {
-  const newestKnown = Math.max(...embeddedMigrations.map((m) => m.when));
-  const last = lastApplied(db);
-  if (last !== null && last > newestKnown) {
-    throw new OperatorError(
-      `the database ${db.$client.filename} was migrated by a newer gateway (schema of ${new Date(last).toISOString()}; this one knows up to ${new Date(newestKnown).toISOString()}): run the newer gateway, or restore the backup taken before the upgrade`,
-    );
-  }
+  refuseIfNewer(db.$client.filename, lastApplied(db), embeddedMigrations);
 }
 
 /** The embedded migrations made after the last one applied, as drizzle's migrator decides. */

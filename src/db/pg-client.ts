@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { OperatorError } from "../core/operator-error.ts";
 import * as schema from "./pg-schema.ts";
 import { embeddedMigrations } from "./pg-migrations.gen.ts";
+import { refuseIfNewer } from "./schema-age.ts";
 
 // PostgreSQL through Drizzle on Bun's built-in SQL client (docs/decisions.md: no dependency, and it
 // does transactions, prepared statements and LISTEN/NOTIFY). Only the migrator is here for now: the
@@ -47,7 +48,7 @@ export async function migratePostgres(url: string): Promise<number> {
   const db = openPostgres(url, { max: 1 });
   try {
     await db.execute(sql`SELECT pg_advisory_lock(${MIGRATION_LOCK})`);
-    await refuseNewerPgSchema(db, url);
+    refuseIfNewer(redactUrl(url), await lastApplied(db), embeddedMigrations);
     const before = await countApplied(db);
     const metas = embeddedMigrations.map((m) => ({
       sql: m.sql.split("--> statement-breakpoint"),
@@ -63,17 +64,6 @@ export async function migratePostgres(url: string): Promise<number> {
     throw pgOperatorError(e, url);
   } finally {
     await closePostgres(db);
-  }
-}
-
-/** As refuseNewerSchema for SQLite: an older gateway must not call a newer schema up to date. */
-async function refuseNewerPgSchema(db: PgDb, url: string): Promise<void> {
-  const newestKnown = Math.max(...embeddedMigrations.map((m) => m.when));
-  const last = await lastApplied(db);
-  if (last !== null && last > newestKnown) {
-    throw new OperatorError(
-      `the database ${redactUrl(url)} was migrated by a newer gateway (schema of ${new Date(last).toISOString()}; this one knows up to ${new Date(newestKnown).toISOString()}): run the newer gateway, or restore the backup taken before the upgrade`,
-    );
   }
 }
 

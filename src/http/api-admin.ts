@@ -9,6 +9,7 @@ import type { SessionCall } from "./api-guard.ts";
 import { limitParam, queryOf } from "./api-usage.ts";
 import { pathParam } from "./exchange.ts";
 import { json, routeHealth } from "./public-endpoints.ts";
+import { isoTime } from "../core/time.ts";
 
 // The operator's side of the dashboard (docs/dashboard.md, Admin): a session of an account marked
 // admin (`gateway account create --admin`). Every action leaves who did it behind: money as a ledger
@@ -30,7 +31,6 @@ const adminOnly =
   };
 
 const monthStart = (now = new Date()) => Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
-const isoOrNull = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
 
 /** Accounts as the admin page lists them; holds are the running requests' (this process's memory). */
 function accountViews(svc: Services, list: Account[]) {
@@ -47,8 +47,8 @@ function accountViews(svc: Services, list: Account[]) {
     held_usd: nanoToUsd(svc.ledger.holds.account(a.id)),
     keys: keys.get(a.id)?.keys ?? 0,
     spent_month_usd: nanoToUsd(charged.get(a.id) ?? 0),
-    last_activity_at: isoOrNull(last.get(a.id)),
-    created_at: isoOrNull(a.createdAt),
+    last_activity_at: isoTime(last.get(a.id)),
+    created_at: isoTime(a.createdAt),
   }));
 }
 

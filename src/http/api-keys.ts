@@ -7,6 +7,7 @@ import type { Services } from "../services.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { json } from "./public-endpoints.ts";
 import { pathParam } from "./exchange.ts";
+import { isoTime } from "../core/time.ts";
 
 // The account holder's keys under /api/keys: the same rules as `gateway key create|update`
 // (auth/keys.ts keyRules, one implementation), on the session's own account only.
@@ -52,8 +53,6 @@ function sharedRules(svc: Services, body: Record<string, unknown>): NewKey {
   }
 }
 
-const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-
 /** A key as the dashboard shows it: its prefix, never the key or its hash; money in USD. */
 function keyView(svc: Services, r: KeyRow, lastUsed: Map<number, number> = lastUsedByKey(svc.db, [r.id]), now = Date.now()) {
   return {
@@ -68,10 +67,10 @@ function keyView(svc: Services, r: KeyRow, lastUsed: Map<number, number> = lastU
     models: r.models ? (JSON.parse(r.models) as string[]) : null,
     ip_allow: r.ipAllow ? (JSON.parse(r.ipAllow) as string[]) : null,
     rpm: r.rpm,
-    expires_at: isoOrNull(r.expiresAt),
-    created_at: isoOrNull(r.createdAt),
-    revoked_at: isoOrNull(r.revokedAt),
-    last_used_at: isoOrNull(lastUsed.get(r.id) ?? null),
+    expires_at: isoTime(r.expiresAt),
+    created_at: isoTime(r.createdAt),
+    revoked_at: isoTime(r.revokedAt),
+    last_used_at: isoTime(lastUsed.get(r.id) ?? null),
   };
 }
 

@@ -7,6 +7,7 @@ import type { SessionCall } from "./api-guard.ts";
 import { readBodyLimited } from "./body.ts";
 import type { OpenCall } from "./exchange.ts";
 import { json } from "./public-endpoints.ts";
+import { isoTime } from "../core/time.ts";
 
 // Top-ups under /api/ (docs/dashboard.md, Top-ups): the holder's checkout sessions, a new one, and
 // Stripe's webhook, which is the only thing that credits. The rules are payments/topups.ts's.
@@ -16,14 +17,13 @@ export const TopUpBody = T.Object({ amount_usd: T.Number() }, { additionalProper
 /** A Checkout Session event is a few kilobytes; a megabyte leaves room and refuses abuse. */
 const WEBHOOK_BODY_LIMIT = 1024 * 1024;
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 const topUpView = (s: CheckoutSession) => ({
   id: s.id,
   amount_usd: nanoToUsd(s.amountNano),
   status: s.status,
-  created_at: iso(s.createdAt),
-  credited_at: iso(s.creditedAt),
+  created_at: isoTime(s.createdAt),
+  credited_at: isoTime(s.creditedAt),
 });
 
 export const listTopUps = (c: SessionCall): Response =>

@@ -6,13 +6,13 @@ import { newestLedgerId, statementPage, type StatementPosition } from "../ledger
 import { findLog, keysLogPage, statusRange, usageReport, type LogCursor, type LogFilter, type LogRecord } from "../logs/queries.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { json } from "./public-endpoints.ts";
+import { isoTime } from "../core/time.ts";
 
 // The account holder's figures (docs/dashboard.md): the ledger, the request log and the daily spend
 // of the session's own account, read by the owners' queries the CLI's `gateway account show`,
 // `logs list` and `usage` use. Never a prompt, a completion or a key: the tables hold none.
 
 const DAY_MS = 24 * 3600 * 1000;
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** The query's parameters; one the route does not take is refused by name rather than ignored. */
 export function queryOf(c: SessionCall, takes: string[]): URLSearchParams {
@@ -54,8 +54,8 @@ export function getLedger(c: SessionCall): Response {
   const page = items.slice(0, limit);
   const data = page.map((e) =>
     e.kind === "charges"
-      ? { kind: e.kind, day: e.day, amount_usd: nanoToUsd(e.amountNano), count: e.count, created_at: iso(e.createdAt) }
-      : { kind: e.kind, amount_usd: nanoToUsd(e.amountNano), note: e.note, external_ref: e.externalRef, created_at: iso(e.createdAt) },
+      ? { kind: e.kind, day: e.day, amount_usd: nanoToUsd(e.amountNano), count: e.count, created_at: isoTime(e.createdAt) }
+      : { kind: e.kind, amount_usd: nanoToUsd(e.amountNano), note: e.note, external_ref: e.externalRef, created_at: isoTime(e.createdAt) },
   );
   return json({ object: "list", data, next: items.length > limit ? cursorText(upTo, page.at(-1)!.at) : null });
 }
@@ -98,7 +98,7 @@ const COLUMNS = ["request_id", "created_at", "key_id", "key_prefix", "key_name",
 function requestView(r: LogRecord, names: Map<number, string>) {
   return {
     request_id: r.requestId,
-    created_at: iso(r.createdAt),
+    created_at: isoTime(r.createdAt),
     key_id: r.keyId,
     key_prefix: r.keyPrefix,
     key_name: r.keyId === null ? null : (names.get(r.keyId) ?? null),
@@ -154,7 +154,7 @@ export function getDailyUsage(c: SessionCall): Response {
   if (by !== "key" && by !== "model") throw invalidRequest(`by: key or model, not '${by}'`);
   const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
   const since = today - (days - 1) * DAY_MS;
-  const dayList = Array.from({ length: days }, (_, i) => iso(since + i * DAY_MS).slice(0, 10));
+  const dayList = Array.from({ length: days }, (_, i) => isoTime(since + i * DAY_MS).slice(0, 10));
   const index = new Map(dayList.map((d, i) => [d, i]));
   const keys = c.svc.keys.ofAccount(c.session!.accountId);
   const names = new Map(keys.map((k) => [k.id, k.name || k.prefix]));

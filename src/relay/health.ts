@@ -1,6 +1,8 @@
 // Route health and the circuit breaker: a route that failed FAILURE_THRESHOLD times in a row is
 // skipped for OPEN_MS, then one request is let through to probe it (half-open).
 
+import { isoTime } from "../core/time.ts";
+
 export const FAILURE_THRESHOLD = 3;
 export const OPEN_MS = 30_000;
 
@@ -67,7 +69,6 @@ export class Health {
 
   view(key: string): RouteHealth {
     const e = this.entry(key);
-    const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
     const open = e.consecutive >= FAILURE_THRESHOLD && this.now() < e.openUntil;
     return {
       route: key,
@@ -76,8 +77,8 @@ export class Health {
       successes: e.successes,
       failures: e.failures,
       last_error: e.lastError,
-      last_failure_at: iso(e.lastFailureAt),
-      last_success_at: iso(e.lastSuccessAt),
+      last_failure_at: isoTime(e.lastFailureAt),
+      last_success_at: isoTime(e.lastSuccessAt),
     };
   }
 }

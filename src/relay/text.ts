@@ -42,9 +42,11 @@ export const costOf = (model: Model) => (u: TokenUsage) => tokenCost(model.price
 function outputCap(dialect: Dialect, body: JsonObject): number {
   if (dialect === "messages") return body.max_tokens as number;
   // Both given: upstreams differ in which one they honour, so the reservation covers the larger.
-  const caps = [body.max_completion_tokens, body.max_tokens].filter((c): c is number => typeof c === "number");
-  if (caps.length === 0) throw new GatewayError("invalid_request", "max_tokens: Field required (or max_completion_tokens)");
-  return Math.max(...caps);
+  const a = body.max_completion_tokens;
+  const b = body.max_tokens;
+  if (typeof a === "number") return typeof b === "number" ? Math.max(a, b) : a;
+  if (typeof b === "number") return b;
+  throw new GatewayError("invalid_request", "max_tokens: Field required (or max_completion_tokens)");
 }
 
 const ANTHROPIC_VERSION = /^\d{4}-\d{2}-\d{2}$/;
