@@ -19,7 +19,7 @@ const OWNERS: Record<string, string[]> = {
   ledger_entries: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   request_logs: ["logs/request-log.ts", "logs/queries.ts"],
   idempotency_records: ["limits/idempotency.ts"],
-  settings: ["settings.ts"],
+  settings: ["settings.ts", "pg-settings.ts"],
   sessions: ["auth/sessions.ts"],
   audit_log: ["logs/audit.ts"],
   checkout_sessions: ["payments/checkout-sessions.ts"],
