@@ -2,15 +2,36 @@ import { eq, like } from "drizzle-orm";
 import { changeWatch, type ChangeWatch } from "./db/change-watch.ts";
 import type { Db } from "./db/client.ts";
 import { settings } from "./db/schema.ts";
+import type { Awaitable } from "./core/awaitable.ts";
 
 /** Names of the estimator's calibration rows, one per model (ledger/calibration.ts writes their values). */
-const CALIBRATION = "calibration:";
+export const CALIBRATION = "calibration:";
+
+export type CalibrationRow = { model: string; value: string };
+
+/** The calibration rows among stored settings, by model id. */
+export const calibrationRows = (stored: { name: string; value: string }[]): CalibrationRow[] =>
+  stored.filter((r) => r.name.startsWith(CALIBRATION)).map((r) => ({ model: r.name.slice(CALIBRATION.length), value: r.value }));
+
+/**
+ * The settings as every caller uses them, whichever database holds them: `Settings` on SQLite,
+ * `PgSettings` (pg-settings.ts) on PostgreSQL. `paused` is read on every request, so it answers from
+ * memory on both; tests/settings-contract.test.ts holds both to the same results.
+ */
+export interface SettingsStore {
+  readonly paused: boolean;
+  setPaused(on: boolean): Awaitable<void>;
+  /** The calibration windows as stored, by model id. */
+  calibrations(): CalibrationRow[];
+  /** Replaces these models' calibration windows. */
+  saveCalibrations(rows: CalibrationRow[]): Awaitable<void>;
+}
 
 /**
  * Operator switches kept in the database so the CLI of another process can flip them, and the
  * estimator's calibration windows, so that a restart keeps them.
  */
-export class Settings {
+export class Settings implements SettingsStore {
   private readonly watch: ChangeWatch;
   // Read on every key route; read again only after another process commits (db/change-watch.ts), so
   // the query builder's cost is paid once per change, not per request.
@@ -36,13 +57,12 @@ export class Settings {
   }
 
   /** The calibration windows as stored, by model id. */
-  calibrations(): { model: string; value: string }[] {
-    const rows = this.db.select().from(settings).where(like(settings.name, `${CALIBRATION}%`)).all();
-    return rows.map((r) => ({ model: r.name.slice(CALIBRATION.length), value: r.value }));
+  calibrations(): CalibrationRow[] {
+    return calibrationRows(this.db.select().from(settings).where(like(settings.name, `${CALIBRATION}%`)).all());
   }
 
   /** Replaces these models' calibration windows. No transaction of its own: the caller's batch, or one statement each. */
-  saveCalibrations(rows: { model: string; value: string }[]): void {
+  saveCalibrations(rows: CalibrationRow[]): void {
     for (const { model, value } of rows) {
       const name = CALIBRATION + model;
       this.db.insert(settings).values({ name, value }).onConflictDoUpdate({ target: settings.name, set: { value } }).run();

@@ -1,12 +1,13 @@
 import type { Statement } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { changeWatch, type ChangeWatch } from "../db/change-watch.ts";
-import { and, eq, isNull, or, sql } from "drizzle-orm";
+import { and, eq, isNull, or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import type { Db } from "../db/client.ts";
 import { apiKeys } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
 import { usdToNano } from "../core/money.ts";
 import { parseCidrList, ipAllowed, type Cidr } from "../core/ip.ts";
+import type { Awaitable } from "../core/awaitable.ts";
 
 export const KEY_PREFIX = "gk_sk_";
 /** How much of a key its stored prefix keeps: gk_sk_ and 6 characters. */
@@ -165,7 +166,124 @@ export function generateKey(): string {
 // Bun's own SHA-256: a quarter of node:crypto's createHash cost, on every request.
 export const hashKey = (key: string): string => Bun.SHA256.hash(key, "hex");
 
-export class Keys {
+/**
+ * The keys as every caller uses them, whichever database holds them: `Keys` on SQLite answers at
+ * once; `PgKeys` (pg-keys.ts) on PostgreSQL promises, except a lookup it has cached.
+ * tests/auth/keys-contract.test.ts holds both to the same results.
+ */
+export interface KeyStore {
+  create(accountId: number, opts?: NewKey): Awaitable<{ key: string; record: KeyRecord }>;
+  /** Changes the restrictions given (undefined: unchanged, null: removed); false when no key has this id. */
+  update(id: number, patch: NewKey): Awaitable<boolean>;
+  /** Revokes the key; null when no key has this id, else whether it was active until now. */
+  revoke(id: number, now?: number): Awaitable<boolean | null>;
+  /** The row of the key with this id; null when there is none. */
+  row(id: number): Awaitable<KeyRow | null>;
+  /** The keys of an account, oldest first. */
+  ofAccount(accountId: number): Awaitable<KeyRow[]>;
+  /**
+   * Keys whose visible prefix matches the text (gk_sk_ may be left out), or, for a whole key, the one
+   * with its hash: which account owns a leaked key.
+   */
+  find(text: string): Awaitable<KeyRow[]>;
+  /** Per account that has keys: how many, and how many are neither revoked nor expired at `now`. */
+  countsByAccount(now?: number): Awaitable<Map<number, { keys: number; active: number }>>;
+  /** The key with this hash; null when no key has it. */
+  lookupHash(hash: string): Awaitable<KeyRecord | null>;
+  /** Looks the presented key up; null when none was presented or its form is not ours. */
+  lookup(presented: string | null): Awaitable<KeyRecord | null>;
+  check(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now?: number): KeyRecord;
+}
+
+/** The stored form of a new key's row, for either schema (the caller adds what only its schema has). */
+export function newKeyValues(accountId: number, key: string, opts: NewKey) {
+  assertStorable(opts);
+  return {
+    accountId,
+    name: opts.name ?? "",
+    prefix: key.slice(0, PREFIX_LENGTH),
+    keyHash: hashKey(key),
+    quotaNano: opts.quotaNano ?? null,
+    models: opts.models ? JSON.stringify(opts.models) : null,
+    ipAllow: opts.ipAllow ? JSON.stringify(opts.ipAllow) : null,
+    rpm: opts.rpm ?? null,
+    expiresAt: opts.expiresAt ?? null,
+    createdAt: Date.now(),
+  };
+}
+
+/** The columns a patch changes, in the stored form; empty when it changes none. */
+export function keyPatchValues(patch: NewKey): Partial<Omit<ReturnType<typeof newKeyValues>, "accountId" | "prefix" | "keyHash" | "createdAt">> {
+  assertStorable(patch);
+  const set: ReturnType<typeof keyPatchValues> = {};
+  if (patch.name !== undefined) set.name = patch.name;
+  if (patch.quotaNano !== undefined) set.quotaNano = patch.quotaNano;
+  if (patch.models !== undefined) set.models = patch.models && JSON.stringify(patch.models);
+  if (patch.ipAllow !== undefined) set.ipAllow = patch.ipAllow && JSON.stringify(patch.ipAllow);
+  if (patch.rpm !== undefined) set.rpm = patch.rpm;
+  if (patch.expiresAt !== undefined) set.expiresAt = patch.expiresAt;
+  return set;
+}
+
+/** The presented text as find reads it: the key's form, and whether it is whole (then its hash is looked for). */
+export function findText(text: string): { text: string; whole: boolean } {
+  const t = text.startsWith(KEY_PREFIX) ? text : KEY_PREFIX + text;
+  return { text: t, whole: t.length >= KEY_PREFIX.length + 32 };
+}
+
+/**
+ * The stored prefix is 6 characters after gk_sk_: a longer text matches it by its start, a shorter
+ * one is its start. Plain SQL both engines read alike.
+ */
+export const prefixMatches = (prefix: SQLWrapper, t: string): SQL =>
+  or(sql`substr(${prefix}, 1, length(CAST(${t} AS TEXT))) = ${t}`, sql`substr(CAST(${t} AS TEXT), 1, length(${prefix})) = ${prefix}`)!;
+
+/** Counts a key that is neither revoked nor expired at `now`. */
+export const activeCount = (revokedAt: SQLWrapper, expiresAt: SQLWrapper, now: number): SQL =>
+  sql`count(CASE WHEN ${revokedAt} IS NULL AND (${expiresAt} IS NULL OR ${expiresAt} > ${now}) THEN 1 END)`;
+
+// The account's switch rides along, so a disabled account costs the hot path nothing extra.
+export const LOOKUP_COLUMNS = `id, account_id, name, prefix, quota_nano, models, ip_allow, rpm, expires_at, revoked_at,
+  (SELECT disabled_at FROM accounts WHERE accounts.id = api_keys.account_id) AS account_disabled_at`;
+
+const orNull = (v: unknown): number | null => (v == null ? null : Number(v));
+
+/** A lookup's row as the hot path reads it; numbers read as text (PostgreSQL's bigint) become numbers. Frozen: shared by every request with this key. */
+export function keyRecord(r: Record<string, unknown>): KeyRecord {
+  return Object.freeze({
+    id: Number(r.id),
+    accountId: Number(r.account_id),
+    name: r.name as string,
+    prefix: r.prefix as string,
+    quotaNano: orNull(r.quota_nano),
+    models: r.models ? (JSON.parse(r.models as string) as string[]) : null,
+    ipAllow: r.ip_allow ? parseCidrList(JSON.parse(r.ip_allow as string) as string[]) : null,
+    rpm: orNull(r.rpm),
+    expiresAt: orNull(r.expires_at),
+    revokedAt: orNull(r.revoked_at),
+    accountDisabledAt: orNull(r.account_disabled_at),
+  });
+}
+
+/**
+ * The refusals of a key already looked up; the address is asked for only when the key has an
+ * allow-list. Every unknown or malformed key gets the same 401, so answers never tell which keys exist.
+ */
+export function checkKey(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now = Date.now()): KeyRecord {
+  if (!presented) throw new GatewayError("no-key", "Missing API key. Pass it in the x-api-key header or as Authorization: Bearer <key>.");
+  if (!rec) throw new GatewayError("no-key", "Invalid API key.");
+  if (rec.revokedAt !== null) throw new GatewayError("inactive", "This API key has been revoked.");
+  if (rec.accountDisabledAt !== null) throw new GatewayError("inactive", "The account of this API key is disabled by the operator.");
+  if (rec.expiresAt !== null && rec.expiresAt <= now) throw new GatewayError("expired", "This API key has expired.");
+  const clientIp = rec.ipAllow ? clientIpOf() : null;
+  if (rec.ipAllow && !(clientIp && ipAllowed(rec.ipAllow, clientIp))) {
+    throw new GatewayError("ip", `Requests from ${clientIp ?? "this address"} are not allowed for this API key.`);
+  }
+  return rec;
+}
+
+/** Keys on SQLite: every answer at once, the hot path's lookup from memory until another process commits. */
+export class Keys implements KeyStore {
   private readonly byHash: Statement;
   private readonly watch: ChangeWatch;
   // Keys looked up since another process last committed (db/change-watch.ts), by hash; only keys
@@ -173,47 +291,19 @@ export class Keys {
   private readonly records = new Map<string, KeyRecord>();
 
   constructor(private readonly db: Db) {
-    this.byHash = db.$client.prepare(
-      // The account's switch rides along, so a disabled account costs the hot path nothing extra.
-      `SELECT id, account_id, name, prefix, quota_nano, models, ip_allow, rpm, expires_at, revoked_at,
-        (SELECT disabled_at FROM accounts WHERE accounts.id = api_keys.account_id) AS account_disabled_at
-       FROM api_keys WHERE key_hash = ?`,
-    );
+    this.byHash = db.$client.prepare(`SELECT ${LOOKUP_COLUMNS} FROM api_keys WHERE key_hash = ?`);
     this.watch = changeWatch(db.$client);
     this.watch.onChange(() => this.records.clear());
   }
 
   create(accountId: number, opts: NewKey = {}): { key: string; record: KeyRecord } {
     const key = generateKey();
-    assertStorable(opts);
-    this.db
-      .insert(apiKeys)
-      .values({
-        accountId,
-        name: opts.name ?? "",
-        prefix: key.slice(0, PREFIX_LENGTH),
-        keyHash: hashKey(key),
-        quotaNano: opts.quotaNano ?? null,
-        models: opts.models ? JSON.stringify(opts.models) : null,
-        ipAllow: opts.ipAllow ? JSON.stringify(opts.ipAllow) : null,
-        rpm: opts.rpm ?? null,
-        expiresAt: opts.expiresAt ?? null,
-        createdAt: Date.now(),
-      })
-      .run();
+    this.db.insert(apiKeys).values(newKeyValues(accountId, key, opts)).run();
     return { key, record: this.lookupHash(hashKey(key))! };
   }
 
-  /** Changes the restrictions given (undefined: unchanged, null: removed); false when no key has this id. */
   update(id: number, patch: NewKey): boolean {
-    assertStorable(patch);
-    const set: Partial<typeof apiKeys.$inferInsert> = {};
-    if (patch.name !== undefined) set.name = patch.name;
-    if (patch.quotaNano !== undefined) set.quotaNano = patch.quotaNano;
-    if (patch.models !== undefined) set.models = patch.models && JSON.stringify(patch.models);
-    if (patch.ipAllow !== undefined) set.ipAllow = patch.ipAllow && JSON.stringify(patch.ipAllow);
-    if (patch.rpm !== undefined) set.rpm = patch.rpm;
-    if (patch.expiresAt !== undefined) set.expiresAt = patch.expiresAt;
+    const set = keyPatchValues(patch);
     const where = eq(apiKeys.id, id);
     const found = Object.keys(set).length
       ? this.db.update(apiKeys).set(set).where(where).returning({ id: apiKeys.id }).all()
@@ -223,7 +313,6 @@ export class Keys {
     return found.length > 0;
   }
 
-  /** Revokes the key; null when no key has this id, else whether it was active until now. */
   revoke(id: number, now = Date.now()): boolean | null {
     const changed = this.db
       .update(apiKeys)
@@ -236,88 +325,46 @@ export class Keys {
     return this.row(id) ? false : null;
   }
 
-  /** The row of the key with this id; null when there is none. */
   row(id: number): KeyRow | null {
     return this.db.select().from(apiKeys).where(eq(apiKeys.id, id)).get() ?? null;
   }
 
-  /** The keys of an account, oldest first. */
   ofAccount(accountId: number): KeyRow[] {
     return this.db.select().from(apiKeys).where(eq(apiKeys.accountId, accountId)).orderBy(apiKeys.id).all();
   }
 
-  /**
-   * Keys whose visible prefix matches the text (gk_sk_ may be left out), or, for a whole key, the one
-   * with its hash: which account owns a leaked key.
-   */
   find(text: string): KeyRow[] {
-    const t = text.startsWith(KEY_PREFIX) ? text : KEY_PREFIX + text;
-    if (t.length >= KEY_PREFIX.length + 32) return this.db.select().from(apiKeys).where(eq(apiKeys.keyHash, hashKey(t))).all();
-    // The stored prefix is 6 characters after gk_sk_: a longer text matches it by its start, a shorter one is its start.
-    return this.db
-      .select()
-      .from(apiKeys)
-      .where(or(sql`substr(${apiKeys.prefix}, 1, length(${t})) = ${t}`, sql`substr(${t}, 1, length(${apiKeys.prefix})) = ${apiKeys.prefix}`))
-      .orderBy(apiKeys.id)
-      .all();
+    const t = findText(text);
+    if (t.whole) return this.db.select().from(apiKeys).where(eq(apiKeys.keyHash, hashKey(t.text))).all();
+    return this.db.select().from(apiKeys).where(prefixMatches(apiKeys.prefix, t.text)).orderBy(apiKeys.id).all();
   }
 
-  /** Per account that has keys: how many, and how many are neither revoked nor expired at `now`. */
   countsByAccount(now = Date.now()): Map<number, { keys: number; active: number }> {
-    const active = sql<number>`count(CASE WHEN ${apiKeys.revokedAt} IS NULL AND (${apiKeys.expiresAt} IS NULL OR ${apiKeys.expiresAt} > ${now}) THEN 1 END)`;
     const rows = this.db
-      .select({ accountId: apiKeys.accountId, keys: sql<number>`count(*)`, active })
+      .select({ accountId: apiKeys.accountId, keys: sql<number>`count(*)`, active: activeCount(apiKeys.revokedAt, apiKeys.expiresAt, now).mapWith(Number) })
       .from(apiKeys)
       .groupBy(apiKeys.accountId)
       .all();
     return new Map(rows.map((r) => [r.accountId, { keys: r.keys, active: r.active }]));
   }
 
-  /** The key with this hash; null when no key has it. */
   lookupHash(hash: string): KeyRecord | null {
     this.watch.sync();
     const known = this.records.get(hash);
     if (known) return known;
     const r = this.byHash.get(hash) as Record<string, unknown> | null;
     if (!r) return null;
-    const record: KeyRecord = {
-      id: r.id as number,
-      accountId: r.account_id as number,
-      name: r.name as string,
-      prefix: r.prefix as string,
-      quotaNano: r.quota_nano as number | null,
-      models: r.models ? (JSON.parse(r.models as string) as string[]) : null,
-      ipAllow: r.ip_allow ? parseCidrList(JSON.parse(r.ip_allow as string) as string[]) : null,
-      rpm: r.rpm as number | null,
-      expiresAt: r.expires_at as number | null,
-      revokedAt: r.revoked_at as number | null,
-      accountDisabledAt: r.account_disabled_at as number | null,
-    };
-    // Shared by every request with this key until forgotten.
-    this.records.set(hash, Object.freeze(record));
+    const record = keyRecord(r);
+    this.records.set(hash, record);
     return record;
   }
 
-  /** Looks the presented key up; null when none was presented or its form is not ours. */
   lookup(presented: string | null): KeyRecord | null {
     return presented?.startsWith(KEY_PREFIX) ? this.lookupHash(hashKey(presented)) : null;
   }
 
-  /**
-   * The refusals of a key already looked up; the address is asked for only when the key has an
-   * allow-list. Every unknown or malformed key gets the same 401, so answers never tell which keys exist.
-   */
   check(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now = Date.now()): KeyRecord {
-    if (!presented) throw new GatewayError("no-key", "Missing API key. Pass it in the x-api-key header or as Authorization: Bearer <key>.");
-    if (!rec) throw new GatewayError("no-key", "Invalid API key.");
-    if (rec.revokedAt !== null) throw new GatewayError("inactive", "This API key has been revoked.");
-    if (rec.accountDisabledAt !== null) throw new GatewayError("inactive", "The account of this API key is disabled by the operator.");
-    if (rec.expiresAt !== null && rec.expiresAt <= now) throw new GatewayError("expired", "This API key has expired.");
-    const clientIp = rec.ipAllow ? clientIpOf() : null;
-    if (rec.ipAllow && !(clientIp && ipAllowed(rec.ipAllow, clientIp))) {
-      throw new GatewayError("ip", `Requests from ${clientIp ?? "this address"} are not allowed for this API key.`);
-    }
-    return rec;
+    return checkKey(presented, rec, clientIpOf, now);
   }
 }
 

@@ -184,7 +184,8 @@ export const isSampleCount = (v: unknown): v is number => typeof v === "number" 
 /** Where windows persist: one settings row per model (src/settings.ts owns the SQL). */
 export interface CalibrationStore {
   calibrations(): { model: string; value: string }[];
-  saveCalibrations(rows: { model: string; value: string }[]): void;
+  /** On PostgreSQL a promise: its refusal is handled as SQLite's throw is. */
+  saveCalibrations(rows: { model: string; value: string }[]): void | Promise<void>;
 }
 
 /** How often at most the windows that changed are written while the server runs. */
@@ -249,12 +250,18 @@ export class Calibration {
     if (this.changed.size === 0) return;
     const windows = [...this.changed];
     this.changed.clear();
-    try {
-      write(() => this.store.saveCalibrations(windows.map((w) => ({ model: w.model, value: w.encode() }))));
-    } catch {
-      // The database refused (full, locked): the requests' own writes fail and say so; these rows
-      // are tried again with the next save, and the windows stay in memory meanwhile.
+    // The database refused (full, locked): the requests' own writes fail and say so; these rows
+    // are tried again with the next save, and the windows stay in memory meanwhile.
+    const again = () => {
       for (const w of windows) this.changed.add(w);
+    };
+    try {
+      write(() => {
+        const saving = this.store.saveCalibrations(windows.map((w) => ({ model: w.model, value: w.encode() })));
+        if (saving instanceof Promise) saving.catch(again);
+      });
+    } catch {
+      again();
     }
   }
 }

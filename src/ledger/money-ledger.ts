@@ -1,3 +1,4 @@
+import type { Awaitable } from "../core/awaitable.ts";
 import { GatewayError } from "../core/errors.ts";
 import { formatUsd } from "../core/money.ts";
 import type { Hold } from "./hold.ts";
@@ -6,8 +7,7 @@ import type { Hold } from "./hold.ts";
 // with holds in the one serving process (ledger.ts), or PostgreSQL shared by several instances with
 // holds as rows (pg-ledger.ts). tests/ledger/contract.test.ts holds both to the same behaviour.
 
-/** A value now (SQLite, on the hot path) or later (PostgreSQL, over the network). */
-export type Awaitable<T> = T | Promise<T>;
+export type { Awaitable };
 
 export type CreditKind = "registration_credit" | "top_up" | "operator_credit";
 

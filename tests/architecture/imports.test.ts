@@ -12,6 +12,8 @@ const LAYERS = [
   "config",
   "db",
   "settings",
+  // settings.ts's PostgreSQL twin, beside it.
+  "pg-settings",
   "logs",
   "ledger",
   "auth",

@@ -14,12 +14,12 @@ import * as schema from "../../src/db/schema.ts";
 /** The files that may write SQL or query-builder calls on each table. */
 const OWNERS: Record<string, string[]> = {
   // The ledger's share of api_keys is spent_nano, the key's money column (and the quota beside it).
-  api_keys: ["auth/keys.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
+  api_keys: ["auth/keys.ts", "auth/pg-keys.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   accounts: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   ledger_entries: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   request_logs: ["logs/request-log.ts", "logs/queries.ts"],
   idempotency_records: ["limits/idempotency.ts"],
-  settings: ["settings.ts"],
+  settings: ["settings.ts", "pg-settings.ts"],
   sessions: ["auth/sessions.ts"],
   audit_log: ["logs/audit.ts"],
   checkout_sessions: ["payments/checkout-sessions.ts"],

@@ -161,4 +161,22 @@ describe("the calibration's persistence", () => {
     fill(c, 1, 6000, 6);
     expect(JSON.parse(store.rows.get("m")!).bytes).toHaveLength(4);
   });
+
+  it("keeps the samples and tries again later when a store that promises (PostgreSQL) refuses the write", async () => {
+    const store = memoryStore();
+    let refuse = true;
+    const saved = store.saveCalibrations.bind(store);
+    store.saveCalibrations = async (rs) => {
+      if (refuse) throw new Error("connection refused");
+      saved(rs);
+    };
+    const c = new Calibration(store, (save) => save(), 0);
+    fill(c, 3, 6000, 6);
+    await Bun.sleep(0);
+    expect(store.rows.size).toBe(0);
+    refuse = false;
+    c.flush();
+    await Bun.sleep(0);
+    expect(JSON.parse(store.rows.get("m")!).bytes).toHaveLength(3);
+  });
 });
