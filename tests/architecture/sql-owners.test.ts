@@ -15,8 +15,8 @@ import * as schema from "../../src/db/schema.ts";
 const OWNERS: Record<string, string[]> = {
   // The ledger's share of api_keys is spent_nano, the key's money column (and the quota beside it).
   api_keys: ["auth/keys.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
-  accounts: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
-  ledger_entries: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
+  accounts: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
+  ledger_entries: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   request_logs: ["logs/request-log.ts", "logs/queries.ts"],
   idempotency_records: ["limits/idempotency.ts"],
   settings: ["settings.ts"],

@@ -1,0 +1,67 @@
+// The two databases a table owner runs on, for its contract suite: a fresh SQLite file, and a fresh
+// migrated database on one throwaway PostgreSQL server per test file (started on first use; the
+// file's afterAll calls `stopEngines`). Each opened engine carries its ledger, which the owners that
+// move money (accounts, top-ups) write through.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
+import { GroupCommit } from "../../src/db/group-commit.ts";
+import { closePostgres, migratePostgres, openPostgres, type PgDb } from "../../src/db/pg-client.ts";
+import { Ledger } from "../../src/ledger/ledger.ts";
+import { PgLedger } from "../../src/ledger/pg-ledger.ts";
+import { startPostgres, type TestPostgres } from "./postgres.ts";
+
+export type Opened =
+  | { engine: "sqlite"; db: Db; ledger: Ledger; commits: GroupCommit; close(): void }
+  | { engine: "pg"; db: PgDb; ledger: PgLedger; close(): Promise<void> };
+
+export interface Engine {
+  name: string;
+  open(): Promise<Opened>;
+}
+
+let server: TestPostgres | undefined;
+let made = 0;
+
+function sqlite(): Opened {
+  const dir = mkdtempSync(join(tmpdir(), "gw-engine-"));
+  const db = openDatabase(join(dir, "gateway.db"));
+  migrate(db);
+  const commits = new GroupCommit(db.$client);
+  return {
+    engine: "sqlite",
+    db,
+    ledger: new Ledger(db, commits),
+    commits,
+    close: () => (db.$client.close(), rmSync(dir, { recursive: true, force: true })),
+  };
+}
+
+async function postgres(): Promise<Opened> {
+  server ??= await startPostgres();
+  const url = await server.createDatabase(`engine_${process.pid}_${++made}`);
+  await migratePostgres(url);
+  const db = openPostgres(url);
+  const ledger = await PgLedger.start(db.$client, { instanceId: `gw-test-${made}`, holdTimeoutMs: 30_000 });
+  return {
+    engine: "pg",
+    db,
+    ledger,
+    async close() {
+      await ledger.stop();
+      await closePostgres(db);
+    },
+  };
+}
+
+export const ENGINES: Engine[] = [
+  { name: "SQLite", open: async () => sqlite() },
+  { name: "PostgreSQL", open: postgres },
+];
+
+/** Stops this file's PostgreSQL server, if it started one. */
+export async function stopEngines(): Promise<void> {
+  await server?.stop();
+  server = undefined;
+}
