@@ -20,7 +20,7 @@ const OWNERS: Record<string, string[]> = {
   request_logs: ["logs/request-log.ts", "logs/queries.ts"],
   idempotency_records: ["limits/idempotency.ts"],
   settings: ["settings.ts"],
-  sessions: ["auth/sessions.ts"],
+  sessions: ["auth/sessions.ts", "auth/pg-sessions.ts"],
   audit_log: ["logs/audit.ts"],
   checkout_sessions: ["payments/checkout-sessions.ts"],
   // PostgreSQL only (db/pg-schema.ts): the holds of running requests as rows, and the instances that
@@ -35,6 +35,7 @@ const JOINED_READS: Record<string, string[]> = {
   "auth/keys.ts": ["accounts"],
   // A session's lookup carries its account's disabled switch, as the key lookup does.
   "auth/sessions.ts": ["accounts"],
+  "auth/pg-sessions.ts": ["accounts"],
   // Reports name the account's email and the key's prefix.
   "logs/queries.ts": ["accounts", "api_keys"],
   // migrate-db's proof on the target: database.md's reconciliation query and the held sums. Its copy

@@ -1,8 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, setDefaultTimeout, setSystemTime } from "bun:test";
-import { Keys } from "../../src/auth/keys.ts";
-import { Accounts, type AccountStore } from "../../src/ledger/accounts.ts";
-import { PgAccounts } from "../../src/ledger/pg-accounts.ts";
-import { ENGINES, stopEngines, type Opened } from "../support/engines.ts";
+import type { AccountStore } from "../../src/ledger/accounts.ts";
+import { accountStore, ENGINES, keyOf, stopEngines, type Opened } from "../support/engines.ts";
 
 // One AccountStore, two implementations (ledger/accounts.ts on SQLite, ledger/pg-accounts.ts on
 // PostgreSQL): every behaviour below holds on both, with the same results.
@@ -12,17 +10,6 @@ const USD = 1_000_000_000;
 const DAY = 24 * 3600 * 1000;
 let seq = 0;
 const email = () => `a${++seq}@accounts.test`;
-
-export function accountStore(o: Opened): AccountStore {
-  return o.engine === "sqlite" ? new Accounts(o.db, o.ledger) : new PgAccounts(o.db, o.ledger);
-}
-
-/** A key of the account, written by its owner on SQLite and as a row on PostgreSQL (its PostgreSQL owner is another's work). */
-async function keyOf(o: Opened, accountId: number): Promise<number> {
-  if (o.engine === "sqlite") return new Keys(o.db).create(accountId, {}).record.id;
-  const [k] = await o.db.$client`INSERT INTO api_keys (account_id, prefix, key_hash, created_at) VALUES (${accountId}, 'gw-test', ${`hash-${++seq}`}, ${Date.now()}) RETURNING id`;
-  return Number(k.id);
-}
 
 /** A request charged `nano` at `at` (unix ms), through the ledger. */
 async function chargeAt(o: Opened, accountId: number, keyId: number, nano: number, at: number): Promise<void> {

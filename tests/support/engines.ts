@@ -5,10 +5,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Keys } from "../../src/auth/keys.ts";
 import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
 import { GroupCommit } from "../../src/db/group-commit.ts";
 import { closePostgres, migratePostgres, openPostgres, type PgDb } from "../../src/db/pg-client.ts";
+import { Accounts, type AccountStore } from "../../src/ledger/accounts.ts";
 import { Ledger } from "../../src/ledger/ledger.ts";
+import { PgAccounts } from "../../src/ledger/pg-accounts.ts";
 import { PgLedger } from "../../src/ledger/pg-ledger.ts";
 import { startPostgres, type TestPostgres } from "./postgres.ts";
 
@@ -64,4 +67,17 @@ export const ENGINES: Engine[] = [
 export async function stopEngines(): Promise<void> {
   await server?.stop();
   server = undefined;
+}
+
+export function accountStore(o: Opened): AccountStore {
+  return o.engine === "sqlite" ? new Accounts(o.db, o.ledger) : new PgAccounts(o.db, o.ledger);
+}
+
+let keys = 0;
+
+/** A key of the account, written by its owner on SQLite and as a row on PostgreSQL (its PostgreSQL owner is another's work). */
+export async function keyOf(o: Opened, accountId: number): Promise<number> {
+  if (o.engine === "sqlite") return new Keys(o.db).create(accountId, {}).record.id;
+  const [k] = await o.db.$client`INSERT INTO api_keys (account_id, prefix, key_hash, created_at) VALUES (${accountId}, 'gw-test', ${`hash-${process.pid}-${++keys}`}, ${Date.now()}) RETURNING id`;
+  return Number(k.id);
 }
