@@ -5,7 +5,7 @@ import { accounts, ledgerEntries } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { CreditKind, Ledger } from "./ledger.ts";
 import { formatUsd } from "../core/money.ts";
-import type { Awaitable } from "./money-ledger.ts";
+import type { Awaitable } from "../core/awaitable.ts";
 
 // The accounts' rows and their ledger history, for the CLI and first start: cold paths, through the
 // query builder. The per-request money (reserve, charge, credit) is ledger.ts's.

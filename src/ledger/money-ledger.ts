@@ -6,8 +6,9 @@ import type { Hold } from "./hold.ts";
 // with holds in the one serving process (ledger.ts), or PostgreSQL shared by several instances with
 // holds as rows (pg-ledger.ts). tests/ledger/contract.test.ts holds both to the same behaviour.
 
-/** A value now (SQLite, on the hot path) or later (PostgreSQL, over the network). */
-export type Awaitable<T> = T | Promise<T>;
+import type { Awaitable } from "../core/awaitable.ts";
+
+export type { Awaitable };
 
 export type CreditKind = "registration_credit" | "top_up" | "operator_credit";
 
