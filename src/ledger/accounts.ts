@@ -5,6 +5,7 @@ import { accounts, ledgerEntries } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { CreditKind, Ledger } from "./ledger.ts";
 import { formatUsd } from "../core/money.ts";
+import type { Awaitable } from "../core/awaitable.ts";
 
 // The accounts' rows and their ledger history, for the CLI and first start: cold paths, through the
 // query builder. The per-request money (reserve, charge, credit) is ledger.ts's.
@@ -17,6 +18,84 @@ export type Account = Omit<typeof accounts.$inferSelect, "passwordHash">;
 export type LedgerEntry = typeof ledgerEntries.$inferSelect;
 
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+export interface NewAccount {
+  balanceNano?: number;
+  passwordHash?: string | null;
+  kind?: CreditKind;
+  admin?: boolean;
+}
+
+/**
+ * The accounts' rows and their ledger history, whichever database holds them: `Accounts` on SQLite
+ * (the functions below, plain values), `PgAccounts` on PostgreSQL (pg-accounts.ts, promises).
+ * tests/ledger/accounts-contract.test.ts holds both to the same results.
+ */
+export interface AccountStore {
+  find(email: string): Awaitable<Account | null>;
+  findById(id: number): Awaitable<Account | null>;
+  /** A new account, its opening balance credited through the ledger. */
+  create(email: string, opts?: NewAccount): Awaitable<Account>;
+  count(): Awaitable<number>;
+  list(): Awaitable<Account[]>;
+  recentEntries(accountId: number, limit: number): Awaitable<LedgerEntry[]>;
+  /** An operator_debit; the balance after it. */
+  debit(accountId: number, amountNano: number, note: string): Awaitable<number>;
+  setDisabled(accountId: number, disabled: boolean, now?: number): Awaitable<boolean>;
+  setAdmin(accountId: number, admin: boolean): Awaitable<boolean>;
+  chargedSince(accountIds: number[], since: number): Awaitable<Map<number, number>>;
+  findLogin(email: string): Awaitable<AccountLogin | null>;
+  loginOf(accountId: number): Awaitable<AccountLogin | null>;
+  profileOf(accountId: number): Awaitable<AccountProfile | null>;
+  setPasswordHash(accountId: number, hash: string): Awaitable<void>;
+  setLowBalanceThreshold(accountId: number, nano: number | null): Awaitable<void>;
+  statementPage(accountId: number, upTo: number, before: StatementPosition | null, limit: number): Awaitable<StatementItem[]>;
+  newestLedgerId(): Awaitable<number>;
+}
+
+/** The accounts on SQLite: the functions of this file, bound to one database and its ledger. */
+export class Accounts implements AccountStore {
+  constructor(
+    private readonly db: Db,
+    private readonly ledger: Ledger,
+  ) {}
+  find = (email: string) => findAccount(this.db, email);
+  findById = (id: number) => findAccountById(this.db, id);
+  create = (email: string, opts?: NewAccount) => createAccount(this.db, this.ledger, email, opts);
+  count = () => countAccounts(this.db);
+  list = () => listAccounts(this.db);
+  recentEntries = (accountId: number, limit: number) => recentEntries(this.db, accountId, limit);
+  debit = (accountId: number, amountNano: number, note: string) => debitAccount(this.db, accountId, amountNano, note);
+  setDisabled = (accountId: number, disabled: boolean, now?: number) => setAccountDisabled(this.db, accountId, disabled, now);
+  setAdmin = (accountId: number, admin: boolean) => setAdmin(this.db, accountId, admin);
+  chargedSince = (accountIds: number[], since: number) => chargedSince(this.db, accountIds, since);
+  findLogin = (email: string) => findLogin(this.db, email);
+  loginOf = (accountId: number) => loginOf(this.db, accountId);
+  profileOf = (accountId: number) => profileOf(this.db, accountId);
+  setPasswordHash = (accountId: number, hash: string) => setPasswordHash(this.db, accountId, hash);
+  setLowBalanceThreshold = (accountId: number, nano: number | null) => setLowBalanceThreshold(this.db, accountId, nano);
+  statementPage = (accountId: number, upTo: number, before: StatementPosition | null, limit: number) => statementPage(this.db, accountId, upTo, before, limit);
+  newestLedgerId = () => newestLedgerId(this.db);
+}
+
+/** The email as stored (trimmed, lower case); refuses what is not an address. */
+export function normalizedEmail(email: string): string {
+  const normalized = email.trim().toLowerCase();
+  if (!EMAIL.test(normalized)) throw new GatewayError("invalid_request", `not an email address: ${email}`);
+  return normalized;
+}
+
+export const accountExists = (email: string) => new GatewayError("invalid_request", `an account with email ${email} already exists`);
+
+export function checkDebitAmount(amountNano: number): void {
+  if (!Number.isSafeInteger(amountNano) || amountNano <= 0) throw new RangeError("a debit must be a positive whole number of nano-dollars");
+}
+
+export const noAccount = (accountId: number) => new GatewayError("invalid_request", `no account with id ${accountId}`);
+
+export function checkThreshold(nano: number | null): void {
+  if (nano !== null && !(Number.isSafeInteger(nano) && nano >= 0)) throw new RangeError("a threshold is a whole, non-negative number of nano-dollars");
+}
 
 const ACCOUNT = {
   id: accounts.id,
@@ -41,11 +120,10 @@ export function createAccount(
   db: Db,
   ledger: Ledger,
   email: string,
-  opts: { balanceNano?: number; passwordHash?: string | null; kind?: CreditKind; admin?: boolean } = {},
+  opts: NewAccount = {},
 ): Account {
-  const normalized = email.trim().toLowerCase();
-  if (!EMAIL.test(normalized)) throw new GatewayError("invalid_request", `not an email address: ${email}`);
-  if (findAccount(db, normalized)) throw new GatewayError("invalid_request", `an account with email ${normalized} already exists`);
+  const normalized = normalizedEmail(email);
+  if (findAccount(db, normalized)) throw accountExists(normalized);
   const row = db
     .insert(accounts)
     .values({ email: normalized, passwordHash: opts.passwordHash ?? null, admin: opts.admin ?? false, createdAt: Date.now() })
@@ -76,18 +154,13 @@ export function recentEntries(db: Db, accountId: number, limit: number): LedgerE
  * counts; running requests' holds are the server's, and a settle is capped at the balance anyway.
  */
 export function debitAccount(db: Db, accountId: number, amountNano: number, note: string): number {
-  if (!Number.isSafeInteger(amountNano) || amountNano <= 0) throw new RangeError("a debit must be a positive whole number of nano-dollars");
+  checkDebitAmount(amountNano);
   // Immediate: the write lock is taken at BEGIN, so the balance read is the one the debit changes.
   const balance = db.transaction(
     (tx) => {
       const row = tx.select({ balanceNano: accounts.balanceNano }).from(accounts).where(eq(accounts.id, accountId)).get();
-      if (!row) throw new GatewayError("invalid_request", `no account with id ${accountId}`);
-      if (row.balanceNano < amountNano) {
-        throw new GatewayError(
-          "invalid_request",
-          `a debit of ${formatUsd(amountNano)} USD would take the balance of ${formatUsd(row.balanceNano)} USD below zero`,
-        );
-      }
+      if (!row) throw noAccount(accountId);
+      if (row.balanceNano < amountNano) throw debitRefused(amountNano, row.balanceNano, 0);
       tx.insert(ledgerEntries).values({ accountId, kind: "operator_debit", amountNano: -amountNano, note, createdAt: Date.now() }).run();
       tx.update(accounts).set({ balanceNano: sql`${accounts.balanceNano} - ${amountNano}` }).where(eq(accounts.id, accountId)).run();
       return row.balanceNano - amountNano;
@@ -97,6 +170,12 @@ export function debitAccount(db: Db, accountId: number, amountNano: number, note
   // Written behind the Ledger's back: its copy of this balance must go.
   changeWatch(db.$client).forget();
   return balance;
+}
+
+/** Why a debit was refused: it would take the balance below zero, or below what running requests hold (PostgreSQL knows every instance's holds). */
+export function debitRefused(amountNano: number, balanceNano: number, heldNano: number): GatewayError {
+  const floor = heldNano > 0 ? `the ${formatUsd(heldNano)} USD held by running requests` : "zero";
+  return new GatewayError("invalid_request", `a debit of ${formatUsd(amountNano)} USD would take the balance of ${formatUsd(balanceNano)} USD below ${floor}`);
 }
 
 /** Disables (refusing its keys) or enables an account; false when it already was so. */
@@ -163,14 +242,14 @@ export function setPasswordHash(db: Db, accountId: number, hash: string): void {
 
 /** The spendable amount below which the dashboard shows its notice; null: no notice. */
 export function setLowBalanceThreshold(db: Db, accountId: number, nano: number | null): void {
-  if (nano !== null && !(Number.isSafeInteger(nano) && nano >= 0)) throw new RangeError("a threshold is a whole, non-negative number of nano-dollars");
+  checkThreshold(nano);
   db.update(accounts).set({ lowBalanceNano: nano }).where(eq(accounts.id, accountId)).run();
 }
 
 // The account holder's statement (GET /api/ledger): every credit and debit on its own, the charges
 // summed per UTC day, newest first, a page at a time.
 
-const DAY_MS = 24 * 3600 * 1000;
+export const DAY_MS = 24 * 3600 * 1000;
 
 /** A place in the statement's order, newest first by (created_at, id); a day's charges sit at their latest. */
 export interface StatementPosition {
@@ -217,14 +296,22 @@ export function statementPage(db: Db, accountId: number, upTo: number, before: S
     // A day whose latest charge is not before the cursor was shown whole on an earlier page.
     if (before && !isEarlier(latest, before)) continue;
     const sum = db.select({ amountNano: sql<number>`SUM(${ledgerEntries.amountNano})`, count: count() }).from(ledgerEntries).where(inDay).get()!;
-    items.push({ kind: "charges", day: new Date(start).toISOString().slice(0, 10), amountNano: sum.amountNano, count: sum.count, createdAt: latest.createdAt, at: latest });
+    items.push({ kind: "charges", day: dayOf(start), amountNano: sum.amountNano, count: sum.count, createdAt: latest.createdAt, at: latest });
     groups++;
   }
+  return newestFirst(items, limit);
+}
+
+/** The credits and the days' charges of a page merged in the statement's order, cut at the page's length. */
+export function newestFirst(items: StatementItem[], limit: number): StatementItem[] {
   items.sort((a, b) => (isEarlier(a.at, b.at) ? 1 : -1));
   return items.slice(0, limit);
 }
 
-const isEarlier = (a: StatementPosition, b: StatementPosition) => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
+export const isEarlier = (a: StatementPosition, b: StatementPosition) => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
+
+/** The UTC day (YYYY-MM-DD) of a day's start in unix ms. */
+export const dayOf = (start: number) => new Date(start).toISOString().slice(0, 10);
 
 /** The newest ledger id of the whole file: where a statement's first page pins its list. */
 export function newestLedgerId(db: Db): number {

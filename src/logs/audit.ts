@@ -1,6 +1,7 @@
 import { desc } from "drizzle-orm";
 import type { Db } from "../db/client.ts";
 import { auditLog } from "../db/schema.ts";
+import type { Awaitable } from "../core/awaitable.ts";
 
 // The audit_log table's one owner: who did what to whom, for the admin actions that move no money
 // (money moves are ledger rows, which say it themselves).
@@ -15,13 +16,35 @@ export interface AuditEntry {
   detail?: string | null;
 }
 
+export type AuditRecord = typeof auditLog.$inferSelect;
+
+/** The audit log, whichever database holds it: `Audit` on SQLite, `PgAudit` on PostgreSQL (pg-audit.ts). */
+export interface AuditTrail {
+  record(entry: AuditEntry, now?: number): Awaitable<void>;
+  /** The newest entries first. */
+  recent(limit?: number): Awaitable<AuditRecord[]>;
+}
+
+/** The row of an entry as both engines write it. */
+export const auditRow = (entry: AuditEntry, now: number) => ({
+  actorAccountId: entry.actorAccountId,
+  action: entry.action,
+  targetAccountId: entry.targetAccountId ?? null,
+  detail: entry.detail ?? null,
+  createdAt: now,
+});
+
+export class Audit implements AuditTrail {
+  constructor(private readonly db: Db) {}
+  record = (entry: AuditEntry, now?: number) => recordAudit(this.db, entry, now);
+  recent = (limit?: number) => recentAudit(this.db, limit);
+}
+
 export function recordAudit(db: Db, entry: AuditEntry, now = Date.now()): void {
-  db.insert(auditLog)
-    .values({ actorAccountId: entry.actorAccountId, action: entry.action, targetAccountId: entry.targetAccountId ?? null, detail: entry.detail ?? null, createdAt: now })
-    .run();
+  db.insert(auditLog).values(auditRow(entry, now)).run();
 }
 
 /** The newest entries first. */
-export function recentAudit(db: Db, limit = 100) {
+export function recentAudit(db: Db, limit = 100): AuditRecord[] {
   return db.select().from(auditLog).orderBy(desc(auditLog.id)).limit(limit).all();
 }

@@ -15,13 +15,13 @@ import * as schema from "../../src/db/schema.ts";
 const OWNERS: Record<string, string[]> = {
   // The ledger's share of api_keys is spent_nano, the key's money column (and the quota beside it).
   api_keys: ["auth/keys.ts", "auth/pg-keys.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
-  accounts: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
-  ledger_entries: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
+  accounts: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
+  ledger_entries: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   request_logs: ["logs/request-log.ts", "logs/queries.ts"],
   idempotency_records: ["limits/idempotency.ts"],
   settings: ["settings.ts", "pg-settings.ts"],
-  sessions: ["auth/sessions.ts"],
-  audit_log: ["logs/audit.ts"],
+  sessions: ["auth/sessions.ts", "auth/pg-sessions.ts"],
+  audit_log: ["logs/audit.ts", "logs/pg-audit.ts"],
   checkout_sessions: ["payments/checkout-sessions.ts"],
   // PostgreSQL only (db/pg-schema.ts): the holds of running requests as rows, and the instances that
   // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (ledger/holds.ts).
@@ -35,6 +35,7 @@ const JOINED_READS: Record<string, string[]> = {
   "auth/keys.ts": ["accounts"],
   // A session's lookup carries its account's disabled switch, as the key lookup does.
   "auth/sessions.ts": ["accounts"],
+  "auth/pg-sessions.ts": ["accounts"],
   // Reports name the account's email and the key's prefix.
   "logs/queries.ts": ["accounts", "api_keys"],
   // migrate-db's proof on the target: database.md's reconciliation query and the held sums. Its copy

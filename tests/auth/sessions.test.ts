@@ -1,87 +1,107 @@
-import { afterAll, describe, expect, it } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Sessions } from "../../src/auth/sessions.ts";
-import { migrate, openDatabase } from "../../src/db/client.ts";
-import { createAccount } from "../../src/ledger/accounts.ts";
-import { Ledger } from "../../src/ledger/ledger.ts";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { PgSessions } from "../../src/auth/pg-sessions.ts";
+import { Sessions, type SessionStore } from "../../src/auth/sessions.ts";
+import { accountStore, ENGINES, stopEngines, type Opened } from "../support/ledger-engines.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "gw-sessions-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const db = openDatabase(join(dir, "g.db"));
-migrate(db);
-const ledger = new Ledger(db);
-let n = 0;
-const account = () => createAccount(db, ledger, `s${++n}@test.local`).id;
+// One SessionStore, two implementations (auth/sessions.ts on SQLite, auth/pg-sessions.ts on
+// PostgreSQL): every behaviour below holds on both.
 
+setDefaultTimeout(30_000);
 const HOUR = 3_600_000;
-let clock = 1_000_000;
-const sessions = new Sessions(db, 24 * HOUR, () => clock);
-const row = (id: string) => db.$client.query("SELECT * FROM sessions WHERE id = ?").get(id) as Record<string, number | string | null> | null;
+afterAll(() => stopEngines());
 
-describe("dashboard sessions", () => {
-  it("keep only the SHA-256 of the cookie's token, never the token", () => {
-    const { token } = sessions.open(account());
-    expect(row(token)).toBeNull();
-    expect(row(Bun.SHA256.hash(token, "hex"))).not.toBeNull();
-  });
+/** A session's row as stored, by id; null when there is none. */
+async function row(o: Opened, id: string): Promise<{ last_seen_at: number } | null> {
+  if (o.engine === "sqlite") return (o.db.$client.query("SELECT * FROM sessions WHERE id = ?").get(id) as { last_seen_at: number } | null) ?? null;
+  const [r] = await o.db.$client`SELECT last_seen_at::text FROM sessions WHERE id = ${id}`;
+  return r ? { last_seen_at: Number(r.last_seen_at) } : null;
+}
 
-  it("are 256-bit random tokens, a new one at every open", () => {
-    const acc = account();
-    const a = sessions.open(acc).token;
-    const b = sessions.open(acc).token;
-    expect(a).not.toBe(b);
-    expect(Buffer.from(a, "base64url").byteLength).toBe(32);
-  });
+for (const engine of ENGINES) {
+  describe(`dashboard sessions on ${engine.name}`, () => {
+    let o: Opened;
+    let sessions: SessionStore;
+    let account: () => Promise<number>;
+    let clock = 1_000_000;
+    let n = 0;
+    beforeAll(async () => {
+      o = await engine.open();
+      const now = () => clock;
+      sessions = o.engine === "sqlite" ? new Sessions(o.db, 24 * HOUR, now) : new PgSessions(o.db, 24 * HOUR, now);
+      const accounts = accountStore(o);
+      account = async () => (await accounts.create(`s${++n}@test.local`)).id;
+    });
+    afterAll(() => o.close());
 
-  it("find the account of a live token", () => {
-    const acc = account();
-    const { token } = sessions.open(acc);
-    expect(sessions.find(token)?.accountId).toBe(acc);
-  });
+    it("keep only the SHA-256 of the cookie's token, never the token", async () => {
+      const { token } = await sessions.open(await account());
+      expect(await row(o, token)).toBeNull();
+      expect(await row(o, Bun.SHA256.hash(token, "hex"))).not.toBeNull();
+    });
 
-  it("find nothing for a token nobody was given", () => {
-    expect(sessions.find("not-a-token")).toBeNull();
-  });
+    it("are 256-bit random tokens, a new one at every open", async () => {
+      const acc = await account();
+      const a = (await sessions.open(acc)).token;
+      const b = (await sessions.open(acc)).token;
+      expect(a).not.toBe(b);
+      expect(Buffer.from(a, "base64url").byteLength).toBe(32);
+    });
 
-  it("end at their expiry", () => {
-    const { token, expiresAt } = sessions.open(account());
-    clock = expiresAt - 1;
-    expect(sessions.find(token)).not.toBeNull();
-    clock = expiresAt;
-    expect(sessions.find(token)).toBeNull();
-  });
+    it("find the account of a live token", async () => {
+      const acc = await account();
+      const { token } = await sessions.open(acc);
+      expect((await sessions.find(token))?.accountId).toBe(acc);
+    });
 
-  it("end when revoked", () => {
-    const { token } = sessions.open(account());
-    sessions.revoke(token);
-    expect(sessions.find(token)).toBeNull();
-  });
+    it("carry the account's disabled switch", async () => {
+      const acc = await account();
+      const { token } = await sessions.open(acc);
+      await accountStore(o).setDisabled(acc, true, 5_000);
+      expect((await sessions.find(token))?.accountDisabledAt).toBe(5_000);
+    });
 
-  it("end all together but the one kept", () => {
-    const acc = account();
-    const [a, b, c] = [sessions.open(acc), sessions.open(acc), sessions.open(acc)];
-    const kept = sessions.find(b.token)!;
-    expect(sessions.revokeAll(acc, kept.id)).toBe(2);
-    expect([a, b, c].map((s) => sessions.find(s.token) !== null)).toEqual([false, true, false]);
-  });
+    it("find nothing for a token nobody was given", async () => {
+      expect(await sessions.find("not-a-token")).toBeNull();
+    });
 
-  it("of another account stay when one account logs out everywhere", () => {
-    const other = sessions.open(account());
-    sessions.revokeAll(account());
-    expect(sessions.find(other.token)).not.toBeNull();
-  });
+    it("end at their expiry", async () => {
+      const { token, expiresAt } = await sessions.open(await account());
+      clock = expiresAt - 1;
+      expect(await sessions.find(token)).not.toBeNull();
+      clock = expiresAt;
+      expect(await sessions.find(token)).toBeNull();
+    });
 
-  it("write last_seen_at at most once a minute", () => {
-    const { token } = sessions.open(account());
-    const id = Bun.SHA256.hash(token, "hex");
-    const opened = row(id)!.last_seen_at;
-    clock += 30_000;
-    sessions.find(token);
-    expect(row(id)!.last_seen_at).toBe(opened);
-    clock += 30_000;
-    sessions.find(token);
-    expect(row(id)!.last_seen_at).toBe(clock);
+    it("end when revoked", async () => {
+      const { token } = await sessions.open(await account());
+      await sessions.revoke(token);
+      expect(await sessions.find(token)).toBeNull();
+    });
+
+    it("end all together but the one kept", async () => {
+      const acc = await account();
+      const [a, b, c] = [await sessions.open(acc), await sessions.open(acc), await sessions.open(acc)];
+      const kept = (await sessions.find(b.token))!;
+      expect(await sessions.revokeAll(acc, kept.id)).toBe(2);
+      expect(await Promise.all([a, b, c].map(async (s) => (await sessions.find(s.token)) !== null))).toEqual([false, true, false]);
+    });
+
+    it("of another account stay when one account logs out everywhere", async () => {
+      const other = await sessions.open(await account());
+      expect(await sessions.revokeAll(await account())).toBe(0);
+      expect(await sessions.find(other.token)).not.toBeNull();
+    });
+
+    it("write last_seen_at at most once a minute", async () => {
+      const { token } = await sessions.open(await account());
+      const id = Bun.SHA256.hash(token, "hex");
+      const opened = (await row(o, id))!.last_seen_at;
+      clock += 30_000;
+      await sessions.find(token);
+      expect((await row(o, id))!.last_seen_at).toBe(opened);
+      clock += 30_000;
+      await sessions.find(token);
+      expect((await row(o, id))!.last_seen_at).toBe(clock);
+    });
   });
-});
+}

@@ -1,22 +1,35 @@
-import { afterAll, describe, expect, it } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { migrate, openDatabase } from "../../src/db/client.ts";
-import { recentAudit, recordAudit } from "../../src/logs/audit.ts";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { Audit, type AuditTrail } from "../../src/logs/audit.ts";
+import { PgAudit } from "../../src/logs/pg-audit.ts";
+import { ENGINES, stopEngines, type Opened } from "../support/ledger-engines.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "gw-audit-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const db = openDatabase(join(dir, "g.db"));
-migrate(db);
+// One AuditTrail, two implementations (logs/audit.ts on SQLite, logs/pg-audit.ts on PostgreSQL).
 
-describe("the audit log", () => {
-  it("keeps who did what to whom and when, newest first", () => {
-    recordAudit(db, { actorAccountId: 1, action: "account_disabled", targetAccountId: 2 }, 1000);
-    recordAudit(db, { actorAccountId: null, action: "product_paused", detail: "maintenance" }, 2000);
-    expect(recentAudit(db).map(({ id: _, ...e }) => e)).toEqual([
-      { actorAccountId: null, action: "product_paused", targetAccountId: null, detail: "maintenance", createdAt: 2000 },
-      { actorAccountId: 1, action: "account_disabled", targetAccountId: 2, detail: null, createdAt: 1000 },
-    ]);
+setDefaultTimeout(30_000);
+afterAll(() => stopEngines());
+
+for (const engine of ENGINES) {
+  describe(`the audit log on ${engine.name}`, () => {
+    let o: Opened;
+    let audit: AuditTrail;
+    beforeAll(async () => {
+      o = await engine.open();
+      audit = o.engine === "sqlite" ? new Audit(o.db) : new PgAudit(o.db);
+    });
+    afterAll(() => o.close());
+
+    it("keeps who did what to whom and when, newest first", async () => {
+      await audit.record({ actorAccountId: 1, action: "account_disabled", targetAccountId: 2 }, 1000);
+      await audit.record({ actorAccountId: null, action: "product_paused", detail: "maintenance" }, 2000);
+      expect((await audit.recent()).map(({ id: _, ...e }) => e)).toEqual([
+        { actorAccountId: null, action: "product_paused", targetAccountId: null, detail: "maintenance", createdAt: 2000 },
+        { actorAccountId: 1, action: "account_disabled", targetAccountId: 2, detail: null, createdAt: 1000 },
+      ]);
+    });
+
+    it("gives at most the limit asked", async () => {
+      await audit.record({ actorAccountId: null, action: "product_resumed" }, 3000);
+      expect((await audit.recent(1)).map((e) => e.action)).toEqual(["product_resumed"]);
+    });
   });
-});
+}
