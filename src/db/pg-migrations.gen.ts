@@ -11,5 +11,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795599248614,
     "breakpoints": true,
     "sql": "-- Hand-written (drizzle cannot declare triggers), as SQLite's 0005: ledger rows are facts, never\n-- edited or removed; a mistake is fixed by a correcting entry. PostgreSQL also has TRUNCATE, which\n-- fires no row trigger: refused by a statement trigger. (A negative balance or spend is refused by\n-- CHECK constraints in 0000, which PostgreSQL applies to inserts too.)\nCREATE FUNCTION \"ledger_entries_append_only\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n  RAISE EXCEPTION 'ledger entries are append-only: write a correcting entry instead' USING ERRCODE = 'restrict_violation';\nEND;\n$$;\n--> statement-breakpoint\nCREATE TRIGGER \"ledger_entries_no_update\" BEFORE UPDATE ON \"ledger_entries\"\nFOR EACH ROW EXECUTE FUNCTION \"ledger_entries_append_only\"();\n--> statement-breakpoint\nCREATE TRIGGER \"ledger_entries_no_delete\" BEFORE DELETE ON \"ledger_entries\"\nFOR EACH ROW EXECUTE FUNCTION \"ledger_entries_append_only\"();\n--> statement-breakpoint\nCREATE TRIGGER \"ledger_entries_no_truncate\" BEFORE TRUNCATE ON \"ledger_entries\"\nFOR EACH STATEMENT EXECUTE FUNCTION \"ledger_entries_append_only\"();\n"
+  },
+  {
+    "tag": "0002_idempotency_instance",
+    "when": 1795603943852,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"idempotency_records\" ADD COLUMN \"instance_id\" text;"
   }
 ];

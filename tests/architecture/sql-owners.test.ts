@@ -18,7 +18,7 @@ const OWNERS: Record<string, string[]> = {
   accounts: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   ledger_entries: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   request_logs: ["logs/request-log.ts", "logs/queries.ts"],
-  idempotency_records: ["limits/idempotency.ts"],
+  idempotency_records: ["limits/idempotency.ts", "limits/pg-idempotency.ts"],
   settings: ["settings.ts", "pg-settings.ts"],
   sessions: ["auth/sessions.ts"],
   audit_log: ["logs/audit.ts"],
@@ -35,6 +35,8 @@ const JOINED_READS: Record<string, string[]> = {
   "auth/keys.ts": ["accounts"],
   // A session's lookup carries its account's disabled switch, as the key lookup does.
   "auth/sessions.ts": ["accounts"],
+  // An in-flight claim is live while its instance heartbeats (the ledger deletes a silent one's row).
+  "limits/pg-idempotency.ts": ["instances"],
   // Reports name the account's email and the key's prefix.
   "logs/queries.ts": ["accounts", "api_keys"],
   // migrate-db's proof on the target: database.md's reconciliation query and the held sums. Its copy
