@@ -17,7 +17,7 @@ const OWNERS: Record<string, string[]> = {
   api_keys: ["auth/keys.ts", "auth/pg-keys.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   accounts: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   ledger_entries: ["ledger/accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
-  request_logs: ["logs/request-log.ts", "logs/queries.ts"],
+  request_logs: ["logs/request-log.ts", "logs/pg-request-log.ts", "logs/queries.ts"],
   idempotency_records: ["limits/idempotency.ts", "limits/pg-idempotency.ts"],
   settings: ["settings.ts", "pg-settings.ts"],
   sessions: ["auth/sessions.ts"],
