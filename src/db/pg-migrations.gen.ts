@@ -17,5 +17,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795603687358,
     "breakpoints": true,
     "sql": "-- Hand-written (drizzle cannot declare triggers): every instance keeps copies of keys, of the\n-- accounts' disabled flag and of the pause switch (issue 18: a revoke or a pause applies on every\n-- instance within a second). A commit that changes one of them notifies the channel\n-- gateway_changes with the table's name, whoever wrote it (an instance, the CLI, psql by hand);\n-- src/db/pg-changes.ts listens. The money columns (balance_nano, held_nano, spent_nano) are left\n-- out of the column lists: every request writes them, and no instance caches them.\nCREATE FUNCTION \"gateway_changed\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n  PERFORM pg_notify('gateway_changes', TG_TABLE_NAME);\n  RETURN NULL;\nEND;\n$$;\n--> statement-breakpoint\nCREATE TRIGGER \"api_keys_changed\" AFTER INSERT OR DELETE OR UPDATE OF \"account_id\", \"name\", \"prefix\", \"key_hash\", \"quota_nano\", \"models\", \"ip_allow\", \"rpm\", \"expires_at\", \"revoked_at\" ON \"api_keys\"\nFOR EACH STATEMENT EXECUTE FUNCTION \"gateway_changed\"();\n--> statement-breakpoint\nCREATE TRIGGER \"accounts_changed\" AFTER UPDATE OF \"disabled_at\" ON \"accounts\"\nFOR EACH STATEMENT EXECUTE FUNCTION \"gateway_changed\"();\n--> statement-breakpoint\n-- The estimator's rows (calibration:<model>) are saved every few seconds by every instance and are\n-- nobody's cached copy: they notify nothing.\nCREATE TRIGGER \"settings_changed\" AFTER INSERT OR UPDATE ON \"settings\"\nFOR EACH ROW WHEN (NEW.\"name\" NOT LIKE 'calibration:%') EXECUTE FUNCTION \"gateway_changed\"();\n--> statement-breakpoint\nCREATE TRIGGER \"settings_removed\" AFTER DELETE ON \"settings\"\nFOR EACH STATEMENT EXECUTE FUNCTION \"gateway_changed\"();\n"
+  },
+  {
+    "tag": "0003_idempotency_instance",
+    "when": 1795604504598,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"idempotency_records\" ADD COLUMN \"instance_id\" text;"
   }
 ];

@@ -219,6 +219,9 @@ export const idempotencyRecords = pgTable(
     responseBody: text("response_body"),
     requestId: text("request_id").notNull(),
     createdAt: time("created_at").notNull(),
+    // PostgreSQL only: the instance whose request holds an in_flight claim, so that a start abandons
+    // only its own earlier claims and a silent instance's are released with its holds.
+    instanceId: text("instance_id"),
   },
   (t) => [primaryKey({ columns: [t.keyId, t.idempotencyKey] }), index("idempotency_time").on(t.createdAt)],
 );

@@ -3,9 +3,11 @@ import { eq, lt } from "drizzle-orm";
 import { changedRows, type Db } from "../db/client.ts";
 import { idempotencyRecords } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
+import type { Awaitable } from "../core/awaitable.ts";
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
-const WAIT_FOR_FIRST_MS = 30_000;
+/** How long a duplicate waits for the first request with its key before answering 409. */
+export const WAIT_FOR_FIRST_MS = 30_000;
 
 export interface StoredAnswer {
   status: number;
@@ -28,16 +30,74 @@ export function scopedIdempotencyKey(pathname: string, header: string | null): s
 /** The client's part of a scoped key. */
 const clientPart = (stored: string) => stored.slice(stored.indexOf("\n") + 1);
 
+/** A stored claim as begin reads it. */
+export interface ClaimRow {
+  body_sha256: string;
+  state: string;
+  status: number;
+  content_type: string;
+  response_body: string;
+  created_at: number;
+}
+
+export const isExpired = (row: { created_at: number }, now = Date.now()): boolean => row.created_at < now - IDEMPOTENCY_TTL_MS;
+
+/** What a claim someone else holds answers: a replay, a wait while it runs, or a conflict when the body differs. */
+export function answerOf(row: ClaimRow, bodySha: string): Begin | "in_flight" {
+  if (row.body_sha256 !== bodySha) {
+    throw new GatewayError("idempotency_conflict", "This Idempotency-Key was already used with a different request body. Use a new key for a new request.", {
+      headers: { "x-should-retry": "false" },
+    });
+  }
+  if (row.state === "in_flight") return "in_flight";
+  return { kind: "replay", answer: { status: row.status, contentType: row.content_type, body: row.response_body } };
+}
+
+/** Does a finished request's answer stay for replay? Only a success: a failed request frees the key so a retry runs again. */
+export const replayable = (answer: StoredAnswer | null): answer is StoredAnswer => answer !== null && answer.status >= 200 && answer.status < 300;
+
+/** begin's loop on either engine: claims, or waits while the first request with the key runs, up to `waitMs`. */
+export async function claimOrWait(idemKey: string, waitMs: number, tryClaim: () => Awaitable<Begin | "in_flight">): Promise<Begin> {
+  if (clientPart(idemKey).length > 255) throw new GatewayError("invalid_request", "Idempotency-Key must be at most 255 characters.");
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const claimed = tryClaim();
+    // SQLite answers at once: no turn of the event loop for it.
+    const r = claimed instanceof Promise ? await claimed : claimed;
+    if (r !== "in_flight") return r;
+    if (Date.now() > deadline) {
+      throw new GatewayError("idempotency_conflict", "A request with this Idempotency-Key is still in progress. Retry later.");
+    }
+    await Bun.sleep(25);
+  }
+}
+
+/** The idempotency records as the pipeline and the server use them: `Idempotency` on SQLite, `PgIdempotency` (pg-idempotency.ts) on PostgreSQL. */
+export interface IdempotencyStore {
+  begin(keyId: number, idemKey: string, bodySha: string, requestId: string): Promise<Begin>;
+  /** Stores a successful answer for replay; a failed request frees the key so a retry runs again. */
+  finish(keyId: number, idemKey: string, answer: StoredAnswer | null): Awaitable<void>;
+  /** Deletes the records older than a day; how many. */
+  prune(now?: number): Awaitable<number>;
+  /** At start: this process's earlier claims, which will never finish; how many. */
+  abandonInFlight(): Awaitable<number>;
+}
+
 /**
  * Idempotency-Key = key + request fingerprint + stored answer (Stripe's model). The in_flight row is
  * claimed in one transaction, so a concurrent duplicate waits for the first instead of running twice.
  * begin and finish run on every request that sends the header, so they keep prepared statements;
  * prune and abandonInFlight run once a day or at start, through the query builder.
  */
-export class Idempotency {
+export class Idempotency implements IdempotencyStore {
   private readonly s: Record<string, Statement>;
+  private readonly waitForFirstMs: number;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    opts: { waitForFirstMs?: number } = {},
+  ) {
+    this.waitForFirstMs = opts.waitForFirstMs ?? WAIT_FOR_FIRST_MS;
     const q = (sql: string) => db.$client.prepare(sql);
     this.s = {
       get: q("SELECT body_sha256, state, status, content_type, response_body, created_at FROM idempotency_records WHERE key_id = ? AND idempotency_key = ?"),
@@ -47,46 +107,24 @@ export class Idempotency {
     };
   }
 
-  async begin(keyId: number, idemKey: string, bodySha: string, requestId: string): Promise<Begin> {
-    if (clientPart(idemKey).length > 255) throw new GatewayError("invalid_request", "Idempotency-Key must be at most 255 characters.");
-    const deadline = Date.now() + WAIT_FOR_FIRST_MS;
-    for (;;) {
-      const r = this.tryClaim(keyId, idemKey, bodySha, requestId);
-      if (r !== "in_flight") return r;
-      if (Date.now() > deadline) {
-        throw new GatewayError("idempotency_conflict", "A request with this Idempotency-Key is still in progress. Retry later.");
-      }
-      await Bun.sleep(25);
-    }
+  begin(keyId: number, idemKey: string, bodySha: string, requestId: string): Promise<Begin> {
+    return claimOrWait(idemKey, this.waitForFirstMs, () => this.tryClaim(keyId, idemKey, bodySha, requestId));
   }
 
   private tryClaim(keyId: number, idemKey: string, bodySha: string, requestId: string): Begin | "in_flight" {
     return this.db.$client
       .transaction((): Begin | "in_flight" => {
-        const row = this.s.get!.get(keyId, idemKey) as
-          | { body_sha256: string; state: string; status: number; content_type: string; response_body: string; created_at: number }
-          | null;
-        if (row && row.created_at < Date.now() - IDEMPOTENCY_TTL_MS) this.s.del!.run(keyId, idemKey);
-        else if (row) {
-          if (row.body_sha256 !== bodySha) {
-            throw new GatewayError(
-              "idempotency_conflict",
-              "This Idempotency-Key was already used with a different request body. Use a new key for a new request.",
-              { headers: { "x-should-retry": "false" } },
-            );
-          }
-          if (row.state === "in_flight") return "in_flight";
-          return { kind: "replay", answer: { status: row.status, contentType: row.content_type, body: row.response_body } };
-        }
+        const row = this.s.get!.get(keyId, idemKey) as ClaimRow | null;
+        if (row && isExpired(row)) this.s.del!.run(keyId, idemKey);
+        else if (row) return answerOf(row, bodySha);
         this.s.claim!.run(keyId, idemKey, bodySha, requestId, Date.now());
         return { kind: "fresh" };
       })
       .immediate();
   }
 
-  /** Stores a successful answer for replay; a failed request frees the key so a retry runs again. */
   finish(keyId: number, idemKey: string, answer: StoredAnswer | null): void {
-    if (answer && answer.status >= 200 && answer.status < 300) this.s.done!.run(answer.status, answer.contentType, answer.body, keyId, idemKey);
+    if (replayable(answer)) this.s.done!.run(answer.status, answer.contentType, answer.body, keyId, idemKey);
     else this.s.del!.run(keyId, idemKey);
   }
 
@@ -94,7 +132,7 @@ export class Idempotency {
     return changedRows(this.db.delete(idempotencyRecords).where(lt(idempotencyRecords.createdAt, now - IDEMPOTENCY_TTL_MS)).run());
   }
 
-  /** At start: claims of a process that died will never finish. */
+  /** At start: claims of a process that died will never finish (one serving process per SQLite file). */
   abandonInFlight(): number {
     return changedRows(this.db.delete(idempotencyRecords).where(eq(idempotencyRecords.state, "in_flight")).run());
   }

@@ -1,3 +1,4 @@
+import type { SQL } from "bun";
 import type { Statement } from "bun:sqlite";
 import { and, lt } from "drizzle-orm";
 import { changedRows, type Db } from "../db/client.ts";
@@ -5,6 +6,7 @@ import { requestLogs } from "../db/schema.ts";
 import type { GroupCommit } from "../db/group-commit.ts";
 import { requestIdPrefixAt } from "../core/request-id.ts";
 import { events } from "./events.ts";
+import type { Awaitable } from "../core/awaitable.ts";
 
 const DAY_MS = 24 * 3600 * 1000;
 /** `[logs] retention_days` when the config names none (DESIGN: kept 90 days). */
@@ -40,13 +42,65 @@ export interface LogRow {
   ttfbMs?: number;
 }
 
+/** request_logs' columns in the order of `logValues`. */
+export const LOG_COLUMNS = `request_id, account_id, key_id, method, path, endpoint, model, provider, upstream_model, stream,
+  status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, images, cost_nano, latency_ms, attempts, created_at`;
+export const LOG_COLUMN_COUNT = 21;
+
+/** A row's stored values, in LOG_COLUMNS' order. */
+export function logValues(r: LogRow, now: number): unknown[] {
+  return [
+    r.requestId,
+    r.accountId ?? null,
+    r.keyId ?? null,
+    r.method,
+    r.path,
+    r.endpoint ?? null,
+    r.model ?? null,
+    r.provider ?? null,
+    r.upstreamModel ?? null,
+    r.stream ?? false,
+    r.status,
+    r.errorCode ?? null,
+    r.inputTokens ?? null,
+    r.outputTokens ?? null,
+    r.cacheReadTokens ?? null,
+    r.cacheWriteTokens ?? null,
+    r.images ?? null,
+    r.costNano ?? 0,
+    Math.round(r.latencyMs),
+    r.attempts ?? 0,
+    now,
+  ];
+}
+
+/** The request log as the relay and the server use it: `RequestLog` on SQLite, `PgRequestLog` (pg-request-log.ts) on PostgreSQL. */
+export interface RequestLogStore {
+  /** How long rows are kept: `[logs] retention_days`. */
+  readonly retentionDays: number;
+  /**
+   * Writes the row (never failing the request it describes) and tells onRow. On PostgreSQL, `tx` is
+   * the hold's transaction (ledger/hold.ts Alongside) to write it through; SQLite's group commit is
+   * already open on its one connection and gives null.
+   */
+  write(r: LogRow, tx?: SQL | null): Awaitable<void>;
+  /** Rows still on their way reach the database (the server's stop). */
+  flush(): Awaitable<void>;
+  prune(now?: number): Awaitable<number>;
+}
+
+/** The first row older than the retention could be, by request id (time-ordered): a day of margin covers clock skew between processes, created_at decides. */
+export const pruneBefore = (retentionDays: number, now: number) => {
+  const cutoff = now - retentionDays * DAY_MS;
+  return { idBefore: requestIdPrefixAt(cutoff + DAY_MS), createdBefore: cutoff };
+};
+
 /**
  * One row per /v1 request; content and keys never reach this table. The insert runs on every request
  * (a prepared statement, bench/RESULTS.md); pruning is daily, through the query builder. Reports: queries.ts.
  */
-export class RequestLog {
+export class RequestLog implements RequestLogStore {
   private readonly insert: Statement;
-  /** How long rows are kept: `[logs] retention_days` (Config.logRetentionDays). */
   readonly retentionDays: number;
   /** Told of every row written (the access log and metrics). */
   private readonly onRow: ((r: LogRow) => void) | null;
@@ -57,44 +111,21 @@ export class RequestLog {
   ) {
     this.retentionDays = opts.retentionDays ?? DEFAULT_RETENTION_DAYS;
     this.onRow = opts.onRow ?? null;
-    this.insert = db.$client.prepare(
-      `INSERT OR REPLACE INTO request_logs (request_id, account_id, key_id, method, path, endpoint, model, provider, upstream_model, stream,
-        status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, images, cost_nano, latency_ms, attempts, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
+    this.insert = db.$client.prepare(`INSERT OR REPLACE INTO request_logs (${LOG_COLUMNS}) VALUES (${Array(LOG_COLUMN_COUNT).fill("?").join(", ")})`);
   }
 
   write(r: LogRow): void {
     try {
-      this.insert.run(
-        r.requestId,
-        r.accountId ?? null,
-        r.keyId ?? null,
-        r.method,
-        r.path,
-        r.endpoint ?? null,
-        r.model ?? null,
-        r.provider ?? null,
-        r.upstreamModel ?? null,
-        r.stream ? 1 : 0,
-        r.status,
-        r.errorCode ?? null,
-        r.inputTokens ?? null,
-        r.outputTokens ?? null,
-        r.cacheReadTokens ?? null,
-        r.cacheWriteTokens ?? null,
-        r.images ?? null,
-        r.costNano ?? 0,
-        Math.round(r.latencyMs),
-        r.attempts ?? 0,
-        Date.now(),
-      );
+      this.insert.run(...(logValues(r, Date.now()) as never[]));
     } catch (e) {
       // A log row must never turn a served request into a failure; the event (rate-limited) keeps its id.
       events.writeFailed("request_log", r.requestId, e);
     }
     this.onRow?.(r);
   }
+
+  /** Every row is written when write returns. */
+  flush(): void {}
 
   /**
    * Writes the row in the group commit's batch, which waits out another process's write lock between
@@ -104,16 +135,9 @@ export class RequestLog {
     return commits.run(() => this.write(r)).catch((e: unknown) => events.writeFailed("request_log", r.requestId, e));
   }
 
-  /** Deletes the rows older than the retention; returns how many. */
   prune(now = Date.now()): number {
-    // Request ids begin with their time (newRequestId), so the key range finds the candidates without a
-    // created_at index; a day of margin covers clock skew between processes, created_at decides.
-    const cutoff = now - this.retentionDays * DAY_MS;
-    return changedRows(
-      this.db
-        .delete(requestLogs)
-        .where(and(lt(requestLogs.requestId, requestIdPrefixAt(cutoff + DAY_MS)), lt(requestLogs.createdAt, cutoff)))
-        .run(),
-    );
+    // Request ids begin with their time (newRequestId), so the key range finds the candidates without a created_at index.
+    const { idBefore, createdBefore } = pruneBefore(this.retentionDays, now);
+    return changedRows(this.db.delete(requestLogs).where(and(lt(requestLogs.requestId, idBefore), lt(requestLogs.createdAt, createdBefore))).run());
   }
 }

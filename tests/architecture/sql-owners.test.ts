@@ -17,8 +17,8 @@ const OWNERS: Record<string, string[]> = {
   api_keys: ["auth/keys.ts", "auth/pg-keys.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   accounts: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   ledger_entries: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
-  request_logs: ["logs/request-log.ts", "logs/queries.ts"],
-  idempotency_records: ["limits/idempotency.ts"],
+  request_logs: ["logs/request-log.ts", "logs/pg-request-log.ts", "logs/queries.ts"],
+  idempotency_records: ["limits/idempotency.ts", "limits/pg-idempotency.ts"],
   settings: ["settings.ts", "pg-settings.ts"],
   sessions: ["auth/sessions.ts", "auth/pg-sessions.ts"],
   audit_log: ["logs/audit.ts", "logs/pg-audit.ts"],
@@ -36,6 +36,8 @@ const JOINED_READS: Record<string, string[]> = {
   // A session's lookup carries its account's disabled switch, as the key lookup does.
   "auth/sessions.ts": ["accounts"],
   "auth/pg-sessions.ts": ["accounts"],
+  // An in-flight claim is live while its instance heartbeats (the ledger deletes a silent one's row).
+  "limits/pg-idempotency.ts": ["instances"],
   // Reports name the account's email and the key's prefix.
   "logs/queries.ts": ["accounts", "api_keys"],
   // migrate-db's proof on the target: database.md's reconciliation query and the held sums. Its copy

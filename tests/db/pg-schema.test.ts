@@ -10,7 +10,7 @@ import * as sqlite from "../../src/db/schema.ts";
 
 /** PostgreSQL's own, for the holds of several instances (DESIGN.md "Scaling past one machine"). */
 const PG_ONLY_TABLES = ["holds", "instances"];
-const PG_ONLY_COLUMNS = ["accounts.held_nano", "api_keys.held_nano"];
+const PG_ONLY_COLUMNS = ["accounts.held_nano", "api_keys.held_nano", "idempotency_records.instance_id"];
 /** CHECKs where SQLite has a trigger on UPDATE (migration 0005), which PostgreSQL also applies to INSERT. */
 const PG_ONLY_CHECKS = ["accounts.accounts_balance_not_negative", "accounts.accounts_held_not_negative", "api_keys.api_keys_spent_not_negative", "api_keys.api_keys_held_not_negative"];
 

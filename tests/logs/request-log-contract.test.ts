@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
+import type { SQL } from "bun";
+import { requestIdPrefixAt } from "../../src/core/request-id.ts";
+import { events } from "../../src/logs/events.ts";
+import { PgRequestLog } from "../../src/logs/pg-request-log.ts";
+import { RequestLog, type LogRow, type RequestLogStore } from "../../src/logs/request-log.ts";
+import { ENGINES, pgOf, POSTGRES, run, type Opened } from "../support/engines.ts";
+
+// One request log, two implementations: every behaviour below holds on SQLite and on PostgreSQL
+// (never skipped: CI installs postgresql). SQLite's answers are the reference.
+
+setDefaultTimeout(30_000);
+
+const DAY = 24 * 3600 * 1000;
+let ids = 0;
+const row = (over: Partial<LogRow> = {}): LogRow => ({ requestId: `${requestIdPrefixAt(Date.now())}t${String(++ids).padStart(8, "0")}`, method: "POST", path: "/v1/messages", status: 200, latencyMs: 12.4, ...over });
+
+const logOn = (o: Opened, opts: { retentionDays?: number; onRow?: (r: LogRow) => void } = {}): RequestLogStore =>
+  o.kind === "sqlite" ? new RequestLog(o.db, opts) : new PgRequestLog(o.db, opts);
+
+/** The stored row, numbers as numbers and the stream flag as a boolean on both engines. */
+async function stored(o: Opened, requestId: string): Promise<Record<string, unknown> | null> {
+  const [r] = await run(o, "SELECT * FROM request_logs WHERE request_id = $1", requestId);
+  if (!r) return null;
+  return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, k === "stream" ? Boolean(v) : typeof v === "string" && /^-?\d+$/.test(v) && k !== "request_id" ? Number(v) : v]));
+}
+
+let lines: string[] = [];
+let restore: () => void;
+beforeAll(() => {
+  restore = events.redirect((line) => lines.push(line));
+});
+afterAll(() => restore());
+
+for (const engine of ENGINES) {
+  describe(`the request log on ${engine.name}`, () => {
+    let o: Opened;
+    let log: RequestLogStore;
+    const told: LogRow[] = [];
+    beforeAll(async () => {
+      o = await engine.open();
+      log = logOn(o, { onRow: (r) => told.push(r) });
+    });
+
+    it("stores a row with every column, the latency rounded and the time of writing", async () => {
+      const before = Date.now();
+      const r = row({ accountId: 3, keyId: 4, endpoint: "messages", model: "m", provider: "p", upstreamModel: "u", stream: true, errorCode: null, inputTokens: 10, outputTokens: 1e12, cacheReadTokens: 2, cacheWriteTokens: 1, images: 0, costNano: 5_000, attempts: 2 });
+      await log.write(r);
+      await log.flush();
+      const s = (await stored(o, r.requestId))!;
+      expect(s).toMatchObject({ request_id: r.requestId, account_id: 3, key_id: 4, method: "POST", path: "/v1/messages", endpoint: "messages", model: "m", provider: "p", upstream_model: "u", stream: true, status: 200, error_code: null, input_tokens: 10, output_tokens: 1e12, cache_read_tokens: 2, cache_write_tokens: 1, images: 0, cost_nano: 5_000, latency_ms: 12, attempts: 2 });
+      expect(s.created_at as number).toBeGreaterThanOrEqual(before);
+    });
+
+    it("stores the fields left out as nulls, no stream, no cost and no attempts", async () => {
+      const r = row();
+      await log.write(r);
+      await log.flush();
+      expect(await stored(o, r.requestId)).toMatchObject({ account_id: null, key_id: null, model: null, stream: false, cost_nano: 0, attempts: 0, input_tokens: null });
+    });
+
+    it("keeps a request's later row in place of its earlier one", async () => {
+      const r = row({ status: 200 });
+      await log.write(r);
+      await log.flush();
+      await log.write({ ...r, status: 502, errorCode: "upstream_failed" });
+      await log.flush();
+      expect(await stored(o, r.requestId)).toMatchObject({ status: 502, error_code: "upstream_failed" });
+      expect(await run(o, "SELECT request_id FROM request_logs WHERE request_id = $1", r.requestId)).toHaveLength(1);
+    });
+
+    it("tells onRow of every row written", async () => {
+      const r = row();
+      await log.write(r);
+      expect(told.at(-1)).toBe(r);
+    });
+
+    it("never throws for a row the table refuses: an operator event names it, onRow is still told, the rows beside it are kept", async () => {
+      lines = [];
+      const [bad, good] = [row({ status: null as never }), row()];
+      await log.write(bad);
+      await log.write(good);
+      await log.flush();
+      expect(told.at(-2)).toBe(bad);
+      expect(await stored(o, bad.requestId)).toBeNull();
+      expect(await stored(o, good.requestId)).not.toBeNull();
+      expect(lines.map((l) => JSON.parse(l)).filter((e) => e.event === "request_log_write_failed").map((e) => e.request_id)).toEqual([bad.requestId]);
+    });
+
+    it("prunes the rows older than its retention and says how many", async () => {
+      const fresh = await engine.open();
+      const p = logOn(fresh, { retentionDays: 10 });
+      const now = Date.now();
+      for (const [at, n] of [[now - 11 * DAY, 1], [now - 12 * DAY, 2], [now - 9 * DAY, 3]] as const) {
+        await run(fresh, "INSERT INTO request_logs (request_id, method, path, status, latency_ms, created_at) VALUES ($1, 'POST', '/v1/messages', 200, 1, $2)", `${requestIdPrefixAt(at)}old${n}`, at);
+      }
+      expect(p.retentionDays).toBe(10);
+      expect(await p.prune(now)).toBe(2);
+      expect(await p.prune(now)).toBe(0);
+      expect(await run(fresh, "SELECT request_id FROM request_logs")).toHaveLength(1);
+    });
+  });
+}
+
+describe("the request log on PostgreSQL, batched", () => {
+  let o: Opened;
+  let sql: SQL;
+  let statements = 0;
+  /** The database's client, counting the statements sent. */
+  const counted = () => ({ $client: { unsafe: (text: string, params: never[]) => (statements++, sql.unsafe(text, params)) } }) as never;
+  beforeAll(async () => {
+    o = await POSTGRES.open();
+    sql = pgOf(o).$client;
+  });
+
+  it("sends the rows written in one turn in one INSERT", async () => {
+    const log = new PgRequestLog(counted());
+    statements = 0;
+    const rows = Array.from({ length: 50 }, () => row());
+    for (const r of rows) log.write(r);
+    await log.flush();
+    expect(statements).toBe(1);
+    expect(await run(o, "SELECT count(*)::int AS n FROM request_logs WHERE request_id = ANY($1)", rows.map((r) => r.requestId))).toEqual([{ n: 50 }]);
+  });
+
+  it("sends a turn's rows without flush, on the next turn", async () => {
+    const log = new PgRequestLog(pgOf(o));
+    const r = row();
+    log.write(r);
+    for (let i = 0; i < 50 && !(await stored(o, r.requestId)); i++) await Bun.sleep(10);
+    expect(await stored(o, r.requestId)).not.toBeNull();
+  });
+
+  it("splits a turn of many rows into statements PostgreSQL accepts", async () => {
+    const log = new PgRequestLog(counted());
+    statements = 0;
+    for (let i = 0; i < 2_500; i++) log.write(row());
+    await log.flush();
+    expect(statements).toBe(3);
+  });
+
+  it("writes a row given the hold's transaction through it: committed with it, rolled back with it", async () => {
+    const log = new PgRequestLog(pgOf(o));
+    const [kept, dropped] = [row(), row()];
+    await sql.begin(async (tx) => log.write(kept, tx));
+    await expect(sql.begin(async (tx) => {
+      await log.write(dropped, tx);
+      throw new Error("charge refused");
+    })).rejects.toThrow("charge refused");
+    expect(await stored(o, kept.requestId)).not.toBeNull();
+    expect(await stored(o, dropped.requestId)).toBeNull();
+  });
+
+  it("fails the transaction whose row is refused, with an operator event, and still tells onRow", async () => {
+    const told: LogRow[] = [];
+    const log = new PgRequestLog(pgOf(o), { onRow: (r) => told.push(r) });
+    const bad = row({ status: null as never });
+    lines = [];
+    await expect(sql.begin(async (tx) => log.write(bad, tx))).rejects.toThrow();
+    expect(told).toEqual([bad]);
+    expect(lines.map((l) => JSON.parse(l)).some((e) => e.event === "request_log_write_failed" && e.request_id === bad.requestId)).toBe(true);
+  });
+
+  it("reports every row of a turn when the database is unreachable, never throwing", async () => {
+    const log = new PgRequestLog({ $client: { unsafe: () => Promise.reject(new Error("connection refused")) } } as never);
+    lines = [];
+    const rows = [row(), row()];
+    for (const r of rows) log.write(r);
+    await log.flush();
+    expect(lines.map((l) => JSON.parse(l)).filter((e) => e.event === "request_log_write_failed").map((e) => e.request_id)).toEqual(rows.map((r) => r.requestId));
+  });
+});
