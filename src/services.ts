@@ -17,7 +17,8 @@ import { Settings } from "./settings.ts";
 import { buildProviders } from "./upstreams/registry.ts";
 import { Idempotency } from "./limits/idempotency.ts";
 import { StripeCheckout } from "./payments/stripe-checkout.ts";
-import { Payments } from "./payments/topups.ts";
+import { Payments, SqliteTopUpCredit } from "./payments/topups.ts";
+import { Checkouts } from "./payments/checkout-sessions.ts";
 
 /** Everything a request needs, built once per process. */
 /** Everything a request needs, built once per process: the relay's parts and those of the routes around it. */
@@ -86,7 +87,7 @@ export function buildServices(
     health,
     providers: buildProviders(config.providers),
     idempotency: new Idempotency(db),
-    payments: new Payments(db, ledger, commits, config.stripe ? new StripeCheckout(config.stripe) : null),
+    payments: new Payments(new Checkouts(db), new SqliteTopUpCredit(db, ledger, commits), config.stripe ? new StripeCheckout(config.stripe) : null),
     version: VERSION,
     cutoff: new Cutoff(),
     accessLog,

@@ -26,12 +26,12 @@ const topUpView = (s: CheckoutSession) => ({
   credited_at: isoTime(s.creditedAt),
 });
 
-export const listTopUps = (c: SessionCall): Response =>
+export const listTopUps = async (c: SessionCall): Promise<Response> =>
   json({
     object: "topups",
     enabled: c.svc.payments.enabled,
     minimum_usd: nanoToUsd(MINIMUM_TOP_UP_NANO),
-    data: c.svc.payments.list(c.session!.accountId).map(topUpView),
+    data: (await c.svc.payments.list(c.session!.accountId)).map(topUpView),
   });
 
 export async function createTopUp(c: SessionCall): Promise<Response> {

@@ -192,10 +192,11 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     }
   }
 
-  async credit(accountId: number, amountNano: number, kind: CreditKind, note: string | null = null, externalRef: string | null = null): Promise<boolean> {
+  /** `tx`: a transaction of the caller's that the credit joins (a top-up marks its session credited in the same one). */
+  async credit(accountId: number, amountNano: number, kind: CreditKind, note: string | null = null, externalRef: string | null = null, tx: SQL = this.sql): Promise<boolean> {
     checkCreditAmount(amountNano);
     // The unique index on external_ref decides "at most once": a second credit inserts nothing and so adds nothing.
-    const rows = await this.sql`WITH e AS (
+    const rows = await tx`WITH e AS (
         INSERT INTO ledger_entries (account_id, kind, amount_nano, note, external_ref, created_at)
         VALUES (${accountId}, ${kind}, ${amountNano}::bigint, ${note}, ${externalRef}, ${Date.now()}::bigint)
         ON CONFLICT (external_ref) WHERE external_ref IS NOT NULL DO NOTHING RETURNING amount_nano)

@@ -1,4 +1,5 @@
 import { and, desc, eq } from "drizzle-orm";
+import type { Awaitable } from "../core/awaitable.ts";
 import type { Db } from "../db/client.ts";
 import { checkoutSessions } from "../db/schema.ts";
 
@@ -7,6 +8,26 @@ import { checkoutSessions } from "../db/schema.ts";
 // day), through the query builder.
 
 export type CheckoutSession = typeof checkoutSessions.$inferSelect;
+
+/**
+ * The checkout sessions, whichever database holds them: `Checkouts` on SQLite, `PgCheckouts` on
+ * PostgreSQL (pg-checkout-sessions.ts). Marking one credited is part of the top-up's transaction
+ * (topups.ts, pg-topups.ts), so it is each engine's own method, not the interface's.
+ */
+export interface CheckoutStore {
+  /** A session just created at Stripe for `accountId`, waiting for its payment. */
+  record(id: string, accountId: number, amountNano: number, now?: number): Awaitable<void>;
+  find(id: string): Awaitable<CheckoutSession | null>;
+  /** The account's sessions, newest first. */
+  of(accountId: number, limit?: number): Awaitable<CheckoutSession[]>;
+}
+
+export class Checkouts implements CheckoutStore {
+  constructor(private readonly db: Db) {}
+  record = (id: string, accountId: number, amountNano: number, now?: number) => recordCheckout(this.db, id, accountId, amountNano, now);
+  find = (id: string) => findCheckout(this.db, id);
+  of = (accountId: number, limit?: number) => checkoutsOf(this.db, accountId, limit);
+}
 
 /** A session just created at Stripe for `accountId`, waiting for its payment. */
 export function recordCheckout(db: Db, id: string, accountId: number, amountNano: number, now = Date.now()): void {

@@ -4,7 +4,7 @@ import type { Db } from "../db/client.ts";
 import type { GroupCommit } from "../db/group-commit.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { events } from "../logs/events.ts";
-import { checkoutsOf, findCheckout, markCredited, recordCheckout, type CheckoutSession } from "./checkout-sessions.ts";
+import { findCheckout, markCredited, type CheckoutSession, type CheckoutStore } from "./checkout-sessions.ts";
 import type { PaidSession, StripeCheckout } from "./stripe-checkout.ts";
 
 // Top-ups (docs/dashboard.md, Top-ups): a Checkout Session opened for the amount the holder asked,
@@ -40,11 +40,43 @@ export function topUpNano(usd: number): number {
   return cents * NANO_PER_CENT;
 }
 
-export class Payments {
+/**
+ * A paid session's credit, in one transaction: the session read again, the top_up entry, the session
+ * marked credited. A second delivery, even one that passed the webhook's checks at the same time,
+ * finds the session credited; the payment's id as external_ref (a unique index) stops a second entry
+ * for one payment. Null when credited, else why not. `SqliteTopUpCredit` below; `PgTopUpCredit` in
+ * pg-topups.ts.
+ */
+export interface TopUpCredit {
+  credit(row: CheckoutSession, paymentRef: string): Promise<string | null>;
+}
+
+export const creditedAlready = "credited already";
+export const paymentCreditedAlready = (paymentRef: string) => `payment ${paymentRef} is credited already`;
+export const topUpNote = (row: CheckoutSession) => `Stripe Checkout ${row.id}`;
+
+/** On SQLite: one of the group commit's transactions, whose batch the webhook joins. */
+export class SqliteTopUpCredit implements TopUpCredit {
   constructor(
     private readonly db: Db,
     private readonly ledger: Ledger,
     private readonly commits: GroupCommit,
+  ) {}
+
+  credit(row: CheckoutSession, paymentRef: string): Promise<string | null> {
+    return this.commits.run(() => {
+      if (findCheckout(this.db, row.id)?.status !== "pending") return creditedAlready;
+      if (!this.ledger.credit(row.accountId, row.amountNano, "top_up", topUpNote(row), paymentRef)) return paymentCreditedAlready(paymentRef);
+      markCredited(this.db, row.id);
+      return null;
+    });
+  }
+}
+
+export class Payments {
+  constructor(
+    private readonly checkouts: CheckoutStore,
+    private readonly credits: TopUpCredit,
     /** Null without [payments.stripe]: every top-up is the operator's. */
     private readonly stripe: StripeCheckout | null,
   ) {}
@@ -69,13 +101,13 @@ export class Payments {
       // One session per request, however often the package retries it.
       idempotencyKey: o.requestId,
     });
-    recordCheckout(this.db, opened.id, o.accountId, amountNano);
+    await this.checkouts.record(opened.id, o.accountId, amountNano);
     return { ...opened, amountNano };
   }
 
   /** The account's checkout sessions, newest first. */
-  list(accountId: number): CheckoutSession[] {
-    return checkoutsOf(this.db, accountId);
+  async list(accountId: number): Promise<CheckoutSession[]> {
+    return this.checkouts.of(accountId);
   }
 
   /**
@@ -88,30 +120,17 @@ export class Payments {
     const event = await this.stripe.verify(payload, signature);
     const paid = event.session;
     if (!PAID_EVENTS.has(event.type) || !paid) return { credited: false, session: paid?.id ?? null, ignored: `${event.type} credits nothing` };
-    const row = findCheckout(this.db, paid.id);
+    const row = await this.checkouts.find(paid.id);
     if (!row) return { credited: false, session: paid.id, ignored: "not a Checkout Session of this gateway" };
-    if (row.status === "credited") return { credited: false, session: row.id, ignored: "credited already" };
+    if (row.status === "credited") return { credited: false, session: row.id, ignored: creditedAlready };
     if (paid.paymentStatus !== "paid") return { credited: false, session: row.id, ignored: `payment_status is ${paid.paymentStatus}; credited once Stripe reports it paid` };
     const mismatch = mismatchOf(row, paid);
     if (mismatch) {
       events.paymentNotCredited({ session: row.id, event: event.id, accountId: row.accountId, reason: mismatch });
       throw new GatewayError("payment_mismatch", `Checkout Session ${row.id} was not credited: ${mismatch}.`);
     }
-    const why = await this.commits.run(() => this.credit(row, paid.paymentRef));
+    const why = await this.credits.credit(row, paid.paymentRef);
     return why === null ? { credited: true, session: row.id } : { credited: false, session: row.id, ignored: why };
-  }
-
-  /**
-   * The credit, inside one transaction: the session read again, the top_up entry, the session marked
-   * credited. A second delivery, even one that passed the webhook's checks at the same time, finds
-   * the session credited; the payment's id as external_ref (a unique index) stops a second entry for
-   * one payment. Null when credited, else why not.
-   */
-  private credit(row: CheckoutSession, paymentRef: string): string | null {
-    if (findCheckout(this.db, row.id)?.status !== "pending") return "credited already";
-    if (!this.ledger.credit(row.accountId, row.amountNano, "top_up", `Stripe Checkout ${row.id}`, paymentRef)) return `payment ${paymentRef} is credited already`;
-    markCredited(this.db, row.id);
-    return null;
   }
 }
 

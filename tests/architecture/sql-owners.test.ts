@@ -22,7 +22,7 @@ const OWNERS: Record<string, string[]> = {
   settings: ["settings.ts", "pg-settings.ts"],
   sessions: ["auth/sessions.ts", "auth/pg-sessions.ts"],
   audit_log: ["logs/audit.ts", "logs/pg-audit.ts"],
-  checkout_sessions: ["payments/checkout-sessions.ts"],
+  checkout_sessions: ["payments/checkout-sessions.ts", "payments/pg-checkout-sessions.ts"],
   // PostgreSQL only (db/pg-schema.ts): the holds of running requests as rows, and the instances that
   // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (ledger/holds.ts).
   holds: ["ledger/pg-ledger.ts"],
