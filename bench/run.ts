@@ -8,6 +8,8 @@
 //   bun run bench --streams       1,000 streams at once paced like an LLM for 2 minutes (--quick: 20 s):
 //                                 per-chunk added latency, the gateway's RSS idle, during and after
 //                                 (with --profile: the gateway under --cpu-prof, its profile after the report)
+//   bun run bench --postgres      also the gateway serving from PostgreSQL (a throwaway server from Debian's
+//                                 binaries, the installation copied with migrate-db), cell by cell beside SQLite
 //   options: --rounds N, --seconds S, --pace-ms MS, --workloads chat-json,…, --conc 1,16,64, --keep (temp dir),
 //            --agent-kb 300 (size of the agent turns, 100 KiB by default), --stream-count N (--streams: 1000)
 //
@@ -32,9 +34,10 @@ import {
   cellTable, logCheck, pacingTable, peerTable, reconciliationLine, summarise, verdicts, verdictTable, type PacingResult,
 } from "./lib/report.ts";
 import {
-  agentConcs, heldNano, parseUs, reconcile, ROOT, smokeTest, startRig, WORKLOADS, type Rig, type Target, type WorkloadId,
+  agentConcs, heldNano, isGateway, parseUs, reconcile, reconcilePostgres, ROOT, smokeTest, startRig, WORKLOADS, type Reconciliation, type Rig, type Target, type WorkloadId,
 } from "./lib/rig.ts";
 import { streamsRun } from "./lib/streams.ts";
+import { startPostgres } from "../tests/support/postgres.ts";
 import { median, percentile } from "./lib/stats.ts";
 
 const { values } = parseArgs({
@@ -52,6 +55,7 @@ const { values } = parseArgs({
     streams: { type: "boolean", default: false },
     "stream-count": { type: "string", default: "1000" },
     "agent-kb": { type: "string", default: "100" },
+    postgres: { type: "boolean", default: false },
   },
 });
 if (values.peer !== undefined && values.peer !== "portkey") throw new Error(`--peer: only "portkey" is known, not "${values.peer}"`);
@@ -76,29 +80,30 @@ function requireWrk(): void {
   }
 }
 
-/** Upstream hits caused by the gateway, and how many requests wrk may have cut, for the request-log cross-check. */
-let gatewayHits = 0;
-let cutAllowance = 0;
+/** Per gateway target: upstream hits it caused, and how many requests wrk may have cut, for the request-log cross-check. */
+const gatewayHits = new Map<string, number>();
+const cutAllowance = new Map<string, number>();
+const add = (m: Map<string, number>, t: Target, n: number) => m.set(t.id, (m.get(t.id) ?? 0) + n);
 async function counted(rig: Rig, t: Target, fn: () => Promise<unknown>): Promise<void> {
   const h0 = await rig.upstreamHits();
   await fn();
   await Bun.sleep(250);
   const h1 = await rig.upstreamHits();
-  if (t.id === "gateway") gatewayHits += h1.fast - h0.fast + (h1.paced - h0.paced);
+  if (isGateway(t)) add(gatewayHits, t, h1.fast - h0.fast + (h1.paced - h0.paced));
 }
 
 async function load(rig: Rig, t: Target, w: WorkloadId, c: number, s: number): Promise<void> {
   const wl = WORKLOADS.find((x) => x.id === w)!;
   if (wl.stream) await runProbe(t.port, rig.key, rig.bodyFile(w), c, s, [], t.headers?.(w));
   else {
-    if (t.id === "gateway") cutAllowance += c;
+    if (isGateway(t)) add(cutAllowance, t, c);
     await runWrk(t.port, rig.key, [rig.bodyFile(w)], c, s, t.headers?.(w));
   }
 }
 
 async function pacingCheck(rig: Rig): Promise<PacingResult[]> {
   const out: PacingResult[] = [];
-  for (const t of rig.targets.filter((x) => x.id !== "proxy-streamed" && x.id !== "portkey")) {
+  for (const t of rig.targets.filter((x) => x.id !== "proxy-streamed" && x.id !== "portkey" && x.id !== "gateway-pg")) {
     for (const w of ["chat-sse", "messages-sse"] as const) {
       await counted(rig, t, async () => {
         const r = await runProbe(t.pacedPort, rig.key, rig.bodyFile(w, true), 1, 120, ["--max-requests", "5", "--trace"]);
@@ -121,7 +126,9 @@ async function matrixRun(dir: string): Promise<void> {
   const concs = (values.conc ?? "1,16,64").split(",").map(Number);
   const env = await environment();
   console.log(`${env}\ncells of ${seconds} s, ${rounds} round(s), workloads ${workloads.join(", ")}, c = ${concs.join(", ")}, agent turns of ${agentKb} KiB`);
-  const rig = await startRig({ dir, paceMs, withProxy: true, agentKb });
+  const pg = values.postgres ? await startPostgres() : null;
+  const postgresUrl = pg ? await pg.createDatabase("bench") : undefined;
+  const rig = await startRig({ dir, paceMs, withProxy: true, agentKb, postgresUrl });
   const parses = new Map<WorkloadId, number>();
   for (const w of WORKLOADS.filter((x) => workloads.includes(x.id))) parses.set(w.id, await parseUs(rig.bodyFile(w.id)));
   if (values.peer) rig.targets.push(await startPortkey(rig.upstream.info.url));
@@ -140,9 +147,9 @@ async function matrixRun(dir: string): Promise<void> {
         for (const t of order) {
           const s = await measure(rig, w, c, t, seconds, round);
           samples.push(s);
-          if (t.id === "gateway") {
-            gatewayHits += s.upstreamHits;
-            if (!w.stream) cutAllowance += c;
+          if (isGateway(t)) {
+            add(gatewayHits, t, s.upstreamHits);
+            if (!w.stream) add(cutAllowance, t, c);
           }
           console.log(
             `[round ${round}] ${w.id.padEnd(13)} c=${String(c).padEnd(2)} ${t.id.padEnd(14)} ${Math.round(s.rps).toString().padStart(6)} req/s  ` +
@@ -160,11 +167,19 @@ async function matrixRun(dir: string): Promise<void> {
   const held = await heldNano(rig);
   await stopChild(rig.gateway.proc);
   const rec = reconcile(rig.dbFile, held);
+  const logs = logCheck(rec, gatewayHits.get("gateway") ?? 0, cutAllowance.get("gateway") ?? 0);
+  let pgChecks: { rec: Reconciliation; logs: ReturnType<typeof logCheck> } | null = null;
+  if (rig.pgGateway && postgresUrl) {
+    const pgHeld = await heldNano(rig, rig.pgGateway);
+    await stopChild(rig.pgGateway.proc);
+    const pgRec = await reconcilePostgres(postgresUrl, pgHeld);
+    pgChecks = { rec: pgRec, logs: logCheck(pgRec, gatewayHits.get("gateway-pg") ?? 0, cutAllowance.get("gateway-pg") ?? 0) };
+  }
+  await pg?.stop();
 
   const cells = summarise(samples, parses);
   const vs = verdicts(cells, pacing, paceMs);
-  const logs = logCheck(rec, gatewayHits, cutAllowance);
-  const checksOk = cells.every((c) => c.errors === 0 && c.hitsOk) && rec.ok && logs.ok;
+  const checksOk = cells.every((c) => c.errors === 0 && c.hitsOk) && rec.ok && logs.ok && (!pgChecks || (pgChecks.rec.ok && pgChecks.logs.ok));
   const md = [
     `# Gateway benchmark results${quick ? " (quick)" : ""}`,
     "",
@@ -195,12 +210,23 @@ async function matrixRun(dir: string): Promise<void> {
       "(SSE exactly; JSON within the ≤ c requests wrk cuts at its deadline, which the server still completes).",
     reconciliationLine(rec),
     logs.text,
+    ...(pgChecks
+      ? [
+          "",
+          "The same gateway serving from PostgreSQL (--postgres: a local server, fsync off, the installation copied by migrate-db), cell by cell beside SQLite:",
+          "",
+          peerTable(samples, "gateway-pg"),
+          "",
+          `On PostgreSQL: ${reconciliationLine(pgChecks.rec)}`,
+          pgChecks.logs.text,
+        ]
+      : []),
     `Gateway RSS at the end: ${rssEnd.toFixed(1)} MiB.`,
     "",
   ].join("\n");
   mkdirSync(OUT, { recursive: true });
   writeFileSync(join(OUT, "results.md"), md);
-  writeFileSync(join(OUT, "results.json"), JSON.stringify({ env, seconds, rounds, samples, cells, pacing, verdicts: vs, reconciliation: rec, gatewayHits }, null, 2));
+  writeFileSync(join(OUT, "results.json"), JSON.stringify({ env, seconds, rounds, samples, cells, pacing, verdicts: vs, reconciliation: rec, gatewayHits: Object.fromEntries(gatewayHits), postgres: pgChecks }, null, 2));
   console.log(`\n${md}\nwritten to bench/out/results.md (raw samples in bench/out/results.json)`);
   if (!checksOk) throw new Error("a correctness check failed (see above)");
 }
@@ -223,13 +249,13 @@ async function memoryRun(dir: string): Promise<void> {
   clearInterval(timer);
   await Bun.sleep(250);
   const hits = (await rig.upstreamHits()).fast - h0.fast;
-  gatewayHits += hits;
-  cutAllowance += 64;
+  add(gatewayHits, gw, hits);
+  add(cutAllowance, gw, 64);
   const held = await heldNano(rig);
   await stopChild(rig.gateway.proc);
   const rec = reconcile(rig.dbFile, held);
 
-  const logs = logCheck(rec, gatewayHits, cutAllowance);
+  const logs = logCheck(rec, gatewayHits.get("gateway") ?? 0, cutAllowance.get("gateway") ?? 0);
   const atMiB = rss.find((s) => s.t >= at)?.mib ?? NaN;
   const maxMiB = Math.max(...rss.map((s) => s.mib), endMiB);
   const growth = (endMiB - atMiB) / atMiB;

@@ -5,16 +5,17 @@ import { acquireServeLock } from "./db/serve-lock.ts";
 import { dashboardPages } from "./dashboard/page.ts";
 import { buildApp } from "./http/app.ts";
 import { findEndpoint } from "./http/endpoints.ts";
+import { events } from "./logs/events.ts";
 import { OperatorError } from "./core/operator-error.ts";
-import { buildServices, type Services } from "./services.ts";
+import { buildPostgresServices, buildServices, type Services, type SqliteServices } from "./services.ts";
 
-export interface RunningGateway {
+export interface RunningGateway<S extends Services = Services> {
   /** A URL this process can reach the server on (loopback when it listens on every interface). */
   url: string;
   port: number;
   /** The address it really listens on, as an operator writes it: `0.0.0.0:8080`, `[::1]:8080`. */
   listening: string;
-  services: Services;
+  services: S;
   /** Stops at once, closing open connections (tests). */
   stop(): Promise<void>;
   /** The operator's stop (SIGTERM): see `drain` below. */
@@ -32,27 +33,45 @@ const DAY_MS = 24 * 3600 * 1000;
 /** After the deadline: how long streams get to send their final error event before connections are closed. */
 const CUT_GRACE_MS = 3000;
 
-/** Boots the gateway: migrations, crash recovery, retention jobs, then the HTTP server. */
-export function startGateway(config: Config, opts: { port?: number; db?: Db; quiet?: boolean } = {}): RunningGateway {
+/** Boots the gateway on SQLite: migrations, crash recovery, retention jobs, then the HTTP server. */
+export function startGateway(config: Config, opts: { port?: number; db?: Db; quiet?: boolean } = {}): RunningGateway<SqliteServices> {
   if (!opts.db) ensureDatabaseFolder(config.database);
   // Taken before anything is written: a refused second server must leave the running one's file alone.
   const lock = opts.db ? { release() {} } : acquireServeLock(config.database);
-  let svc: Services;
+  let svc: SqliteServices;
   try {
     svc = buildServices(config, opts.db, (path) => findEndpoint(path)?.path ?? null);
   } catch (e) {
     lock.release();
     throw e;
   }
-  const abandoned = svc.idempotency.abandonInFlight();
+  svc.atStop.push(() => svc.db.$client.close(), () => lock.release());
+  return listen(svc, config, opts, svc.idempotency.abandonInFlight() as number);
+}
+
+/**
+ * Boots one instance of a cluster on PostgreSQL (`[database] url`): no serve lock (several instances
+ * share the database; their holds are rows with their instance's id), then as on SQLite.
+ */
+export async function startGatewayOnPostgres(config: Config, opts: { port?: number; quiet?: boolean } = {}): Promise<RunningGateway> {
+  const svc = await buildPostgresServices(config, (path) => findEndpoint(path)?.path ?? null);
+  return listen(svc, config, opts, await svc.idempotency.abandonInFlight());
+}
+
+/** The HTTP server on built services; their `atStop` runs once the last request has ended. */
+function listen<S extends Services>(svc: S, config: Config, opts: { port?: number; quiet?: boolean }, abandoned: number): RunningGateway<S> {
   if (!opts.quiet && abandoned) {
     console.log(`gateway: released ${abandoned} idempotency claim(s) left by a stopped process`);
   }
-  const prune = () => {
-    svc.logs.prune();
-    svc.idempotency.prune();
+  const prune = async () => {
+    try {
+      await svc.logs.prune();
+      await svc.idempotency.prune();
+    } catch (e) {
+      events.pruneFailed(e);
+    }
   };
-  prune();
+  void prune();
   // Retention runs by itself; unref so it never keeps a stopping process alive.
   const timer = setInterval(prune, DAY_MS / 24);
   timer.unref();
@@ -72,8 +91,7 @@ export function startGateway(config: Config, opts: { port?: number; db?: Db; qui
     });
   } catch (e) {
     clearInterval(timer);
-    svc.db.$client.close();
-    lock.release();
+    void stopServices(svc);
     throw listenError(e, config.host, port);
   }
   const server = app.server!;
@@ -83,9 +101,7 @@ export function startGateway(config: Config, opts: { port?: number; db?: Db; qui
     closed = true;
     clearInterval(timer);
     await holdsResolved(svc);
-    for (const flush of svc.atStop) flush();
-    svc.db.$client.close();
-    lock.release();
+    await stopServices(svc);
   };
   return {
     url: `http://${loopbackFor(config.host)}:${server.port}`,
@@ -113,6 +129,17 @@ export function startGateway(config: Config, opts: { port?: number; db?: Db; qui
       return { inFlight, cut };
     },
   };
+}
+
+/** What is buffered goes out, then the databases close: each step runs even when one before it failed. */
+async function stopServices(svc: Services): Promise<void> {
+  for (const step of svc.atStop) {
+    try {
+      await step();
+    } catch (e) {
+      console.error(`gateway: at stop: ${(e as Error).message}`);
+    }
+  }
 }
 
 function within(p: Promise<unknown>, ms: number): Promise<boolean> {

@@ -1,44 +1,70 @@
-import { Keys } from "./auth/keys.ts";
+import { Keys, type KeyStore } from "./auth/keys.ts";
+import { PgKeys } from "./auth/pg-keys.ts";
 import { buildCatalog } from "./catalog/catalog.ts";
 import type { Config } from "./config/load.ts";
 import { migrate, openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from "./db/client.ts";
+import type { Commits } from "./db/commits.ts";
 import { GroupCommit } from "./db/group-commit.ts";
-import { Calibration } from "./ledger/calibration.ts";
+import { listenForChanges } from "./db/pg-changes.ts";
+import { migratePostgres, openPostgres } from "./db/pg-client.ts";
+import { PgCommits } from "./db/pg-commits.ts";
+import { Calibration, type CalibrationStore } from "./ledger/calibration.ts";
+import { Accounts, type AccountStore } from "./ledger/accounts.ts";
 import { Ledger } from "./ledger/ledger.ts";
+import { PgAccounts } from "./ledger/pg-accounts.ts";
+import type { MoneyLedger } from "./ledger/money-ledger.ts";
+import { PgLedger } from "./ledger/pg-ledger.ts";
 import { RateLimiter, type Limiter } from "./limits/rate-limit.ts";
 import { RedisRateLimiter } from "./limits/redis-rate-limit.ts";
+import { events } from "./logs/events.ts";
 import { RequestLog, type LogRow } from "./logs/request-log.ts";
+import { PgRequestLog } from "./logs/pg-request-log.ts";
 import { AccessLog } from "./observe/access-log.ts";
 import { Metrics } from "./observe/metrics.ts";
 import { Cutoff } from "./relay/cutoff.ts";
 import { Health } from "./relay/health.ts";
 import type { RelayServices } from "./relay/context.ts";
-import { Settings } from "./settings.ts";
+import { Settings, type SettingsStore } from "./settings.ts";
+import { PgSettings } from "./pg-settings.ts";
 import { buildProviders } from "./upstreams/registry.ts";
-import { Idempotency } from "./limits/idempotency.ts";
+import { Idempotency, type IdempotencyStore } from "./limits/idempotency.ts";
+import { PgIdempotency } from "./limits/pg-idempotency.ts";
 import { StripeCheckout } from "./payments/stripe-checkout.ts";
 import { Payments, SqliteTopUpCredit } from "./payments/topups.ts";
 import { Checkouts } from "./payments/checkout-sessions.ts";
+import { PgCheckouts } from "./payments/pg-checkout-sessions.ts";
+import { PgTopUpCredit } from "./payments/pg-topups.ts";
 
-/** Everything a request needs, built once per process. */
 /** Everything a request needs, built once per process: the relay's parts and those of the routes around it. */
 export interface Services extends RelayServices {
-  db: Db;
-  /** SQLite's ledger (serving from PostgreSQL is refused until every owner has its PostgreSQL side). */
-  ledger: Ledger;
-  keys: Keys;
+  /** The SQLite database, or null when the instance serves from PostgreSQL (`[database] url`). */
+  db: Db | null;
+  keys: KeyStore;
+  accounts: AccountStore;
   /** The token buckets: in this process, or in `[limits] store` shared by every instance. */
   limiter: Limiter;
-  settings: Settings;
-  idempotency: Idempotency;
+  settings: SettingsStore;
+  idempotency: IdempotencyStore;
   /** Top-ups through Stripe Checkout; `enabled` is false without [payments.stripe]. */
   payments: Payments;
   version: string;
   /** One JSON line per request on stdout (`[server] access_log`), or null when off. */
   accessLog: AccessLog | null;
   metrics: Metrics;
-  /** Run once when the server stops, after the last request: what is buffered goes out. */
-  atStop: (() => void)[];
+  /** Run in order once the server stops, after the last request: what is buffered goes out, then the databases close. */
+  atStop: (() => unknown)[];
+}
+
+/** The parts as SQLite builds them: every answer synchronous (the embedded default, and what most tests drive). */
+export interface SqliteServices extends Services {
+  db: Db;
+  commits: GroupCommit;
+  ledger: Ledger;
+  keys: Keys;
+  accounts: Accounts;
+  logs: RequestLog;
+  settings: Settings;
+  idempotency: Idempotency;
 }
 
 export const VERSION = "0.1.0";
@@ -51,14 +77,81 @@ export function buildServices(
   config: Config,
   db: Db = openDatabase(config.database, { busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS }),
   endpointOf: (path: string) => string | null = () => null,
-): Services {
+): SqliteServices {
   migrate(db);
   const commits = new GroupCommit(db.$client);
   const ledger = new Ledger(db, commits);
+  const settings = new Settings(db);
+  const parts = sharedParts(config, { ledger, settings, commits, endpointOf });
+  commits.onCommit = (writes) => parts.metrics.commitBatch(writes);
+  return {
+    ...parts,
+    db,
+    commits,
+    ledger,
+    keys: new Keys(db),
+    accounts: new Accounts(db, ledger),
+    logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow: parts.onRow }),
+    settings,
+    idempotency: new Idempotency(db),
+    payments: new Payments(new Checkouts(db), new SqliteTopUpCredit(db, ledger, commits), config.stripe ? new StripeCheckout(config.stripe) : null),
+  };
+}
+
+/**
+ * One instance of a cluster on PostgreSQL (`[database] url`, issue 18): the same parts on the
+ * PostgreSQL side of each owner. The database must be migrated (`gateway migrate`, or this instance
+ * applies what is pending under an advisory lock). Copies of keys and of the pause switch are
+ * dropped on the change notices of other writers (db/pg-changes.ts).
+ */
+export async function buildPostgresServices(config: Config, endpointOf: (path: string) => string | null = () => null): Promise<Services> {
+  const url = config.databaseUrl!;
+  await migratePostgres(url);
+  const pg = openPostgres(url, { max: POOL_SIZE });
+  const commits = new PgCommits(pg.$client);
+  const [ledger, settings] = await Promise.all([
+    PgLedger.start(pg.$client, { instanceId: config.cluster.instanceId, holdTimeoutMs: config.cluster.holdTimeoutMs }),
+    PgSettings.load(pg),
+  ]);
+  const keys = new PgKeys(pg);
+  const feed = await listenForChanges(pg.$client, (table) => {
+    if (table !== "settings") keys.forget();
+    if (table !== "api_keys" && table !== "accounts") void settings.refresh().catch((e: unknown) => events.writeFailed("settings", "refresh", e));
+  });
+  const parts = sharedParts(config, { ledger, settings, commits, endpointOf });
+  const logs = new PgRequestLog(pg, { retentionDays: config.logRetentionDays, onRow: parts.onRow });
+  const checkouts = new PgCheckouts(pg);
+  parts.atStop.push(
+    () => feed.stop(),
+    () => logs.flush(),
+    () => ledger.stop(),
+    () => pg.$client.close(),
+  );
+  return {
+    ...parts,
+    db: null,
+    commits,
+    ledger,
+    keys,
+    accounts: new PgAccounts(pg, ledger),
+    logs,
+    settings,
+    idempotency: new PgIdempotency(pg, config.cluster.instanceId),
+    payments: new Payments(checkouts, new PgTopUpCredit(ledger, checkouts), config.stripe ? new StripeCheckout(config.stripe) : null),
+  };
+}
+
+/** Connections per instance: a request holds one only for its statement, never across an upstream call. */
+const POOL_SIZE = 16;
+
+/** What both engines build alike: catalog, health, calibration, metrics, limiter, logs' listeners. */
+function sharedParts(
+  config: Config,
+  { ledger, settings, commits, endpointOf }: { ledger: MoneyLedger; settings: CalibrationStore; commits: Commits; endpointOf: (path: string) => string | null },
+) {
   const health = new Health();
   const catalog = buildCatalog(config);
-  const settings = new Settings(db);
-  // Its rows join the requests' batches while the server runs; the last ones are written at stop.
+  // Its rows join the requests' writes while the server runs; the last ones are written at stop.
   const calibration = new Calibration(settings, (save) => commits.now(save));
   const metrics = new Metrics({
     holds: () => ({ count: ledger.holds.count, nano: ledger.holds.total }),
@@ -67,31 +160,24 @@ export function buildServices(
     calibration: () => calibration.views(),
   });
   const accessLog = config.accessLog ? new AccessLog() : null;
-  commits.onCommit = (writes) => metrics.commitBatch(writes);
   const limiter = config.limitStore ? new RedisRateLimiter(config.limitStore) : new RateLimiter();
   const onRow = (r: LogRow) => {
     metrics.row(r);
     accessLog?.line(r);
   };
+  const atStop: (() => unknown)[] = [() => calibration.flush(), () => limiter.close(), ...(accessLog ? [() => accessLog.close()] : [])];
   return {
     config,
     catalog,
-    db,
-    commits,
-    ledger,
     calibration,
-    keys: new Keys(db),
     limiter,
-    logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow }),
-    settings,
     health,
     providers: buildProviders(config.providers),
-    idempotency: new Idempotency(db),
-    payments: new Payments(new Checkouts(db), new SqliteTopUpCredit(db, ledger, commits), config.stripe ? new StripeCheckout(config.stripe) : null),
     version: VERSION,
     cutoff: new Cutoff(),
     accessLog,
     metrics,
-    atStop: [() => calibration.flush(), () => limiter.close(), ...(accessLog ? [() => accessLog.close()] : [])],
+    onRow,
+    atStop,
   };
 }

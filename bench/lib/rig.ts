@@ -2,6 +2,7 @@
 // bodies the load generators send. The gateway runs its real path: a key created with the CLI,
 // auth, rate limit (rpm high enough never to trigger), reserve, settle, request log, SQLite in WAL
 // mode on disk in a temp dir.
+import { SQL } from "bun";
 import { Database } from "bun:sqlite";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -79,7 +80,10 @@ export interface GatewayInfo {
   port: number;
 }
 
-export type TargetId = "proxy-buffered" | "proxy-streamed" | "gateway" | "portkey";
+export type TargetId = "proxy-buffered" | "proxy-streamed" | "gateway" | "gateway-pg" | "portkey";
+
+/** The gateway's own targets: on SQLite, and (--postgres) the same tree serving from PostgreSQL. */
+export const isGateway = (t: { id: TargetId }) => t.id === "gateway" || t.id === "gateway-pg";
 
 export interface Target {
   id: TargetId;
@@ -97,6 +101,8 @@ export interface Rig {
   upstream: Child<UpstreamInfo>;
   proxy: Child<ProxyInfo> | null;
   gateway: Child<GatewayInfo>;
+  /** The same gateway serving from PostgreSQL (RigOptions.postgresUrl), a copy of the SQLite installation. */
+  pgGateway: Child<GatewayInfo> | null;
   targets: Target[];
   /** "PATH\nBODY" files for wrk and the probe, by workload (and paced variant) */
   bodyFile(w: WorkloadId, paced?: boolean): string;
@@ -143,6 +149,8 @@ export interface RigOptions {
   agentKb?: number;
   /** text deltas per answer of the paced upstream (5 by default; the many-streams run asks for more) */
   pacedChunks?: number;
+  /** An empty PostgreSQL database: the installation is copied there (gateway migrate-db, so the bench key works on both) and a second gateway serves from it. */
+  postgresUrl?: string;
 }
 
 /**
@@ -172,6 +180,18 @@ export async function startRig(o: RigOptions): Promise<Rig> {
   await cli("migrate");
   await cli("account", "create", "--email", "bench@gateway.local", "--balance", "1000000");
   const key = (JSON.parse(await cli("key", "create", "--email", "bench@gateway.local", "--rpm", "1000000000", "--name", "bench")) as { key: string }).key;
+  let pgGateway: Child<GatewayInfo> | null = null;
+  if (o.postgresUrl) {
+    // Before the SQLite gateway starts: migrate-db refuses a file a server is running on.
+    await cli("migrate-db", "--from", dbFile, "--to", o.postgresUrl);
+    const pgConfig = join(o.dir, "gateway-pg.toml");
+    writeFileSync(pgConfig, `[database]\nurl = "${o.postgresUrl}"\n\n${configToml(upstream.info)}`);
+    pgGateway = await startChild<GatewayInfo>(
+      "gateway on PostgreSQL",
+      ["bun", ...(o.gatewayBunFlags ?? []), "src/cli/main.ts", "serve", "--config", pgConfig, "--port", "0", "--json"],
+      { cwd: gwRoot, env: RIG_ENV },
+    );
+  }
   const gateway = await startChild<GatewayInfo>(
     "gateway",
     ["bun", ...(o.gatewayBunFlags ?? []), "src/cli/main.ts", "serve", "--config", configFile, "--db", dbFile, "--port", "0", "--json"],
@@ -197,6 +217,7 @@ export async function startRig(o: RigOptions): Promise<Rig> {
     targets.push({ id: "proxy-streamed", pid: proxy.pid, port: proxy.info.streamed, pacedPort: proxy.info.pacedStreamed });
   }
   targets.push({ id: "gateway", pid: gateway.pid, port: gateway.info.port, pacedPort: gateway.info.port });
+  if (pgGateway) targets.push({ id: "gateway-pg", pid: pgGateway.pid, port: pgGateway.info.port, pacedPort: pgGateway.info.port });
 
   return {
     dir: o.dir,
@@ -205,6 +226,7 @@ export async function startRig(o: RigOptions): Promise<Rig> {
     upstream,
     proxy,
     gateway,
+    pgGateway,
     targets,
     bodyFile: (w, paced = false) => files.get(`${w}${paced}`)!,
     upstreamHits: async () => (await (await fetch(upstream.info.control)).json()) as { fast: number; paced: number },
@@ -222,7 +244,7 @@ export async function smokeTest(rig: Rig, t: Target): Promise<void> {
     });
     const text = await res.text();
     if (res.status !== 200) throw new Error(`smoke test: ${t.id} ${w.id} answered ${res.status}: ${text.slice(0, 300)}`);
-    if (t.id === "gateway" && !text.includes('"cost_usd"')) throw new Error(`smoke test: the gateway's ${w.id} answer has no cost_usd`);
+    if (isGateway(t) && !text.includes('"cost_usd"')) throw new Error(`smoke test: the gateway's ${w.id} answer has no cost_usd`);
     if (w.stream && !(text.includes("[DONE]") || text.includes("message_stop") || text.includes("response.completed"))) throw new Error(`smoke test: ${t.id} ${w.id} stream did not end properly`);
   }
 }
@@ -254,9 +276,9 @@ export interface Reconciliation {
 }
 
 /** Holds the gateway reports for the bench key's account; read once the load is over, before it stops. */
-export async function heldNano(rig: Rig): Promise<number> {
+export async function heldNano(rig: Rig, gateway: Child<GatewayInfo> = rig.gateway): Promise<number> {
   await Bun.sleep(250); // requests cut by wrk's deadline still finish on the server
-  const res = await fetch(`http://127.0.0.1:${rig.gateway.info.port}/v1/me`, { headers: { authorization: `Bearer ${rig.key}` } });
+  const res = await fetch(`http://127.0.0.1:${gateway.info.port}/v1/me`, { headers: { authorization: `Bearer ${rig.key}` } });
   const me = (await res.json()) as { balance: { reserved_usd: number } };
   return Math.round(me.balance.reserved_usd * 1e9);
 }
@@ -284,5 +306,28 @@ export function reconcile(dbFile: string, held: number): Reconciliation {
     return { ok: mismatched.length === 0 && r.heldNano === 0, ...r };
   } finally {
     db.close();
+  }
+}
+
+/** reconcile's checks on the PostgreSQL copy (after its gateway stopped), plus the holds table: no row left. */
+export async function reconcilePostgres(url: string, held: number): Promise<Reconciliation> {
+  const sql = new SQL(url);
+  try {
+    const one = async (q: string) => Number((await sql.unsafe(q))[0].n);
+    const mismatched = (await sql`SELECT a.id, a.balance_nano, COALESCE((SELECT SUM(amount_nano) FROM ledger_entries e WHERE e.account_id = a.id), 0) AS ledger_sum FROM accounts a`)
+      .map((r: Record<string, string>) => ({ id: Number(r.id), balance_nano: Number(r.balance_nano), ledger_sum: Number(r.ledger_sum) }))
+      .filter((r: { balance_nano: number; ledger_sum: number }) => r.balance_nano !== r.ledger_sum);
+    const holdRows = await one("SELECT count(*) AS n FROM holds");
+    const r = {
+      accounts: await one("SELECT count(*) AS n FROM accounts"),
+      mismatched,
+      heldNano: held + (await one("SELECT coalesce(sum(held_nano), 0) AS n FROM accounts")),
+      logRows: await one("SELECT count(*) AS n FROM request_logs WHERE path != '/v1/me'"),
+      logRowsNot200: await one("SELECT count(*) AS n FROM request_logs WHERE status != 200"),
+      chargeEntries: await one("SELECT count(*) AS n FROM ledger_entries WHERE kind = 'charge'"),
+    };
+    return { ok: mismatched.length === 0 && r.heldNano === 0 && holdRows === 0, ...r };
+  } finally {
+    await sql.close();
   }
 }

@@ -1,15 +1,15 @@
 import type { Catalog } from "../catalog/catalog.ts";
-import { countAccounts, createAccount } from "../ledger/accounts.ts";
-import { bracketed, isUnspecified, startGateway, type RunningGateway } from "../server.ts";
+import { redactUrl } from "../db/pg-client.ts";
+import { bracketed, isUnspecified, startGateway, startGatewayOnPostgres, type RunningGateway } from "../server.ts";
+import type { Services } from "../services.ts";
 import { parse, UsageError } from "./args.ts";
-import { loadInstallation, refuseUnbuiltPostgres } from "./context.ts";
+import { loadInstallation } from "./context.ts";
 
 export const DEMO_EMAIL = "demo@gateway.local";
 
 export async function serveCommand(argv: string[]): Promise<void> {
   const { values } = parse(argv, { port: { type: "string" } });
   const config = loadInstallation(values);
-  refuseUnbuiltPostgres(config);
   // --port beats PORT, which beats the config file (DESIGN: flags beat the config).
   const portText = values.port ?? process.env.PORT;
   let port = config.port;
@@ -20,22 +20,18 @@ export async function serveCommand(argv: string[]): Promise<void> {
   // Installed before the start: Bun installs a handler a moment after process.on returns, and a
   // signal in between (a supervisor's HUP right after the listening line) must not be lost.
   const signals = handleSignals(config.shutdownTimeoutMs);
-  const gw = startGateway(config, { port });
+  const gw = config.databaseUrl ? await startGatewayOnPostgres(config, { port }) : startGateway(config, { port });
   signals.serving(gw);
   const svc = gw.services;
   const base = config.publicUrl || `http://${linkHost(config.host)}:${gw.port}`;
-  const demoOnly = servesDemoOnly(svc.catalog);
-  let firstKey: string | null = null;
-  const empty = countAccounts(svc.db) === 0;
+  const database = config.databaseUrl ? redactUrl(config.databaseUrl) : config.database;
+  const empty = (await svc.accounts.count()) === 0;
   // A demo key on real providers would be 1 USD of real spend printed into `docker logs`.
-  if (empty && demoOnly) {
-    const acc = createAccount(svc.db, svc.ledger, DEMO_EMAIL);
-    firstKey = svc.keys.create(acc.id, { name: "first key" }).key;
-  }
+  const firstKey = empty && servesDemoOnly(svc.catalog) ? await demoKey(svc) : null;
   if (values.json) {
-    console.log(JSON.stringify({ listening: base, address: gw.listening, port: gw.port, database: config.database, config: config.source, catalog_version: svc.catalog.version, first_key: firstKey }));
+    console.log(JSON.stringify({ listening: base, address: gw.listening, port: gw.port, database, config: config.source, catalog_version: svc.catalog.version, first_key: firstKey }));
   } else {
-    console.log(`gateway ${svc.version} listening on ${base} (address ${gw.listening}; config: ${config.source}; database: ${config.database})`);
+    console.log(`gateway ${svc.version} listening on ${base} (address ${gw.listening}; config: ${config.source}; database: ${database})`);
     const fetchLimit = fetchLimitWarning(process.env.BUN_CONFIG_MAX_HTTP_REQUESTS);
     if (fetchLimit) console.error(fetchLimit);
     if (firstKey) console.log(firstRunBanner(base, firstKey, demoModel(svc.catalog)));
@@ -52,6 +48,21 @@ export function fetchLimitWarning(value: string | undefined): string | null {
   const n = Number(value);
   if (value !== undefined && Number.isInteger(n) && n >= 1024) return null;
   return `gateway: BUN_CONFIG_MAX_HTTP_REQUESTS is ${value === undefined ? "not set" : value}: Bun runs at most ${value === undefined ? 256 : value} upstream calls at once and queues the rest; start with BUN_CONFIG_MAX_HTTP_REQUESTS=4096 (docs/operations.md)`;
+}
+
+/**
+ * The first start's demo account and its key. Instances of a cluster starting together may race for
+ * it: the email is unique, so one creates it and the others find it taken and print no key.
+ */
+async function demoKey(svc: Services): Promise<string | null> {
+  let acc;
+  try {
+    acc = await svc.accounts.create(DEMO_EMAIL);
+  } catch (e) {
+    if (await svc.accounts.find(DEMO_EMAIL)) return null;
+    throw e;
+  }
+  return (await svc.keys.create(acc.id, { name: "first key" })).key;
 }
 
 /** The host to print in links: every interface is reached as localhost from the operator's shell. */

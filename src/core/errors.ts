@@ -130,12 +130,17 @@ export const invalidRequest = (message: string) => new GatewayError("invalid_req
 // full disk (SQLITE_FULL), read-only file or mount (SQLITE_READONLY_*), I/O failure, a lock held past
 // busy_timeout, a file that cannot be opened, a write batch SQLite rolled back for one of these
 // (SQLITE_ABORT_ROLLBACK, db/group-commit.ts). They clear by themselves or by the operator's hand.
-const UNAVAILABLE = /^SQLITE_(FULL|READONLY|IOERR|BUSY|CANTOPEN|ABORT)(_|$)/;
+// On PostgreSQL: the connection refused, lost or timed out (Bun's client codes), or the server's
+// SQLSTATE classes 08 (connection), 53 (out of disk, memory, connections), 57P (shut down by its
+// operator) and 25006 (a read-only server, a standby promoted to nothing).
+const UNAVAILABLE = /^(SQLITE_(FULL|READONLY|IOERR|BUSY|CANTOPEN|ABORT)(_|$)|ERR_POSTGRES_(CONNECTION|IDLE|LIFETIME|TLS))/;
+const PG_UNAVAILABLE_STATE = /^(08|53|57P|25006)/;
 
 /** The SQLite code when `err` says the database is unavailable (not a bug, not the request's fault), else null. */
 export function databaseUnavailableCode(err: unknown): string | null {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" && UNAVAILABLE.test(code) ? code : null;
+  const { code, errno } = (err ?? {}) as { code?: unknown; errno?: unknown };
+  if (typeof code === "string" && UNAVAILABLE.test(code)) return code;
+  return typeof errno === "string" && PG_UNAVAILABLE_STATE.test(errno) ? `SQLSTATE_${errno}` : null;
 }
 
 export const DATABASE_RETRY_AFTER_S = 10;
@@ -146,7 +151,7 @@ export function asGatewayError(err: unknown): GatewayError {
   if (databaseUnavailableCode(err)) {
     return new GatewayError(
       "database_unavailable",
-      "The gateway cannot record requests right now (its database is full or read-only). The request was not charged; retry later.",
+      "The gateway cannot record requests right now (its database is unreachable, full or read-only). The request was not charged; retry later.",
       { retryAfter: DATABASE_RETRY_AFTER_S, cause: err },
     );
   }

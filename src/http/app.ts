@@ -1,3 +1,4 @@
+import { writeBatched } from "../logs/request-log.ts";
 import { Elysia } from "elysia";
 import type { Server } from "bun";
 import { presentedKey } from "../auth/keys.ts";
@@ -52,7 +53,12 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
    */
   function overBudget(x: Exchange): GatewayError | null {
     const wait = gate.waitFor(x.clientIp());
-    if (wait === null || svc.keys.lookup(presentedKey(x.request.headers))) return null;
+    if (wait === null) return null;
+    const found = svc.keys.lookup(presentedKey(x.request.headers));
+    // On PostgreSQL a key this instance has not met yet is a query away: from an address over its
+    // budget of invalid keys it counts as none this once (the query, run anyway, keeps it for the retry).
+    if (found instanceof Promise) found.catch(() => null);
+    else if (found) return null;
     return gate.refuse(x.clientIp(), wait);
   }
 
@@ -63,7 +69,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
     if (x.logged) {
       x.log.status = response.status;
       x.log.latencyMs = performance.now() - x.started;
-      svc.logs.write(x.log);
+      await svc.logs.write(x.log);
     }
     return response;
   }
@@ -126,7 +132,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
       x.log.latencyMs = performance.now() - x.started;
       // Through the group commit, which waits out another process's write lock between turns; the
       // error answer does not wait for it.
-      void svc.logs.writeBatched(svc.commits, x.log);
+      void writeBatched(svc.commits, svc.logs, x.log);
     }
     const { log, endpoint } = x;
     const quiet = endpoint?.quiet || x.request.signal.aborted;

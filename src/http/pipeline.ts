@@ -32,7 +32,9 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   }
   if (svc.settings.paused) throw pausedError();
   const presented = presentedKey(request.headers);
-  const key = svc.keys.check(presented, svc.keys.lookup(presented), x.clientIp);
+  // A key known to this process answers at once; PostgreSQL's first lookup of a key is a query.
+  const found = svc.keys.lookup(presented);
+  const key = svc.keys.check(presented, found instanceof Promise ? await found : found, x.clientIp);
   log.keyId = key.id;
   log.accountId = key.accountId;
   log.keyPrefix = key.prefix;
@@ -52,7 +54,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
     if (begun.kind === "replay") {
       log.status = begun.answer.status;
       log.latencyMs = performance.now() - started;
-      svc.logs.write(log);
+      await svc.logs.write(log);
       const replay = new Response(begun.answer.body, {
         status: begun.answer.status,
         headers: { "content-type": begun.answer.contentType, "idempotent-replayed": "true", ...requestIdHeaders(requestId) },
@@ -78,7 +80,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
     log.status = response.status;
     await svc.commits.run(() => {
       log.latencyMs = performance.now() - started;
-      svc.logs.write(log);
+      return svc.logs.write(log);
     });
   }
   return x.idem ? recordForReplay(svc, x.idem, requestId, response, log) : response;
@@ -86,10 +88,12 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
 
 /** Ends an idempotency claim; a failed write (full disk) costs only the replay, so it is reported, not thrown. */
 export function finishIdempotency(svc: Services, idem: { keyId: number; key: string }, requestId: string, answer: StoredAnswer | null): void {
+  const failed = (e: unknown) => events.writeFailed("idempotency", requestId, e);
   try {
-    svc.idempotency.finish(idem.keyId, idem.key, answer);
+    const done = svc.idempotency.finish(idem.keyId, idem.key, answer);
+    if (done instanceof Promise) done.catch(failed);
   } catch (e) {
-    events.writeFailed("idempotency", requestId, e);
+    failed(e);
   }
 }
 

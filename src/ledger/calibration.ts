@@ -1,3 +1,4 @@
+import type { Awaitable } from "../core/awaitable.ts";
 import { BYTES_PER_TOKEN, estimateInputTokens } from "./estimate.ts";
 
 // The byte estimator calibrated on the traffic itself (issue 17). Every settled text request whose
@@ -183,9 +184,9 @@ export const isSampleCount = (v: unknown): v is number => typeof v === "number" 
 
 /** Where windows persist: one settings row per model (src/settings.ts owns the SQL). */
 export interface CalibrationStore {
+  /** Read once, at start (PostgreSQL's store has them loaded by then). */
   calibrations(): { model: string; value: string }[];
-  /** On PostgreSQL a promise: its refusal is handled as SQLite's throw is. */
-  saveCalibrations(rows: { model: string; value: string }[]): void | Promise<void>;
+  saveCalibrations(rows: { model: string; value: string }[]): Awaitable<void>;
 }
 
 /** How often at most the windows that changed are written while the server runs. */
@@ -203,7 +204,7 @@ export class Calibration {
 
   constructor(
     private readonly store: CalibrationStore,
-    private readonly write: (save: () => void) => void = (save) => save(),
+    private readonly write: (save: () => Awaitable<void>) => Awaitable<void> = (save) => save(),
     private readonly saveEveryMs = SAVE_EVERY_MS,
   ) {
     for (const row of store.calibrations()) this.windows.set(row.model, CalibrationWindow.decode(row.model, row.value));
@@ -242,26 +243,24 @@ export class Calibration {
   }
 
   /** Writes what changed now, outside any batch (the server's stop, after the last request). */
-  flush(): void {
-    this.save((save) => save());
+  flush(): Awaitable<void> {
+    return this.save((save) => save());
   }
 
-  private save(write: (save: () => void) => void): void {
+  private save(write: (save: () => Awaitable<void>) => Awaitable<void>): Awaitable<void> {
     if (this.changed.size === 0) return;
     const windows = [...this.changed];
     this.changed.clear();
-    // The database refused (full, locked): the requests' own writes fail and say so; these rows
-    // are tried again with the next save, and the windows stay in memory meanwhile.
-    const again = () => {
+    // The database refused (full, locked, unreachable): the requests' own writes fail and say so;
+    // these rows are tried again with the next save, and the windows stay in memory meanwhile.
+    const retry = () => {
       for (const w of windows) this.changed.add(w);
     };
     try {
-      write(() => {
-        const saving = this.store.saveCalibrations(windows.map((w) => ({ model: w.model, value: w.encode() })));
-        if (saving instanceof Promise) saving.catch(again);
-      });
+      const saved = write(() => this.store.saveCalibrations(windows.map((w) => ({ model: w.model, value: w.encode() }))));
+      if (saved instanceof Promise) return saved.catch(retry);
     } catch {
-      again();
+      retry();
     }
   }
 }

@@ -65,6 +65,15 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     return ledger;
   }
 
+  /**
+   * The operator's ledger (the CLI): credits and reads, never a hold, so no instance row and no
+   * heartbeat. A reserve through it is refused: a hold of a process that beats nowhere would be
+   * released by the instances as a silent one's.
+   */
+  static forOperator(sql: SQL): PgLedger {
+    return new PgLedger(sql, { instanceId: "", holdTimeoutMs: 0 });
+  }
+
   get instanceId(): string {
     return this.opts.instanceId;
   }
@@ -83,6 +92,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   }
 
   async reserve(requestId: string, accountId: number, keyId: number, amountNano: number): Promise<Hold> {
+    if (!this.opts.instanceId) throw new Error("the operator's ledger takes no holds: start an instance (PgLedger.start)");
     let id: number;
     try {
       id = await this.sql.begin(async (tx) => {

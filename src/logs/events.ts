@@ -135,11 +135,17 @@ export class EventLog {
   /**
    * A row that could not be written (request_log: the request id is then only here; idempotency: a
    * retry with the same key runs again instead of replaying; ledger: a streamed answer went out
-   * uncharged). The answer itself has gone out.
+   * uncharged; settings: the estimator's windows, kept in memory and tried again). The answer itself has gone out.
    */
-  writeFailed(table: "request_log" | "idempotency" | "ledger", requestId: string, cause: unknown): void {
+  writeFailed(table: "request_log" | "idempotency" | "ledger" | "settings", requestId: string, cause: unknown): void {
     const reason = describe(cause);
     this.emit("error", `${table}_write_failed`, "", { request_id: requestId, reason }, `${table} row of ${requestId} not written: ${reason}`);
+  }
+
+  /** The hourly retention job failed (the database refused); it runs again in an hour. */
+  pruneFailed(cause: unknown): void {
+    const reason = describe(cause);
+    this.emit("error", "retention_failed", "", { reason }, `pruning old request logs and idempotency records failed: ${reason}`);
   }
 
   /**

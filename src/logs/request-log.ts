@@ -3,7 +3,7 @@ import type { Statement } from "bun:sqlite";
 import { and, lt } from "drizzle-orm";
 import { changedRows, type Db } from "../db/client.ts";
 import { requestLogs } from "../db/schema.ts";
-import type { GroupCommit } from "../db/group-commit.ts";
+import type { Commits } from "../db/commits.ts";
 import { requestIdPrefixAt } from "../core/request-id.ts";
 import { events } from "./events.ts";
 import type { Awaitable } from "../core/awaitable.ts";
@@ -89,6 +89,18 @@ export interface RequestLogStore {
   prune(now?: number): Awaitable<number>;
 }
 
+/**
+ * Writes a row nobody waits on (a failure, a stream's end) through the server's commits: on SQLite
+ * the group commit's batch, which waits out another process's write lock between turns. A failure
+ * is one operator event.
+ */
+export function writeBatched(commits: Commits, logs: RequestLogStore, r: LogRow): Promise<void> {
+  return commits.run(() => logs.write(r)).then(
+    () => {},
+    (e: unknown) => events.writeFailed("request_log", r.requestId, e),
+  );
+}
+
 /** The first row older than the retention could be, by request id (time-ordered): a day of margin covers clock skew between processes, created_at decides. */
 export const pruneBefore = (retentionDays: number, now: number) => {
   const cutoff = now - retentionDays * DAY_MS;
@@ -126,14 +138,6 @@ export class RequestLog implements RequestLogStore {
 
   /** Every row is written when write returns. */
   flush(): void {}
-
-  /**
-   * Writes the row in the group commit's batch, which waits out another process's write lock between
-   * turns; a failure is one operator event. For rows nobody waits on (failures, a stream's end).
-   */
-  writeBatched(commits: GroupCommit, r: LogRow): Promise<void> {
-    return commits.run(() => this.write(r)).catch((e: unknown) => events.writeFailed("request_log", r.requestId, e));
-  }
 
   prune(now = Date.now()): number {
     // Request ids begin with their time (newRequestId), so the key range finds the candidates without a created_at index.

@@ -32,9 +32,9 @@ export async function post(call: RelayCall, hold: Hold, cost: number, usage: Tok
     log.cacheReadTokens = usage.cacheRead;
     log.cacheWriteTokens = usage.cacheWrite;
   }
-  await hold.post(cost, () => {
+  await hold.post(cost, (tx) => {
     log.latencyMs = performance.now() - call.started;
-    call.svc.logs.write(log);
+    return call.svc.logs.write(log, tx);
   });
   if (inputCounted && usage && log.model) call.svc.calibration.record(log.model, call.bytes.byteLength, usage.input + usage.cacheRead + usage.cacheWrite);
 }

@@ -1,11 +1,11 @@
 import type { KeyRecord } from "../auth/keys.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 import type { Config } from "../config/load.ts";
-import type { GroupCommit } from "../db/group-commit.ts";
+import type { Commits } from "../db/commits.ts";
 import type { Calibration } from "../ledger/calibration.ts";
 import type { Hold } from "../ledger/hold.ts";
 import type { MoneyLedger } from "../ledger/money-ledger.ts";
-import type { LogRow, RequestLog } from "../logs/request-log.ts";
+import type { LogRow, RequestLogStore } from "../logs/request-log.ts";
 import type { Provider } from "../upstreams/types.ts";
 import type { Cutoff } from "./cutoff.ts";
 import type { Health } from "./health.ts";
@@ -17,12 +17,12 @@ import type { Health } from "./health.ts";
 export interface RelayServices {
   config: Config;
   catalog: Catalog;
-  /** Per-request ledger and log writes, committed in groups (see db/group-commit.ts). */
-  commits: GroupCommit;
+  /** Per-request ledger and log writes: committed in groups on SQLite (db/group-commit.ts), one by one on PostgreSQL. */
+  commits: Commits;
   ledger: MoneyLedger;
   /** The estimator's window per model: holds are sized on it, settled requests feed it. */
   calibration: Calibration;
-  logs: RequestLog;
+  logs: RequestLogStore;
   health: Health;
   providers: Map<string, Provider>;
   /**

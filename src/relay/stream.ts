@@ -1,3 +1,4 @@
+import { writeBatched } from "../logs/request-log.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
 import type { Model } from "../catalog/catalog.ts";
 import type { RelayCall } from "./context.ts";
@@ -132,7 +133,7 @@ export function relayStream(s: StreamStart): Response {
   };
   const writeLogAlone = () => {
     call.log.latencyMs = performance.now() - call.started;
-    return call.svc.logs.writeBatched(call.svc.commits, call.log);
+    return writeBatched(call.svc.commits, call.svc.logs, call.log);
   };
 
   const cutMidStream = (reason: string) =>

@@ -4,7 +4,7 @@ import { PgCheckouts } from "../../src/payments/pg-checkout-sessions.ts";
 import { PgTopUpCredit } from "../../src/payments/pg-topups.ts";
 import { SqliteTopUpCredit, type TopUpCredit } from "../../src/payments/topups.ts";
 import type { AccountStore } from "../../src/ledger/accounts.ts";
-import { accountStore, ENGINES, stopEngines, type Opened } from "../support/engines.ts";
+import { accountStore, ENGINES, stopEngines, type Opened } from "../support/ledger-engines.ts";
 
 // The checkout sessions (payments/checkout-sessions.ts, pg-checkout-sessions.ts) and a paid
 // session's credit (topups.ts, pg-topups.ts), one suite on both engines: the credit and the session

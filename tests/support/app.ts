@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import type { Config } from "../../src/config/load.ts";
 import { buildApp } from "../../src/http/app.ts";
-import { buildServices, type Services } from "../../src/services.ts";
+import { buildServices, type Services, type SqliteServices } from "../../src/services.ts";
 import { accountsOf, testConfig, type Accounts } from "./gateway.ts";
 
 // The gateway without a socket: the same services and app the server builds, asked through
@@ -13,7 +13,7 @@ export interface AppGateway extends Accounts {
   /** The base of the requests' URLs; nothing listens there. */
   url: string;
   config: Config;
-  services: Services;
+  services: SqliteServices;
   /** One request through the app, as the server would hand it over (support/http.ts `send`). */
   handle(request: Request): Promise<Response>;
   stop(): Promise<void>;
@@ -32,7 +32,7 @@ export async function startAppGateway(config: Record<string, unknown> = {}): Pro
     handle: (request) => app.handle(request),
     async stop() {
       await holdsResolved(services);
-      for (const flush of services.atStop) flush();
+      for (const step of services.atStop) await step();
       services.db.$client.close();
       rmSync(dir, { recursive: true, force: true });
     },

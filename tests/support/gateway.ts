@@ -5,7 +5,7 @@ import { parseConfig, type Config } from "../../src/config/load.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { usdToNano } from "../../src/core/money.ts";
 import type { NewKey } from "../../src/auth/keys.ts";
-import type { Services } from "../../src/services.ts";
+import type { SqliteServices } from "../../src/services.ts";
 import { startGateway, type RunningGateway } from "../../src/server.ts";
 import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";
 
@@ -19,14 +19,14 @@ export interface Accounts {
   money(accountId: number): { balance: number; reserved: number; ledgerSum: number; openHolds: number };
 }
 
-export interface TestGateway extends RunningGateway, Accounts {
+export interface TestGateway extends RunningGateway<SqliteServices>, Accounts {
   config: Config;
   dir: string;
 }
 
 let seq = 0;
 
-export function accountsOf(svc: Services): Accounts {
+export function accountsOf(svc: SqliteServices): Accounts {
   return {
     account(usd = 10, key = {}) {
       const email = `user${process.pid}-${++seq}@test.local`;
