@@ -55,8 +55,7 @@ Runs the gateway: creates the database (and its folder) when missing, applies mi
   gateway migrate
 
 Creates the database when missing and applies the migrations this version carries (serve does too).
-With [database] url set, applies the PostgreSQL migrations to that database instead (it must exist;
-serving from PostgreSQL is not built yet).`,
+With [database] url set, applies the PostgreSQL migrations to that database instead (it must exist).`,
   "migrate-db": MIGRATE_DB_USAGE,
   account: ACCOUNT_USAGE,
   key: KEY_USAGE,

@@ -16,8 +16,8 @@ table of the SQLite file (ids kept) in one transaction, then proves the copy (ro
 balance equals its ledger sum, every key's spend its charges, nothing held) and commits only then.
 --from defaults to the installation's database (--db, GATEWAY_DB, [server] database). Refused: a
 missing file, a URL that is not postgres:// or postgresql://, a target that already holds rows, a
-'gateway serve' running on the file (stop it first). Serving from PostgreSQL is not built yet: this
-prepares the move (docs/operations.md, "Moving to PostgreSQL").`;
+'gateway serve' running on the file (stop it first). Then set [database] url to the same URL and
+start the instances (docs/scaling.md).`;
 
 export async function migrateDbCommand(argv: string[]): Promise<void> {
   const { values } = parse(argv, { from: { type: "string" }, to: { type: "string" } });

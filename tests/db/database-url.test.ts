@@ -1,6 +1,6 @@
 // `[database] url` (DESIGN.md "Scaling past one machine"): a PostgreSQL URL, checked at load;
-// `gateway migrate` applies the PostgreSQL migrations to it; everything else refuses it in one line
-// until the ledger's PostgreSQL side exists, so nobody serves half of it.
+// `gateway migrate` applies the PostgreSQL migrations to it; serve and every other command use it
+// instead of the SQLite file.
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { SQL } from "bun";
 import { existsSync } from "node:fs";
@@ -106,15 +106,29 @@ describe("the CLI with [database] url", () => {
     expect(line).toStartWith("gateway: the PostgreSQL database postgres://gateway@127.0.0.1:1/cli: ");
   });
 
-  it("gateway serve refuses in one line: serving from PostgreSQL is not built yet", async () => {
-    const line = expectOneLineFailure(await gateway(["serve", "--config", installation(url).config, "--port", "0"]));
-    expect(line).toContain("database.url is set, but serving from PostgreSQL is not built yet");
+  it("gateway serve says in one line that the database cannot be reached", async () => {
+    const line = expectOneLineFailure(await gateway(["serve", "--config", installation(url.replace(/:\d+\//, ":1/")).config, "--port", "0"]));
+    expect(line).toStartWith("gateway: the PostgreSQL database postgres://gateway@127.0.0.1:1/cli: ");
   });
 
-  it("a command on the installation refuses it rather than write to the SQLite file", async () => {
+  it("a command on the installation writes to PostgreSQL, never to the SQLite file", async () => {
     const { config, db } = installation(url);
-    const line = expectOneLineFailure(await gateway(["account", "create", "--email", "a@x", "--config", config]));
-    expect(line).toContain("serving from PostgreSQL is not built yet");
+    const r = await gateway(["account", "create", "--email", "cli-pg@x.test", "--config", config, "--json"]);
+    expect(r.code).toBe(0);
     expect(existsSync(db)).toBe(false);
+    const sql = new SQL(url);
+    try {
+      expect((await sql`SELECT count(*)::int AS n FROM accounts WHERE email = 'cli-pg@x.test'`)[0].n).toBe(1);
+    } finally {
+      await sql.close();
+    }
+  });
+
+  it("a command says which database it used, without the password", async () => {
+    const { config } = installation(url);
+    const r = await gateway(["account", "list", "--config", config]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("gateway: database postgres://");
+    expect(r.stderr).not.toContain(":pw@");
   });
 });

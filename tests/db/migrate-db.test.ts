@@ -150,12 +150,12 @@ describe("gateway migrate-db into an empty PostgreSQL database", () => {
 });
 
 describe("gateway migrate-db --help", () => {
-  it("says what is copied, what is proved and that serving from PostgreSQL is not built yet", async () => {
+  it("says what is copied, what is proved and how to serve from the copy", async () => {
     const r = await gateway(["migrate-db", "--help"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("gateway migrate-db --from FILE --to postgres://");
     expect(r.stdout).toContain("balance equals its ledger sum");
-    expect(r.stdout).toContain("Serving from PostgreSQL is not built yet");
+    expect(r.stdout).toContain("set [database] url to the same URL");
   });
 });
 
