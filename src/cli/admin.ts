@@ -22,9 +22,9 @@ export async function migrateCommand(argv: string[]): Promise<void> {
   output({ database, json: values.json ?? false }, { database, applied }, `applied ${applied} migration(s); ${database} is up to date`);
 }
 
-export function pauseCommand(argv: string[], on: boolean): void {
+export async function pauseCommand(argv: string[], on: boolean): Promise<void> {
   const { values } = parse(argv, {});
-  const ctx = openInstallation(values, "write");
-  new Settings(ctx.db).setPaused(on);
+  const ctx = await openInstallation(values, "write");
+  await (await ctx.settings()).setPaused(on);
   output(ctx, { paused: on }, on ? "paused: key routes answer 503 product_paused" : "resumed: serving requests");
 }

@@ -1,20 +1,44 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { Keys } from "../auth/keys.ts";
+import { Keys, type KeyStore } from "../auth/keys.ts";
+import { PgKeys } from "../auth/pg-keys.ts";
 import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
 import { loadConfig, type Config } from "../config/load.ts";
 import { migrate, openDatabase, openDatabaseReadOnly, pendingMigrations, refuseNewerSchema, type Db } from "../db/client.ts";
+import { openPostgres, postgresSchemaBehind, redactUrl } from "../db/pg-client.ts";
+import { Accounts, type AccountStore } from "../ledger/accounts.ts";
 import { Ledger } from "../ledger/ledger.ts";
+import type { MoneyLedger } from "../ledger/money-ledger.ts";
+import { PgAccounts } from "../ledger/pg-accounts.ts";
+import { PgLedger } from "../ledger/pg-ledger.ts";
+import { Idempotency, type IdempotencyStore } from "../limits/idempotency.ts";
+import { PgIdempotency } from "../limits/pg-idempotency.ts";
+import { Audit, type AuditTrail } from "../logs/audit.ts";
+import { PgAudit } from "../logs/pg-audit.ts";
+import { PgLogReports } from "../logs/pg-queries.ts";
+import { PgRequestLog } from "../logs/pg-request-log.ts";
+import { Reports, type LogReports } from "../logs/queries.ts";
+import { RequestLog, type RequestLogStore } from "../logs/request-log.ts";
+import { PgSettings } from "../pg-settings.ts";
+import { Settings, type SettingsStore } from "../settings.ts";
 import { OperatorError } from "../core/operator-error.ts";
 import { UsageError } from "./args.ts";
 
 export interface CliContext {
   config: Config;
-  /** The database file, as an absolute path: every command says which one it used. */
+  /** The database file as an absolute path, or the PostgreSQL URL without its password: every command says which one it used. */
   database: string;
-  db: Db;
-  ledger: Ledger;
-  keys: Keys;
+  /** The SQLite database, or null on PostgreSQL (`[database] url`). */
+  db: Db | null;
+  ledger: MoneyLedger;
+  keys: KeyStore;
+  accounts: AccountStore;
+  audit: AuditTrail;
+  reports: LogReports;
+  requestLog: RequestLogStore;
+  idempotency: IdempotencyStore;
+  /** The pause switch and the estimator's rows. */
+  settings(): Promise<SettingsStore>;
   json: boolean;
   catalog(): Catalog;
 }
@@ -37,24 +61,13 @@ export function loadInstallation(values: CommonValues): Config {
 }
 
 /**
- * Only `gateway migrate` works on PostgreSQL so far: the ledger's PostgreSQL side (holds as rows,
- * cross-instance caches) is not built, and serving, or writing accounts into the SQLite file beside
- * a configured PostgreSQL, would be half of it (issue 18).
- */
-export function refuseUnbuiltPostgres(config: Config): void {
-  if (config.databaseUrl) {
-    throw new OperatorError(`${config.source}: database.url is set, but serving from PostgreSQL is not built yet: only gateway migrate uses it so far (remove [database] url to serve from SQLite at ${config.database})`);
-  }
-}
-
-/**
  * Opens an existing database: only `serve` and `migrate` create one, so a mistyped path is an error
  * naming it rather than a new empty installation. "read" opens it read-only and never migrates (it
  * works on a file the process may not write); "write" brings the schema up to date first.
  */
-export function openInstallation(values: CommonValues, access: "read" | "write"): CliContext {
+export async function openInstallation(values: CommonValues, access: "read" | "write"): Promise<CliContext> {
   const config = loadInstallation(values);
-  refuseUnbuiltPostgres(config);
+  if (config.databaseUrl) return openPostgresInstallation(config, values.json ?? false);
   const database = resolve(config.database);
   openedDatabase = database;
   if (!existsSync(database)) throw new UsageError(`no database at ${database} (gateway migrate or gateway serve creates one)`);
@@ -75,7 +88,53 @@ export function openInstallation(values: CommonValues, access: "read" | "write")
     throw e;
   }
   let catalog: Catalog | undefined;
-  return { config, database, db, ledger: new Ledger(db), keys: new Keys(db), json: values.json ?? false, catalog: () => (catalog ??= buildCatalog(config)) };
+  const ledger = new Ledger(db);
+  return {
+    config,
+    database,
+    db,
+    ledger,
+    keys: new Keys(db),
+    accounts: new Accounts(db, ledger),
+    audit: new Audit(db),
+    reports: new Reports(db),
+    requestLog: new RequestLog(db, { retentionDays: config.logRetentionDays }),
+    idempotency: new Idempotency(db),
+    settings: async () => new Settings(db),
+    json: values.json ?? false,
+    catalog: () => (catalog ??= buildCatalog(config)),
+  };
+}
+
+/**
+ * The installation on PostgreSQL: the same owners' PostgreSQL sides. The schema must be current
+ * (`gateway migrate`; an older one is refused by the first statement that misses a column, a newer
+ * one here). The ledger takes no holds: the CLI credits, never reserves. The connections close when
+ * the command's process exits.
+ */
+async function openPostgresInstallation(config: Config, json: boolean): Promise<CliContext> {
+  const url = config.databaseUrl!;
+  const database = redactUrl(url);
+  const pg = openPostgres(url, { max: 2 });
+  const pending = await postgresSchemaBehind(pg, url);
+  if (pending > 0) throw new UsageError(`${database} is ${pending} migration(s) behind this gateway: run gateway migrate first`);
+  const ledger = PgLedger.forOperator(pg.$client);
+  let catalog: Catalog | undefined;
+  return {
+    config,
+    database,
+    db: null,
+    ledger,
+    keys: new PgKeys(pg),
+    accounts: new PgAccounts(pg, ledger),
+    audit: new PgAudit(pg),
+    reports: new PgLogReports(pg),
+    requestLog: new PgRequestLog(pg, { retentionDays: config.logRetentionDays }),
+    idempotency: new PgIdempotency(pg, config.cluster.instanceId),
+    settings: () => PgSettings.load(pg),
+    json,
+    catalog: () => (catalog ??= buildCatalog(config)),
+  };
 }
 
 /**

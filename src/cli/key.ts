@@ -1,5 +1,5 @@
 import { KEY_PREFIX, keyRules, KeyRuleError, type KeyRow, type KeyRulesInput, type NewKey } from "../auth/keys.ts";
-import { findAccount, findAccountById, type Account } from "../ledger/accounts.ts";
+import type { Account } from "../ledger/accounts.ts";
 import { parse, required, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, type CliContext } from "./context.ts";
 import { formatUsd, iso, table, usd, usdOrNull } from "./format.ts";
@@ -69,42 +69,43 @@ export function keyView(r: KeyRow, now = Date.now()) {
 export const keyLine = (r: KeyRow) =>
   `${r.id}\t${r.prefix}…\t${keyView(r).status}\t${r.name || "-"}\tspent ${formatUsd(r.spentNano)} USD${r.quotaNano !== null ? ` of ${formatUsd(r.quotaNano)}` : ""}`;
 
-export function accountOf(ctx: CliContext, email: string): Account {
-  const acc = findAccount(ctx.db, email);
+export async function accountOf(ctx: CliContext, email: string): Promise<Account> {
+  const acc = await ctx.accounts.find(email);
   if (!acc) throw new UsageError(`no account with email ${email}`);
   return acc;
 }
 
-function create(ctx: CliContext, flags: Flags): void {
-  const acc = accountOf(ctx, required(flags, "email"));
+async function create(ctx: CliContext, flags: Flags): Promise<void> {
+  const acc = await accountOf(ctx, required(flags, "email"));
   const rules = rulesOf(ctx, flags);
-  const { key, record } = ctx.keys.create(acc.id, rules);
-  const row = ctx.keys.row(record.id)!;
+  const { key, record } = await ctx.keys.create(acc.id, rules);
+  const row = (await ctx.keys.row(record.id))!;
   output(ctx, { ...keyView(row), key, account: acc.email }, `key ${record.id} for ${acc.email} (shown once, store it now):\n${key}`);
 }
 
-function update(ctx: CliContext, id: number, flags: Flags): void {
+async function update(ctx: CliContext, id: number, flags: Flags): Promise<void> {
   if (flags.email !== undefined) throw new UsageError("--email: a key stays with its account; update takes the key's ID");
   const rules = rulesOf(ctx, flags);
   if (Object.keys(rules).length === 0) throw new UsageError("nothing to update: give at least one of --name --quota --models --expires --ip --rpm");
-  if (!ctx.keys.update(id, rules)) throw new UsageError(`no key with id ${id}`);
-  const row = ctx.keys.row(id)!;
+  if (!(await ctx.keys.update(id, rules))) throw new UsageError(`no key with id ${id}`);
+  const row = (await ctx.keys.row(id))!;
   output(ctx, keyView(row), `key ${id} updated\n${keyLine(row)}`);
 }
 
 /** Keys whose prefix matches the text, or, for a whole key, the one with its hash. */
-export function findKeys(ctx: CliContext, text: string): KeyRow[] {
+export async function findKeys(ctx: CliContext, text: string): Promise<KeyRow[]> {
   const t = text.startsWith(KEY_PREFIX) ? text : KEY_PREFIX + text;
   if (t.length < KEY_PREFIX.length + 3) throw new UsageError("give at least 3 characters of the key after gk_sk_");
   return ctx.keys.find(t);
 }
 
-function find(ctx: CliContext, text: string): void {
-  const found = findKeys(ctx, text);
+async function find(ctx: CliContext, text: string): Promise<void> {
+  const found = await findKeys(ctx, text);
   // Never echo a whole key back: it may be the leaked secret.
   const shown = text.length > KEY_PREFIX.length + 6 ? `${text.slice(0, KEY_PREFIX.length + 6)}…` : text;
   if (found.length === 0) throw new UsageError(`no key matches ${shown}`);
-  const emails = new Map(found.map((k) => [k.accountId, findAccountById(ctx.db, k.accountId)?.email ?? null]));
+  const emails = new Map<number, string | null>();
+  for (const k of found) if (!emails.has(k.accountId)) emails.set(k.accountId, (await ctx.accounts.findById(k.accountId))?.email ?? null);
   const data = found.map((k) => ({ ...keyView(k), account_id: k.accountId, account: emails.get(k.accountId) ?? null }));
   const human = table(
     ["id", "prefix", "status", "account", "name", "created"],
@@ -118,7 +119,7 @@ const keyId = (word: string | undefined, sub: string) => {
   return wholeNumber(`key ${sub}: ID`, word);
 };
 
-export function keyCommand(argv: string[]): void {
+export async function keyCommand(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv;
   const takesWord = sub === "find" || sub === "update" || sub === "revoke";
   const { values, words } = parse(rest, KEY_FLAGS, takesWord ? ["arg"] : []);
@@ -128,7 +129,7 @@ export function keyCommand(argv: string[]): void {
   }
   const restricted = (Object.keys(KEY_FLAGS) as (keyof typeof KEY_FLAGS)[]).filter((f) => f !== "email" && values[f] !== undefined);
   if ((sub === "list" || sub === "find" || sub === "revoke") && restricted.length) throw new UsageError(`key ${sub} takes no --${restricted[0]}`);
-  const ctx = openInstallation(values, readOnly ? "read" : "write");
+  const ctx = await openInstallation(values, readOnly ? "read" : "write");
   if (sub === "create") return create(ctx, values);
   if (sub === "update") return update(ctx, keyId(words.arg, "update"), values);
   if (sub === "find") {
@@ -136,13 +137,13 @@ export function keyCommand(argv: string[]): void {
     return find(ctx, words.arg);
   }
   if (sub === "list") {
-    const acc = accountOf(ctx, required(values, "email"));
-    const rows = ctx.keys.ofAccount(acc.id);
+    const acc = await accountOf(ctx, required(values, "email"));
+    const rows = await ctx.keys.ofAccount(acc.id);
     output(ctx, rows.map((r) => keyView(r)), rows.length ? rows.map(keyLine).join("\n") : `no keys for ${acc.email}`);
     return;
   }
   const id = keyId(words.arg, "revoke");
-  const revoked = ctx.keys.revoke(id);
+  const revoked = await ctx.keys.revoke(id);
   if (revoked === null) throw new UsageError(`no key with id ${id}`);
   output(ctx, { id, revoked: true, already_revoked: !revoked }, revoked ? `key ${id} revoked` : `key ${id} was already revoked`);
 }

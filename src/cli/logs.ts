@@ -1,8 +1,5 @@
 import { Calibration } from "../ledger/calibration.ts";
-import { Idempotency } from "../limits/idempotency.ts";
-import { findLog, listLogs, statusRange, usageReport, type LogFilter } from "../logs/queries.ts";
-import { RequestLog } from "../logs/request-log.ts";
-import { Settings } from "../settings.ts";
+import { statusRange, type LogFilter } from "../logs/queries.ts";
 import { parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, outputCsv, type CliContext } from "./context.ts";
 import { csv, formatUsd, iso, table, usd } from "./format.ts";
@@ -41,12 +38,13 @@ function status(text: string): { min: number; max: number } {
   return range;
 }
 
-function filterOf(ctx: CliContext, v: { account?: string; key?: string; model?: string; status?: string; since?: string }): LogFilter {
+async function filterOf(ctx: CliContext, v: { account?: string; key?: string; model?: string; status?: string; since?: string }): Promise<LogFilter> {
   const f: LogFilter = {};
-  if (v.account !== undefined) f.accountId = accountOf(ctx, v.account).id;
+  if (v.account !== undefined) f.accountId = (await accountOf(ctx, v.account)).id;
   if (v.key !== undefined) {
-    f.keyIds = /^\d+$/.test(v.key) ? [Number(v.key)] : findKeys(ctx, v.key).map((k) => k.id);
-    if (f.keyIds.length === 0) throw new UsageError(`--key: no key matches ${v.key.slice(0, 12)}`);
+    const keyIds = /^\d+$/.test(v.key) ? [Number(v.key)] : (await findKeys(ctx, v.key)).map((k) => k.id);
+    f.keyIds = keyIds;
+    if (keyIds.length === 0) throw new UsageError(`--key: no key matches ${v.key.slice(0, 12)}`);
   }
   // The log names models by their canonical id; an alias finds them too.
   if (v.model !== undefined) f.model = ctx.catalog().lookup(v.model)?.id ?? v.model;
@@ -61,13 +59,13 @@ function noCsvWithJson(v: { csv?: boolean; json?: boolean }): void {
   if (v.csv && v.json) throw new UsageError("--csv and --json: choose one");
 }
 
-export function logsCommand(argv: string[]): void {
+export async function logsCommand(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv;
   if (sub === "show") {
     const { values, words } = parse(rest, {}, ["id"]);
     if (!words.id) throw new UsageError("usage: gateway logs show REQUEST_ID");
-    const ctx = openInstallation(values, "read");
-    const found = findLog(ctx.db, words.id);
+    const ctx = await openInstallation(values, "read");
+    const found = await ctx.reports.find(words.id);
     if (!found) throw new UsageError(`no request ${words.id} in the log (kept ${ctx.config.logRetentionDays} days)`);
     // Named as the table's columns (what sqlite3 shows), the request, its account and its key first.
     const { requestId, accountEmail, keyPrefix, costNano, ...columns } = found;
@@ -83,8 +81,8 @@ export function logsCommand(argv: string[]): void {
     const { values } = parse(rest, { ...FILTER_FLAGS, key: { type: "string" }, model: { type: "string" }, status: { type: "string" }, limit: { type: "string" } });
     noCsvWithJson(values);
     const limit = values.limit === undefined ? 50 : wholeNumber("--limit", values.limit);
-    const ctx = openInstallation(values, "read");
-    const rows = listLogs(ctx.db, filterOf(ctx, values), limit);
+    const ctx = await openInstallation(values, "read");
+    const rows = await ctx.reports.list(await filterOf(ctx, values), limit);
     const header = ["request_id", "created_at", "account", "key_prefix", "path", "model", "provider", "status", "error_code", "input_tokens", "output_tokens", "cost_usd", "latency_ms"];
     const cells = (money: (n: number) => string | number) =>
       rows.map((r) => [r.requestId, iso(r.createdAt), r.accountEmail, r.keyPrefix, r.path, r.model, r.provider, r.status, r.errorCode, r.inputTokens, r.outputTokens, money(r.costNano), r.latencyMs]);
@@ -95,25 +93,25 @@ export function logsCommand(argv: string[]): void {
   }
   if (sub === "prune") {
     const { values } = parse(rest, {});
-    const ctx = openInstallation(values, "write");
+    const ctx = await openInstallation(values, "write");
     const days = ctx.config.logRetentionDays;
-    const removed = new RequestLog(ctx.db, { retentionDays: days }).prune();
-    const idem = new Idempotency(ctx.db).prune();
+    const removed = await ctx.requestLog.prune();
+    const idem = await ctx.idempotency.prune();
     output(ctx, { removed, retention_days: days, idempotency_removed: idem }, `removed ${removed} request log row(s) older than ${days} days`);
     return;
   }
   throw new UsageError("logs needs one of: show, list, prune (see gateway logs --help)");
 }
 
-export function usageCommand(argv: string[]): void {
+export async function usageCommand(argv: string[]): Promise<void> {
   const { values } = parse(argv, { ...FILTER_FLAGS, calibration: { type: "boolean" } });
   noCsvWithJson(values);
   if (values.calibration) {
     if (values.account !== undefined || values.since !== undefined) throw new UsageError("--calibration takes no --account or --since: the window is per model");
-    return calibrationReport(openInstallation(values, "read"), values.csv ?? false);
+    return calibrationReport(await openInstallation(values, "read"), values.csv ?? false);
   }
-  const ctx = openInstallation(values, "read");
-  const rows = usageReport(ctx.db, filterOf(ctx, values));
+  const ctx = await openInstallation(values, "read");
+  const rows = await ctx.reports.usage(await filterOf(ctx, values));
   const header = ["day", "account", "key_id", "key_prefix", "model", "requests", "input_tokens", "output_tokens", "cost_usd"];
   const cells = rows.map((r) => [r.day, r.account_email, r.key_id, r.key_prefix, r.model, r.requests, r.input_tokens, r.output_tokens, formatUsd(r.cost_nano)]);
   if (values.csv) return outputCsv(ctx, csv(header, cells));
@@ -122,8 +120,8 @@ export function usageCommand(argv: string[]): void {
 }
 
 /** gateway usage --calibration: each model's window, read through its owners (settings rows, ledger/calibration.ts). */
-function calibrationReport(ctx: CliContext, asCsv: boolean): void {
-  const views = new Calibration(new Settings(ctx.db)).views();
+async function calibrationReport(ctx: CliContext, asCsv: boolean): Promise<void> {
+  const views = new Calibration(await ctx.settings()).views();
   const header = ["model", "samples", "calibrated", "median_bytes_per_token", "hold_bytes_per_token", "typical_error_pct", "plain_error_pct"];
   const cells = views.map((v) => [v.model, v.samples, v.calibrated ? "yes" : "no", v.medianBytesPerToken, v.holdBytesPerToken, v.typicalErrorPct, v.plainErrorPct]);
   if (asCsv) return outputCsv(ctx, csv(header, cells));

@@ -73,6 +73,19 @@ export async function pendingPgMigrations(db: PgDb): Promise<number> {
   return embeddedMigrations.filter((m) => m.when > last).length;
 }
 
+/**
+ * For a command that does not migrate: refuses a schema newer than this program (one line), and
+ * answers how many migrations it is behind. A database that cannot be reached is one line too.
+ */
+export async function postgresSchemaBehind(db: PgDb, url: string): Promise<number> {
+  try {
+    refuseIfNewer(redactUrl(url), await lastApplied(db), embeddedMigrations);
+    return await pendingPgMigrations(db);
+  } catch (e) {
+    throw pgOperatorError(e, url);
+  }
+}
+
 async function hasBookkeeping(db: PgDb): Promise<boolean> {
   const rows = await db.execute<{ t: string | null }>(sql`SELECT to_regclass('drizzle.__drizzle_migrations')::text AS t`);
   return rows[0]?.t != null;
