@@ -1,5 +1,11 @@
 import { Keys, type KeyStore } from "./auth/keys.ts";
 import { PgKeys } from "./auth/pg-keys.ts";
+import { PgSessions } from "./auth/pg-sessions.ts";
+import { Sessions, type SessionStore } from "./auth/sessions.ts";
+import { Audit, type AuditTrail } from "./logs/audit.ts";
+import { PgAudit } from "./logs/pg-audit.ts";
+import { PgLogReports } from "./logs/pg-queries.ts";
+import { Reports, type LogReports } from "./logs/queries.ts";
 import { buildCatalog } from "./catalog/catalog.ts";
 import type { Config } from "./config/load.ts";
 import { migrate, openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from "./db/client.ts";
@@ -41,6 +47,11 @@ export interface Services extends RelayServices {
   db: Db | null;
   keys: KeyStore;
   accounts: AccountStore;
+  /** The dashboard's sessions (`[dashboard] session_ttl`). */
+  sessions: SessionStore;
+  audit: AuditTrail;
+  /** The request log's reports: the CLI's and the dashboard's. */
+  reports: LogReports;
   /** The token buckets: in this process, or in `[limits] store` shared by every instance. */
   limiter: Limiter;
   settings: SettingsStore;
@@ -62,6 +73,7 @@ export interface SqliteServices extends Services {
   ledger: Ledger;
   keys: Keys;
   accounts: Accounts;
+  sessions: Sessions;
   logs: RequestLog;
   settings: Settings;
   idempotency: Idempotency;
@@ -91,6 +103,9 @@ export function buildServices(
     ledger,
     keys: new Keys(db),
     accounts: new Accounts(db, ledger),
+    sessions: new Sessions(db, config.dashboard.sessionTtlMs),
+    audit: new Audit(db),
+    reports: new Reports(db),
     logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow: parts.onRow }),
     settings,
     idempotency: new Idempotency(db),
@@ -134,6 +149,9 @@ export async function buildPostgresServices(config: Config, endpointOf: (path: s
     ledger,
     keys,
     accounts: new PgAccounts(pg, ledger),
+    sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
+    audit: new PgAudit(pg),
+    reports: new PgLogReports(pg),
     logs,
     settings,
     idempotency: new PgIdempotency(pg, config.cluster.instanceId),

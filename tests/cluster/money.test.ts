@@ -122,7 +122,7 @@ describe("limits and replays across instances", () => {
     for (let i = 0; i < 3; i++) {
       const res = await ask(i, k);
       expect(res.status).toBe(429);
-      expect(((await res.json()) as { error: { type: string } }).error.type).toBe("rate_limit_error");
+      expect(((await res.json()) as { error: { type: string } }).error.type).toBe("rate_limit");
     }
     cluster.up.setDefault({ kind: "slow_stream", events: 4, intervalMs: 25 });
   });

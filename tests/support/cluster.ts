@@ -50,6 +50,8 @@ url = "${databaseUrl}"
 
 [limits]
 store = "${redisUrl}"
+# Far above what a test sends, so that only the rate-limit test (a key's own --rpm) meets a limit.
+default_rpm = 100000
 
 [[providers]]
 id = "anthropic"
