@@ -1,5 +1,7 @@
 import { and, count, desc, eq, gte, inArray, isNotNull, lt, lte, max, or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import type { Awaitable } from "../core/awaitable.ts";
 import type { Db } from "../db/client.ts";
+import type { requestLogs as pgRequestLogs } from "../db/pg-schema.ts";
 import { accounts, apiKeys, requestLogs } from "../db/schema.ts";
 import { requestIdPrefixAt } from "../core/request-id.ts";
 
@@ -29,20 +31,57 @@ export function statusRange(text: string): { min: number; max: number } | null {
 
 const DAY_MS = 24 * 3600 * 1000;
 
-function where(f: LogFilter): SQL | undefined {
+/** The filter's condition on request_logs of either engine (`t`: db/schema.ts's table or db/pg-schema.ts's). */
+export function logWhere(f: LogFilter, t: typeof requestLogs | typeof pgRequestLogs = requestLogs): SQL | undefined {
   const parts: (SQL | undefined)[] = [
-    f.accountId === undefined ? undefined : eq(requestLogs.accountId, f.accountId),
-    f.keyIds === undefined ? undefined : inArray(requestLogs.keyId, f.keyIds),
-    f.model === undefined ? undefined : eq(requestLogs.model, f.model),
-    f.status === undefined ? undefined : sql`${requestLogs.status} BETWEEN ${f.status.min} AND ${f.status.max}`,
-    f.until === undefined ? undefined : lt(requestLogs.createdAt, f.until),
+    f.accountId === undefined ? undefined : eq(t.accountId, f.accountId),
+    f.keyIds === undefined ? undefined : inArray(t.keyId, f.keyIds),
+    f.model === undefined ? undefined : eq(t.model, f.model),
+    f.status === undefined ? undefined : sql`${t.status} BETWEEN ${f.status.min} AND ${f.status.max}`,
+    f.until === undefined ? undefined : lt(t.createdAt, f.until),
   ];
   if (f.since !== undefined) {
     // Ids begin with their time: the key range skips older rows without a created_at index (a day
     // of margin for clocks of other processes); created_at decides.
-    parts.push(gte(requestLogs.requestId, requestIdPrefixAt(Math.max(f.since - DAY_MS, 0))), gte(requestLogs.createdAt, f.since));
+    parts.push(gte(t.requestId, requestIdPrefixAt(Math.max(f.since - DAY_MS, 0))), gte(t.createdAt, f.since));
   }
   return and(...parts.filter((p) => p !== undefined));
+}
+
+/** A page's cursor as a condition: rows older than `before` by (created_at, request id). */
+export function logsBefore(before: LogCursor | null, t: typeof requestLogs | typeof pgRequestLogs = requestLogs): SQL | undefined {
+  return before ? and(lte(t.createdAt, before.createdAt), or(lt(t.createdAt, before.createdAt), lt(t.requestId, before.requestId))) : undefined;
+}
+
+/** Rows of several keys' pages merged newest first by (created_at, request id), cut at `limit`. */
+export function newestLogsFirst(rows: LogRecord[], limit: number | null): LogRecord[] {
+  rows.sort((a, b) => b.createdAt - a.createdAt || (a.requestId < b.requestId ? 1 : a.requestId > b.requestId ? -1 : 0));
+  return limit === null ? rows : rows.slice(0, limit);
+}
+
+/**
+ * The operator's and the dashboard's reports, whichever database holds the log: `Reports` on SQLite
+ * (the functions below), `PgLogReports` on PostgreSQL (pg-queries.ts).
+ */
+export interface LogReports {
+  list(filter: LogFilter, limit: number): Awaitable<LogRecord[]>;
+  find(requestId: string): Awaitable<LogRecord | null>;
+  keysPage(keyIds: number[], filter: LogFilter, before: LogCursor | null, limit: number | null): Awaitable<LogRecord[]>;
+  lastUsedByKey(keyIds: number[]): Awaitable<Map<number, number>>;
+  lastRequestByAccount(): Awaitable<Map<number, number>>;
+  usage(filter: UsageFilter): Awaitable<UsageRow[]>;
+}
+
+export type UsageFilter = Pick<LogFilter, "accountId" | "keyIds" | "since">;
+
+export class Reports implements LogReports {
+  constructor(private readonly db: Db) {}
+  list = (filter: LogFilter, limit: number) => listLogs(this.db, filter, limit);
+  find = (requestId: string) => findLog(this.db, requestId);
+  keysPage = (keyIds: number[], filter: LogFilter, before: LogCursor | null, limit: number | null) => keysLogPage(this.db, keyIds, filter, before, limit);
+  lastUsedByKey = (keyIds: number[]) => lastUsedByKey(this.db, keyIds);
+  lastRequestByAccount = () => lastRequestByAccount(this.db);
+  usage = (filter: UsageFilter) => usageReport(this.db, filter);
 }
 
 export type LogRecord = typeof requestLogs.$inferSelect & { accountEmail: string | null; keyPrefix: string | null };
@@ -62,7 +101,7 @@ const record = (r: { accountEmail: string | null; keyPrefix: string | null; log:
 
 /** The newest `limit` rows that match, newest first. */
 export function listLogs(db: Db, filter: LogFilter, limit: number): LogRecord[] {
-  return withNames(db).where(where(filter)).orderBy(desc(requestLogs.requestId)).limit(limit).all().map(record);
+  return withNames(db).where(logWhere(filter)).orderBy(desc(requestLogs.requestId)).limit(limit).all().map(record);
 }
 
 /** One request's row; null when it is not in the log (never written, or pruned). */
@@ -85,15 +124,14 @@ export interface LogCursor {
  * newer than any cursor, so paging is stable while requests are written.
  */
 export function keysLogPage(db: Db, keyIds: number[], filter: LogFilter, before: LogCursor | null, limit: number | null): LogRecord[] {
-  const after = before && and(lte(requestLogs.createdAt, before.createdAt), or(lt(requestLogs.createdAt, before.createdAt), lt(requestLogs.requestId, before.requestId)));
+  const after = logsBefore(before);
   const rows = keyIds.flatMap((keyId) => {
     const q = withNames(db)
-      .where(and(eq(requestLogs.keyId, keyId), where(filter), after ?? undefined))
+      .where(and(eq(requestLogs.keyId, keyId), logWhere(filter), after))
       .orderBy(desc(requestLogs.createdAt), desc(requestLogs.requestId));
     return (limit === null ? q : q.limit(limit)).all().map(record);
   });
-  rows.sort((a, b) => b.createdAt - a.createdAt || (a.requestId < b.requestId ? 1 : a.requestId > b.requestId ? -1 : 0));
-  return limit === null ? rows : rows.slice(0, limit);
+  return newestLogsFirst(rows, limit);
 }
 
 /** When each key was last used (its newest log row), by key id; keys without rows are left out. One index probe per key. */
@@ -134,7 +172,7 @@ export interface UsageRow {
  * that names the model), so it covers the retention period, and its cost is the price of the
  * requests: what a balance could not cover is the ledger's shortfall_nano.
  */
-export function usageReport(db: Db, filter: Pick<LogFilter, "accountId" | "keyIds" | "since">): UsageRow[] {
+export function usageReport(db: Db, filter: UsageFilter): UsageRow[] {
   const sum = (c: SQLWrapper) => sql<number>`COALESCE(SUM(${c}), 0)`;
   return db
     .select({
@@ -151,7 +189,7 @@ export function usageReport(db: Db, filter: Pick<LogFilter, "accountId" | "keyId
     .from(requestLogs)
     .leftJoin(accounts, eq(accounts.id, requestLogs.accountId))
     .leftJoin(apiKeys, eq(apiKeys.id, requestLogs.keyId))
-    .where(and(isNotNull(requestLogs.accountId), where(filter)))
+    .where(and(isNotNull(requestLogs.accountId), logWhere(filter)))
     .groupBy((r) => [r.day, requestLogs.accountId, r.key_id, r.model])
     .orderBy((r) => [desc(r.day), desc(r.cost_nano)])
     .all();

@@ -17,7 +17,7 @@ const OWNERS: Record<string, string[]> = {
   api_keys: ["auth/keys.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   accounts: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   ledger_entries: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
-  request_logs: ["logs/request-log.ts", "logs/queries.ts"],
+  request_logs: ["logs/request-log.ts", "logs/queries.ts", "logs/pg-queries.ts"],
   idempotency_records: ["limits/idempotency.ts"],
   settings: ["settings.ts"],
   sessions: ["auth/sessions.ts", "auth/pg-sessions.ts"],
@@ -38,6 +38,7 @@ const JOINED_READS: Record<string, string[]> = {
   "auth/pg-sessions.ts": ["accounts"],
   // Reports name the account's email and the key's prefix.
   "logs/queries.ts": ["accounts", "api_keys"],
+  "logs/pg-queries.ts": ["accounts", "api_keys"],
   // migrate-db's proof on the target: database.md's reconciliation query and the held sums. Its copy
   // writes every table, but through the schema's table objects (copyPlan), never by name: the one
   // writer outside the owners, into an empty database before any owner runs on it.
