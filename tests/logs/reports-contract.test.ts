@@ -45,7 +45,7 @@ for (const engine of ENGINES) {
     let reports: LogReports;
     let a: { id: number; email: string; keys: number[] };
     let b: { id: number; keys: number[] };
-    const ids: Record<string, string> = {};
+    const ids = {} as Record<"a1" | "a2" | "a3" | "b1" | "anon", string>;
     let p0: string;
     let p1: string;
     beforeAll(async () => {
