@@ -5,6 +5,10 @@ import { migrate, openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from "./db/cli
 import { GroupCommit } from "./db/group-commit.ts";
 import { Calibration } from "./ledger/calibration.ts";
 import { Ledger } from "./ledger/ledger.ts";
+import { Accounts, type AccountStore } from "./ledger/accounts.ts";
+import { Sessions, type SessionStore } from "./auth/sessions.ts";
+import { Audit, type AuditTrail } from "./logs/audit.ts";
+import { Reports, type LogReports } from "./logs/queries.ts";
 import { RateLimiter, type Limiter } from "./limits/rate-limit.ts";
 import { RedisRateLimiter } from "./limits/redis-rate-limit.ts";
 import { RequestLog, type LogRow } from "./logs/request-log.ts";
@@ -27,6 +31,14 @@ export interface Services extends RelayServices {
   /** SQLite's ledger (serving from PostgreSQL is refused until every owner has its PostgreSQL side). */
   ledger: Ledger;
   keys: Keys;
+  /** The accounts' rows, their history and statement (the dashboard's and the admin page's). */
+  accounts: AccountStore;
+  /** The dashboard's sessions. */
+  sessions: SessionStore;
+  /** Who did what from the admin page. */
+  audit: AuditTrail;
+  /** The reports over the request log. */
+  reports: LogReports;
   /** The token buckets: in this process, or in `[limits] store` shared by every instance. */
   limiter: Limiter;
   settings: Settings;
@@ -81,6 +93,10 @@ export function buildServices(
     ledger,
     calibration,
     keys: new Keys(db),
+    accounts: new Accounts(db, ledger),
+    sessions: new Sessions(db, config.dashboard.sessionTtlMs),
+    audit: new Audit(db),
+    reports: new Reports(db),
     limiter,
     logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow }),
     settings,

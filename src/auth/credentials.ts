@@ -1,7 +1,5 @@
 import { GatewayError } from "../core/errors.ts";
-import type { Db } from "../db/client.ts";
-import { createAccount, findAccount, findLogin, loginOf, setPasswordHash, type Account } from "../ledger/accounts.ts";
-import type { Ledger } from "../ledger/ledger.ts";
+import type { Account, AccountStore } from "../ledger/accounts.ts";
 import { checkNewPassword, hashPassword, verifyPassword } from "./passwords.ts";
 
 // What the dashboard's register, login and password change do to an account, below HTTP: the
@@ -14,17 +12,17 @@ export const badCredentials = () => new GatewayError("invalid_credentials", "Inc
  * A new account with a password, credited `startingNano` as one registration_credit ledger entry.
  * The email is checked before the password is hashed, so a taken email costs no Argon2id work.
  */
-export async function register(db: Db, ledger: Ledger, email: string, password: string, startingNano: number): Promise<Account> {
+export async function register(accounts: AccountStore, email: string, password: string, startingNano: number): Promise<Account> {
   checkNewPassword(password);
-  if (findAccount(db, email)) throw new GatewayError("invalid_request", "An account with this email already exists; log in instead.");
+  if (await accounts.find(email)) throw new GatewayError("invalid_request", "An account with this email already exists; log in instead.");
   const hash = await hashPassword(password);
   // Checked again after the await: another request may have registered the email meanwhile.
-  return createAccount(db, ledger, email, { passwordHash: hash, balanceNano: startingNano, kind: "registration_credit" });
+  return accounts.create(email, { passwordHash: hash, balanceNano: startingNano, kind: "registration_credit" });
 }
 
 /** The account whose email and password these are; the same refusal whichever of the two is wrong. */
-export async function checkLogin(db: Db, email: string, password: string): Promise<number> {
-  const login = findLogin(db, email);
+export async function checkLogin(accounts: AccountStore, email: string, password: string): Promise<number> {
+  const login = await accounts.findLogin(email);
   // Verified even for an unknown email (against a decoy): the answer takes the same time.
   if (!(await verifyPassword(password, login?.passwordHash ?? null)) || !login) throw badCredentials();
   if (login.disabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
@@ -32,10 +30,10 @@ export async function checkLogin(db: Db, email: string, password: string): Promi
 }
 
 /** Replaces the password after checking the current one; the caller ends the other sessions. */
-export async function changePassword(db: Db, accountId: number, current: string, next: string): Promise<void> {
+export async function changePassword(accounts: AccountStore, accountId: number, current: string, next: string): Promise<void> {
   checkNewPassword(next, "new_password");
-  if (!(await verifyPassword(current, loginOf(db, accountId)?.passwordHash ?? null))) {
+  if (!(await verifyPassword(current, (await accounts.loginOf(accountId))?.passwordHash ?? null))) {
     throw new GatewayError("invalid_credentials", "The current password is incorrect.");
   }
-  setPasswordHash(db, accountId, await hashPassword(next));
+  await accounts.setPasswordHash(accountId, await hashPassword(next));
 }

@@ -1,5 +1,4 @@
 import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
-import { profileOf } from "../ledger/accounts.ts";
 import { nanoToUsd } from "../core/money.ts";
 import { resolveModel } from "../relay/text.ts";
 import { BODY_LIMIT_BYTES } from "./body.ts";
@@ -15,11 +14,12 @@ export function lowBalanceView(thresholdNano: number | null, spendableNano: numb
 }
 
 /** GET /v1/me: what this key may still spend, and its limits. */
-export function me(call: KeyedCall): Response {
+export async function me(call: KeyedCall): Promise<Response> {
   const { svc, key } = call;
   // Keys are never deleted, and this one was just looked up.
-  const spend = svc.ledger.keySpend(key.id)!;
-  const b = svc.ledger.balance(key.accountId);
+  const spend = (await svc.ledger.keySpend(key.id))!;
+  const b = await svc.ledger.balance(key.accountId);
+  const profile = await svc.accounts.profileOf(key.accountId);
   const quota = key.quotaNano;
   const spendable = Math.max(b.spendableNano, 0);
   return json({
@@ -42,7 +42,7 @@ export function me(call: KeyedCall): Response {
       reserved_usd: nanoToUsd(b.reservedNano),
       spendable_usd: nanoToUsd(spendable),
     },
-    low_balance: lowBalanceView(profileOf(svc.db, key.accountId)?.lowBalanceNano ?? null, spendable),
+    low_balance: lowBalanceView(profile?.lowBalanceNano ?? null, spendable),
     limits: {
       rpm: key.rpm ?? svc.config.defaultRpm,
       count_tokens_rpm: svc.config.countTokensRpm,

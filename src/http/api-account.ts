@@ -2,7 +2,6 @@ import { Type as T } from "@sinclair/typebox";
 import { changePassword, checkLogin, register as registerAccount } from "../auth/credentials.ts";
 import { GatewayError } from "../core/errors.ts";
 import { nanoToUsd, usdToNano } from "../core/money.ts";
-import { profileOf, setLowBalanceThreshold } from "../ledger/accounts.ts";
 import type { Throttle } from "../limits/throttle.ts";
 import type { Services } from "../services.ts";
 import { lowBalanceView } from "./account-endpoints.ts";
@@ -18,9 +17,9 @@ export const PasswordChange = T.Object({ current_password: T.String(), new_passw
 export const LowBalance = T.Object({ threshold_usd: T.Union([T.Number(), T.String(), T.Null()]) });
 
 /** GET /api/me's answer: the account and its money, as the ledger and the running requests' holds have it. */
-function meView(svc: Services, accountId: number) {
-  const p = profileOf(svc.db, accountId)!;
-  const b = svc.ledger.balance(accountId);
+async function meView(svc: Services, accountId: number) {
+  const p = (await svc.accounts.profileOf(accountId))!;
+  const b = await svc.ledger.balance(accountId);
   const spendable = Math.max(b.spendableNano, 0);
   return {
     object: "account",
@@ -54,11 +53,11 @@ async function countingFailures<T>(throttle: Throttle, who: string, attempt: () 
  * A new session for the account, answered with the cookie. The request's old session, if any, ends:
  * the id changes at every login, so a token planted before it (fixation) opens nothing after.
  */
-function loggedIn(c: SessionCall, accountId: number, status: number): Response {
+async function loggedIn(c: SessionCall, accountId: number, status: number): Promise<Response> {
   const { sessions } = c.dash;
-  if (c.token) sessions.revoke(c.token);
-  const opened = sessions.open(accountId);
-  return json(meView(c.svc, accountId), status, { "set-cookie": sessionCookie(c.svc, c.request, opened) });
+  if (c.token) await sessions.revoke(c.token);
+  const opened = await sessions.open(accountId);
+  return json(await meView(c.svc, accountId), status, { "set-cookie": sessionCookie(c.svc, c.request, opened) });
 }
 
 export async function register(c: SessionCall): Promise<Response> {
@@ -72,7 +71,7 @@ export async function register(c: SessionCall): Promise<Response> {
   t.registerPerEmail.check(who, "registrations of this email");
   t.registerPerIp.hit(ip);
   t.registerPerEmail.hit(who);
-  const acc = await registerAccount(svc.db, svc.ledger, email, password, svc.config.dashboard.startingCreditNano);
+  const acc = await registerAccount(svc.accounts, email, password, svc.config.dashboard.startingCreditNano);
   return loggedIn(c, acc.id, 201);
 }
 
@@ -82,35 +81,35 @@ export async function login(c: SessionCall): Promise<Response> {
   t.loginPerIp.check(ip, "login attempts from this address");
   t.loginPerAccount.check(who, "failed logins for this account");
   t.loginPerIp.hit(ip);
-  const accountId = await countingFailures(t.loginPerAccount, who, () => checkLogin(c.svc.db, email, password));
+  const accountId = await countingFailures(t.loginPerAccount, who, () => checkLogin(c.svc.accounts, email, password));
   t.loginPerAccount.clear(who);
   return loggedIn(c, accountId, 200);
 }
 
-export function logout(c: SessionCall): Response {
-  if (c.token) c.dash.sessions.revoke(c.token);
+export async function logout(c: SessionCall): Promise<Response> {
+  if (c.token) await c.dash.sessions.revoke(c.token);
   return json({ logged_out: true }, 200, { "set-cookie": sessionCookie(c.svc, c.request, null) });
 }
 
-export function logoutAll(c: SessionCall): Response {
-  const ended = c.dash.sessions.revokeAll(c.session!.accountId);
+export async function logoutAll(c: SessionCall): Promise<Response> {
+  const ended = await c.dash.sessions.revokeAll(c.session!.accountId);
   return json({ logged_out: true, sessions_ended: ended }, 200, { "set-cookie": sessionCookie(c.svc, c.request, null) });
 }
 
 export async function newPassword(c: SessionCall): Promise<Response> {
   const t = c.dash.throttles;
   const { current_password, new_password } = c.json as { current_password: string; new_password: string };
-  const who = profileOf(c.svc.db, c.session!.accountId)!.email;
+  const who = (await c.svc.accounts.profileOf(c.session!.accountId))!.email;
   t.loginPerAccount.check(who, "failed logins for this account");
-  await countingFailures(t.loginPerAccount, who, () => changePassword(c.svc.db, c.session!.accountId, current_password, new_password));
+  await countingFailures(t.loginPerAccount, who, () => changePassword(c.svc.accounts, c.session!.accountId, current_password, new_password));
   // Whoever else knew the old password is logged out; this browser stays in.
-  const ended = c.dash.sessions.revokeAll(c.session!.accountId, c.session!.id);
+  const ended = await c.dash.sessions.revokeAll(c.session!.accountId, c.session!.id);
   return json({ password_changed: true, sessions_ended: ended });
 }
 
-export const getMe = (c: SessionCall): Response => json(meView(c.svc, c.session!.accountId));
+export const getMe = async (c: SessionCall): Promise<Response> => json(await meView(c.svc, c.session!.accountId));
 
-export function putLowBalance(c: SessionCall): Response {
+export async function putLowBalance(c: SessionCall): Promise<Response> {
   const given = (c.json as { threshold_usd: number | string | null }).threshold_usd;
   let nano: number | null;
   try {
@@ -118,6 +117,6 @@ export function putLowBalance(c: SessionCall): Response {
   } catch {
     throw new GatewayError("invalid_request", `threshold_usd: not a USD amount (a number of at least 0 with at most 9 decimals): ${given}`);
   }
-  setLowBalanceThreshold(c.svc.db, c.session!.accountId, nano);
-  return json(meView(c.svc, c.session!.accountId));
+  await c.svc.accounts.setLowBalanceThreshold(c.session!.accountId, nano);
+  return json(await meView(c.svc, c.session!.accountId));
 }

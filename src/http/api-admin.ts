@@ -1,9 +1,7 @@
 import { Type as T } from "@sinclair/typebox";
 import { GatewayError, invalidRequest } from "../core/errors.ts";
 import { formatUsd, nanoToUsd, usdToNano } from "../core/money.ts";
-import { chargedSince, debitAccount, findAccountById, listAccounts, profileOf, setAccountDisabled, type Account } from "../ledger/accounts.ts";
-import { recentAudit, recordAudit } from "../logs/audit.ts";
-import { lastRequestByAccount } from "../logs/queries.ts";
+import type { Account } from "../ledger/accounts.ts";
 import type { Services } from "../services.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { limitParam, queryOf } from "./api-usage.ts";
@@ -17,14 +15,14 @@ import { isoTime } from "../core/time.ts";
 
 export const Amount = T.Object({ usd: T.Union([T.Number(), T.String()]), note: T.Optional(T.String({ maxLength: 500 })) }, { additionalProperties: false });
 
-type Handler = (c: SessionCall, adminId: number) => Response;
+type Handler = (c: SessionCall, adminId: number) => Promise<Response>;
 
 /** The handler, for an admin's session only: any other session is 403 admin, and nothing happens. */
 const adminOnly =
   (h: Handler) =>
-  (c: SessionCall): Response => {
+  async (c: SessionCall): Promise<Response> => {
     const accountId = c.session!.accountId;
-    if (!profileOf(c.svc.db, accountId)?.admin) {
+    if (!(await c.svc.accounts.profileOf(accountId))?.admin) {
       throw new GatewayError("admin", "This route is the operator's: this account is not an admin (gateway account update --email E --admin).");
     }
     return h(c, accountId);
@@ -33,10 +31,10 @@ const adminOnly =
 const monthStart = (now = new Date()) => Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
 
 /** Accounts as the admin page lists them; holds are the running requests' (this process's memory). */
-function accountViews(svc: Services, list: Account[]) {
-  const keys = svc.keys.countsByAccount();
-  const charged = chargedSince(svc.db, list.map((a) => a.id), monthStart());
-  const last = lastRequestByAccount(svc.db);
+async function accountViews(svc: Services, list: Account[]) {
+  const keys = await svc.keys.countsByAccount();
+  const charged = await svc.accounts.chargedSince(list.map((a) => a.id), monthStart());
+  const last = await svc.reports.lastRequestByAccount();
   return list.map((a) => ({
     object: "account",
     id: a.id,
@@ -52,16 +50,16 @@ function accountViews(svc: Services, list: Account[]) {
   }));
 }
 
-function targetOf(c: SessionCall): Account {
+async function targetOf(c: SessionCall): Promise<Account> {
   const given = pathParam(c, "id");
-  const account = /^\d{1,15}$/.test(given) ? findAccountById(c.svc.db, Number(given)) : null;
+  const account = /^\d{1,15}$/.test(given) ? await c.svc.accounts.findById(Number(given)) : null;
   if (!account) throw new GatewayError("account_not_found", `No account with id ${given}.`);
   return account;
 }
 
-const accountAnswer = (svc: Services, id: number) => json(accountViews(svc, [findAccountById(svc.db, id)!])[0]);
+const accountAnswer = async (svc: Services, id: number) => json((await accountViews(svc, [(await svc.accounts.findById(id))!]))[0]);
 
-export const listAdminAccounts = adminOnly((c) => json({ object: "list", data: accountViews(c.svc, listAccounts(c.svc.db)) }));
+export const listAdminAccounts = adminOnly(async (c) => json({ object: "list", data: await accountViews(c.svc, await c.svc.accounts.list()) }));
 
 /** The amount and note of a credit or debit; a debit must say why, as `gateway account debit` does. */
 function amountOf(c: SessionCall, noteRequired: boolean): { nano: number; note: string | null } {
@@ -80,29 +78,29 @@ function amountOf(c: SessionCall, noteRequired: boolean): { nano: number; note: 
 
 const moneyDetail = (nano: number, note: string | null) => `${formatUsd(nano)} USD${note ? `: ${note}` : ""}`;
 
-export const creditAccount = adminOnly((c, adminId) => {
-  const target = targetOf(c);
+export const creditAccount = adminOnly(async (c, adminId) => {
+  const target = await targetOf(c);
   const { nano, note } = amountOf(c, false);
-  c.svc.ledger.credit(target.id, nano, "operator_credit", note);
-  recordAudit(c.svc.db, { actorAccountId: adminId, action: "account_credited", targetAccountId: target.id, detail: moneyDetail(nano, note) });
+  await c.svc.ledger.credit(target.id, nano, "operator_credit", note);
+  await c.svc.audit.record({ actorAccountId: adminId, action: "account_credited", targetAccountId: target.id, detail: moneyDetail(nano, note) });
   return accountAnswer(c.svc, target.id);
 });
 
-export const debitAccountRoute = adminOnly((c, adminId) => {
-  const target = targetOf(c);
+export const debitAccountRoute = adminOnly(async (c, adminId) => {
+  const target = await targetOf(c);
   const { nano, note } = amountOf(c, true);
-  debitAccount(c.svc.db, target.id, nano, note!);
-  recordAudit(c.svc.db, { actorAccountId: adminId, action: "account_debited", targetAccountId: target.id, detail: moneyDetail(nano, note) });
+  await c.svc.accounts.debit(target.id, nano, note!);
+  await c.svc.audit.record({ actorAccountId: adminId, action: "account_debited", targetAccountId: target.id, detail: moneyDetail(nano, note) });
   return accountAnswer(c.svc, target.id);
 });
 
 const switchAccount = (disable: boolean) =>
-  adminOnly((c, adminId) => {
-    const target = targetOf(c);
+  adminOnly(async (c, adminId) => {
+    const target = await targetOf(c);
     // An admin who disables itself is locked out of the page that would undo it.
     if (disable && target.id === adminId) throw invalidRequest("An admin cannot disable its own account; another admin or `gateway account disable` can.");
-    if (setAccountDisabled(c.svc.db, target.id, disable)) {
-      recordAudit(c.svc.db, { actorAccountId: adminId, action: disable ? "account_disabled" : "account_enabled", targetAccountId: target.id });
+    if (await c.svc.accounts.setDisabled(target.id, disable)) {
+      await c.svc.audit.record({ actorAccountId: adminId, action: disable ? "account_disabled" : "account_enabled", targetAccountId: target.id });
     }
     return accountAnswer(c.svc, target.id);
   });
@@ -111,26 +109,24 @@ export const disableAccount = switchAccount(true);
 export const enableAccount = switchAccount(false);
 
 const switchProduct = (paused: boolean) =>
-  adminOnly((c, adminId) => {
+  adminOnly(async (c, adminId) => {
     c.svc.settings.setPaused(paused);
-    recordAudit(c.svc.db, { actorAccountId: adminId, action: paused ? "product_paused" : "product_resumed" });
+    await c.svc.audit.record({ actorAccountId: adminId, action: paused ? "product_paused" : "product_resumed" });
     return json({ paused });
   });
 
 export const pauseProduct = switchProduct(true);
 export const resumeProduct = switchProduct(false);
 
-export const adminStatus = adminOnly((c) => json({ paused: c.svc.settings.paused, routes: routeHealth(c.svc) }));
+export const adminStatus = adminOnly(async (c) => json({ paused: c.svc.settings.paused, routes: routeHealth(c.svc) }));
 
-export const listAudit = adminOnly((c) => {
+export const listAudit = adminOnly(async (c) => {
   const limit = limitParam(queryOf(c, ["limit"]));
-  const emails = new Map<number, string | null>();
-  const email = (id: number | null) => {
-    if (id === null) return null;
-    if (!emails.has(id)) emails.set(id, findAccountById(c.svc.db, id)?.email ?? null);
-    return emails.get(id)!;
-  };
-  const data = recentAudit(c.svc.db, limit).map((a) => ({
+  const entries = await c.svc.audit.recent(limit);
+  const ids = new Set(entries.flatMap((a) => [a.actorAccountId, a.targetAccountId]).filter((id): id is number => id !== null));
+  const emails = new Map(await Promise.all([...ids].map(async (id) => [id, (await c.svc.accounts.findById(id))?.email ?? null] as const)));
+  const email = (id: number | null) => (id === null ? null : (emails.get(id) ?? null));
+  const data = entries.map((a) => ({
     actor_email: email(a.actorAccountId),
     action: a.action,
     target: email(a.targetAccountId),

@@ -1,5 +1,5 @@
 import { presentedKey } from "../auth/keys.ts";
-import { SESSION_COOKIE, Sessions, type SessionView } from "../auth/sessions.ts";
+import { SESSION_COOKIE, type SessionStore, type SessionView } from "../auth/sessions.ts";
 import { GatewayError } from "../core/errors.ts";
 import { Throttle } from "../limits/throttle.ts";
 import type { Services } from "../services.ts";
@@ -31,12 +31,12 @@ export interface ApiThrottles {
 
 /** What the dashboard's endpoints keep for the life of the server: the sessions' table and the throttles. */
 export interface Dashboard {
-  sessions: Sessions;
+  sessions: SessionStore;
   throttles: ApiThrottles;
 }
 
 export const newDashboard = (svc: Services): Dashboard => ({
-  sessions: new Sessions(svc.db, svc.config.dashboard.sessionTtlMs),
+  sessions: svc.sessions,
   throttles: {
     loginPerIp: new Throttle(20, 10 * MINUTE),
     loginPerAccount: new Throttle(5, 15 * MINUTE),
@@ -77,7 +77,7 @@ export async function runSessionEndpoint(
   if (write) checkOrigin(svc, request);
   const json = write ? await readJson(request) : {};
   const token = cookieOf(request.headers.get("cookie"), SESSION_COOKIE);
-  const session = token ? dash.sessions.find(token) : null;
+  const session = token ? await dash.sessions.find(token) : null;
   if (required && !session) throw noSession();
   if (required && session!.accountDisabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
   if (write && e.schema) validate(e.schema, json);

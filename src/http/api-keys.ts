@@ -2,7 +2,6 @@ import { Type as T } from "@sinclair/typebox";
 import { keyRules, KeyRuleError, type KeyRow, type KeyRulesInput, type NewKey } from "../auth/keys.ts";
 import { GatewayError } from "../core/errors.ts";
 import { nanoToUsd } from "../core/money.ts";
-import { lastUsedByKey } from "../logs/queries.ts";
 import type { Services } from "../services.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { json } from "./public-endpoints.ts";
@@ -54,7 +53,7 @@ function sharedRules(svc: Services, body: Record<string, unknown>): NewKey {
 }
 
 /** A key as the dashboard shows it: its prefix, never the key or its hash; money in USD. */
-function keyView(svc: Services, r: KeyRow, lastUsed: Map<number, number> = lastUsedByKey(svc.db, [r.id]), now = Date.now()) {
+function keyView(svc: Services, r: KeyRow, lastUsed: Map<number, number>, now = Date.now()) {
   return {
     object: "key",
     id: r.id,
@@ -74,38 +73,44 @@ function keyView(svc: Services, r: KeyRow, lastUsed: Map<number, number> = lastU
   };
 }
 
+/** One key's view as it is now, read again after a change. */
+async function keyAnswer(svc: Services, id: number, status = 200, extra: { key?: string } = {}): Promise<Response> {
+  const row = (await svc.keys.row(id))!;
+  return json({ ...keyView(svc, row, await svc.reports.lastUsedByKey([id])), ...extra }, status);
+}
+
 /** The session's own key with the id of the path; any other (another account's, none, not a number) is the same 404. */
-function ownKey(c: SessionCall): KeyRow {
+async function ownKey(c: SessionCall): Promise<KeyRow> {
   const given = pathParam(c, "id");
   const id = /^\d{1,15}$/.test(given) ? Number(given) : null;
-  const row = id === null ? null : c.svc.keys.row(id);
+  const row = id === null ? null : await c.svc.keys.row(id);
   if (!row || row.accountId !== c.session!.accountId) throw new GatewayError("key_not_found", `No key with id ${given} on this account.`);
   return row;
 }
 
-export function listKeys(c: SessionCall): Response {
-  const rows = c.svc.keys.ofAccount(c.session!.accountId);
-  const lastUsed = lastUsedByKey(c.svc.db, rows.map((r) => r.id));
+export async function listKeys(c: SessionCall): Promise<Response> {
+  const rows = await c.svc.keys.ofAccount(c.session!.accountId);
+  const lastUsed = await c.svc.reports.lastUsedByKey(rows.map((r) => r.id));
   return json({ object: "list", data: rows.map((r) => keyView(c.svc, r, lastUsed)) });
 }
 
-export function createKey(c: SessionCall): Response {
+export async function createKey(c: SessionCall): Promise<Response> {
   const rules = rulesOf(c.svc, c.json);
-  const { key, record } = c.svc.keys.create(c.session!.accountId, rules);
+  const { key, record } = await c.svc.keys.create(c.session!.accountId, rules);
   // The only time the key is shown: the table keeps its hash.
-  return json({ ...keyView(c.svc, c.svc.keys.row(record.id)!), key }, 201);
+  return keyAnswer(c.svc, record.id, 201, { key });
 }
 
-export function updateKey(c: SessionCall): Response {
-  const row = ownKey(c);
+export async function updateKey(c: SessionCall): Promise<Response> {
+  const row = await ownKey(c);
   const rules = rulesOf(c.svc, c.json, row.rpm);
   if (Object.keys(rules).length === 0) throw new GatewayError("invalid_request", "Nothing to change: give at least one of name, quota_usd, models, ip_allow, rpm, expires_at.");
-  c.svc.keys.update(row.id, rules);
-  return json(keyView(c.svc, c.svc.keys.row(row.id)!));
+  await c.svc.keys.update(row.id, rules);
+  return keyAnswer(c.svc, row.id);
 }
 
-export function revokeKey(c: SessionCall): Response {
-  const row = ownKey(c);
-  c.svc.keys.revoke(row.id);
-  return json(keyView(c.svc, c.svc.keys.row(row.id)!));
+export async function revokeKey(c: SessionCall): Promise<Response> {
+  const row = await ownKey(c);
+  await c.svc.keys.revoke(row.id);
+  return keyAnswer(c.svc, row.id);
 }

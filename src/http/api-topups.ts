@@ -1,6 +1,5 @@
 import { Type as T } from "@sinclair/typebox";
 import { nanoToUsd } from "../core/money.ts";
-import { findAccountById } from "../ledger/accounts.ts";
 import type { CheckoutSession } from "../payments/checkout-sessions.ts";
 import { MINIMUM_TOP_UP_NANO, notConfigured } from "../payments/topups.ts";
 import type { SessionCall } from "./api-guard.ts";
@@ -41,7 +40,7 @@ export async function createTopUp(c: SessionCall): Promise<Response> {
   const returnTo = svc.config.publicUrl ? svc.config.publicUrl.replace(/\/+$/, "") : new URL(c.request.url).origin;
   const opened = await svc.payments.start({
     accountId: session!.accountId,
-    email: findAccountById(svc.db, session!.accountId)!.email,
+    email: (await svc.accounts.findById(session!.accountId))!.email,
     amountUsd: (c.json as { amount_usd: number }).amount_usd,
     returnTo,
     requestId: c.requestId,

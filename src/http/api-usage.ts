@@ -2,8 +2,8 @@ import type { KeyRow } from "../auth/keys.ts";
 import { csv } from "../core/csv.ts";
 import { GatewayError, invalidRequest } from "../core/errors.ts";
 import { formatUsd, nanoToUsd } from "../core/money.ts";
-import { newestLedgerId, statementPage, type StatementPosition } from "../ledger/accounts.ts";
-import { findLog, keysLogPage, statusRange, usageReport, type LogCursor, type LogFilter, type LogRecord } from "../logs/queries.ts";
+import type { StatementPosition } from "../ledger/accounts.ts";
+import { statusRange, type LogCursor, type LogFilter, type LogRecord } from "../logs/queries.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { json } from "./public-endpoints.ts";
 import { isoTime } from "../core/time.ts";
@@ -45,12 +45,12 @@ function cursorOf(text: string): { upTo: number; at: StatementPosition } {
   return { upTo, at: { createdAt, id } };
 }
 
-export function getLedger(c: SessionCall): Response {
+export async function getLedger(c: SessionCall): Promise<Response> {
   const q = queryOf(c, ["limit", "before"]);
   const limit = limitParam(q);
   const given = q.get("before");
-  const { upTo, at } = given === null ? { upTo: newestLedgerId(c.svc.db), at: null } : cursorOf(given);
-  const items = statementPage(c.svc.db, c.session!.accountId, upTo, at, limit + 1);
+  const { upTo, at } = given === null ? { upTo: await c.svc.accounts.newestLedgerId(), at: null } : cursorOf(given);
+  const items = await c.svc.accounts.statementPage(c.session!.accountId, upTo, at, limit + 1);
   const page = items.slice(0, limit);
   const data = page.map((e) =>
     e.kind === "charges"
@@ -73,9 +73,9 @@ function timeParam(q: URLSearchParams, name: string): number | undefined {
 }
 
 /** The account's keys the rows are read by (one, with key_id) and the filter of the other parameters. */
-function requestFilter(c: SessionCall, q: URLSearchParams): { keys: KeyRow[]; filter: LogFilter } {
+async function requestFilter(c: SessionCall, q: URLSearchParams): Promise<{ keys: KeyRow[]; filter: LogFilter }> {
   const accountId = c.session!.accountId;
-  let keys = c.svc.keys.ofAccount(accountId);
+  let keys = await c.svc.keys.ofAccount(accountId);
   const keyId = q.get("key_id");
   if (keyId !== null) {
     keys = keys.filter((k) => String(k.id) === keyId);
@@ -115,27 +115,27 @@ function requestView(r: LogRecord, names: Map<number, string>) {
 }
 
 /** The cursor's row, which must be one of this account's: its place in the order is its created_at. */
-function requestCursor(c: SessionCall, requestId: string): LogCursor {
-  const row = findLog(c.svc.db, requestId);
+async function requestCursor(c: SessionCall, requestId: string): Promise<LogCursor> {
+  const row = await c.svc.reports.find(requestId);
   if (!row || row.accountId !== c.session!.accountId) throw invalidRequest(`before: no request ${requestId} of this account in the log`);
   return { createdAt: row.createdAt, requestId: row.requestId };
 }
 
-export function getRequests(c: SessionCall): Response {
+export async function getRequests(c: SessionCall): Promise<Response> {
   const q = queryOf(c, [...FILTERS, "limit", "before"]);
   const limit = limitParam(q);
-  const { keys, filter } = requestFilter(c, q);
+  const { keys, filter } = await requestFilter(c, q);
   const before = q.get("before");
-  const rows = keysLogPage(c.svc.db, keys.map((k) => k.id), filter, before === null ? null : requestCursor(c, before), limit + 1);
+  const rows = await c.svc.reports.keysPage(keys.map((k) => k.id), filter, before === null ? null : await requestCursor(c, before), limit + 1);
   const names = new Map(keys.map((k) => [k.id, k.name]));
   const page = rows.slice(0, limit);
   return json({ object: "list", data: page.map((r) => requestView(r, names)), next: rows.length > limit ? page.at(-1)!.requestId : null });
 }
 
-export function getRequestsCsv(c: SessionCall): Response {
-  const { keys, filter } = requestFilter(c, queryOf(c, FILTERS));
+export async function getRequestsCsv(c: SessionCall): Promise<Response> {
+  const { keys, filter } = await requestFilter(c, queryOf(c, FILTERS));
   const names = new Map(keys.map((k) => [k.id, k.name]));
-  const rows = keysLogPage(c.svc.db, keys.map((k) => k.id), filter, null, null).map((r) => {
+  const rows = (await c.svc.reports.keysPage(keys.map((k) => k.id), filter, null, null)).map((r) => {
     const v = requestView(r, names);
     // The exact decimal, as `gateway logs list --csv` writes it: a spreadsheet sums it without float noise.
     return COLUMNS.map((col) => (col === "cost_usd" ? formatUsd(r.costNano) : v[col]));
@@ -147,7 +147,7 @@ export function getRequestsCsv(c: SessionCall): Response {
 
 // GET /api/usage/daily: `gateway usage` for one account, as series for a chart.
 
-export function getDailyUsage(c: SessionCall): Response {
+export async function getDailyUsage(c: SessionCall): Promise<Response> {
   const q = queryOf(c, ["days", "by"]);
   const days = wholeParam(q, "days", 30, 1, 366);
   const by = q.get("by") ?? "key";
@@ -156,9 +156,9 @@ export function getDailyUsage(c: SessionCall): Response {
   const since = today - (days - 1) * DAY_MS;
   const dayList = Array.from({ length: days }, (_, i) => isoTime(since + i * DAY_MS).slice(0, 10));
   const index = new Map(dayList.map((d, i) => [d, i]));
-  const keys = c.svc.keys.ofAccount(c.session!.accountId);
+  const keys = await c.svc.keys.ofAccount(c.session!.accountId);
   const names = new Map(keys.map((k) => [k.id, k.name || k.prefix]));
-  const rows = usageReport(c.svc.db, { accountId: c.session!.accountId, keyIds: keys.map((k) => k.id), since });
+  const rows = await c.svc.reports.usage({ accountId: c.session!.accountId, keyIds: keys.map((k) => k.id), since });
   const series = new Map<string, { id: number | string | null; label: string; nano: number[] }>();
   const total = dayList.map(() => 0);
   for (const r of rows) {
