@@ -1,5 +1,4 @@
-import { createAccount, debitAccount, findAccount, listAccounts, recentEntries, setAccountDisabled, setAdmin, STARTING_BALANCE_NANO } from "../ledger/accounts.ts";
-import { recordAudit } from "../logs/audit.ts";
+import { STARTING_BALANCE_NANO } from "../ledger/accounts.ts";
 import { parse, required, usdFlag, UsageError } from "./args.ts";
 import { openInstallation, output } from "./context.ts";
 import { formatUsd, iso, table, usd } from "./format.ts";
@@ -67,8 +66,8 @@ export async function accountCommand(argv: string[]): Promise<void> {
     const balanceNano = values.balance === undefined ? undefined : usdFlag("balance", values.balance);
     const passwordHash = values["password-stdin"] ? await Bun.password.hash(await readPasswordFromStdin()) : null;
     const admin = values.admin ?? false;
-    const acc = createAccount(ctx.db, ctx.ledger, email, { balanceNano, passwordHash, admin });
-    if (admin) recordAudit(ctx.db, { actorAccountId: null, action: "admin_granted", targetAccountId: acc.id });
+    const acc = await ctx.accounts.create(email, { balanceNano, passwordHash, admin });
+    if (admin) await ctx.audit.record({ actorAccountId: null, action: "admin_granted", targetAccountId: acc.id });
     output(
       ctx,
       { id: acc.id, email: acc.email, admin, balance_usd: usd(acc.balanceNano) },
@@ -77,8 +76,8 @@ export async function accountCommand(argv: string[]): Promise<void> {
     return;
   }
   if (sub === "list") {
-    const counts = ctx.keys.countsByAccount();
-    const rows = listAccounts(ctx.db).map((a) => ({ ...a, ...(counts.get(a.id) ?? { keys: 0, active: 0 }) }));
+    const counts = await ctx.keys.countsByAccount();
+    const rows = (await ctx.accounts.list()).map((a) => ({ ...a, ...(counts.get(a.id) ?? { keys: 0, active: 0 }) }));
     const data = rows.map((a) => ({
       id: a.id,
       email: a.email,
@@ -100,8 +99,8 @@ export async function accountCommand(argv: string[]): Promise<void> {
 
   const acc = accountOf(ctx, required(values, "email"));
   if (sub === "show") {
-    const keys = ctx.keys.ofAccount(acc.id);
-    const entries = recentEntries(ctx.db, acc.id, 10);
+    const keys = await ctx.keys.ofAccount(acc.id);
+    const entries = await ctx.accounts.recentEntries(acc.id, 10);
     const status = acc.disabledAt === null ? "active" : "disabled";
     const data = {
       id: acc.id,
@@ -126,8 +125,8 @@ export async function accountCommand(argv: string[]): Promise<void> {
   if (sub === "update") {
     if (values.admin === values["no-admin"]) throw new UsageError("account update needs one of --admin or --no-admin");
     const admin = values.admin === true;
-    const changed = setAdmin(ctx.db, acc.id, admin);
-    if (changed) recordAudit(ctx.db, { actorAccountId: null, action: admin ? "admin_granted" : "admin_revoked", targetAccountId: acc.id });
+    const changed = await ctx.accounts.setAdmin(acc.id, admin);
+    if (changed) await ctx.audit.record({ actorAccountId: null, action: admin ? "admin_granted" : "admin_revoked", targetAccountId: acc.id });
     const was = changed ? "" : "already ";
     output(ctx, { id: acc.id, email: acc.email, admin, changed }, `account ${acc.email} ${was}${admin ? "is an admin" : "is not an admin"}`);
     return;
@@ -135,8 +134,8 @@ export async function accountCommand(argv: string[]): Promise<void> {
   if (sub === "credit" || sub === "debit") {
     const nano = usdFlag("usd", required(values, "usd"), { positive: true });
     if (sub === "credit") ctx.ledger.credit(acc.id, nano, "operator_credit", values.note || null);
-    else debitAccount(ctx.db, acc.id, nano, required(values, "note"));
-    const after = findAccount(ctx.db, acc.email)!;
+    else await ctx.accounts.debit(acc.id, nano, required(values, "note"));
+    const after = (await ctx.accounts.find(acc.email))!;
     const verb = sub === "credit" ? "credited" : "debited";
     output(
       ctx,
@@ -146,7 +145,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
     return;
   }
   const disable = sub === "disable";
-  const changed = setAccountDisabled(ctx.db, acc.id, disable);
+  const changed = await ctx.accounts.setDisabled(acc.id, disable);
   const status = disable ? "disabled" : "active";
   output(
     ctx,

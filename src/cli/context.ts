@@ -5,6 +5,9 @@ import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
 import { loadConfig, type Config } from "../config/load.ts";
 import { migrate, openDatabase, openDatabaseReadOnly, pendingMigrations, refuseNewerSchema, type Db } from "../db/client.ts";
 import { Ledger } from "../ledger/ledger.ts";
+import { Accounts, type AccountStore } from "../ledger/accounts.ts";
+import { Audit, type AuditTrail } from "../logs/audit.ts";
+import { Reports, type LogReports } from "../logs/queries.ts";
 import { OperatorError } from "../core/operator-error.ts";
 import { UsageError } from "./args.ts";
 
@@ -15,6 +18,9 @@ export interface CliContext {
   db: Db;
   ledger: Ledger;
   keys: Keys;
+  accounts: AccountStore;
+  audit: AuditTrail;
+  reports: LogReports;
   json: boolean;
   catalog(): Catalog;
 }
@@ -75,7 +81,17 @@ export function openInstallation(values: CommonValues, access: "read" | "write")
     throw e;
   }
   let catalog: Catalog | undefined;
-  return { config, database, db, ledger: new Ledger(db), keys: new Keys(db), json: values.json ?? false, catalog: () => (catalog ??= buildCatalog(config)) };
+  const ledger = new Ledger(db);
+  return {
+    config,
+    database,
+    db,
+    ledger,
+    keys: new Keys(db),
+    accounts: new Accounts(db, ledger),
+    audit: new Audit(db),
+    reports: new Reports(db),
+    json: values.json ?? false, catalog: () => (catalog ??= buildCatalog(config)) };
 }
 
 /**

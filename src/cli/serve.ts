@@ -1,5 +1,4 @@
 import type { Catalog } from "../catalog/catalog.ts";
-import { countAccounts, createAccount } from "../ledger/accounts.ts";
 import { bracketed, isUnspecified, startGateway, type RunningGateway } from "../server.ts";
 import { parse, UsageError } from "./args.ts";
 import { loadInstallation, refuseUnbuiltPostgres } from "./context.ts";
@@ -26,10 +25,10 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const base = config.publicUrl || `http://${linkHost(config.host)}:${gw.port}`;
   const demoOnly = servesDemoOnly(svc.catalog);
   let firstKey: string | null = null;
-  const empty = countAccounts(svc.db) === 0;
+  const empty = (await svc.accounts.count()) === 0;
   // A demo key on real providers would be 1 USD of real spend printed into `docker logs`.
   if (empty && demoOnly) {
-    const acc = createAccount(svc.db, svc.ledger, DEMO_EMAIL);
+    const acc = await svc.accounts.create(DEMO_EMAIL);
     firstKey = svc.keys.create(acc.id, { name: "first key" }).key;
   }
   if (values.json) {
