@@ -55,7 +55,8 @@ export function logsBefore(before: LogCursor | null, t: typeof requestLogs | typ
 
 /** Rows of several keys' pages merged newest first by (created_at, request id), cut at `limit`. */
 export function newestLogsFirst(rows: LogRecord[], limit: number | null): LogRecord[] {
-  return newestLogsFirst(rows, limit);
+  rows.sort((a, b) => b.createdAt - a.createdAt || (a.requestId < b.requestId ? 1 : a.requestId > b.requestId ? -1 : 0));
+  return limit === null ? rows : rows.slice(0, limit);
 }
 
 /**
