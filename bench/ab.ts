@@ -6,10 +6,9 @@
 //
 // Each side has its own mock upstream, database and key; cells alternate A B B A … per round. The
 // base revision is checked out into a temporary git worktree that borrows this tree's node_modules.
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { checkoutBase } from "./lib/base-tree.ts";
 import { measure, type Sample } from "./lib/load.ts";
 import { installCleanup, stopAll } from "./lib/procs.ts";
 import { ROOT, smokeTest, startRig, WORKLOADS, type Rig } from "./lib/rig.ts";
@@ -26,22 +25,13 @@ const { values } = parseArgs({
   },
 });
 
-const git = (...args: string[]) => {
-  const r = Bun.spawnSync(["git", ...args], { cwd: ROOT });
-  if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
-  return r.stdout.toString().trim();
-};
-
 installCleanup();
-const dir = mkdtempSync(join(tmpdir(), "gw-ab-"));
-const baseTree = join(dir, "base");
-const rev = git("rev-parse", "--short", values.base!);
-git("worktree", "add", "--detach", baseTree, rev);
-symlinkSync(join(ROOT, "node_modules"), join(baseTree, "node_modules"));
+const base = checkoutBase(values.base!);
+const { dir, rev } = base;
 try {
   const sides: { name: string; rig: Rig }[] = [
     { name: "this tree", rig: await startRig({ dir: join(dir, "a"), paceMs: 20, withProxy: false, agentKb: Number(values["agent-kb"]) }) },
-    { name: `base ${rev}`, rig: await startRig({ dir: join(dir, "b"), paceMs: 20, withProxy: false, gatewayRoot: baseTree, agentKb: Number(values["agent-kb"]) }) },
+    { name: `base ${rev}`, rig: await startRig({ dir: join(dir, "b"), paceMs: 20, withProxy: false, gatewayRoot: base.root, agentKb: Number(values["agent-kb"]) }) },
   ];
   for (const s of sides) await smokeTest(s.rig, s.rig.targets[0]!);
   const seconds = Number(values.seconds);
@@ -79,6 +69,5 @@ try {
   console.log(`\nThis tree against ${rev}, medians of ${values.rounds} interleaved rounds of ${seconds} s cells:\n\n${rows.join("\n")}`);
 } finally {
   await stopAll();
-  git("worktree", "remove", "--force", baseTree);
-  rmSync(dir, { recursive: true, force: true });
+  base.remove();
 }

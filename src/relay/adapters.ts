@@ -23,7 +23,7 @@ export interface PairOptions {
 export interface UpstreamBody {
   body: JsonObject;
   /** `body` already serialised: the client's own bytes with the model spliced in (splice.ts) */
-  bytes?: Uint8Array;
+  bytes?: Blob;
   dropped: string[];
 }
 

@@ -66,6 +66,9 @@ function notAnOpening(dialect: Dialect, ev: SseEvent): string | null {
 /** Every open stream's keep-alive, one interval for all. */
 export const keepAlives = new KeepAliveSweep(15_000);
 
+/** The response body's writer (Bun's direct stream controller). */
+type Out = ReadableStreamDirectController;
+
 /** How a relayed stream ended, for its hold: charged, free, or charged for what was delivered. */
 type Ending = "completed" | "upstream_failed" | "cancelled";
 
@@ -83,8 +86,8 @@ export interface StreamStart {
 
 /**
  * Streams the upstream's events to the client through the pair's machine, chunk by chunk as they
- * arrive (pull-based, so a slow client slows the upstream read instead of growing a buffer). The
- * machine says how the stream goes (its outcome, the upstream's last event, the text that carries
+ * arrive (a slow client holds the relay at its write, so it slows the upstream read instead of
+ * growing a buffer). The machine says how the stream goes (its outcome, the upstream's last event, the text that carries
  * the final usage); the stream owns the request's hold from here and resolves it exactly once
  * (`finish`, reached from every ending):
  * - the final usage event (the one carrying cost_usd) waits for its charge to commit, so a crash
@@ -94,9 +97,14 @@ export interface StreamStart {
  */
 export function relayStream(s: StreamStart): Response {
   const { call, attempt: a, opening: p, machine: m, hold, estimatedInputTokens } = s;
-  const enc = new TextEncoder();
   // Both SDKs skip these: Messages parses and drops `ping`; a `:` line is an SSE comment.
   const keepAlive = call.log.endpoint === "messages" ? 'event: ping\ndata: {"type":"ping"}\n\n' : ": keep-alive\n\n";
+  /** Hands text to the client; resolves once the client's socket takes more (a slow client slows the upstream read). */
+  const write = (text: string, c: Out): number | Promise<number> => {
+    const taken = c.write(text);
+    c.flush();
+    return taken;
+  };
   /** finish has run: the hold is resolved and the stream is over. */
   let settled = false;
   // A stop's deadline (server.ts drain) cuts the upstream; the read below then fails and the client
@@ -141,14 +149,14 @@ export function relayStream(s: StreamStart): Response {
 
   let alive: KeepAlive | undefined;
   /** Sends the machine's text for these events; "charge_failed" when the final usage could not be charged (the client got an error event instead). */
-  const emit = async (evs: SseEvent[], c: ReadableStreamDefaultController<Uint8Array>): Promise<"sent" | "nothing" | "charge_failed"> => {
+  const emit = async (evs: SseEvent[], c: Out): Promise<"sent" | "nothing" | "charge_failed"> => {
     let out = "";
     let sent = false;
     for (const ev of evs) {
       const piece = m.push(ev);
       // The final usage event leaves once its charge is durable.
       if (hold.open && m.priced) {
-        if (out) c.enqueue(enc.encode(out));
+        if (out) await write(out, c);
         out = "";
         sent = true;
         if (!(await chargeFinal(c))) return "charge_failed";
@@ -156,14 +164,14 @@ export function relayStream(s: StreamStart): Response {
       out += piece;
     }
     if (out) {
-      c.enqueue(enc.encode(out));
+      await write(out, c);
       sent = true;
     }
     if (sent) alive!.quiet = false;
     return sent ? "sent" : "nothing";
   };
   /** Posts the answer's cost; false when it could not be committed (then the client gets an error event instead, free). */
-  const chargeFinal = async (c: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> => {
+  const chargeFinal = async (c: Out): Promise<boolean> => {
     const billed = answerUsage();
     try {
       await post(call, hold, costOf(billed), billed, 200, m.inputCounted);
@@ -177,31 +185,29 @@ export function relayStream(s: StreamStart): Response {
       return false;
     }
   };
-  const send = (text: string, c: ReadableStreamDefaultController<Uint8Array>) => {
-    if (text) c.enqueue(enc.encode(text));
+  const send = (text: string, c: Out) => {
+    if (text) void write(text, c);
   };
 
   /**
    * Relays a batch of upstream events and ends the stream when they end it: a charge that failed,
    * the upstream's error, its last event (an upstream that keeps the connection open after it must
-   * not hold the answer). True when the client got something or the stream is over.
+   * not hold the answer).
    */
-  const relay = async (evs: SseEvent[], c: ReadableStreamDefaultController<Uint8Array>): Promise<boolean> => {
+  const relay = async (evs: SseEvent[], c: Out): Promise<void> => {
     const sent = await emit(evs, c);
     if (sent === "charge_failed") await end(c, "upstream_failed");
     else if (m.outcome === "upstream_failed") await upstreamFailed(c);
     else if (m.upstreamEnded) await ended(c);
-    else return sent === "sent";
-    return true;
   };
 
-  const upstreamFailed = (c: ReadableStreamDefaultController<Uint8Array>) => {
+  const upstreamFailed = (c: Out) => {
     cutMidStream("the upstream sent an error event mid-stream");
     return end(c, "upstream_failed");
   };
 
   /** The upstream's answer is over (EOF, or its own last event): the dialect's ending, then finish. */
-  const ended = async (c: ReadableStreamDefaultController<Uint8Array>): Promise<void> => {
+  const ended = async (c: Out): Promise<void> => {
     const sent = await emit(p.parser.end(), c);
     if (sent === "charge_failed") return end(c, "upstream_failed");
     if (m.outcome === "upstream_failed") return upstreamFailed(c);
@@ -218,19 +224,18 @@ export function relayStream(s: StreamStart): Response {
     return end(c, "completed");
   };
 
-  const body = new ReadableStream<Uint8Array>({
-    async start(c) {
+  // Bun's direct stream: the text goes into the response's sink as it is written, without a chunk
+  // queue, a pull per chunk and its promises between us and the socket (bench/sink-cost.ts). Its
+  // pull runs the whole stream; a client that reads slowly holds it at `write` (backpressure).
+  const body = new ReadableStream({
+    type: "direct",
+    async pull(c) {
+      // A client gone before the body was asked for: finish has run, nothing to open.
+      if (settled) return;
       // Silence upstream (a long thinking phase): a ping after a quiet period keeps proxies and clients from timing out.
-      alive = keepAlives.add(() => c.enqueue(enc.encode(keepAlive)));
+      alive = keepAlives.add(() => void write(keepAlive, c));
       try {
         await relay(p.events.splice(0), c);
-      } catch (e) {
-        return fail(c, e);
-      }
-    },
-    // Reads until something is sent or the stream ends: a pull that enqueues nothing is not called again.
-    async pull(c) {
-      try {
         while (!settled) {
           let chunk: { done: boolean; value?: Uint8Array };
           try {
@@ -248,7 +253,7 @@ export function relayStream(s: StreamStart): Response {
           // The client went away while the read waited (cancel ended it): finish has run, nothing to report.
           if (settled) return;
           if (chunk.done) return ended(c);
-          if (await relay(p.parser.push(chunk.value!), c)) return;
+          await relay(p.parser.push(chunk.value!), c);
         }
       } catch (e) {
         return fail(c, e);
@@ -262,7 +267,7 @@ export function relayStream(s: StreamStart): Response {
   });
 
   /** Anything unexpected (a bug, a machine that throws): the stream ends as a failure, free. */
-  async function fail(c: ReadableStreamDefaultController<Uint8Array>, e: unknown): Promise<void> {
+  async function fail(c: Out, e: unknown): Promise<void> {
     events.gatewayError({ requestId: call.requestId, status: 500, code: "internal_error", cause: e, route: a.route.key, provider: a.route.provider.id });
     try {
       send(m.fail("api_error", "The gateway failed mid-stream; this request was not charged."), c);
@@ -272,7 +277,7 @@ export function relayStream(s: StreamStart): Response {
     await end(c, "upstream_failed");
   }
 
-  async function end(c: ReadableStreamDefaultController<Uint8Array>, ending: Ending): Promise<void> {
+  async function end(c: Out, ending: Ending): Promise<void> {
     await finish(ending);
     try {
       c.close();

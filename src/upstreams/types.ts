@@ -8,7 +8,7 @@ export interface TextCall {
   dialect: Dialect;
   body: JsonObject;
   /** `body` serialised already (the client's bytes, model spliced): sent as is instead of JSON.stringify(body). */
-  bytes?: Uint8Array;
+  bytes?: Blob;
   /** The client's headers, for the ones forwarded on the native path (anthropic-version, anthropic-beta). */
   clientHeaders: Headers;
   /** The client's query string on the native Messages path (`?beta=true`). */

@@ -11,11 +11,15 @@ export const START = 'event: message_start\ndata: {"type":"message_start","messa
 export const STOP = 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
 
 export async function relayInProcess(upstream: ReadableStream<Uint8Array>): Promise<ReadableStreamDefaultReader<Uint8Array>> {
+  return (await relayedResponse(upstream)).body!.getReader() as ReadableStreamDefaultReader<Uint8Array>;
+}
+
+/** The relay's response itself, for a test that serves it to a real socket. */
+export async function relayedResponse(upstream: ReadableStream<Uint8Array>): Promise<Response> {
   const attempt = { route: { key: "r", provider: { id: "p" } }, response: new Response(upstream), abort: new AbortController(), attempts: 1 } as unknown as Attempt;
   const call = { svc: { cutoff: new Cutoff() }, requestId: "req-inprocess", started: 0, log: { endpoint: "messages" } } as unknown as RelayCall;
   const opening = await firstEvents(attempt, "messages");
   const machine = new NativeMessagesMachine({ costOf: () => 0, estimatedInputTokens: 1 });
   const hold = { open: false } as StreamStart["hold"];
-  const res = relayStream({ call, attempt, opening, machine, hold, model: {} as StreamStart["model"], estimatedInputTokens: 1, headers: {} });
-  return res.body!.getReader() as ReadableStreamDefaultReader<Uint8Array>;
+  return relayStream({ call, attempt, opening, machine, hold, model: {} as StreamStart["model"], estimatedInputTokens: 1, headers: {} });
 }

@@ -9,54 +9,54 @@ import { startTextRig, type TextRig } from "../support/text-rig.ts";
 // trusted to say what the parsed body says; otherwise the parsed body, serialised again.
 
 const enc = new TextEncoder();
-const text = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));
+const text = async (b: Blob | null) => (b === null ? null : await b.text());
 /** Splices `json` (the client's text) as the relay does: parsed, then replaced in the bytes. */
 const splice = (json: string, model = "up-1", append?: string) => text(spliceModel(enc.encode(json), JSON.parse(json), model, append));
 
 describe("spliceModel", () => {
-  it("replaces the top-level model and leaves every other byte as the client sent it", () => {
-    expect(splice('{"model":"gw","messages":[{"role":"user","content":"hi"}],"max_tokens":5}')).toBe(
+  it("replaces the top-level model and leaves every other byte as the client sent it", async () => {
+    expect(await splice('{"model":"gw","messages":[{"role":"user","content":"hi"}],"max_tokens":5}')).toBe(
       '{"model":"up-1","messages":[{"role":"user","content":"hi"}],"max_tokens":5}',
     );
   });
 
-  it("keeps the client's whitespace around the model and elsewhere", () => {
-    expect(splice('\n {\n  "model" :\t"gw" ,\n  "max_tokens": 5\n}\n')).toBe('\n {\n  "model" :\t"up-1" ,\n  "max_tokens": 5\n}\n');
+  it("keeps the client's whitespace around the model and elsewhere", async () => {
+    expect(await splice('\n {\n  "model" :\t"gw" ,\n  "max_tokens": 5\n}\n')).toBe('\n {\n  "model" :\t"up-1" ,\n  "max_tokens": 5\n}\n');
   });
 
-  it("writes an upstream model name that needs escaping as a JSON string", () => {
-    const out = splice('{"model":"gw","max_tokens":5}', 'we"ird\\name');
+  it("writes an upstream model name that needs escaping as a JSON string", async () => {
+    const out = await splice('{"model":"gw","max_tokens":5}', 'we"ird\\name');
     expect(JSON.parse(out!).model).toBe('we"ird\\name');
   });
 
-  it("appends members before the closing brace", () => {
-    const out = splice('{"model":"gw","stream":true} ', "up-1", ',"stream_options":{"include_usage":true}');
+  it("appends members before the closing brace", async () => {
+    const out = await splice('{"model":"gw","stream":true} ', "up-1", ',"stream_options":{"include_usage":true}');
     expect(out).toBe('{"model":"up-1","stream":true,"stream_options":{"include_usage":true}} ');
   });
 
-  it("declines when model is not the first key", () => {
-    expect(splice('{"max_tokens":5,"model":"gw"}')).toBeNull();
+  it("declines when model is not the first key", async () => {
+    expect(await splice('{"max_tokens":5,"model":"gw"}')).toBeNull();
   });
 
-  it("declines a second model key, written plainly", () => {
-    expect(splice('{"model":"gw","max_tokens":5,"model":"gw"}')).toBeNull();
+  it("declines a second model key, written plainly", async () => {
+    expect(await splice('{"model":"gw","max_tokens":5,"model":"gw"}')).toBeNull();
   });
 
-  it("declines a second model key spelled with an escape", () => {
-    expect(splice('{"model":"other","max_tokens":5,"mod\\u0065l":"gw"}')).toBeNull();
+  it("declines a second model key spelled with an escape", async () => {
+    expect(await splice('{"model":"other","max_tokens":5,"mod\\u0065l":"gw"}')).toBeNull();
   });
 
-  it("declines a model value written with escapes", () => {
-    expect(splice('{"model":"g\\u0077","max_tokens":5}')).toBeNull();
-    expect(splice('{"model":"g\\"w","max_tokens":5}')).toBeNull();
+  it("declines a model value written with escapes", async () => {
+    expect(await splice('{"model":"g\\u0077","max_tokens":5}')).toBeNull();
+    expect(await splice('{"model":"g\\"w","max_tokens":5}')).toBeNull();
   });
 
-  it("declines a key named model anywhere inside the body (a tool's parameter), to be safe", () => {
-    expect(splice('{"model":"gw","tools":[{"input_schema":{"properties":{"model" : {"type":"string"}}}}]}')).toBeNull();
+  it("declines a key named model anywhere inside the body (a tool's parameter), to be safe", async () => {
+    expect(await splice('{"model":"gw","tools":[{"input_schema":{"properties":{"model" : {"type":"string"}}}}]}')).toBeNull();
   });
 
-  it("accepts the word model inside a string", () => {
-    expect(splice('{"model":"gw","messages":[{"role":"user","content":"which \\"model\\" are you?"}]}')).toBe(
+  it("accepts the word model inside a string", async () => {
+    expect(await splice('{"model":"gw","messages":[{"role":"user","content":"which \\"model\\" are you?"}]}')).toBe(
       '{"model":"up-1","messages":[{"role":"user","content":"which \\"model\\" are you?"}]}',
     );
   });
@@ -71,49 +71,49 @@ describe("spliceModel", () => {
     expect(spliceModel(bytes, { model: "gw" }, "up-1")).toBeNull();
   });
 
-  it("declines when the parsed model is not the one in the bytes", () => {
-    expect(text(spliceModel(enc.encode('{"model":"gw"}'), { model: "other" }, "up-1"))).toBeNull();
+  it("declines when the parsed model is not the one in the bytes", async () => {
+    expect(await text(spliceModel(enc.encode('{"model":"gw"}'), { model: "other" }, "up-1"))).toBeNull();
   });
 });
 
 const route = (max_tokens_field?: "max_tokens" | "max_completion_tokens") =>
   ({ key: "p/up-1", upstreamModel: "up-1", provider: { id: "p", kind: "openai", max_tokens_field }, capabilities: {} }) as unknown as Route;
 /** upstreamBody on a client's text, as the relay calls it; bytes as text. */
-const native = (dialect: "chat" | "messages", json: string, r = route()) => {
+const native = async (dialect: "chat" | "messages", json: string, r = route()) => {
   const out = upstreamBody(dialect, dialect, JSON.parse(json), r, enc.encode(json));
-  return { body: out.body, bytes: text(out.bytes ?? null) };
+  return { body: out.body, bytes: await text(out.bytes ?? null) };
 };
 
 describe("upstreamBody on a native route", () => {
-  it("sends a Messages body as the client's bytes with the upstream model", () => {
-    const out = native("messages", '{"model":"gw","max_tokens":5,"messages":[]}');
+  it("sends a Messages body as the client's bytes with the upstream model", async () => {
+    const out = await native("messages", '{"model":"gw","max_tokens":5,"messages":[]}');
     expect(out.bytes).toBe('{"model":"up-1","max_tokens":5,"messages":[]}');
   });
 
-  it("asks for usage on a chat stream by appending stream_options to the client's bytes", () => {
-    const out = native("chat", '{"model":"gw","stream":true,"messages":[]}');
+  it("asks for usage on a chat stream by appending stream_options to the client's bytes", async () => {
+    const out = await native("chat", '{"model":"gw","stream":true,"messages":[]}');
     expect(JSON.parse(out.bytes!)).toEqual(out.body);
     expect(out.body.stream_options).toEqual({ include_usage: true });
   });
 
-  it("sends the client's bytes when their stream_options already ask for usage", () => {
+  it("sends the client's bytes when their stream_options already ask for usage", async () => {
     const json = '{"model":"gw","stream":true,"stream_options":{"include_usage":true},"messages":[]}';
-    expect(native("chat", json).bytes).toBe(json.replace('"gw"', '"up-1"'));
+    expect((await native("chat", json)).bytes).toBe(json.replace('"gw"', '"up-1"'));
   });
 
-  it("serialises the body again when the client's stream_options must change", () => {
-    const out = native("chat", '{"model":"gw","stream":true,"stream_options":{"include_usage":false},"messages":[]}');
+  it("serialises the body again when the client's stream_options must change", async () => {
+    const out = await native("chat", '{"model":"gw","stream":true,"stream_options":{"include_usage":false},"messages":[]}');
     expect(out.bytes).toBeNull();
     expect(out.body.stream_options).toEqual({ include_usage: true });
   });
 
-  it("serialises the body again when the cap must be renamed for the route", () => {
-    expect(native("chat", '{"model":"gw","max_completion_tokens":5,"messages":[]}', route("max_tokens")).bytes).toBeNull();
-    expect(native("chat", '{"model":"gw","max_tokens":5,"messages":[]}', route("max_tokens")).bytes).toBe('{"model":"up-1","max_tokens":5,"messages":[]}');
+  it("serialises the body again when the cap must be renamed for the route", async () => {
+    expect((await native("chat", '{"model":"gw","max_completion_tokens":5,"messages":[]}', route("max_tokens"))).bytes).toBeNull();
+    expect((await native("chat", '{"model":"gw","max_tokens":5,"messages":[]}', route("max_tokens"))).bytes).toBe('{"model":"up-1","max_tokens":5,"messages":[]}');
   });
 
-  it("serialises the body when the splice declines", () => {
-    const out = native("messages", '{"max_tokens":5,"model":"gw","messages":[]}');
+  it("serialises the body when the splice declines", async () => {
+    const out = await native("messages", '{"max_tokens":5,"model":"gw","messages":[]}');
     expect(out.bytes).toBeNull();
     expect(out.body.model).toBe("up-1");
   });
@@ -131,6 +131,14 @@ describe("what the upstream receives", () => {
     const body = JSON.stringify({ model: "claude-native", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }, null, 2);
     expect((await post("/v1/messages", body)).status).toBe(200);
     expect(rig.up.requests.at(-1)!.rawBody).toBe(body.replace('"claude-native"', '"claude-upstream-1"'));
+  });
+
+  it("is sent as application/json with its length when spliced", async () => {
+    const body = JSON.stringify({ model: "claude-native", max_tokens: 10, messages: [{ role: "user", content: "hi" }] });
+    expect((await post("/v1/messages", body)).status).toBe(200);
+    const up = rig.up.requests.at(-1)!;
+    expect(up.headers["content-type"]).toBe("application/json");
+    expect(up.headers["content-length"]).toBe(String(Buffer.byteLength(up.rawBody)));
   });
 
   it("is the parsed body serialised again when the model key comes twice", async () => {
