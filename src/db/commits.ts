@@ -11,5 +11,5 @@ export interface Commits {
   /** Runs `fn`'s writes, whose loss in a crash would change nothing; the caller does not wait. */
   now<T>(fn: () => T): T;
   /** Why a write could not be taken now (GET /readyz), or null. */
-  writeRefusal(): unknown;
+  writeRefusal(): Awaitable<unknown>;
 }

@@ -1,39 +1,37 @@
 import type { SQL } from "bun";
 import type { Awaitable } from "../core/awaitable.ts";
-import { databaseUnavailableCode } from "../core/errors.ts";
 import type { Commits } from "./commits.ts";
 
 // PostgreSQL needs no group commit: its own commits are cheap beside a network round trip, and
-// several instances write at once. What is left of the contract: readiness follows the last write.
+// several instances write at once. What is left of the contract: readiness, asked of the database.
+
+/** How long GET /readyz waits for PostgreSQL before it says not ready. */
+const PROBE_MS = 2000;
 
 export class PgCommits implements Commits {
-  /** The last write's failure when the database itself refused (down, full, read-only); null once one succeeds. */
-  private failing: unknown = null;
-
   constructor(private readonly sql: SQL) {}
 
   async run<T>(fn: () => Awaitable<T>): Promise<T> {
-    try {
-      const value = await fn();
-      this.failing = null;
-      return value;
-    } catch (e) {
-      if (isUnavailable(e)) this.failing = e;
-      throw e;
-    }
+    return await fn();
   }
 
   now<T>(fn: () => T): T {
-    const value = fn();
-    if (value instanceof Promise) value.then(() => (this.failing = null), (e) => isUnavailable(e) && (this.failing = e));
-    return value;
+    return fn();
   }
 
-  /** Ready when the last write went through, or, after a failure, as soon as the database answers again (probed in the background). */
-  writeRefusal(): unknown {
-    if (this.failing) void this.sql`SELECT 1`.then(() => (this.failing = null), () => {});
-    return this.failing;
+  /** The database answers a statement within PROBE_MS (GET /readyz), else why not. */
+  async writeRefusal(): Promise<unknown> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<Error>((resolve) => {
+      timer = setTimeout(() => resolve(Object.assign(new Error(`no answer within ${PROBE_MS} ms`), { code: "ERR_POSTGRES_CONNECTION_TIMEOUT" })), PROBE_MS);
+    });
+    try {
+      return await Promise.race([this.sql`SELECT 1`.then(() => null), late]);
+    } catch (e) {
+      return e;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
 
-const isUnavailable = (e: unknown) => databaseUnavailableCode(e) !== null;

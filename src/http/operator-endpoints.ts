@@ -12,8 +12,8 @@ import { json } from "./public-endpoints.ts";
 const LOOPBACK = parseCidrList(["127.0.0.0/8", "::1"]);
 
 /** GET /readyz: whether the database takes a write now (the group commit, owner of BEGIN and COMMIT, probes it). */
-function writable(svc: Services): GatewayError | null {
-  const refusal = svc.commits.writeRefusal();
+async function writable(svc: Services): Promise<GatewayError | null> {
+  const refusal = await svc.commits.writeRefusal();
   return refusal ? asGatewayError(refusal) : null;
 }
 
@@ -36,8 +36,8 @@ export function metricsRefusal({ svc, request, clientIp }: OpenCall): GatewayErr
 
 export const healthz = () => json({ status: "ok" });
 
-export function readyz({ svc }: OpenCall): Response {
-  const refusal = svc.settings.paused ? new GatewayError("product_paused", "The service is paused by its operator.", { retryAfter: 60 }) : writable(svc);
+export async function readyz({ svc }: OpenCall): Promise<Response> {
+  const refusal = svc.settings.paused ? new GatewayError("product_paused", "The service is paused by its operator.", { retryAfter: 60 }) : await writable(svc);
   if (refusal) throw refusal;
   return json({ status: "ready" });
 }

@@ -105,3 +105,14 @@ describe("a gateway serving from PostgreSQL", () => {
     expect(await books()).toEqual(before);
   });
 });
+
+describe("a gateway whose PostgreSQL goes away", () => {
+  it("answers 503 database_unavailable, and GET /readyz says not ready", async () => {
+    await pg.stop();
+    const res = await ask();
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("database_unavailable");
+    const ready = await fetch(`${gw.url}/readyz`);
+    expect(ready.status).toBe(503);
+  });
+});
