@@ -59,8 +59,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     const ledger = new PgLedger(sql, opts);
     await ledger.releaseSilent(true);
     await ledger.beat();
-    const every = opts.heartbeatMs ?? Math.min(5_000, Math.floor(opts.holdTimeoutMs / 3));
-    ledger.timer = setInterval(() => void ledger.tick(), every);
+    ledger.timer = setInterval(() => void ledger.tick(), ledger.every);
     ledger.timer.unref?.();
     return ledger;
   }
@@ -72,6 +71,11 @@ export class PgLedger implements MoneyLedger, HoldOwner {
    */
   static forOperator(sql: SQL): PgLedger {
     return new PgLedger(sql, { instanceId: "", holdTimeoutMs: 0 });
+  }
+
+  /** The heartbeat's period. */
+  private get every(): number {
+    return this.opts.heartbeatMs ?? Math.min(5_000, Math.floor(this.opts.holdTimeoutMs / 3));
   }
 
   get instanceId(): string {
@@ -263,7 +267,10 @@ export class PgLedger implements MoneyLedger, HoldOwner {
               FROM (SELECT key_id, sum(amount_nano) AS n FROM gone GROUP BY key_id) s WHERE api_keys.id = s.key_id)
       SELECT silent.id AS instance, count(gone.instance_id)::int AS holds, coalesce(sum(gone.amount_nano), 0)::text AS nano
       FROM silent LEFT JOIN gone ON gone.instance_id = silent.id GROUP BY silent.id`,
-      [this.opts.instanceId, this.opts.holdTimeoutMs, ownEarlierLife],
+      // Silent for the timeout less one period: an instance that dies just after a beat, found by
+      // another's beat up to one period late, has its holds released within hold_timeout_s of its
+      // death; a live one would have missed two beats at least (every ≤ timeout / 3) first.
+      [this.opts.instanceId, this.opts.holdTimeoutMs - this.every, ownEarlierLife],
     );
     for (const r of rows as { instance: string; holds: number; nano: string }[]) {
       if (r.holds > 0) events.holdsReleased({ instance: r.instance, holds: r.holds, nano: Number(r.nano), timeoutS: this.opts.holdTimeoutMs / 1000 });

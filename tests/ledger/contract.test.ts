@@ -330,6 +330,19 @@ describe("holds on PostgreSQL, instance by instance", () => {
     expect(sum(await s.entries(a.accountId))).toBe(8 * USD);
   });
 
+  it("are released within the timeout of their instance's last heartbeat, by another instance beating on its own period", async () => {
+    const a = await s.account(10);
+    const dying = await PgLedger.start(sql, { instanceId: "gw-dying", holdTimeoutMs: TIMEOUT, heartbeatMs: 200 });
+    await dying.reserve("gw_dying", a.accountId, a.keyId, USD);
+    await dying.stop(); // its last heartbeat was at its start, or on a tick since
+    const diedAt = performance.now();
+    while ((await s.openHolds(a.accountId)) > 0) {
+      expect(performance.now() - diedAt).toBeLessThan(TIMEOUT + 150);
+      await Bun.sleep(200);
+      await live.tick();
+    }
+  });
+
   it("are never released while their instance heartbeats", async () => {
     const a = await s.account(10);
     await live.reserve("gw_live", a.accountId, a.keyId, USD);
