@@ -21,7 +21,7 @@ import {
   type StatementItem,
   type StatementPosition,
 } from "./accounts.ts";
-import type { MoneyLedger } from "./money-ledger.ts";
+import type { PgLedger } from "./pg-ledger.ts";
 
 // The accounts on PostgreSQL (`[database] url`): the same answers as accounts.ts gives on SQLite.
 // Several instances write these rows at once, so every check that guards a write is the WHERE (or
@@ -35,8 +35,8 @@ type Row = Record<string, string | number | null>;
 export class PgAccounts implements AccountStore {
   constructor(
     private readonly db: PgDb,
-    /** Credits the opening balance: the ledger's credit on the same database. */
-    private readonly ledger: MoneyLedger,
+    /** Credits the opening balance: the ledger's credit, joining the account's transaction. */
+    private readonly ledger: PgLedger,
   ) {}
 
   async find(email: string): Promise<Account | null> {
@@ -50,17 +50,19 @@ export class PgAccounts implements AccountStore {
   }
 
   /** The unique email decides a race between two instances: the second insert adds nothing and is refused. */
+  /** The row and its opening credit in one transaction: a crash between them leaves neither. */
   async create(email: string, opts: NewAccount = {}): Promise<Account> {
     const normalized = normalizedEmail(email);
-    const [row] = await this.db
-      .insert(accounts)
-      .values({ email: normalized, passwordHash: opts.passwordHash ?? null, admin: opts.admin ?? false, createdAt: Date.now() })
-      .onConflictDoNothing({ target: accounts.email })
-      .returning({ id: accounts.id });
-    if (!row) throw accountExists(normalized);
     const opening = opts.balanceNano ?? STARTING_BALANCE_NANO;
-    if (opening > 0) await this.ledger.credit(row.id, opening, opts.kind ?? "registration_credit", "starting balance");
-    return (await this.findById(row.id))!;
+    const id = await this.db.$client.begin(async (tx) => {
+      const [row] = await tx`INSERT INTO accounts (email, password_hash, admin, created_at)
+        VALUES (${normalized}, ${opts.passwordHash ?? null}, ${opts.admin ?? false}, ${Date.now()}::bigint)
+        ON CONFLICT (email) DO NOTHING RETURNING id`;
+      if (!row) throw accountExists(normalized);
+      if (opening > 0) await this.ledger.credit(Number(row.id), opening, opts.kind ?? "registration_credit", "starting balance", null, tx);
+      return Number(row.id);
+    });
+    return (await this.findById(id))!;
   }
 
   async count(): Promise<number> {
