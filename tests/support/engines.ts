@@ -39,13 +39,18 @@ export const SQLITE: Engine = {
   },
 };
 
+/** The URL of a fresh, migrated, empty database on this file's PostgreSQL server (started on first use). */
+export async function freshPostgresUrl(): Promise<string> {
+  const server = await (pg ??= startPostgres());
+  const url = await server.createDatabase(`owner_${process.pid}_${++dbs}`);
+  await migratePostgres(url);
+  return url;
+}
+
 export const POSTGRES: Engine = {
   name: "PostgreSQL",
   async open() {
-    const server = await (pg ??= startPostgres());
-    const url = await server.createDatabase(`owner_${process.pid}_${++dbs}`);
-    await migratePostgres(url);
-    const db = openPostgres(url);
+    const db = openPostgres(await freshPostgresUrl());
     closers.push(() => closePostgres(db));
     return { kind: "pg", db };
   },

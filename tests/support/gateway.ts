@@ -104,7 +104,7 @@ export async function startGatewayOnMock(opts: {
   };
 }
 
-function mockProviders(up: MockUpstream, openai = false): Record<string, unknown>[] {
+export function mockProviders(up: MockUpstream, openai = false): Record<string, unknown>[] {
   const anthropic = { id: "anthropic", kind: "anthropic", base_url: up.url, api_key: "sk-ant-upstream" };
   return openai ? [anthropic, { id: "openai", kind: "openai", base_url: up.openaiURL, api_key: "sk-openai-upstream" }] : [anthropic];
 }
