@@ -27,13 +27,6 @@ export interface PgLedgerOptions {
   heartbeatMs?: number;
 }
 
-/** A reserve the UPDATEs refused: thrown inside the transaction so that it rolls back. */
-class Refused extends Error {
-  constructor(readonly accountOk: boolean) {
-    super("refused");
-  }
-}
-
 export class PgLedger implements MoneyLedger, HoldOwner {
   /** This instance's open holds (its requests in flight), as on SQLite. */
   readonly holds = new Holds();
@@ -97,27 +90,28 @@ export class PgLedger implements MoneyLedger, HoldOwner {
 
   async reserve(requestId: string, accountId: number, keyId: number, amountNano: number): Promise<Hold> {
     if (!this.opts.instanceId) throw new Error("the operator's ledger takes no holds: start an instance (PgLedger.start)");
-    let id: number;
-    try {
-      id = await this.sql.begin(async (tx) => {
-        // One statement: the account's conditional UPDATE, the key's (only if the account's took),
-        // and the hold row (only if both took). A refusal by the key's rolls the account's back.
-        const [r] = await tx.unsafe(
-          `WITH a AS (UPDATE accounts SET held_nano = held_nano + $1::bigint WHERE id = $2 AND balance_nano - held_nano >= $1::bigint RETURNING id),
-            k AS (UPDATE api_keys SET held_nano = held_nano + $1::bigint
-                  WHERE id = $3 AND account_id = $2 AND (quota_nano IS NULL OR spent_nano + held_nano + $1::bigint <= quota_nano) AND EXISTS (SELECT 1 FROM a)
-                  RETURNING id),
-            h AS (INSERT INTO holds (account_id, key_id, amount_nano, instance_id, created_at) SELECT $2, $3, $1::bigint, $4, $5::bigint FROM k RETURNING id)
-          SELECT EXISTS (SELECT 1 FROM a) AS account_ok, (SELECT id FROM h) AS hold_id`,
-          [amountNano, accountId, keyId, this.opts.instanceId, Date.now()],
-        );
-        if (r.hold_id == null) throw new Refused(r.account_ok);
-        return Number(r.hold_id);
-      });
-    } catch (e) {
-      if (e instanceof Refused) throw await this.refusal(accountId, keyId, amountNano, e.accountOk);
-      throw e;
-    }
+    // One statement, outside any transaction of ours: the account's and the key's rows are locked
+    // (FOR UPDATE re-reads them as they are once a concurrent writer commits), both conditions are
+    // read off those rows, and the two sums and the hold row are written only when both hold. The
+    // rows stay locked only while the statement runs, never across a round trip, so the requests
+    // of one busy account queue for microseconds each, not milliseconds.
+    const [r] = await this.sql.unsafe(
+      `WITH ok AS (
+          SELECT a.id AS account_id, k.id AS key_id,
+            a.balance_nano - a.held_nano >= $1::bigint AS account_ok,
+            (k.quota_nano IS NULL OR k.spent_nano + k.held_nano + $1::bigint <= k.quota_nano) AS key_ok
+          FROM accounts a JOIN api_keys k ON k.account_id = a.id
+          WHERE a.id = $2 AND k.id = $3
+          FOR UPDATE OF a, k),
+        take AS (SELECT account_id, key_id FROM ok WHERE account_ok AND key_ok),
+        a AS (UPDATE accounts SET held_nano = held_nano + $1::bigint WHERE id = (SELECT account_id FROM take) RETURNING id),
+        k AS (UPDATE api_keys SET held_nano = held_nano + $1::bigint WHERE id = (SELECT key_id FROM take) RETURNING id),
+        h AS (INSERT INTO holds (account_id, key_id, amount_nano, instance_id, created_at) SELECT $2, $3, $1::bigint, $4, $5::bigint FROM take RETURNING id)
+      SELECT coalesce((SELECT account_ok FROM ok), false) AS account_ok, (SELECT id FROM h) AS hold_id`,
+      [amountNano, accountId, keyId, this.opts.instanceId, Date.now()],
+    );
+    if (r.hold_id == null) throw await this.refusal(accountId, keyId, amountNano, r.account_ok);
+    const id = Number(r.hold_id);
     const hold = new Hold(this, requestId, accountId, keyId, amountNano);
     this.holds.add(hold);
     this.rowIds.set(hold, id);
@@ -145,26 +139,30 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     try {
       const cost = boundedCost(costNano);
       const settlement = await this.sql.begin(async (tx) => {
-        const [a] = await tx.unsafe(
-          `WITH h AS (DELETE FROM holds WHERE id = $1 RETURNING amount_nano)
-          UPDATE accounts SET held_nano = held_nano - coalesce((SELECT amount_nano FROM h), 0) WHERE id = $2
-          RETURNING balance_nano, coalesce((SELECT amount_nano FROM h), 0) AS released`,
-          [id, hold.accountId],
-        );
-        const [k] = await tx`SELECT quota_nano, spent_nano FROM api_keys WHERE id = ${hold.keyId} FOR UPDATE`;
-        const quotaLeft = k.quota_nano === null ? Infinity : Math.max(Number(k.quota_nano) - Number(k.spent_nano), 0);
-        const chargedNano = Math.min(cost, Math.max(Number(a.balance_nano), 0), quotaLeft);
-        const shortfallNano = cost - chargedNano;
-        // Nothing to charge: no ledger row, as on SQLite.
-        await tx.unsafe(
-          `WITH k AS (UPDATE api_keys SET held_nano = held_nano - $1::bigint, spent_nano = spent_nano + $2::bigint WHERE id = $4),
-            a AS (UPDATE accounts SET balance_nano = balance_nano - $2::bigint WHERE id = $3)
-          INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, created_at)
-          SELECT $3, 'charge', -$2::bigint, $5::bigint, $4, $6, $7::bigint WHERE $8::bigint > 0`,
-          [Number(a.released), chargedNano, hold.accountId, hold.keyId, shortfallNano, hold.requestId, Date.now(), cost],
-        );
+        // The log row first: it locks nothing, so the account's row is held only from the money
+        // statement to the COMMIT that follows it.
         await alongside?.(tx);
-        return { chargedNano, shortfallNano };
+        // One statement: the hold row deleted (nothing when a silent-instance release took it
+        // already), the account's and the key's rows locked, the charge capped at the balance and at
+        // what the key's quota has left (the rest is shortfall), both rows and the entry written.
+        // Nothing to charge: no ledger row, as on SQLite.
+        const [r] = await tx.unsafe(
+          `WITH h AS (DELETE FROM holds WHERE id = $1 RETURNING amount_nano),
+            a0 AS (SELECT balance_nano FROM accounts WHERE id = $2 FOR UPDATE),
+            k0 AS (SELECT quota_nano, spent_nano FROM api_keys WHERE id = $3 FOR UPDATE),
+            c AS (SELECT
+                LEAST($4::bigint, GREATEST((SELECT balance_nano FROM a0), 0),
+                  (SELECT CASE WHEN quota_nano IS NULL THEN $4::bigint ELSE GREATEST(quota_nano - spent_nano, 0) END FROM k0)) AS charged,
+                coalesce((SELECT amount_nano FROM h), 0) AS released),
+            a AS (UPDATE accounts SET balance_nano = balance_nano - c.charged, held_nano = held_nano - c.released FROM c WHERE id = $2),
+            k AS (UPDATE api_keys SET spent_nano = spent_nano + c.charged, held_nano = held_nano - c.released FROM c WHERE id = $3),
+            e AS (INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, created_at)
+              SELECT $2, 'charge', -c.charged, $4::bigint - c.charged, $3, $5, $6::bigint FROM c WHERE $4::bigint > 0)
+          SELECT charged FROM c`,
+          [id, hold.accountId, hold.keyId, cost, hold.requestId, Date.now()],
+        );
+        const chargedNano = Number(r.charged);
+        return { chargedNano, shortfallNano: cost - chargedNano };
       });
       this.forget(hold);
       return settlement;
