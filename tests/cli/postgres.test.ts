@@ -123,6 +123,6 @@ describe("gateway pause, logs and usage on PostgreSQL", () => {
   });
 
   it("usage --calibration reads the estimator's rows", async () => {
-    expect(await json("usage", "--calibration")).toEqual([]);
+    expect(await json<unknown[]>("usage", "--calibration")).toEqual([]);
   });
 });
