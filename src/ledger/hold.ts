@@ -1,11 +1,14 @@
 import type { SQL } from "bun";
+import type { Rider } from "../db/commits.ts";
 
 /**
  * What a post runs in its transaction beside the charge (the request's log row): on SQLite the group
  * commit's transaction is open on the one connection, so it gets null and writes as usual; on
- * PostgreSQL it gets the transaction to write through.
+ * PostgreSQL it gets the transaction to write through. With a `rider`, PostgreSQL needs no
+ * transaction at all: the write joins the charge's own statement.
  */
-export type Alongside = (tx: SQL | null) => unknown;
+export type Alongside = ((tx: SQL | null) => unknown) & { rider?: () => Rider };
+
 
 /** What posting a hold charged. */
 export interface Settlement {

@@ -27,6 +27,33 @@ export interface PgLedgerOptions {
   heartbeatMs?: number;
 }
 
+/**
+ * The post's one statement: the hold row deleted (nothing when a silent-instance release took it
+ * already), the account's and the key's rows locked, the charge capped at the balance and at what
+ * the key's quota has left (the rest is shortfall), both rows and the entry written. Nothing to
+ * charge: no ledger row, as on SQLite. $1 hold, $2 account, $3 key, $4 cost, $5 request, $6 now.
+ */
+const POST = `WITH h AS (DELETE FROM holds WHERE id = $1 RETURNING amount_nano),
+  a0 AS (SELECT balance_nano FROM accounts WHERE id = $2 FOR UPDATE),
+  k0 AS (SELECT quota_nano, spent_nano FROM api_keys WHERE id = $3 FOR UPDATE),
+  c AS (SELECT
+      LEAST($4::bigint, GREATEST((SELECT balance_nano FROM a0), 0),
+        (SELECT CASE WHEN quota_nano IS NULL THEN $4::bigint ELSE GREATEST(quota_nano - spent_nano, 0) END FROM k0)) AS charged,
+      coalesce((SELECT amount_nano FROM h), 0) AS released),
+  a AS (UPDATE accounts SET balance_nano = balance_nano - c.charged, held_nano = held_nano - c.released FROM c WHERE id = $2),
+  k AS (UPDATE api_keys SET spent_nano = spent_nano + c.charged, held_nano = held_nano - c.released FROM c WHERE id = $3),
+  e AS (INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, created_at)
+    SELECT $2, 'charge', -c.charged, $4::bigint - c.charged, $3, $5, $6::bigint FROM c WHERE $4::bigint > 0)
+SELECT charged FROM c`;
+
+/** A rider's own `$n` placed after the post's parameters. */
+const shiftPlaceholders = (text: string, by: number) => text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + by}`);
+
+const settled = (cost: number, rows: { charged: string | number }[]): Settlement => {
+  const chargedNano = Number(rows[0]!.charged);
+  return { chargedNano, shortfallNano: cost - chargedNano };
+};
+
 export class PgLedger implements MoneyLedger, HoldOwner {
   /** This instance's open holds (its requests in flight), as on SQLite. */
   readonly holds = new Holds();
@@ -129,41 +156,36 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   }
 
   /**
-   * HoldOwner: in one transaction, the hold row deleted and its amount taken off the held sums, the
-   * charge capped at the balance and the key's quota (the rest recorded as shortfall), the ledger
-   * entry, and `alongside` (the request's log row). A hold already released with a silent instance
-   * (this one, frozen past the timeout) is charged all the same, with nothing left to release.
+   * HoldOwner: the POST statement, with `alongside` (the request's log row) riding on it as one more
+   * part when it offers a rider, else beside it in one transaction. A hold already released with a
+   * silent instance (this one, frozen past the timeout) is charged all the same, with nothing left
+   * to release.
    */
   async post(hold: Hold, costNano: number, alongside: Alongside | undefined): Promise<Settlement> {
     const id = this.rowIds.get(hold)!;
     try {
       const cost = boundedCost(costNano);
-      const settlement = await this.sql.begin(async (tx) => {
-        // The log row first: it locks nothing, so the account's row is held only from the money
-        // statement to the COMMIT that follows it.
-        await alongside?.(tx);
-        // One statement: the hold row deleted (nothing when a silent-instance release took it
-        // already), the account's and the key's rows locked, the charge capped at the balance and at
-        // what the key's quota has left (the rest is shortfall), both rows and the entry written.
-        // Nothing to charge: no ledger row, as on SQLite.
-        const [r] = await tx.unsafe(
-          `WITH h AS (DELETE FROM holds WHERE id = $1 RETURNING amount_nano),
-            a0 AS (SELECT balance_nano FROM accounts WHERE id = $2 FOR UPDATE),
-            k0 AS (SELECT quota_nano, spent_nano FROM api_keys WHERE id = $3 FOR UPDATE),
-            c AS (SELECT
-                LEAST($4::bigint, GREATEST((SELECT balance_nano FROM a0), 0),
-                  (SELECT CASE WHEN quota_nano IS NULL THEN $4::bigint ELSE GREATEST(quota_nano - spent_nano, 0) END FROM k0)) AS charged,
-                coalesce((SELECT amount_nano FROM h), 0) AS released),
-            a AS (UPDATE accounts SET balance_nano = balance_nano - c.charged, held_nano = held_nano - c.released FROM c WHERE id = $2),
-            k AS (UPDATE api_keys SET spent_nano = spent_nano + c.charged, held_nano = held_nano - c.released FROM c WHERE id = $3),
-            e AS (INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, created_at)
-              SELECT $2, 'charge', -c.charged, $4::bigint - c.charged, $3, $5, $6::bigint FROM c WHERE $4::bigint > 0)
-          SELECT charged FROM c`,
-          [id, hold.accountId, hold.keyId, cost, hold.requestId, Date.now()],
-        );
-        const chargedNano = Number(r.charged);
-        return { chargedNano, shortfallNano: cost - chargedNano };
-      });
+      const params = [id, hold.accountId, hold.keyId, cost, hold.requestId, Date.now()];
+      const rider = alongside?.rider?.();
+      let settlement: Settlement;
+      if (rider || !alongside) {
+        // The log row as one more part of the charge's statement: one round trip, no transaction.
+        const log = rider ? `log AS (${shiftPlaceholders(rider.text, params.length)}),\n` : "";
+        try {
+          settlement = settled(cost, await this.sql.unsafe(POST.replace("WITH ", `WITH ${log}`), [...params, ...(rider?.params ?? [])]));
+          rider?.settled(null);
+        } catch (e) {
+          rider?.settled(e);
+          throw e;
+        }
+      } else {
+        settlement = await this.sql.begin(async (tx) => {
+          // The other write first: it locks nothing, so the account's row is held only from the
+          // money statement to the COMMIT that follows it.
+          await alongside(tx);
+          return settled(cost, await tx.unsafe(POST, params));
+        });
+      }
       this.forget(hold);
       return settlement;
     } catch (e) {

@@ -1,4 +1,5 @@
 import type { SQL } from "bun";
+import type { Rider } from "../db/commits.ts";
 import type { PgDb } from "../db/pg-client.ts";
 import { events } from "./events.ts";
 import { DEFAULT_RETENTION_DAYS, LOG_COLUMN_COUNT, LOG_COLUMNS, logValues, pruneBefore, type LogRow, type RequestLogStore } from "./request-log.ts";
@@ -23,6 +24,8 @@ const UPDATES = LOG_COLUMNS.split(",")
 
 /** As SQLite's INSERT OR REPLACE: a request's later row replaces its earlier one. */
 const insertSql = (rows: number) => `INSERT INTO request_logs (${LOG_COLUMNS}) VALUES ${placeholders(rows)} ON CONFLICT (request_id) DO UPDATE SET ${UPDATES}`;
+
+const INSERT_ONE = insertSql(1);
 
 export class PgRequestLog implements RequestLogStore {
   private readonly sql: SQL;
@@ -55,9 +58,20 @@ export class PgRequestLog implements RequestLogStore {
     this.onRow?.(r);
   }
 
+  rider(r: LogRow): Rider {
+    return {
+      text: INSERT_ONE,
+      params: logValues(r, Date.now()),
+      settled: (error) => {
+        if (error) events.writeFailed("request_log", r.requestId, error);
+        this.onRow?.(r);
+      },
+    };
+  }
+
   private async insertIn(tx: SQL, r: LogRow): Promise<void> {
     try {
-      await tx.unsafe(insertSql(1), logValues(r, Date.now()) as never[]);
+      await tx.unsafe(INSERT_ONE, logValues(r, Date.now()) as never[]);
     } catch (e) {
       events.writeFailed("request_log", r.requestId, e);
       throw e;

@@ -3,7 +3,7 @@ import type { Statement } from "bun:sqlite";
 import { and, lt } from "drizzle-orm";
 import { changedRows, type Db } from "../db/client.ts";
 import { requestLogs } from "../db/schema.ts";
-import type { Commits } from "../db/commits.ts";
+import type { Commits, Rider } from "../db/commits.ts";
 import { requestIdPrefixAt } from "../core/request-id.ts";
 import { events } from "./events.ts";
 import type { Awaitable } from "../core/awaitable.ts";
@@ -86,6 +86,8 @@ export interface RequestLogStore {
   write(r: LogRow, tx?: SQL | null): Awaitable<void>;
   /** Rows still on their way reach the database (the server's stop). */
   flush(): Awaitable<void>;
+  /** PostgreSQL: the row as a rider on the charge's statement (db/commits.ts), instead of a write in a transaction. */
+  rider?(r: LogRow): Rider;
   prune(now?: number): Awaitable<number>;
 }
 

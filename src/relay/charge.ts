@@ -1,4 +1,5 @@
 import type { RelayCall } from "./context.ts";
+import type { Alongside } from "../ledger/hold.ts";
 import { boundedCost, type Hold } from "../ledger/ledger.ts";
 import type { TokenUsage } from "../core/money.ts";
 
@@ -32,9 +33,13 @@ export async function post(call: RelayCall, hold: Hold, cost: number, usage: Tok
     log.cacheReadTokens = usage.cacheRead;
     log.cacheWriteTokens = usage.cacheWrite;
   }
-  await hold.post(cost, (tx) => {
+  const logs = call.svc.logs;
+  const stamped = () => {
     log.latencyMs = performance.now() - call.started;
-    return call.svc.logs.write(log, tx);
-  });
+    return log;
+  };
+  const alongside: Alongside = (tx) => logs.write(stamped(), tx);
+  if (logs.rider) alongside.rider = () => logs.rider!(stamped());
+  await hold.post(cost, alongside);
   if (inputCounted && usage && log.model) call.svc.calibration.record(log.model, call.bytes.byteLength, usage.input + usage.cacheRead + usage.cacheWrite);
 }
