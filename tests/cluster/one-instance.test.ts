@@ -106,6 +106,23 @@ describe("a gateway serving from PostgreSQL", () => {
   });
 });
 
+describe("the charge and its log row, one statement", () => {
+  it("a log row the database refuses leaves the request uncharged, with no hold left", async () => {
+    await db.unsafe("CREATE FUNCTION refuse_log() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'log refused for the test'; END $$");
+    await db.unsafe("CREATE TRIGGER refuse_log BEFORE INSERT ON request_logs FOR EACH ROW EXECUTE FUNCTION refuse_log()");
+    try {
+      const before = await books();
+      const res = await ask();
+      expect(res.status).toBe(500);
+      await Bun.sleep(100);
+      expect(await books()).toEqual(before);
+    } finally {
+      await db.unsafe("DROP TRIGGER refuse_log ON request_logs");
+    }
+    expect((await ask()).status).toBe(200);
+  });
+});
+
 describe("a gateway whose PostgreSQL goes away", () => {
   it("answers 503 database_unavailable, and GET /readyz says not ready", async () => {
     await pg.stop();
