@@ -79,6 +79,35 @@ describe("a gateway serving from PostgreSQL", () => {
     expect(b.holds).toBe(0);
   });
 
+  it("serves a Chat client from the Messages route (translated), charged once", async () => {
+    const before = await books();
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "claude-x", max_tokens: 30, messages: [{ role: "user", content: "hi" }] }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { usage: { cost_usd: number } };
+    const after = await books();
+    expect(before.balance - after.balance).toBe(Math.round(body.usage.cost_usd * 1e9));
+    expect(after.balance).toBe(after.ledgerSum);
+  });
+
+  it("answers count_tokens free, and writes its row", async () => {
+    const before = await books();
+    const res = await fetch(`${gw.url}/v1/messages/count_tokens`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "claude-x", messages: [{ role: "user", content: "hello there" }] }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { input_tokens: number }).input_tokens).toBeGreaterThan(0);
+    expect(await books()).toEqual(before);
+    await Bun.sleep(50);
+    const [row] = await db`SELECT status, cost_nano FROM request_logs WHERE request_id = ${res.headers.get("x-gateway-request-id")}`;
+    expect([row.status, Number(row.cost_nano)]).toEqual([200, 0]);
+  });
+
   it("refuses an unknown key with 401 and writes its row", async () => {
     const res = await fetch(`${gw.url}/v1/messages`, { method: "POST", headers: { "x-api-key": "gk_sk_nope", "content-type": "application/json" }, body: "{}" });
     expect(res.status).toBe(401);
