@@ -46,8 +46,11 @@ const POST = `WITH h AS (DELETE FROM holds WHERE id = $1 RETURNING amount_nano),
     SELECT $2, 'charge', -c.charged, $4::bigint - c.charged, $3, $5, $6::bigint FROM c WHERE $4::bigint > 0)
 SELECT charged FROM c`;
 
-/** A rider's own `$n` placed after the post's parameters. */
-const shiftPlaceholders = (text: string, by: number) => text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + by}`);
+/** The post's statement with a rider's INSERT as its first part, the rider's `$n` placed after the post's six. */
+const withRider = (text: string) => POST.replace("WITH ", `WITH log AS (${text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + 6}`)}),\n`);
+
+/** Built once per rider text (there is one: the log row's), not per request: the rewrite showed in the profile. */
+const ridden = new Map<string, string>();
 
 const settled = (cost: number, rows: { charged: string | number }[]): Settlement => {
   const chargedNano = Number(rows[0]!.charged);
@@ -170,9 +173,13 @@ export class PgLedger implements MoneyLedger, HoldOwner {
       let settlement: Settlement;
       if (rider || !alongside) {
         // The log row as one more part of the charge's statement: one round trip, no transaction.
-        const log = rider ? `log AS (${shiftPlaceholders(rider.text, params.length)}),\n` : "";
+        let text = POST;
+        if (rider) {
+          text = ridden.get(rider.text) ?? withRider(rider.text);
+          ridden.set(rider.text, text);
+        }
         try {
-          settlement = settled(cost, await this.sql.unsafe(POST.replace("WITH ", `WITH ${log}`), [...params, ...(rider?.params ?? [])]));
+          settlement = settled(cost, await this.sql.unsafe(text, rider ? [...params, ...rider.params] : params));
           rider?.settled(null);
         } catch (e) {
           rider?.settled(e);
