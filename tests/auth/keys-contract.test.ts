@@ -1,8 +1,11 @@
-import { beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { hashKey, KEY_PREFIX, Keys, type KeyStore } from "../../src/auth/keys.ts";
 import { PgKeys } from "../../src/auth/pg-keys.ts";
 import { GatewayError } from "../../src/core/errors.ts";
-import { ENGINES, newAccount, pgOf, POSTGRES, run, type Opened } from "../support/engines.ts";
+import { ENGINES, stopEngines, newAccount, pgOf, POSTGRES, run, type Opened } from "../support/engines.ts";
+
+// This file's databases and PostgreSQL server (support/engines.ts).
+afterAll(stopEngines);
 
 // One key store, two implementations: every behaviour below holds on SQLite and on PostgreSQL
 // (never skipped: CI installs postgresql). SQLite's answers are the reference.

@@ -1,8 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { GATEWAY_ENGINES, type EngineGateway } from "../support/engine-gateway.ts";
+import { stopEngines } from "../support/engines.ts";
 import { estimateOf, messagesBody, postWithApiKey } from "../support/keyed.ts";
 import { errorOf } from "../support/errors.ts";
 import { lastStreamCost, usdToNanoShown } from "../support/prices.ts";
+
+// This file's PostgreSQL server (support/engines.ts), after the gateways' own afterAll.
+afterAll(stopEngines);
 
 // The same behaviours on both databases: SQLite (holds in the serving process) and PostgreSQL
 // (a reserve is one conditional UPDATE on the shared balance, holds are rows).

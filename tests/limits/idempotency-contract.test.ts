@@ -1,7 +1,10 @@
-import { beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { IDEMPOTENCY_TTL_MS, Idempotency, scopedIdempotencyKey, type IdempotencyStore } from "../../src/limits/idempotency.ts";
 import { PgIdempotency } from "../../src/limits/pg-idempotency.ts";
-import { ENGINES, POSTGRES, run, type Opened } from "../support/engines.ts";
+import { ENGINES, stopEngines, POSTGRES, run, type Opened } from "../support/engines.ts";
+
+// This file's databases and PostgreSQL server (support/engines.ts).
+afterAll(stopEngines);
 
 // One idempotency store, two implementations: every behaviour below holds on SQLite and on
 // PostgreSQL (never skipped: CI installs postgresql). SQLite's answers are the reference.

@@ -4,7 +4,10 @@ import { requestIdPrefixAt } from "../../src/core/request-id.ts";
 import { events } from "../../src/logs/events.ts";
 import { PgRequestLog } from "../../src/logs/pg-request-log.ts";
 import { RequestLog, type LogRow, type RequestLogStore } from "../../src/logs/request-log.ts";
-import { ENGINES, pgOf, POSTGRES, run, type Opened } from "../support/engines.ts";
+import { ENGINES, stopEngines, pgOf, POSTGRES, run, type Opened } from "../support/engines.ts";
+
+// This file's databases and PostgreSQL server (support/engines.ts).
+afterAll(stopEngines);
 
 // One request log, two implementations: every behaviour below holds on SQLite and on PostgreSQL
 // (never skipped: CI installs postgresql). SQLite's answers are the reference.

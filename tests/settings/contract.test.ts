@@ -1,7 +1,10 @@
-import { beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { PgSettings } from "../../src/pg-settings.ts";
 import { Settings, type SettingsStore } from "../../src/settings.ts";
-import { ENGINES, pgOf, POSTGRES, run, type Opened } from "../support/engines.ts";
+import { ENGINES, stopEngines, pgOf, POSTGRES, run, type Opened } from "../support/engines.ts";
+
+// This file's databases and PostgreSQL server (support/engines.ts).
+afterAll(stopEngines);
 
 // One settings store, two implementations: every behaviour below holds on SQLite and on PostgreSQL
 // (never skipped: CI installs postgresql). SQLite's answers are the reference.

@@ -3,7 +3,7 @@
 // rows, held sums on the accounts and keys). Accounts and keys are made through the gateway's own
 // owners (`services.accounts`, `services.keys`); the books are read back with plain SQL, and the
 // holds where each engine keeps them. PostgreSQL is engines.ts's one server per test file, stopped
-// by that file's afterAll: stop the gateway in a describe's afterAll, which runs first.
+// by that file's `afterAll(stopEngines)`: stop the gateway in a describe's afterAll, which runs first.
 import { parseConfig } from "../../src/config/load.ts";
 import { usdToNano } from "../../src/core/money.ts";
 import type { NewKey } from "../../src/auth/keys.ts";

@@ -2,7 +2,9 @@
 // database on one throwaway PostgreSQL server per test file (started on first use). Each suite writes
 // its behaviours once and runs them on both (`for (const engine of ENGINES)`); rows another owner
 // writes (an account) are made with plain SQL through `run`, so the suite depends on one owner only.
-import { afterAll } from "bun:test";
+// A file that opens any calls `afterAll(stopEngines)` at its top level: bun test loads this module
+// once for every file of a run, so a hook registered here would stop the first file's server only
+// and leave every later file's server running after the run.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,11 +24,12 @@ let pg: Promise<TestPostgres> | null = null;
 let dbs = 0;
 const closers: (() => Promise<void> | void)[] = [];
 
-afterAll(async () => {
+/** Closes what this file opened and stops its PostgreSQL server. */
+export async function stopEngines(): Promise<void> {
   for (const close of closers.splice(0).reverse()) await close();
   if (pg) await (await pg).stop();
   pg = null;
-});
+}
 
 export const SQLITE: Engine = {
   name: "SQLite",
