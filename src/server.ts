@@ -46,7 +46,7 @@ export function startGateway(config: Config, opts: { port?: number; db?: Db; qui
     throw e;
   }
   svc.atStop.push(() => svc.db.$client.close(), () => lock.release());
-  return listen(svc, config, opts, svc.idempotency.abandonInFlight() as number);
+  return listen(svc, config, opts, svc.idempotency.abandonInFlight());
 }
 
 /**

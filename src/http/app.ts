@@ -1,9 +1,9 @@
-import { writeBatched } from "../logs/request-log.ts";
 import { Elysia } from "elysia";
 import type { Server } from "bun";
 import { presentedKey } from "../auth/keys.ts";
 import type { GatewayError } from "../core/errors.ts";
 import { RefusalGate, type RefusalGateOptions } from "../limits/refusals.ts";
+import { writeBatched } from "../logs/request-log.ts";
 import type { Services } from "../services.ts";
 import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowed, preflight, type AuthKind, type Endpoint } from "./endpoints.ts";
 import { errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";

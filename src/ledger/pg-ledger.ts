@@ -33,6 +33,7 @@ export interface PgLedgerOptions {
  * the key's quota has left (the rest is shortfall), both rows and the entry written. Nothing to
  * charge: no ledger row, as on SQLite. $1 hold, $2 account, $3 key, $4 cost, $5 request, $6 now.
  */
+const POST_PARAMS = 6;
 const POST = `WITH h AS (DELETE FROM holds WHERE id = $1 RETURNING amount_nano),
   a0 AS (SELECT balance_nano FROM accounts WHERE id = $2 FOR UPDATE),
   k0 AS (SELECT quota_nano, spent_nano FROM api_keys WHERE id = $3 FOR UPDATE),
@@ -46,8 +47,8 @@ const POST = `WITH h AS (DELETE FROM holds WHERE id = $1 RETURNING amount_nano),
     SELECT $2, 'charge', -c.charged, $4::bigint - c.charged, $3, $5, $6::bigint FROM c WHERE $4::bigint > 0)
 SELECT charged FROM c`;
 
-/** The post's statement with a rider's INSERT as its first part, the rider's `$n` placed after the post's six. */
-const withRider = (text: string) => POST.replace("WITH ", `WITH log AS (${text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + 6}`)}),\n`);
+/** The post's statement with a rider's INSERT as its first part, the rider's `$n` placed after the post's own. */
+const withRider = (text: string) => POST.replace("WITH ", `WITH log AS (${text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + POST_PARAMS}`)}),\n`);
 
 /** Built once per rider text (there is one: the log row's), not per request: the rewrite showed in the profile. */
 const ridden = new Map<string, string>();

@@ -1,9 +1,9 @@
-import { writeBatched } from "../logs/request-log.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
 import type { Model } from "../catalog/catalog.ts";
 import type { RelayCall } from "./context.ts";
 import type { Hold } from "../ledger/ledger.ts";
 import { tokenCost, type TokenUsage } from "../core/money.ts";
+import { writeBatched } from "../logs/request-log.ts";
 import { SseParser, type SseEvent } from "../wire/sse.ts";
 import type { StreamMachine } from "../dialects/stream-machine.ts";
 import type { Dialect } from "../dialects/dialect.ts";

@@ -2,9 +2,9 @@
 // valid on the other, and every figure the dashboard shows comes from the shared database.
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import OpenAI from "openai";
-import { parseConfig } from "../../src/config/load.ts";
 import { startGatewayOnPostgres, type RunningGateway } from "../../src/server.ts";
 import { body, Browser } from "../api/support.ts";
+import { postgresConfig } from "../support/cluster.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 
@@ -18,17 +18,13 @@ let two: RunningGateway;
 beforeAll(async () => {
   [pg, up] = await Promise.all([startPostgres(), startMockUpstream()]);
   const url = await pg.createDatabase("dashboard");
-  const config = (id: string) =>
-    parseConfig(
-      {
-        server: { host: "127.0.0.1", access_log: false, trust_proxy: ["127.0.0.1"] },
-        database: { url },
-        cluster: { instance_id: id },
-        providers: [{ id: "openai", kind: "openai", base_url: up.openaiURL, api_key: "sk-up" }],
-        models: [{ id: "gpt-x", modalities: ["text"], endpoints: ["chat.completions"], pricing: { input: 3, output: 15 }, routes: [{ provider: "openai", model: "gpt-x-1" }] }],
-      },
-      "test config",
-    );
+  const config = (instanceId: string) =>
+    postgresConfig(url, {
+      instanceId,
+      server: { trust_proxy: ["127.0.0.1"] },
+      providers: [{ id: "openai", kind: "openai", base_url: up.openaiURL, api_key: "sk-up" }],
+      models: [{ id: "gpt-x", modalities: ["text"], endpoints: ["chat.completions"], pricing: { input: 3, output: 15 }, routes: [{ provider: "openai", model: "gpt-x-1" }] }],
+    });
   one = await startGatewayOnPostgres(config("dash-1"), { port: 0, quiet: true });
   two = await startGatewayOnPostgres(config("dash-2"), { port: 0, quiet: true });
 });

@@ -1,8 +1,8 @@
 // One gateway serving from PostgreSQL, in process: the request path of SQLite, on the other engine.
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { SQL } from "bun";
-import { parseConfig } from "../../src/config/load.ts";
 import { startGatewayOnPostgres, type RunningGateway } from "../../src/server.ts";
+import { postgresConfig } from "../support/cluster.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 
@@ -18,15 +18,10 @@ let accountId: number;
 beforeAll(async () => {
   [pg, up] = await Promise.all([startPostgres(), startMockUpstream()]);
   const url = await pg.createDatabase("one_instance");
-  const config = parseConfig(
-    {
-      server: { host: "127.0.0.1", access_log: false },
-      database: { url },
-      providers: [{ id: "anthropic", kind: "anthropic", base_url: up.url, api_key: "sk-up" }],
-      models: [{ id: "claude-x", modalities: ["text"], endpoints: ["messages", "chat.completions"], pricing: { input: 3, output: 15 }, routes: [{ provider: "anthropic", model: "claude-x-1" }] }],
-    },
-    "test config",
-  );
+  const config = postgresConfig(url, {
+    providers: [{ id: "anthropic", kind: "anthropic", base_url: up.url, api_key: "sk-up" }],
+    models: [{ id: "claude-x", modalities: ["text"], endpoints: ["messages", "chat.completions"], pricing: { input: 3, output: 15 }, routes: [{ provider: "anthropic", model: "claude-x-1" }] }],
+  });
   gw = await startGatewayOnPostgres(config, { port: 0, quiet: true });
   db = new SQL(url);
   const acc = await gw.services.accounts.create("one@test.local", { balanceNano: 5_000_000_000 });

@@ -4,11 +4,29 @@
 // the test's choice, so "whichever instance it reaches" is exact).
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { parseConfig, type Config } from "../../src/config/load.ts";
 import { migratePostgres } from "../../src/db/pg-client.ts";
 import { freePort, gateway, startServe, tempInstallation, type CliResult, type Served } from "./cli.ts";
 import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";
 import { startPostgres, type TestPostgres } from "./postgres.ts";
 import { startTestRedis, type TestRedis } from "./redis-server.ts";
+
+/** An in-process instance's config on the PostgreSQL database at `url` (no file, no access log). */
+export function postgresConfig(
+  url: string,
+  o: { providers: Record<string, unknown>[]; models: Record<string, unknown>[]; instanceId?: string; server?: Record<string, unknown> },
+): Config {
+  return parseConfig(
+    {
+      server: { host: "127.0.0.1", access_log: false, ...o.server },
+      database: { url },
+      ...(o.instanceId ? { cluster: { instance_id: o.instanceId } } : {}),
+      providers: o.providers,
+      models: o.models,
+    },
+    "test config",
+  );
+}
 
 export interface Instance {
   name: string;
