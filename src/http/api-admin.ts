@@ -13,7 +13,15 @@ import { isoTime } from "../core/time.ts";
 // admin (`gateway account create --admin`). Every action leaves who did it behind: money as a ledger
 // entry (operator_credit, operator_debit) and an audit row, everything else as an audit row.
 
-export const Amount = T.Object({ usd: T.Union([T.Number(), T.String()]), note: T.Optional(T.String({ maxLength: 500 })) }, { additionalProperties: false });
+/**
+ * The body of a credit or a debit. It names its operation, which must be the route's: a body with
+ * none, another or an unknown one is 400 invalid_request and moves nothing, so no client can move
+ * money in a direction it did not state (docs/dashboard.md#admin).
+ */
+const moneyBody = (op: "credit" | "debit") =>
+  T.Object({ op: T.Literal(op), usd: T.Union([T.Number(), T.String()]), note: T.Optional(T.String({ maxLength: 500 })) }, { additionalProperties: false });
+export const CreditBody = moneyBody("credit");
+export const DebitBody = moneyBody("debit");
 
 type Handler = (c: SessionCall, adminId: number) => Promise<Response>;
 
