@@ -72,13 +72,14 @@ describe("the admin page", () => {
     await tab.page.getByRole("table", { name: "Audit" }).getByRole("row").filter({ hasText: "account_debited" }).waitFor();
   });
 
-  it("moves no money when the dialog is cancelled (Cancel has the focus)", async () => {
+  it("moves no money when the dialog is cancelled (Cancel has the focus, then Review again)", async () => {
     const entries = moneyOf(HOLDER).length;
     const dialog = await review(HOLDER, "Debit", "1", "second thoughts");
     const cancel = dialog.getByRole("button", { name: "Cancel" });
     expect(await tab.page.evaluate("document.activeElement.textContent")).toBe("Cancel");
     await cancel.click();
-    await tab.page.getByText("Cancelled: no money moved.").waitFor();
+    await tab.page.getByText("Cancelled: nothing changed.").waitFor();
+    expect(await tab.page.evaluate("document.activeElement.textContent")).toBe("Review");
     expect(await tab.page.getByRole("alertdialog").count()).toBe(0);
     expect(await balanceCell(HOLDER).textContent()).toBe("$2.25");
     expect(moneyOf(HOLDER).length).toBe(entries);
@@ -100,7 +101,7 @@ describe("the admin page", () => {
     expect(await balanceCell(DEBTOR).textContent()).toBe("$10.99");
     const dialog = await review(DEBTOR, "Debit", "100", "too much");
     await dialog.getByRole("button", { name: "Debit 100.00 USD" }).click();
-    await tab.page.getByRole("alert").filter({ hasText: "below zero" }).waitFor();
+    await tab.page.getByRole("alert").filter({ hasText: "a debit of 100 USD would take the balance of 10.99 USD below zero" }).waitFor();
     // The refusal is the answer this test wants: the page reports it, as it does every 400.
     expect(tab.problems()).toEqual([expect.stringMatching(/^HTTP 400: POST .*\/debit$/), expect.stringContaining("status of 400")]);
     expect(await balanceCell(DEBTOR).textContent()).toBe("$10.99");

@@ -1,12 +1,18 @@
 import { api } from "../api.ts";
 import type { Ctx } from "../context.ts";
-import { confirmed, field, h, heading, input, messages, onSubmit, table, usd, when } from "../dom.ts";
+import { field, h, heading, input, messages, onSubmit, table, usd, when } from "../dom.ts";
 import type { AdminAccount, AdminStatus, AuditRow, List } from "../types.ts";
 
 // The operator's page: accounts with their money and activity, credit or debit with a note (after a
 // confirmation), disable, pause and resume, route health, and the audit trail of these actions.
 
 const AMOUNT = new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 9 });
+
+function moveOf(d: FormData): { op: "credit" | "debit"; usd: number; note: string } {
+  const op = d.get("op");
+  if (op !== "credit" && op !== "debit") throw new Error("Choose Credit or Debit.");
+  return { op, usd: Number(d.get("usd")), note: String(d.get("note")) };
+}
 
 /**
  * Credit or debit: the direction is a required choice of its own, never read from which button was
@@ -22,17 +28,21 @@ function moneyForm(ctx: Ctx, a: AdminAccount, msg: ReturnType<typeof messages>):
     field("Note", input({ name: "note", required: true, maxlength: 200, size: 14 })),
     h("button", { type: "submit" }, "Review"),
   );
-  onSubmit(form, msg, async (d) => {
-    const op = d.get("op");
-    if (op !== "credit" && op !== "debit") throw new Error("Choose Credit or Debit.");
-    const usd = Number(d.get("usd"));
-    const note = String(d.get("note"));
-    const amount = `${AMOUNT.format(usd)} USD`;
-    const [verb, way] = op === "debit" ? ["Debit", "from"] : ["Credit", "to"];
-    if (!(await confirmed(`${verb} ${amount} ${way} ${a.email}? Note: ${note}`, `${verb} ${amount}`))) return msg.ok("Cancelled: no money moved.");
-    await api<AdminAccount>("POST", `/api/admin/accounts/${a.id}/${op}`, { op, usd, note });
-    ctx.reload();
-  });
+  onSubmit(
+    form,
+    msg,
+    async (d) => {
+      const { op, usd, note } = moveOf(d);
+      await api<AdminAccount>("POST", `/api/admin/accounts/${a.id}/${op}`, { op, usd, note });
+      ctx.reload();
+    },
+    (d) => {
+      const { op, usd, note } = moveOf(d);
+      const amount = `${AMOUNT.format(usd)} USD`;
+      const [verb, way] = op === "debit" ? ["Debit", "from"] : ["Credit", "to"];
+      return { question: `${verb} ${amount} ${way} ${a.email}? Note: ${note}`, yes: `${verb} ${amount}` };
+    },
+  );
   return form;
 }
 
