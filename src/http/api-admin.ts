@@ -14,12 +14,12 @@ import { isoTime } from "../core/time.ts";
 // entry (operator_credit, operator_debit) and an audit row, everything else as an audit row.
 
 /**
- * The body of a credit or a debit. It names its operation, which must be the route's: a body with
- * none, another or an unknown one is 400 invalid_request and moves nothing, so no client can move
- * money in a direction it did not state (docs/dashboard.md#admin).
+ * The body of a credit or a debit. The path names the direction; a body that also names one (the
+ * dashboard always does) must name the same, so a client that meant the other way is refused and
+ * moves nothing rather than moving money the wrong way (docs/dashboard.md#admin).
  */
 const moneyBody = (op: "credit" | "debit") =>
-  T.Object({ op: T.Literal(op), usd: T.Union([T.Number(), T.String()]), note: T.Optional(T.String({ maxLength: 500 })) }, { additionalProperties: false });
+  T.Object({ op: T.Optional(T.Literal(op)), usd: T.Union([T.Number(), T.String()]), note: T.Optional(T.String({ maxLength: 500 })) }, { additionalProperties: false });
 export const CreditBody = moneyBody("credit");
 export const DebitBody = moneyBody("debit");
 

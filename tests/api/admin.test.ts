@@ -135,12 +135,10 @@ describe("POST /api/admin/accounts/{id}/credit and /debit", () => {
   });
 });
 
-describe("a credit or debit whose body does not name the route's op", () => {
-  // The dashboard once sent a debit to /credit because the op it read was missing: the body now
-  // says which way the money goes, and only the route of that op moves it.
+describe("a credit or debit whose body names another op than its route", () => {
+  // The dashboard once sent a debit to /credit because the op it read was missing: a body that
+  // says which way the money goes is moved that way or not at all.
   const bodies: [route: "credit" | "debit", why: string, payload: Record<string, unknown>][] = [
-    ["credit", "no op", { usd: 1, note: "x" }],
-    ["debit", "no op", { usd: 1, note: "x" }],
     ["credit", "an unknown op", { op: "refund", usd: 1, note: "x" }],
     ["debit", "an empty op", { op: "", usd: 1, note: "x" }],
     ["credit", "the other op", { op: "debit", usd: 1, note: "x" }],
@@ -157,6 +155,18 @@ describe("a credit or debit whose body does not name the route's op", () => {
       expect(auditOf(h.id)).toEqual([]);
     });
   }
+});
+
+describe("a credit or debit whose body names no op", () => {
+  it("moves the money the way its path says: /credit raises the balance, /debit lowers it", async () => {
+    const a = await admin();
+    const h = await holder();
+    expect((await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: 2, note: "x" })).status).toBe(200);
+    expect(balanceOf(h.id)).toBe(3_000_000_000);
+    expect((await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { usd: 0.5, note: "y" })).status).toBe(200);
+    expect(balanceOf(h.id)).toBe(2_500_000_000);
+    expect(ledgerOf(h.id).map((e) => e.kind)).toEqual(["registration_credit", "operator_credit", "operator_debit"]);
+  });
 });
 
 describe("POST /api/admin/accounts/{id}/disable and /enable", () => {
