@@ -13,7 +13,15 @@ import { isoTime } from "../core/time.ts";
 // admin (`gateway account create --admin`). Every action leaves who did it behind: money as a ledger
 // entry (operator_credit, operator_debit) and an audit row, everything else as an audit row.
 
-export const Amount = T.Object({ usd: T.Union([T.Number(), T.String()]), note: T.Optional(T.String({ maxLength: 500 })) }, { additionalProperties: false });
+/**
+ * The body of a credit or a debit. The path names the direction; a body that also names one (the
+ * dashboard always does) must name the same, so a client that meant the other way is refused and
+ * moves nothing rather than moving money the wrong way (docs/dashboard.md#admin).
+ */
+const moneyBody = (op: "credit" | "debit") =>
+  T.Object({ op: T.Optional(T.Literal(op)), usd: T.Union([T.Number(), T.String()]), note: T.Optional(T.String({ maxLength: 500 })) }, { additionalProperties: false });
+export const CreditBody = moneyBody("credit");
+export const DebitBody = moneyBody("debit");
 
 type Handler = (c: SessionCall, adminId: number) => Promise<Response>;
 

@@ -7,7 +7,7 @@ import { serveText } from "../relay/text.ts";
 import { countTokens, me } from "./account-endpoints.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./api-keys.ts";
-import { adminStatus, Amount, creditAccount, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./api-admin.ts";
+import { adminStatus, CreditBody, creditAccount, DebitBody, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./api-admin.ts";
 import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./api-usage.ts";
 import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./api-topups.ts";
 import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-account.ts";
@@ -129,8 +129,8 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "GET", path: "/api/requests.csv", auth: "session", summary: "The account's requests as CSV, every matching row", handler: getRequestsCsv }),
   row({ method: "GET", path: "/api/usage/daily", auth: "session", summary: "Daily spend per key or per model", handler: getDailyUsage }),
   row({ method: "GET", path: "/api/admin/accounts", auth: "session", summary: "Admin: every account and its money", handler: listAdminAccounts }),
-  row({ method: "POST", path: "/api/admin/accounts/{id}/credit", auth: "session", body: "json", schema: Amount, summary: "Admin: credit an account", handler: creditAccount }),
-  row({ method: "POST", path: "/api/admin/accounts/{id}/debit", auth: "session", body: "json", schema: Amount, summary: "Admin: debit an account, with a note", handler: debitAccountRoute }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/credit", auth: "session", body: "json", schema: CreditBody, summary: "Admin: credit an account", handler: creditAccount }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/debit", auth: "session", body: "json", schema: DebitBody, summary: "Admin: debit an account, with a note", handler: debitAccountRoute }),
   row({ method: "POST", path: "/api/admin/accounts/{id}/disable", auth: "session", summary: "Admin: disable an account", handler: disableAccount }),
   row({ method: "POST", path: "/api/admin/accounts/{id}/enable", auth: "session", summary: "Admin: enable an account", handler: enableAccount }),
   row({ method: "POST", path: "/api/admin/pause", auth: "session", summary: "Admin: pause the product", handler: pauseProduct }),

@@ -38,11 +38,13 @@ const auditOf = (targetId: number | null) =>
 const ledgerOf = (accountId: number) =>
   sqlAll<{ kind: string; amount_nano: number; note: string | null }>(gw, "SELECT kind, amount_nano, note FROM ledger_entries WHERE account_id = ? ORDER BY id", accountId);
 
+const balanceOf = (accountId: number) => sqlAll<{ balance_nano: number }>(gw, "SELECT balance_nano FROM accounts WHERE id = ?", accountId)[0]!.balance_nano;
+
 describe("a session of an account that is not admin", () => {
   const routes: [string, string, unknown?][] = [
     ["GET", "/api/admin/accounts"],
-    ["POST", "/api/admin/accounts/1/credit", { usd: 1, note: "x" }],
-    ["POST", "/api/admin/accounts/1/debit", { usd: 1, note: "x" }],
+    ["POST", "/api/admin/accounts/1/credit", { op: "credit", usd: 1, note: "x" }],
+    ["POST", "/api/admin/accounts/1/debit", { op: "debit", usd: 1, note: "x" }],
     ["POST", "/api/admin/accounts/1/disable"],
     ["POST", "/api/admin/accounts/1/enable"],
     ["POST", "/api/admin/pause"],
@@ -87,7 +89,7 @@ describe("POST /api/admin/accounts/{id}/credit and /debit", () => {
   it("credits with an operator_credit ledger entry and an audit row naming the admin", async () => {
     const a = await admin();
     const h = await holder();
-    const res = await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: 2.5, note: "goodwill" });
+    const res = await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { op: "credit", usd: 2.5, note: "goodwill" });
     expect(res.status).toBe(200);
     expect(await body(res)).toMatchObject({ id: h.id, balance_usd: 3.5 });
     expect(ledgerOf(h.id).at(-1)).toEqual({ kind: "operator_credit", amount_nano: 2_500_000_000, note: "goodwill" });
@@ -98,7 +100,7 @@ describe("POST /api/admin/accounts/{id}/credit and /debit", () => {
   it("debits with an operator_debit ledger entry and an audit row naming the admin", async () => {
     const a = await admin();
     const h = await holder();
-    const res = await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { usd: "0.25", note: "refund reversed" });
+    const res = await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { op: "debit", usd: "0.25", note: "refund reversed" });
     expect(await body(res)).toMatchObject({ id: h.id, balance_usd: 0.75 });
     expect(ledgerOf(h.id).at(-1)).toEqual({ kind: "operator_debit", amount_nano: -250_000_000, note: "refund reversed" });
     expect(auditOf(h.id)).toEqual([{ actor_account_id: a.id, action: "account_debited", target_account_id: h.id, detail: "0.25 USD: refund reversed" }]);
@@ -107,28 +109,63 @@ describe("POST /api/admin/accounts/{id}/credit and /debit", () => {
   it("refuses a debit without a note, naming note", async () => {
     const a = await admin();
     const h = await holder();
-    expect(await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { usd: 0.1 }), 400, "invalid_request")).toStartWith("note: ");
+    expect(await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { op: "debit", usd: 0.1 }), 400, "invalid_request")).toStartWith("note: ");
     expect(auditOf(h.id)).toEqual([]);
   });
 
   it("refuses a debit below a zero balance, and writes nothing", async () => {
     const a = await admin();
     const h = await holder();
-    await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { usd: 5, note: "too much" }), 400, "invalid_request");
+    await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { op: "debit", usd: 5, note: "too much" }), 400, "invalid_request");
     expect(ledgerOf(h.id).map((e) => e.kind)).toEqual(["registration_credit"]);
     expect(auditOf(h.id)).toEqual([]);
+    expect(balanceOf(h.id)).toBe(1_000_000_000);
   });
 
   it("refuses an amount of 0 or with more than 9 decimals, naming usd", async () => {
     const a = await admin();
     const h = await holder();
-    expect(await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: 0 }), 400, "invalid_request")).toStartWith("usd: ");
-    expect(await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: "0.0000000001" }), 400, "invalid_request")).toStartWith("usd: ");
+    expect(await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { op: "credit", usd: 0 }), 400, "invalid_request")).toStartWith("usd: ");
+    expect(await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { op: "credit", usd: "0.0000000001" }), 400, "invalid_request")).toStartWith("usd: ");
   });
 
   it("refuses an account id that names no account with 404 account_not_found", async () => {
     const a = await admin();
-    await refusedWith(await a.b.call("POST", "/api/admin/accounts/999999/credit", { usd: 1 }), 404, "account_not_found");
+    await refusedWith(await a.b.call("POST", "/api/admin/accounts/999999/credit", { op: "credit", usd: 1 }), 404, "account_not_found");
+  });
+});
+
+describe("a credit or debit whose body names another op than its route", () => {
+  // The dashboard once sent a debit to /credit because the op it read was missing: a body that
+  // says which way the money goes is moved that way or not at all.
+  const bodies: [route: "credit" | "debit", why: string, payload: Record<string, unknown>][] = [
+    ["credit", "an unknown op", { op: "refund", usd: 1, note: "x" }],
+    ["debit", "an empty op", { op: "", usd: 1, note: "x" }],
+    ["credit", "the other op", { op: "debit", usd: 1, note: "x" }],
+    ["debit", "the other op", { op: "credit", usd: 1, note: "x" }],
+  ];
+  for (const [route, why, payload] of bodies) {
+    it(`is refused on /${route} with ${why}: 400 invalid_request naming op, and the balance is unchanged`, async () => {
+      const a = await admin();
+      const h = await holder();
+      const message = await refusedWith(await a.b.call("POST", `/api/admin/accounts/${h.id}/${route}`, payload), 400, "invalid_request");
+      expect(message).toStartWith("op: ");
+      expect(balanceOf(h.id)).toBe(1_000_000_000);
+      expect(ledgerOf(h.id).map((e) => e.kind)).toEqual(["registration_credit"]);
+      expect(auditOf(h.id)).toEqual([]);
+    });
+  }
+});
+
+describe("a credit or debit whose body names no op", () => {
+  it("moves the money the way its path says: /credit raises the balance, /debit lowers it", async () => {
+    const a = await admin();
+    const h = await holder();
+    expect((await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: 2, note: "x" })).status).toBe(200);
+    expect(balanceOf(h.id)).toBe(3_000_000_000);
+    expect((await a.b.call("POST", `/api/admin/accounts/${h.id}/debit`, { usd: 0.5, note: "y" })).status).toBe(200);
+    expect(balanceOf(h.id)).toBe(2_500_000_000);
+    expect(ledgerOf(h.id).map((e) => e.kind)).toEqual(["registration_credit", "operator_credit", "operator_debit"]);
   });
 });
 
@@ -182,7 +219,7 @@ describe("POST /api/admin/pause and /resume, GET /api/admin/status and /audit", 
   it("lists the audit log newest first, naming the admin and the account by email", async () => {
     const a = await admin();
     const h = await holder();
-    await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: 1, note: "thanks" });
+    await a.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { op: "credit", usd: 1, note: "thanks" });
     await a.b.call("POST", `/api/admin/accounts/${h.id}/disable`);
     const log = await body(await a.b.call("GET", "/api/admin/audit?limit=2"));
     expect(log.data.map((r: Record<string, unknown>) => ({ ...r, created_at: typeof r.created_at }))).toEqual([

@@ -5,7 +5,8 @@ import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { openTab, signIn, visit, type Tab } from "./support.ts";
 
 // The operator's side in a real browser: an account made admin with the CLI sees the admin page,
-// credits another account with a note, pauses and resumes the product, disables and enables an account.
+// credits and debits another account with a note after a confirmation, pauses and resumes the
+// product, disables and enables an account.
 
 setDefaultTimeout(30_000);
 
@@ -14,6 +15,8 @@ let tab: Tab;
 let holderKey: string;
 const ADMIN = "operator@example.test";
 const HOLDER = "holder@example.test";
+/** Holds 10.99 USD, the balance an admin once debited 100 USD from and saw grow to 110.99 USD. */
+const DEBTOR = "debtor@example.test";
 
 beforeAll(async () => {
   gw = await startTestGateway();
@@ -24,6 +27,8 @@ beforeAll(async () => {
   await new ApiBrowser(gw.url).register(ADMIN, "admin password");
   const marked = await gateway(["account", "update", "--email", ADMIN, "--admin", "--db", gw.config.database]);
   expect(marked.code).toBe(0);
+  await new ApiBrowser(gw.url).register(DEBTOR);
+  expect((await gateway(["account", "credit", "--email", DEBTOR, "--usd", "9.99", "--db", gw.config.database])).code).toBe(0);
 });
 
 afterAll(async () => {
@@ -45,21 +50,63 @@ describe("the admin page", () => {
     await tab.shot("admin");
   });
 
-  it("credits an account with a note: its balance, a ledger entry and the audit name the admin", async () => {
-    const { page } = tab;
-    const row = page.getByRole("row").filter({ hasText: HOLDER });
-    expect(await row.textContent()).toContain("$1.00");
-    const form = page.getByRole("form", { name: `Credit or debit ${HOLDER}` });
-    await form.getByLabel("USD").fill("2.5");
-    await form.getByLabel("Note").fill("goodwill");
-    await form.getByRole("button", { name: "Credit" }).click();
-    await page.getByRole("row").filter({ hasText: HOLDER }).filter({ hasText: "$3.50" }).waitFor();
-    const entries = gw.services.db.$client
-      .query("SELECT kind, amount_nano, note FROM ledger_entries WHERE kind = 'operator_credit'")
-      .all() as { kind: string; amount_nano: number; note: string }[];
-    expect(entries).toEqual([{ kind: "operator_credit", amount_nano: 2_500_000_000, note: expect.stringContaining("goodwill") }]);
-    await page.getByRole("table", { name: "Audit" }).getByRole("row").filter({ hasText: ADMIN }).first().waitFor();
-    await tab.shot("admin-credited");
+  it("credits an account after a dialog that states the amount and the direction: balance, operator_credit, account_credited", async () => {
+    expect(await balanceCell(HOLDER).textContent()).toBe("$1.00");
+    const dialog = await review(HOLDER, "Credit", "2.5", "goodwill");
+    expect(await dialog.textContent()).toContain(`Credit 2.50 USD to ${HOLDER}? Note: goodwill`);
+    await tab.shot("admin-confirm-credit");
+    await dialog.getByRole("button", { name: "Credit 2.50 USD" }).click();
+    await balanceCell(HOLDER).filter({ hasText: "$3.50" }).waitFor();
+    expect(moneyOf(HOLDER)).toEqual([{ kind: "operator_credit", amount_nano: 2_500_000_000, note: "goodwill" }]);
+    expect(auditOf(HOLDER)).toEqual([{ action: "account_credited", actor: ADMIN, detail: "2.5 USD: goodwill" }]);
+    await tab.page.getByRole("table", { name: "Audit" }).getByRole("row").filter({ hasText: "account_credited" }).waitFor();
+  });
+
+  it("debits an account after a dialog that states the amount and the direction: balance, operator_debit, account_debited", async () => {
+    const dialog = await review(HOLDER, "Debit", "1.25", "refund reversed");
+    expect(await dialog.textContent()).toContain(`Debit 1.25 USD from ${HOLDER}? Note: refund reversed`);
+    await dialog.getByRole("button", { name: "Debit 1.25 USD" }).click();
+    await balanceCell(HOLDER).filter({ hasText: "$2.25" }).waitFor();
+    expect(moneyOf(HOLDER).at(-1)).toEqual({ kind: "operator_debit", amount_nano: -1_250_000_000, note: "refund reversed" });
+    expect(auditOf(HOLDER).at(-1)).toEqual({ action: "account_debited", actor: ADMIN, detail: "1.25 USD: refund reversed" });
+    await tab.page.getByRole("table", { name: "Audit" }).getByRole("row").filter({ hasText: "account_debited" }).waitFor();
+  });
+
+  it("moves no money when the dialog is cancelled (Cancel has the focus, then Review again)", async () => {
+    const entries = moneyOf(HOLDER).length;
+    const dialog = await review(HOLDER, "Debit", "1", "second thoughts");
+    const cancel = dialog.getByRole("button", { name: "Cancel" });
+    expect(await tab.page.evaluate("document.activeElement.textContent")).toBe("Cancel");
+    await cancel.click();
+    await tab.page.getByText("Cancelled: nothing changed.").waitFor();
+    expect(await tab.page.evaluate("document.activeElement.textContent")).toBe("Review");
+    expect(await tab.page.getByRole("alertdialog").count()).toBe(0);
+    expect(await balanceCell(HOLDER).textContent()).toBe("$2.25");
+    expect(moneyOf(HOLDER).length).toBe(entries);
+  });
+
+  it("asks for a direction and sends nothing when none is chosen", async () => {
+    await tab.page.reload();
+    const form = moneyForm(HOLDER);
+    const entries = moneyOf(HOLDER).length;
+    await form.getByLabel("USD").fill("3");
+    await form.getByLabel("Note").fill("which way?");
+    await form.getByRole("button", { name: "Review" }).click();
+    expect(await form.locator('input[name="op"]:invalid').count()).toBe(2);
+    expect(await tab.page.getByRole("alertdialog").count()).toBe(0);
+    expect(moneyOf(HOLDER).length).toBe(entries);
+  });
+
+  it("refuses a debit beyond the balance (100 USD of 10.99 USD): the page says why and the balance stays", async () => {
+    expect(await balanceCell(DEBTOR).textContent()).toBe("$10.99");
+    const dialog = await review(DEBTOR, "Debit", "100", "too much");
+    await dialog.getByRole("button", { name: "Debit 100.00 USD" }).click();
+    await tab.page.getByRole("alert").filter({ hasText: "a debit of 100 USD would take the balance of 10.99 USD below zero" }).waitFor();
+    // The refusal is the answer this test wants: the page reports it, as it does every 400.
+    expect(tab.problems()).toEqual([expect.stringMatching(/^HTTP 400: POST .*\/debit$/), expect.stringContaining("status of 400")]);
+    expect(await balanceCell(DEBTOR).textContent()).toBe("$10.99");
+    expect(moneyOf(DEBTOR)).toEqual([{ kind: "operator_credit", amount_nano: 9_990_000_000, note: null }]);
+    expect(auditOf(DEBTOR)).toEqual([]);
   });
 
   it("pauses the product (the next model request is 503 product_paused) and resumes it", async () => {
@@ -88,6 +135,34 @@ describe("the admin page", () => {
     expect((await chat(holderKey)).status).toBe(200);
   });
 });
+
+const accountsRow = (email: string) => tab.page.getByRole("table", { name: "Accounts" }).getByRole("row").filter({ hasText: email });
+const balanceCell = (email: string) => accountsRow(email).getByTestId(/^balance-/);
+const moneyForm = (email: string) => tab.page.getByRole("form", { name: `Credit or debit ${email}` });
+
+/** Fills an account's money form and presses Review: the confirmation dialog that opens. */
+async function review(email: string, direction: "Credit" | "Debit", usd: string, note: string) {
+  const form = moneyForm(email);
+  await form.getByRole("radio", { name: direction }).check();
+  await form.getByLabel("USD").fill(usd);
+  await form.getByLabel("Note").fill(note);
+  await form.getByRole("button", { name: "Review" }).click();
+  const dialog = tab.page.getByRole("alertdialog");
+  await dialog.waitFor();
+  return dialog;
+}
+
+const sql = <T>(query: string, email: string) => gw.services.db.$client.query(query).all(email) as T[];
+const moneyOf = (email: string) =>
+  sql<{ kind: string; amount_nano: number; note: string | null }>(
+    "SELECT l.kind, l.amount_nano, l.note FROM ledger_entries l JOIN accounts a ON a.id = l.account_id WHERE a.email = ? AND l.kind LIKE 'operator_%' ORDER BY l.id",
+    email,
+  );
+const auditOf = (email: string) =>
+  sql<{ action: string; actor: string; detail: string }>(
+    "SELECT l.action, b.email AS actor, l.detail FROM audit_log l JOIN accounts t ON t.id = l.target_account_id JOIN accounts b ON b.id = l.actor_account_id WHERE t.email = ? ORDER BY l.id",
+    email,
+  );
 
 function chat(key: string): Promise<Response> {
   return fetch(`${gw.url}/v1/chat/completions`, {

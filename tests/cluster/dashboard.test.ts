@@ -111,7 +111,7 @@ describe("the dashboard on PostgreSQL", () => {
     const holder = new Browser(two.url);
     await holder.register();
     const target = await body(await holder.call("GET", "/api/me"));
-    const credited = await admin.call("POST", `/api/admin/accounts/${target.id}/credit`, { usd: "2.5", note: "welcome" });
+    const credited = await admin.call("POST", `/api/admin/accounts/${target.id}/credit`, { op: "credit", usd: "2.5", note: "welcome" });
     expect(credited.status).toBe(200);
     const listed = await body(await onOther(admin).call("GET", "/api/admin/accounts"));
     const row = listed.data.find((a: { id: number }) => a.id === target.id);

@@ -74,18 +74,30 @@ export function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/** What a submit is about to do, asked with `confirmed` before it runs: the question and the button that agrees. */
+export type Ask = (data: FormData) => { question: string; yes: string };
+
 /**
  * Wires a form's submit: the button is disabled while `run` works, and a failure is shown in `msg`
- * instead of escaping to the console.
+ * instead of escaping to the console. With `ask`, `run` waits for a yes in a dialog first.
  */
-export function onSubmit(form: HTMLFormElement, msg: ReturnType<typeof messages>, run: (data: FormData) => Promise<void>): HTMLFormElement {
+export function onSubmit(form: HTMLFormElement, msg: ReturnType<typeof messages>, run: (data: FormData) => Promise<void>, ask?: Ask): HTMLFormElement {
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
+    // Read before the buttons are disabled: FormData leaves out disabled fields, the submitter's
+    // name=value among them (a Debit button once arrived as no op at all).
+    const data = new FormData(form, (e as SubmitEvent).submitter);
     const buttons = [...form.querySelectorAll("button")];
-    buttons.forEach((b) => (b.disabled = true));
     msg.clear();
     try {
-      await run(new FormData(form, (e as SubmitEvent).submitter));
+      // Asked while the buttons still work: the modal dialog keeps the page inert meanwhile, and
+      // closing it can give the focus back to the button that opened it.
+      if (ask) {
+        const { question, yes } = ask(data);
+        if (!(await confirmed(question, yes))) return msg.ok("Cancelled: nothing changed.");
+      }
+      buttons.forEach((b) => (b.disabled = true));
+      await run(data);
     } catch (err) {
       msg.fail(err);
     } finally {
@@ -93,6 +105,29 @@ export function onSubmit(form: HTMLFormElement, msg: ReturnType<typeof messages>
     }
   });
   return form;
+}
+
+/**
+ * Asks before what cannot be taken back, in a modal <dialog> that states it: focus moves to Cancel
+ * (the harmless answer), Escape cancels, and focus returns where it was when it closes. True only
+ * when `yes` is pressed.
+ */
+export function confirmed(question: string, yes: string): Promise<boolean> {
+  const q = h("p", { id: `q${++ids}` }, question);
+  const dialog = h(
+    "dialog",
+    { role: "alertdialog", "aria-labelledby": q.id, class: "confirm" },
+    q,
+    h("form", { method: "dialog" }, h("button", { value: "yes" }, yes), " ", h("button", { value: "no", class: "link", autofocus: true }, "Cancel")),
+  );
+  document.body.append(dialog);
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => {
+      dialog.remove();
+      resolve(dialog.returnValue === "yes");
+    });
+    dialog.showModal();
+  });
 }
 
 /** A button that copies `text`; it says so when it has. */

@@ -3,24 +3,46 @@ import type { Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit, table, usd, when } from "../dom.ts";
 import type { AdminAccount, AdminStatus, AuditRow, List } from "../types.ts";
 
-// The operator's page: accounts with their money and activity, credit or debit with a note, disable,
-// pause and resume, route health, and the audit trail of these actions.
+// The operator's page: accounts with their money and activity, credit or debit with a note (after a
+// confirmation), disable, pause and resume, route health, and the audit trail of these actions.
 
+const AMOUNT = new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 9 });
+
+function moveOf(d: FormData): { op: "credit" | "debit"; usd: number; note: string } {
+  const op = d.get("op");
+  if (op !== "credit" && op !== "debit") throw new Error("Choose Credit or Debit.");
+  return { op, usd: Number(d.get("usd")), note: String(d.get("note")) };
+}
+
+/**
+ * Credit or debit: the direction is a required choice of its own, never read from which button was
+ * pressed or guessed when absent, and a dialog states amount and direction before the money moves.
+ */
 function moneyForm(ctx: Ctx, a: AdminAccount, msg: ReturnType<typeof messages>): HTMLElement {
+  const op = (value: string, label: string) => h("label", { class: "check" }, input({ type: "radio", name: "op", value, required: true }), ` ${label}`);
   const form = h(
     "form",
     { "aria-label": `Credit or debit ${a.email}`, class: "inline" },
+    h("fieldset", { class: "op" }, h("legend", {}, "Direction"), op("credit", "Credit"), op("debit", "Debit")),
     field("USD", input({ type: "number", name: "usd", min: "0.01", step: "0.01", required: true, inputmode: "decimal", size: 6 })),
     field("Note", input({ name: "note", required: true, maxlength: 200, size: 14 })),
-    h("button", { type: "submit", name: "op", value: "credit" }, "Credit"),
-    " ",
-    h("button", { type: "submit", name: "op", value: "debit" }, "Debit"),
+    h("button", { type: "submit" }, "Review"),
   );
-  onSubmit(form, msg, async (d) => {
-    const op = d.get("op") === "debit" ? "debit" : "credit";
-    await api<AdminAccount>("POST", `/api/admin/accounts/${a.id}/${op}`, { usd: Number(d.get("usd")), note: String(d.get("note")) });
-    ctx.reload();
-  });
+  onSubmit(
+    form,
+    msg,
+    async (d) => {
+      const { op, usd, note } = moveOf(d);
+      await api<AdminAccount>("POST", `/api/admin/accounts/${a.id}/${op}`, { op, usd, note });
+      ctx.reload();
+    },
+    (d) => {
+      const { op, usd, note } = moveOf(d);
+      const amount = `${AMOUNT.format(usd)} USD`;
+      const [verb, way] = op === "debit" ? ["Debit", "from"] : ["Credit", "to"];
+      return { question: `${verb} ${amount} ${way} ${a.email}? Note: ${note}`, yes: `${verb} ${amount}` };
+    },
+  );
   return form;
 }
 
