@@ -27,9 +27,12 @@ function fill(w: { push(b: number, t: number): void } | Calibration, n: number, 
   }
 }
 
+/** The output window of a model no stream has yet taught. */
+const EMPTY_OUTPUT = { samples: 0, calibrated: false, medianBytesPerToken: null, cancelBytesPerToken: 4, plainErrorPct: null };
+
 describe("the calibration window", () => {
   it(`keeps the last ${WINDOW} samples: the oldest is dropped first`, () => {
-    const w = new CalibrationWindow("m");
+    const w = new CalibrationWindow();
     fill(w, WINDOW, 6000, 3); // 3 bytes a token, to be pushed out
     fill(w, WINDOW - 1, 6000, 6);
     expect(w.samples).toBe(WINDOW);
@@ -38,7 +41,7 @@ describe("the calibration window", () => {
     expect(w.holdBytesPerToken()).toBe(3);
     fill(w, 1, 6000, 6);
     expect(w.holdBytesPerToken()).toBe(6);
-    expect(JSON.parse(w.encode()).bytes).toHaveLength(WINDOW);
+    expect(w.toJson().bytes).toHaveLength(WINDOW);
   });
 
   it(`answers the plain estimate and no error before ${MIN_SAMPLES} samples`, () => {
@@ -144,7 +147,7 @@ describe("the calibration's persistence", () => {
   it("starts empty from a value that is not a window, rather than failing the start", () => {
     for (const value of ["", "not json", "null", '{"bytes":[1,2],"tokens":[1]}', '{"bytes":[100],"tokens":[-3]}', '{"bytes":"x","tokens":[]}']) {
       const c = new Calibration(memoryStore([{ model: "m", value }]));
-      expect(c.views()).toEqual([{ model: "m", samples: 0, calibrated: false, medianBytesPerToken: null, holdBytesPerToken: 4, typicalErrorPct: null, plainErrorPct: null }]);
+      expect(c.views()).toEqual([{ model: "m", samples: 0, calibrated: false, medianBytesPerToken: null, holdBytesPerToken: 4, typicalErrorPct: null, plainErrorPct: null, output: EMPTY_OUTPUT }]);
     }
   });
 
