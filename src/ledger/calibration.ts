@@ -34,6 +34,13 @@ export const MAX_HOLD_BYTES_PER_TOKEN = 2 * BYTES_PER_TOKEN;
  */
 export const MIN_HOLD_BYTES_PER_TOKEN = 1;
 
+/**
+ * An answer shorter than this is no output sample: its count's fixed part (the tokens of a tool
+ * call's wrapper, an end-of-turn token) would weigh on a few bytes, and the window's low end, which
+ * every cancelled stream of the model is charged on, would follow the shortest answer of the window.
+ */
+export const MIN_OUTPUT_SAMPLE_BYTES = 256;
+
 /** What one window (input or output) says. */
 export interface WindowView {
   samples: number;
@@ -287,7 +294,7 @@ export class Calibration {
 
   /** A completed stream of `model` whose upstream counted its output: the text's bytes delivered, that count, its characters. */
   recordOutput(model: string, bytes: number, tokens: number, chars = bytes): void {
-    this.sample(model, "output", bytes, tokens, chars);
+    if (bytes >= MIN_OUTPUT_SAMPLE_BYTES) this.sample(model, "output", bytes, tokens, chars);
   }
 
   private sample(model: string, kind: "input" | "output", bytes: number, tokens: number, chars: number): void {
