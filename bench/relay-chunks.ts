@@ -73,7 +73,7 @@ async function open(chunks: number, then: "end" | "hang"): Promise<ReadableStrea
   const opening = await firstEvents(attempt, "messages");
   const machine = new NativeMessagesMachine({ costOf: () => 0, estimatedInputTokens: 12 });
   const s: StreamStart = {
-    call, attempt, opening, machine, hold: { open: false } as StreamStart["hold"], model: {} as StreamStart["model"], estimatedInputTokens: 12, headers: {},
+    call, attempt, opening, machine, hold: { open: false } as StreamStart["hold"], model: {} as StreamStart["model"], estimatedInputTokens: 12, maxOut: 1024, headers: {},
   };
   return relayStream(s).body!.getReader() as ReadableStreamDefaultReader<Uint8Array>;
 }

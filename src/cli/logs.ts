@@ -122,8 +122,14 @@ export async function usageCommand(argv: string[]): Promise<void> {
 /** gateway usage --calibration: each model's window, read through its owners (settings rows, ledger/calibration.ts). */
 async function calibrationReport(ctx: CliContext, asCsv: boolean): Promise<void> {
   const views = new Calibration(await ctx.settings()).views();
-  const header = ["model", "samples", "calibrated", "median_bytes_per_token", "hold_bytes_per_token", "typical_error_pct", "plain_error_pct"];
-  const cells = views.map((v) => [v.model, v.samples, v.calibrated ? "yes" : "no", v.medianBytesPerToken, v.holdBytesPerToken, v.typicalErrorPct, v.plainErrorPct]);
+  const header = [
+    "model", "samples", "calibrated", "median_bytes_per_token", "hold_bytes_per_token", "typical_error_pct", "plain_error_pct",
+    "output_samples", "output_median_bytes_per_token", "cancel_bytes_per_token", "output_plain_error_pct",
+  ];
+  const cells = views.map((v) => [
+    v.model, v.samples, v.calibrated ? "yes" : "no", v.medianBytesPerToken, v.holdBytesPerToken, v.typicalErrorPct, v.plainErrorPct,
+    v.output.samples, v.output.medianBytesPerToken, v.output.cancelBytesPerToken, v.output.plainErrorPct,
+  ]);
   if (asCsv) return outputCsv(ctx, csv(header, cells));
   const data = views.map((v) => ({
     model: v.model,
@@ -133,6 +139,11 @@ async function calibrationReport(ctx: CliContext, asCsv: boolean): Promise<void>
     hold_bytes_per_token: v.holdBytesPerToken,
     typical_error_pct: v.typicalErrorPct,
     plain_error_pct: v.plainErrorPct,
+    // The output window: completed streams' delivered bytes against their output counts; a cancelled stream is charged on it.
+    output_samples: v.output.samples,
+    output_median_bytes_per_token: v.output.medianBytesPerToken,
+    cancel_bytes_per_token: v.output.cancelBytesPerToken,
+    output_plain_error_pct: v.output.plainErrorPct,
   }));
   output(ctx, data, views.length ? table(header, cells) : "no calibration yet: no settled request has reported its input tokens");
 }

@@ -3,7 +3,7 @@
 // StreamMachine contract, encoding each chunk as `data: <json>` and "[DONE]" as `data: [DONE]`.
 
 import { nanoToUsd, type TokenUsage } from "../core/money.ts";
-import { StreamTally, estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
+import { StreamTally, estimatedUsage, inputEstimate, mergeMessagesUsage } from "./stream-usage.ts";
 import { toolIdFromMessages } from "./tool-ids.ts";
 import { billableMessagesUsage, chatUsage, stopToFinish } from "./usage.ts";
 import type { ChatChunk, ChatUsage, JsonObject, MessagesEvent } from "../wire/shapes.ts";
@@ -134,7 +134,7 @@ export class ChatViaMessagesStream extends StreamTally {
       const name = typeof block.name === "string" ? block.name : "";
       out.push(this.chunk({ tool_calls: [{ index: t, id: toolIdFromMessages(String(block.id ?? "")), type: "function", function: { name, arguments: "" } }] }));
     } else if (block.type === "text" && typeof block.text === "string" && block.text) {
-      this.chars += block.text.length;
+      this.out.add(block.text);
       out.push(this.chunk({ content: block.text }));
     }
     return out;
@@ -147,14 +147,14 @@ export class ChatViaMessagesStream extends StreamTally {
       case "text_delta":
         if (typeof delta.text === "string" && delta.text) {
           this.ensureStarted(out);
-          this.chars += delta.text.length;
+          this.out.add(delta.text);
           out.push(this.chunk({ content: delta.text }));
         }
         break;
       case "thinking_delta":
         if (typeof delta.thinking === "string" && delta.thinking) {
           this.ensureStarted(out);
-          this.chars += delta.thinking.length;
+          this.out.add(delta.thinking);
           out.push(this.chunk({ reasoning_content: delta.thinking }));
         }
         break;
@@ -164,7 +164,7 @@ export class ChatViaMessagesStream extends StreamTally {
         if (tool && part) {
           this.ensureStarted(out);
           tool.bytes += part.length;
-          this.chars += part.length;
+          this.out.add(part);
           out.push(this.chunk({ tool_calls: [{ index: tool.t, function: { arguments: part } }] }));
         }
         break;
@@ -191,13 +191,14 @@ export class ChatViaMessagesStream extends StreamTally {
     if (usage && typeof usage === "object" && !billableMessagesUsage(usage, ["output_tokens"])) this.realUsage = null;
     else if (usage && typeof usage === "object") {
       // Onto message_start's counts; when it had none, onto our input estimate (absent is not zero).
-      this.realUsage = mergeMessagesUsage(this.realUsage ?? estimatedUsage(this.opts.estimatedInputTokens, 0), usage as JsonObject);
+      this.realUsage = mergeMessagesUsage(this.realUsage ?? inputEstimate(this.opts.estimatedInputTokens), usage as JsonObject);
       if (typeof (usage as JsonObject).input_tokens === "number") this.inputReported = true;
+      this.outputReported = true;
       const details = (usage as JsonObject).output_tokens_details as JsonObject | undefined;
       if (details && typeof details.thinking_tokens === "number") this.thinkingTokens = details.thinking_tokens;
     }
     // An Anthropic-compatible server may send no usage at all: then our estimate is shown and billed.
-    this.billed = this.realUsage ?? estimatedUsage(this.opts.estimatedInputTokens, this.chars);
+    this.billed = this.realUsage ?? estimatedUsage(this.opts.estimatedInputTokens, this.out);
     this.finalUsage = chatUsage(this.billed, this.thinkingTokens === undefined ? {} : { reasoningTokens: this.thinkingTokens });
     this.cost = this.opts.costOf(this.billed);
     this.finalUsage.cost_usd = nanoToUsd(this.cost);

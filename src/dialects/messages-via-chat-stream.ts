@@ -68,6 +68,7 @@ export class MessagesViaChatStream extends StreamTally {
     if (chunk.usage && billableChatUsage(chunk.usage)) {
       this.realUsage = usageFromChat(chunk.usage);
       this.inputReported = true;
+      this.outputReported = true;
       this.reasoningTokens = chunk.usage.completion_tokens_details?.reasoning_tokens;
     }
     const choice = chunk.choices?.find((c) => c.index === 0) ?? chunk.choices?.[0];
@@ -164,13 +165,13 @@ export class MessagesViaChatStream extends StreamTally {
   }
 
   private thinking(text: string, out: MessagesEvent[]): void {
-    this.chars += text.length;
+    this.out.add(text);
     if (this.open?.kind !== "thinking") this.openBlock("thinking", { type: "thinking", thinking: "", signature: "" }, out);
     this.delta(this.open!.index, { type: "thinking_delta", thinking: text }, out);
   }
 
   private text(text: string, out: MessagesEvent[]): void {
-    this.chars += text.length;
+    this.out.add(text);
     if (this.open?.kind !== "text") this.openBlock("text", { type: "text", text: "" }, out);
     this.delta(this.open!.index, { type: "text_delta", text }, out);
   }
@@ -197,7 +198,7 @@ export class MessagesViaChatStream extends StreamTally {
       if (name) tool.name += name;
     }
     this.lastToolKey = key;
-    this.chars += args.length;
+    this.out.add(args);
     if (tool.block === -1) {
       tool.pending += args;
       // content_block_start needs the name; wait for it (emitted at the finish if it never comes).
@@ -230,7 +231,7 @@ export class MessagesViaChatStream extends StreamTally {
     const stopReason = this.sawRefusal ? "refusal" : (finishToStop(this.finish) ?? "end_turn");
     // No usage from upstream: our estimate, whose input count repeats message_start's, so the SDK's
     // overwrite (sse.md §4) keeps it, and the totals are the ones billed.
-    this.billed = this.realUsage ?? estimatedUsage(this.opts.estimatedInputTokens, this.chars);
+    this.billed = this.realUsage ?? estimatedUsage(this.opts.estimatedInputTokens, this.out);
     this.cost = this.opts.costOf(this.billed);
     const usage: JsonObject = messagesUsage(this.billed, this.reasoningTokens === undefined ? {} : { thinkingTokens: this.reasoningTokens });
     usage.cost_usd = nanoToUsd(this.cost);

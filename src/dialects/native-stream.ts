@@ -7,8 +7,9 @@ import { nanoToUsd, type TokenUsage } from "../core/money.ts";
 import type { SseEvent } from "../wire/sse.ts";
 import { encodeSse } from "../wire/sse.ts";
 import { redactSecrets } from "../wire/scrub.ts";
-import { plainChatTextLength, plainTextLength } from "./stream-scan.ts";
-import { estimatedUsage, mergeMessagesUsage } from "./stream-usage.ts";
+import { plainChatText, plainText } from "./stream-scan.ts";
+import { estimatedUsage, inputEstimate, mergeMessagesUsage } from "./stream-usage.ts";
+import { TextCount } from "../ledger/estimate.ts";
 import { billableChatUsage, billableMessagesUsage, chatUsage, messagesUsage, usageFromChat } from "./usage.ts";
 import { parseObject as parse, type StreamMachine, type StreamOutcome } from "./stream-machine.ts";
 import type { ChatUsage, JsonObject } from "../wire/shapes.ts";
@@ -49,9 +50,11 @@ export class NativeMessagesMachine implements StreamMachine {
   private reported = false;
   /** The input count came from the upstream (message_start's, or a message_delta's). */
   private inputReported = false;
+  /** The output count is the upstream's (a valid message_delta's), not our estimate. */
+  private outputReported = false;
   private stop = false;
   private error = false;
-  private chars = 0;
+  private readonly out = new TextCount();
   private costShown = false;
 
   constructor(opts: NativeMessagesOptions) {
@@ -63,6 +66,9 @@ export class NativeMessagesMachine implements StreamMachine {
   }
   get inputCounted(): boolean {
     return this.inputReported;
+  }
+  get outputCounted(): boolean {
+    return this.outputReported;
   }
   get outcome(): StreamOutcome {
     return this.error ? "upstream_failed" : this.stop ? "completed" : "running";
@@ -77,7 +83,10 @@ export class NativeMessagesMachine implements StreamMachine {
   }
   /** Characters of text, thinking and tool input forwarded (settlement of cut streams). */
   get outputChars(): number {
-    return this.chars;
+    return this.out.chars;
+  }
+  get outputBytes(): number {
+    return this.out.bytes;
   }
 
   /** The bytes to forward for one upstream event. */
@@ -142,16 +151,17 @@ export class NativeMessagesMachine implements StreamMachine {
     const usage: JsonObject = isObject(data.usage) ? data.usage : {};
     const valid = billableMessagesUsage(usage, ["output_tokens"]);
     if (valid) this.reported = true;
+    this.outputReported = valid;
     if (valid && typeof usage.input_tokens === "number") this.inputReported = true;
     // Onto message_start's counts; when it had none, onto our input estimate (absent is not zero).
-    if (this.reported && valid) this.tokens = mergeMessagesUsage(this.tokens ?? estimatedUsage(this.opts.estimatedInputTokens, 0), usage);
+    if (this.reported && valid) this.tokens = mergeMessagesUsage(this.tokens ?? inputEstimate(this.opts.estimatedInputTokens), usage);
     else if (this.reported) {
       // Input came from message_start; an output count that is not one is replaced by our estimate.
-      this.tokens = { ...this.tokens!, output: estimatedUsage(0, this.chars).output };
+      this.tokens = { ...this.tokens!, output: estimatedUsage(0, this.out).output };
       Object.assign(usage, messagesUsage(this.tokens));
     } else {
       // A compatible server that counts nothing: the client is shown, and pays, our own count.
-      this.tokens = estimatedUsage(this.opts.estimatedInputTokens, this.chars);
+      this.tokens = estimatedUsage(this.opts.estimatedInputTokens, this.out);
       Object.assign(usage, messagesUsage(this.tokens));
     }
     // Cost of the complete usage so far, not of this event's keys alone: message_delta may omit
@@ -163,16 +173,16 @@ export class NativeMessagesMachine implements StreamMachine {
   }
 
   private countDelta(text: string): void {
-    const plain = plainTextLength(text);
-    if (plain >= 0) {
-      this.chars += plain;
+    const plain = plainText(text);
+    if (plain !== null) {
+      this.out.add(plain);
       return;
     }
     const data = parse(text);
     const d = data?.delta;
     if (!isObject(d)) return;
     const piece = d.text ?? d.thinking ?? d.partial_json;
-    if (typeof piece === "string") this.chars += piece.length;
+    if (typeof piece === "string") this.out.add(piece);
   }
 }
 
@@ -202,7 +212,7 @@ export class NativeChatMachine implements StreamMachine {
   private last = false;
   private doneSent = false;
   private error = false;
-  private chars = 0;
+  private readonly out = new TextCount();
   private costShown = false;
   /** `tokens` are the upstream's usage, not the estimate of a stream that sent none. */
   private counted = false;
@@ -238,8 +248,14 @@ export class NativeChatMachine implements StreamMachine {
   get priced(): boolean {
     return this.costShown;
   }
+  get outputCounted(): boolean {
+    return this.counted;
+  }
   get outputChars(): number {
-    return this.chars;
+    return this.out.chars;
+  }
+  get outputBytes(): number {
+    return this.out.bytes;
   }
 
   push(ev: SseEvent): string {
@@ -315,12 +331,12 @@ export class NativeChatMachine implements StreamMachine {
    */
   private plainChunk(ev: SseEvent): string | null {
     if (!this.ident || this.upstreamModel === null) return null;
-    const n = plainChatTextLength(ev.data);
-    if (n === -1) return null;
+    const text = plainChatText(ev.data);
+    if (text === null) return null;
     const { model } = this.opts;
     const data = this.upstreamModel === model ? (ev.data.includes(this.ownModel) ? ev.data : null) : this.renamed(ev.data, this.upstreamModel);
     if (data === null) return null;
-    this.chars += n;
+    this.out.add(text);
     const out = encodeSse(ev.event, data);
     return this.opts.includeUsage ? out : this.passOrHold(out);
   }
@@ -358,7 +374,7 @@ export class NativeChatMachine implements StreamMachine {
    */
   private estimateMissingUsage(): string {
     if (!this.finish || this.tokens || this.error) return "";
-    this.tokens = estimatedUsage(this.opts.estimatedInputTokens, this.chars);
+    this.tokens = estimatedUsage(this.opts.estimatedInputTokens, this.out);
     this.lastUsage = chatUsage(this.tokens);
     if (!this.opts.includeUsage) return "";
     const usage = { ...this.lastUsage, cost_usd: nanoToUsd(this.opts.costOf(this.tokens)) };
@@ -389,13 +405,13 @@ export class NativeChatMachine implements StreamMachine {
 
   private countDelta(delta: unknown): void {
     if (!isObject(delta)) return;
-    if (typeof delta.content === "string") this.chars += delta.content.length;
-    if (typeof delta.reasoning_content === "string") this.chars += delta.reasoning_content.length;
-    else if (typeof delta.reasoning === "string") this.chars += delta.reasoning.length;
+    if (typeof delta.content === "string") this.out.add(delta.content);
+    if (typeof delta.reasoning_content === "string") this.out.add(delta.reasoning_content);
+    else if (typeof delta.reasoning === "string") this.out.add(delta.reasoning);
     if (Array.isArray(delta.tool_calls)) {
       for (const tc of delta.tool_calls) {
         const args = isObject(tc) && isObject(tc.function) ? tc.function.arguments : undefined;
-        if (typeof args === "string") this.chars += args.length;
+        if (typeof args === "string") this.out.add(args);
       }
     }
   }

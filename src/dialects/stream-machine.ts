@@ -30,8 +30,12 @@ export interface StreamMachine {
   readonly usage: TokenUsage | null;
   /** The input counts of `usage` are the upstream's own, not our estimate (the estimator's calibration learns from those only). */
   readonly inputCounted: boolean;
+  /** `usage`'s output count is the upstream's final one for the whole answer (the estimator's output calibration learns from those only). */
+  readonly outputCounted: boolean;
   /** Characters of text, thinking and tool arguments produced (the output estimate of a cut stream). */
   readonly outputChars: number;
+  /** Their UTF-8 bytes. */
+  readonly outputBytes: number;
   /**
    * Turns true with the push or end whose text carries the final usage and its cost_usd: the relay
    * commits the charge before that text leaves, so a client never sees a cost that was not charged.
@@ -69,7 +73,9 @@ export interface Translator<Out> {
   readonly outcome: StreamOutcome;
   readonly usage: TokenUsage | null;
   readonly inputCounted: boolean;
+  readonly outputCounted: boolean;
   readonly outputChars: number;
+  readonly outputBytes: number;
   readonly priced: boolean;
 }
 
@@ -106,8 +112,14 @@ export abstract class TranslatingMachine<Out> implements StreamMachine {
   get inputCounted(): boolean {
     return this.t.inputCounted;
   }
+  get outputCounted(): boolean {
+    return this.t.outputCounted;
+  }
   get outputChars(): number {
     return this.t.outputChars;
+  }
+  get outputBytes(): number {
+    return this.t.outputBytes;
   }
   get priced(): boolean {
     return this.t.priced;

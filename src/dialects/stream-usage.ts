@@ -4,6 +4,7 @@
 import type { TokenUsage } from "../core/money.ts";
 import type { JsonObject, MessagesUsage } from "../wire/shapes.ts";
 import type { StreamOutcome } from "./stream-machine.ts";
+import { estimateTokens, TextCount, type TextSize } from "../ledger/estimate.ts";
 
 const count = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : null);
 
@@ -23,14 +24,19 @@ export function mergeMessagesUsage(prev: TokenUsage | null, u: MessagesUsage | J
 }
 
 /**
- * Our own count for a stream that ended without usage (some compatible servers ignore
- * stream_options.include_usage): the reservation's input estimate and 4 characters per output
- * token, the numbers relay/stream.ts bills when a machine has no usage. Each machine shows it as
- * the stream's final usage and reports it as its usage, so the client sees what it is charged.
+ * Our own count for an answer that ended without usage (some compatible servers ignore
+ * stream_options.include_usage): the reservation's input estimate and the plain estimate of the
+ * output text (ledger/estimate.ts: bytes and characters, so CJK counts a token a character), the
+ * numbers relay/stream.ts bills when a machine has no usage. Each machine shows it as the stream's
+ * final usage and reports it as its usage, so the client sees what it is charged.
  */
-export function estimatedUsage(inputTokens: number, outputChars: number): TokenUsage {
-  return { input: inputTokens, output: Math.ceil(outputChars / 4), cacheRead: 0, cacheWrite: 0 };
+export function estimatedUsage(inputTokens: number, output: TextSize): TokenUsage {
+  return { input: inputTokens, output: estimateTokens(output.bytes, output.chars), cacheRead: 0, cacheWrite: 0 };
 }
+
+const NOTHING: TextSize = { bytes: 0, chars: 0 };
+/** Our input estimate under counts still to come (absent is not zero). */
+export const inputEstimate = (inputTokens: number): TokenUsage => estimatedUsage(inputTokens, NOTHING);
 
 /**
  * What the relay reads from a translator, kept the same way by each: the upstream's usage so far,
@@ -41,9 +47,11 @@ export abstract class StreamTally {
   protected realUsage: TokenUsage | null = null;
   /** realUsage's input counts came from the upstream (not our estimate under its output count). */
   protected inputReported = false;
+  /** realUsage's output count is the upstream's final one (its message_delta, its usage chunk), not message_start's running 1. */
+  protected outputReported = false;
   protected billed: TokenUsage | null = null;
   protected cost: number | null = null;
-  protected chars = 0;
+  protected readonly out = new TextCount();
   protected ended = false;
   protected failedFlag = false;
   /** The upstream's natural end was seen (its finish_reason, its message_stop). */
@@ -58,9 +66,16 @@ export abstract class StreamTally {
   get inputCounted(): boolean {
     return this.realUsage !== null && this.inputReported;
   }
+  get outputCounted(): boolean {
+    return this.realUsage !== null && this.outputReported;
+  }
   /** Characters of text, thinking and tool arguments produced so far (settlement of cut streams). */
   get outputChars(): number {
-    return this.chars;
+    return this.out.chars;
+  }
+  /** Their UTF-8 bytes. */
+  get outputBytes(): number {
+    return this.out.bytes;
   }
   /** The stream reached its natural end (message_stop / [DONE]) without failing. */
   get finished(): boolean {

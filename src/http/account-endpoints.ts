@@ -1,6 +1,7 @@
 import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
 import { nanoToUsd } from "../core/money.ts";
 import { resolveModel } from "../relay/text.ts";
+import { bodySizeOf } from "../relay/charge.ts";
 import { BODY_LIMIT_BYTES } from "./body.ts";
 import type { KeyedCall } from "./exchange.ts";
 import { json } from "./public-endpoints.ts";
@@ -58,7 +59,8 @@ export function countTokens(call: KeyedCall): Response {
   const model = resolveModel(call, call.json.model, "messages");
   const hit = findNonTextContent("messages", call.json);
   if (hit) throw unsupportedContent(hit);
-  const estimate = call.svc.calibration.countTokens(model.id, call.bytes.byteLength);
+  const body = bodySizeOf(call);
+  const estimate = call.svc.calibration.countTokens(model.id, body.bytes, body.chars);
   return json({
     input_tokens: estimate.inputTokens,
     gateway: { exact: false, method: estimate.method, typical_error_pct: estimate.typicalErrorPct },

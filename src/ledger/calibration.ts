@@ -1,15 +1,20 @@
 import type { Awaitable } from "../core/awaitable.ts";
-import { BYTES_PER_TOKEN, estimateInputTokens } from "./estimate.ts";
+import { BYTES_PER_TOKEN, estimateTokens } from "./estimate.ts";
 
-// The byte estimator calibrated on the traffic itself (issue 17). Every settled text request whose
-// upstream reported its own input count gives one sample per model: the body bytes the estimator
-// counted and the real input tokens (uncached, cache read and cache write alike: all of them are
-// input the bytes carried). The rules (docs/database.md, "The hold's input estimate"):
+// The byte estimator calibrated on the traffic itself. Every settled text request whose upstream
+// reported its own input count gives one input sample per model: the body bytes (and characters) the
+// estimator counted and the real input tokens (uncached, cache read and cache write alike: all of
+// them are input the bytes carried). Every completed stream whose upstream reported its output count
+// gives one output sample: the text, thinking and tool argument bytes delivered and that count. The
+// rules (docs/database.md, "The hold's input estimate" and "A cancelled stream's output estimate"):
 // - count_tokens answers bytes / the window's median bytes per token, and the typical error of that
 //   answer over the window, once the window holds MIN_SAMPLES;
 // - a hold is sized on the window's lowest bytes per token, so no request of the window would have
 //   been held short; never below half the plain estimate (MAX_HOLD_BYTES_PER_TOKEN) nor above four
-//   times it (MIN_HOLD_BYTES_PER_TOKEN).
+//   times it (MIN_HOLD_BYTES_PER_TOKEN);
+// - a cancelled stream's output is counted on the output window's lowest bytes per token (most
+//   tokens for the bytes delivered: what the provider bills the operator is not undercounted), within
+//   the same bounds.
 
 /** Requests kept per model: the oldest is dropped when a new one comes. */
 export const WINDOW = 500;
@@ -29,19 +34,41 @@ export const MAX_HOLD_BYTES_PER_TOKEN = 2 * BYTES_PER_TOKEN;
  */
 export const MIN_HOLD_BYTES_PER_TOKEN = 1;
 
-/** What the window says of one model's estimator. */
-export interface CalibrationView {
-  model: string;
+/**
+ * An answer shorter than this is no output sample: its count's fixed part (the tokens of a tool
+ * call's wrapper, an end-of-turn token) would weigh on a few bytes, and the window's low end, which
+ * every cancelled stream of the model is charged on, would follow the shortest answer of the window.
+ */
+export const MIN_OUTPUT_SAMPLE_BYTES = 256;
+
+/** What one window (input or output) says. */
+export interface WindowView {
   samples: number;
   /** The window holds MIN_SAMPLES: count_tokens and holds use it. */
   calibrated: boolean;
   /** Median body bytes per real input token (count_tokens' divisor); null without samples. */
   medianBytesPerToken: number | null;
-  /** The divisor of a hold's input estimate: the window's lowest bytes per token, within [1, 8] (4 before MIN_SAMPLES). */
+  /** The divisor of a hold's input estimate (a cancelled stream's output estimate): the window's lowest bytes per token, within [1, 8] (4 before MIN_SAMPLES). */
   holdBytesPerToken: number;
   /** Median absolute percentage error of the calibrated estimate over the window, one decimal. */
   typicalErrorPct: number | null;
-  /** The same for the plain 4-bytes estimate: how far the uncalibrated rule is off for this model. */
+  /** The same for the plain estimate (ledger/estimate.ts): how far the uncalibrated rule is off for this model. */
+  plainErrorPct: number | null;
+}
+
+/** What one model's estimator says: its input window, and its output window under `output`. */
+export interface CalibrationView extends WindowView {
+  model: string;
+  output: OutputView;
+}
+
+/** The output window as reported: count_tokens never reads it, so it has no typical error. */
+export interface OutputView {
+  samples: number;
+  calibrated: boolean;
+  medianBytesPerToken: number | null;
+  /** The divisor of a cancelled stream's output estimate (the plain estimate before MIN_SAMPLES). */
+  cancelBytesPerToken: number;
   plainErrorPct: number | null;
 }
 
@@ -54,15 +81,27 @@ const oneDecimal = (x: number) => Math.round(x * 10) / 10;
 const twoDecimals = (x: number) => Math.round(x * 100) / 100;
 
 /** Median absolute percentage error of `estimate` over the samples. */
-function typicalError(bytes: Uint32Array, tokens: Uint32Array, n: number, estimate: (b: number) => number): number {
+function typicalError(bytes: Uint32Array, chars: Uint32Array, tokens: Uint32Array, n: number, estimate: (b: number, c: number) => number): number {
   const errors = new Float64Array(n);
-  for (let i = 0; i < n; i++) errors[i] = (Math.abs(estimate(bytes[i]!) - tokens[i]!) / tokens[i]!) * 100;
+  for (let i = 0; i < n; i++) errors[i] = (Math.abs(estimate(bytes[i]!, chars[i]!) - tokens[i]!) / tokens[i]!) * 100;
   return oneDecimal(median(errors.sort()));
 }
 
-/** One model's last WINDOW samples in a ring: a push is two stores and a comparison, nothing allocated. */
+/** A window as a settings value holds it: whole numbers, oldest first (`chars` absent in rows of older versions). */
+interface WindowJson {
+  bytes: number[];
+  tokens: number[];
+  chars: number[];
+}
+
+/**
+ * One model's last WINDOW samples of one kind (input or output) in a ring: a push is three stores and
+ * a comparison, nothing allocated. A sample's characters serve the plain estimate's error only: the
+ * calibrated divisors are bytes per token.
+ */
 export class CalibrationWindow {
   private readonly bytes = new Uint32Array(WINDOW);
+  private readonly chars = new Uint32Array(WINDOW);
   private readonly tokens = new Uint32Array(WINDOW);
   private next = 0;
   private count = 0;
@@ -70,19 +109,18 @@ export class CalibrationWindow {
   private lowest = Infinity;
   private lowestStale = false;
   /** The statistics, until the next push. */
-  private computed: { view: CalibrationView; median: number | null } | null = null;
-
-  constructor(readonly model: string) {}
+  private computed: { view: WindowView; median: number | null } | null = null;
 
   get samples(): number {
     return this.count;
   }
 
-  /** One settled request: its body's bytes and the upstream's input tokens (both whole, at least 1). */
-  push(bytes: number, tokens: number): void {
+  /** One settled request: its text's bytes, the upstream's tokens (both whole, at least 1), its characters (bytes: ASCII). */
+  push(bytes: number, tokens: number, chars = bytes): void {
     const at = this.next;
     if (this.count === WINDOW && this.bytes[at]! / this.tokens[at]! <= this.lowest) this.lowestStale = true;
     this.bytes[at] = bytes;
+    this.chars[at] = Math.min(chars, bytes);
     this.tokens[at] = tokens;
     this.next = (at + 1) % WINDOW;
     if (this.count < WINDOW) this.count++;
@@ -95,7 +133,7 @@ export class CalibrationWindow {
     this.computed = null;
   }
 
-  /** The divisor of a hold's input estimate (see MAX_HOLD_BYTES_PER_TOKEN and MIN_HOLD_BYTES_PER_TOKEN). */
+  /** The divisor of a hold's input estimate, or a cancelled stream's output one (see MAX_HOLD_BYTES_PER_TOKEN and MIN_HOLD_BYTES_PER_TOKEN). */
   holdBytesPerToken(): number {
     if (this.count < MIN_SAMPLES) return BYTES_PER_TOKEN;
     if (this.lowestStale) {
@@ -108,18 +146,28 @@ export class CalibrationWindow {
   }
 
   /** The statistics of the window, computed when read after a change (count_tokens, /metrics, the CLI). */
-  stats(): CalibrationView {
+  stats(): WindowView {
     return (this.computed ??= this.compute()).view;
   }
 
   /** count_tokens' estimate: the plain one before MIN_SAMPLES, else bytes / the median bytes per token. */
-  estimate(bytes: number): number {
-    if (this.count < MIN_SAMPLES) return estimateInputTokens(bytes);
+  estimate(bytes: number, chars = bytes): number {
+    if (this.count < MIN_SAMPLES) return estimateTokens(bytes, chars);
     const m = (this.computed ??= this.compute()).median!;
     return Math.ceil(bytes / m);
   }
 
-  private compute(): { view: CalibrationView; median: number | null } {
+  /**
+   * The conservative estimate (a hold's input, a cancelled stream's output): the plain one before
+   * MIN_SAMPLES, else bytes over the window's lowest bytes per token, never below half the plain one.
+   */
+  conservative(bytes: number, chars = bytes): number {
+    const plain = estimateTokens(bytes, chars);
+    if (this.count < MIN_SAMPLES) return plain;
+    return Math.max(Math.ceil(bytes / this.holdBytesPerToken()), Math.ceil(plain / 2));
+  }
+
+  private compute(): { view: WindowView; median: number | null } {
     const n = this.count;
     let m: number | null = null;
     let typical: number | null = null;
@@ -129,11 +177,10 @@ export class CalibrationWindow {
       for (let i = 0; i < n; i++) ratios[i] = this.bytes[i]! / this.tokens[i]!;
       const mid = median(ratios.sort());
       m = mid;
-      typical = typicalError(this.bytes, this.tokens, n, (b) => Math.ceil(b / mid));
-      plain = typicalError(this.bytes, this.tokens, n, estimateInputTokens);
+      typical = typicalError(this.bytes, this.chars, this.tokens, n, (b) => Math.ceil(b / mid));
+      plain = typicalError(this.bytes, this.chars, this.tokens, n, estimateTokens);
     }
-    const view: CalibrationView = {
-      model: this.model,
+    const view: WindowView = {
       samples: n,
       calibrated: n >= MIN_SAMPLES,
       medianBytesPerToken: m === null ? null : twoDecimals(m),
@@ -145,37 +192,67 @@ export class CalibrationWindow {
     return { view, median: m };
   }
 
-  /**
-   * The window as a settings value, oldest first: two arrays of whole numbers, so an operator can
-   * read it with sqlite3's json functions (`json_array_length(value, '$.bytes')`).
-   */
-  encode(): string {
+  /** The window as a settings value holds it, oldest first. */
+  toJson(): WindowJson {
     const start = this.count === WINDOW ? this.next : 0;
-    const bytes: number[] = [];
-    const tokens: number[] = [];
+    const out: WindowJson = { bytes: [], tokens: [], chars: [] };
     for (let k = 0; k < this.count; k++) {
       const i = (start + k) % WINDOW;
-      bytes.push(this.bytes[i]!);
-      tokens.push(this.tokens[i]!);
+      out.bytes.push(this.bytes[i]!);
+      out.tokens.push(this.tokens[i]!);
+      out.chars.push(this.chars[i]!);
     }
-    return JSON.stringify({ bytes, tokens });
+    return out;
   }
 
-  /** A window from its settings value; a value that is not one (edited by hand, cut short) gives an empty window. */
-  static decode(model: string, value: string): CalibrationWindow {
-    const w = new CalibrationWindow(model);
-    let parsed: unknown;
+  /** A window from its settings value; one that is not a window (edited by hand, cut short) gives an empty window. */
+  static fromJson(parsed: unknown): CalibrationWindow {
+    const w = new CalibrationWindow();
+    const { bytes, tokens, chars } = (parsed ?? {}) as { bytes?: unknown; tokens?: unknown; chars?: unknown };
+    if (!Array.isArray(bytes) || !Array.isArray(tokens) || bytes.length !== tokens.length) return w;
+    if (![...bytes, ...tokens].every(isSampleCount)) return w;
+    // Rows written before characters were kept: as many as bytes (what the plain rule was then, bytes / 4).
+    const chs = Array.isArray(chars) && chars.length === bytes.length && chars.every(isSampleCount) ? chars : bytes;
+    // The newest WINDOW, should the value hold more (a larger window in an older version).
+    for (let i = Math.max(0, bytes.length - WINDOW); i < bytes.length; i++) w.push(bytes[i], tokens[i], chs[i]);
+    return w;
+  }
+}
+
+/**
+ * One model's two windows. Its settings value is the input window's arrays, read by an operator with
+ * sqlite3's json functions (`json_array_length(value, '$.bytes')`), with the output window's under
+ * `output`; a value written before output was learnt has none, and starts an empty output window.
+ */
+export class ModelCalibration {
+  constructor(
+    readonly model: string,
+    readonly input = new CalibrationWindow(),
+    readonly output = new CalibrationWindow(),
+  ) {}
+
+  view(): CalibrationView {
+    const o = this.output.stats();
+    return {
+      model: this.model,
+      ...this.input.stats(),
+      output: { samples: o.samples, calibrated: o.calibrated, medianBytesPerToken: o.medianBytesPerToken, cancelBytesPerToken: o.holdBytesPerToken, plainErrorPct: o.plainErrorPct },
+    };
+  }
+
+  encode(): string {
+    return JSON.stringify({ ...this.input.toJson(), output: this.output.toJson() });
+  }
+
+  static decode(model: string, value: string): ModelCalibration {
+    let parsed: unknown = null;
     try {
       parsed = JSON.parse(value);
     } catch {
-      return w;
+      // an empty window, below
     }
-    const { bytes, tokens } = (parsed ?? {}) as { bytes?: unknown; tokens?: unknown };
-    if (!Array.isArray(bytes) || !Array.isArray(tokens) || bytes.length !== tokens.length) return w;
-    if (![...bytes, ...tokens].every(isSampleCount)) return w;
-    // The newest WINDOW, should the value hold more (a larger window in an older version).
-    for (let i = Math.max(0, bytes.length - WINDOW); i < bytes.length; i++) w.push(bytes[i], tokens[i]);
-    return w;
+    const output = (parsed as { output?: unknown } | null)?.output;
+    return new ModelCalibration(model, CalibrationWindow.fromJson(parsed), CalibrationWindow.fromJson(output));
   }
 }
 
@@ -198,8 +275,8 @@ export const SAVE_EVERY_MS = 5_000;
  * commit, so the rows join a batch instead of a commit of their own), and at stop; they are read at start.
  */
 export class Calibration {
-  private readonly windows = new Map<string, CalibrationWindow>();
-  private readonly changed = new Set<CalibrationWindow>();
+  private readonly windows = new Map<string, ModelCalibration>();
+  private readonly changed = new Set<ModelCalibration>();
   private due = 0;
 
   constructor(
@@ -207,39 +284,58 @@ export class Calibration {
     private readonly write: (save: () => Awaitable<void>) => Awaitable<void> = (save) => save(),
     private readonly saveEveryMs = SAVE_EVERY_MS,
   ) {
-    for (const row of store.calibrations()) this.windows.set(row.model, CalibrationWindow.decode(row.model, row.value));
+    for (const row of store.calibrations()) this.windows.set(row.model, ModelCalibration.decode(row.model, row.value));
   }
 
-  /** A settled request of `model` whose upstream counted its input: its body's bytes and those tokens. */
-  record(model: string, bytes: number, tokens: number): void {
-    // Zero tokens tells nothing about a ratio; a body of zero bytes never reaches the relay.
-    if (!isSampleCount(bytes) || !isSampleCount(tokens)) return;
-    let w = this.windows.get(model);
-    if (!w) this.windows.set(model, (w = new CalibrationWindow(model)));
-    w.push(bytes, tokens);
-    this.changed.add(w);
+  /** A settled request of `model` whose upstream counted its input: its body's bytes, those tokens, its characters. */
+  record(model: string, bytes: number, tokens: number, chars = bytes): void {
+    this.sample(model, "input", bytes, tokens, chars);
+  }
+
+  /** A completed stream of `model` whose upstream counted its output: the text's bytes delivered, that count, its characters. */
+  recordOutput(model: string, bytes: number, tokens: number, chars = bytes): void {
+    if (bytes >= MIN_OUTPUT_SAMPLE_BYTES) this.sample(model, "output", bytes, tokens, chars);
+  }
+
+  private sample(model: string, kind: "input" | "output", bytes: number, tokens: number, chars: number): void {
+    // Zero tokens tells nothing about a ratio; neither does a text of zero bytes (an answer of thinking kept hidden).
+    if (!isSampleCount(bytes) || !isSampleCount(tokens) || !isSampleCount(chars)) return;
+    let m = this.windows.get(model);
+    if (!m) this.windows.set(model, (m = new ModelCalibration(model)));
+    m[kind].push(bytes, tokens, chars);
+    this.changed.add(m);
     const now = performance.now();
     if (now < this.due) return;
     this.due = now + this.saveEveryMs;
     this.save(this.write);
   }
 
-  /** Input tokens a hold of a `bytes` body of `model` is sized on (the plain estimate before MIN_SAMPLES). */
-  holdTokens(model: string, bytes: number): number {
-    const w = this.windows.get(model);
-    return w ? Math.ceil(bytes / w.holdBytesPerToken()) : estimateInputTokens(bytes);
+  /** Input tokens a hold of a body of `model` is sized on (the plain estimate before MIN_SAMPLES). */
+  holdTokens(model: string, bytes: number, chars = bytes): number {
+    const m = this.windows.get(model);
+    return m ? m.input.conservative(bytes, chars) : estimateTokens(bytes, chars);
   }
 
-  /** count_tokens' answer for a `bytes` body of `model`. */
-  countTokens(model: string, bytes: number): { inputTokens: number; method: "byte_estimate" | "byte_estimate_calibrated"; typicalErrorPct: number | null } {
-    const w = this.windows.get(model);
-    if (!w || w.samples < MIN_SAMPLES) return { inputTokens: estimateInputTokens(bytes), method: "byte_estimate", typicalErrorPct: null };
-    return { inputTokens: w.estimate(bytes), method: "byte_estimate_calibrated", typicalErrorPct: w.stats().typicalErrorPct };
+  /**
+   * Output tokens a cancelled stream of `model` is charged for the text it delivered: the plain
+   * estimate before MIN_SAMPLES, else on the window's lowest bytes per token (the most tokens any
+   * answer of the window had for its bytes: conservative for the operator, who pays the provider).
+   */
+  outputTokens(model: string, bytes: number, chars = bytes): number {
+    const m = this.windows.get(model);
+    return m ? m.output.conservative(bytes, chars) : estimateTokens(bytes, chars);
   }
 
-  /** Every model's window, by model id. */
+  /** count_tokens' answer for a body of `model`. */
+  countTokens(model: string, bytes: number, chars = bytes): { inputTokens: number; method: "byte_estimate" | "byte_estimate_calibrated"; typicalErrorPct: number | null } {
+    const w = this.windows.get(model)?.input;
+    if (!w || w.samples < MIN_SAMPLES) return { inputTokens: estimateTokens(bytes, chars), method: "byte_estimate", typicalErrorPct: null };
+    return { inputTokens: w.estimate(bytes, chars), method: "byte_estimate_calibrated", typicalErrorPct: w.stats().typicalErrorPct };
+  }
+
+  /** Every model's windows, by model id. */
   views(): CalibrationView[] {
-    return [...this.windows.values()].map((w) => w.stats()).sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
+    return [...this.windows.values()].map((m) => m.view()).sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
   }
 
   /** Writes what changed now, outside any batch (the server's stop, after the last request). */

@@ -55,7 +55,9 @@ export class Metrics {
       ["gateway_estimator_bytes_per_token", "Median request body bytes per upstream input token over the window, by model (count_tokens' divisor).", (v) => v.medianBytesPerToken],
       ["gateway_estimator_hold_bytes_per_token", "Body bytes per token a hold's input estimate is sized on, by model (4 until calibrated).", (v) => v.holdBytesPerToken],
       ["gateway_estimator_typical_error_pct", "Median absolute percentage error of count_tokens' estimate over the window, by model (once calibrated).", (v) => (v.calibrated ? v.typicalErrorPct : null)],
-      ["gateway_estimator_plain_error_pct", "The same for the plain 4-bytes-a-token estimate, by model.", (v) => v.plainErrorPct],
+      ["gateway_estimator_plain_error_pct", "The same for the plain estimate (4 bytes a token for ASCII, a token a CJK character), by model.", (v) => v.plainErrorPct],
+      ["gateway_estimator_output_samples", "Completed streams in the output calibration window (delivered bytes against the upstream's output count), by model.", (v) => v.output.samples],
+      ["gateway_estimator_cancel_bytes_per_token", "Delivered bytes per token a cancelled stream's output is charged on, by model (the output window's lowest, once calibrated; 4 before).", (v) => v.output.cancelBytesPerToken],
     ];
     for (const [name, help, read] of figures) {
       new Gauge({

@@ -2,6 +2,7 @@ import type { RelayCall } from "./context.ts";
 import type { Alongside } from "../ledger/hold.ts";
 import { boundedCost, type Hold } from "../ledger/ledger.ts";
 import type { TokenUsage } from "../core/money.ts";
+import { bodySize, type TextSize } from "../ledger/estimate.ts";
 
 // A request's hold, as the relay takes and posts it: the one place where a request's money meets its
 // log row (the JSON relays and the stream both post through here).
@@ -18,12 +19,25 @@ export function reserve(call: RelayCall, amountNano: number): Hold | Promise<Hol
   return held;
 }
 
+/** The request body's size for the estimator, measured on first use and kept on the call. */
+export const bodySizeOf = (call: RelayCall): TextSize => (call.bodySize ??= bodySize(call.bytes));
+
 /**
  * Posts the request's cost with its log row (usage, cost, status) in one commit. `inputCounted`: the
  * usage's input counts are the upstream's own, not our estimate; once charged, the request is a
- * sample of its model's calibration (estimate-billed answers never are: they would only echo the estimate).
+ * sample of its model's input calibration (estimate-billed answers never are: they would only echo
+ * the estimate). `countedOutput`: the text a completed stream delivered, when the usage's output
+ * count is the upstream's own for it: a sample of the model's output calibration.
  */
-export async function post(call: RelayCall, hold: Hold, cost: number, usage: TokenUsage | null, status: number, inputCounted = false): Promise<void> {
+export async function post(
+  call: RelayCall,
+  hold: Hold,
+  cost: number,
+  usage: TokenUsage | null,
+  status: number,
+  inputCounted = false,
+  countedOutput: TextSize | null = null,
+): Promise<void> {
   const log = call.log;
   log.costNano = boundedCost(cost);
   log.status = status;
@@ -41,5 +55,10 @@ export async function post(call: RelayCall, hold: Hold, cost: number, usage: Tok
   const alongside: Alongside = (tx) => logs.write(stamped(), tx);
   if (logs.rider) alongside.rider = () => logs.rider!(stamped());
   await hold.post(cost, alongside);
-  if (inputCounted && usage && log.model) call.svc.calibration.record(log.model, call.bytes.byteLength, usage.input + usage.cacheRead + usage.cacheWrite);
+  if (!usage || !log.model) return;
+  if (inputCounted) {
+    const body = bodySizeOf(call);
+    call.svc.calibration.record(log.model, body.bytes, usage.input + usage.cacheRead + usage.cacheWrite, body.chars);
+  }
+  if (countedOutput) call.svc.calibration.recordOutput(log.model, countedOutput.bytes, usage.output, countedOutput.chars);
 }

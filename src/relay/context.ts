@@ -3,6 +3,7 @@ import type { Catalog } from "../catalog/catalog.ts";
 import type { Config } from "../config/load.ts";
 import type { Commits } from "../db/commits.ts";
 import type { Calibration } from "../ledger/calibration.ts";
+import type { TextSize } from "../ledger/estimate.ts";
 import type { Hold } from "../ledger/hold.ts";
 import type { MoneyLedger } from "../ledger/money-ledger.ts";
 import type { LogRow, RequestLogStore } from "../logs/request-log.ts";
@@ -52,6 +53,8 @@ export interface RelayCall {
    * pipeline's error path closes it as a last resort.
    */
   hold: Hold | null;
+  /** The body's bytes and characters as the estimator reads them, measured once (relay/charge.ts bodySizeOf). */
+  bodySize?: TextSize;
   /** The status the last upstream route answered with (relay/routes.ts). */
   upstreamStatus?: number;
 }

@@ -1,4 +1,5 @@
 import { estimatedUsage } from "../dialects/stream-usage.ts";
+import type { Calibration } from "../ledger/calibration.ts";
 import type { Model } from "../catalog/catalog.ts";
 import type { RelayCall } from "./context.ts";
 import type { Hold } from "../ledger/ledger.ts";
@@ -81,6 +82,8 @@ export interface StreamStart {
   hold: Hold;
   model: Model;
   estimatedInputTokens: number;
+  /** The request's output cap: what a cancelled stream's output estimate never exceeds. */
+  maxOut: number;
   headers: Record<string, string>;
 }
 
@@ -113,7 +116,9 @@ export function relayStream(s: StreamStart): Response {
   const cutoff = call.svc.cutoff;
   const costOf = (u: TokenUsage) => tokenCost(s.model.prices, u);
   /** What a finished answer is billed: the machine's usage, else our estimate (the one its final usage showed). */
-  const answerUsage = () => m.usage ?? estimatedUsage(estimatedInputTokens, m.outputChars);
+  const answerUsage = () => m.usage ?? estimatedUsage(estimatedInputTokens, textOf(m));
+  /** The delivered text, when the usage's output is the upstream's count of it (an output sample of the model's calibration). */
+  const countedOutput = () => (m.outputCounted ? textOf(m) : null);
 
   /** The one place the hold resolves (if the final usage event has not posted it already). */
   const finish = async (ending: Ending): Promise<void> => {
@@ -129,9 +134,10 @@ export function relayStream(s: StreamStart): Response {
       return writeLogAlone();
     }
     if (ending === "cancelled") call.log.errorCode = "client_cancelled";
-    const billed = ending === "cancelled" ? deliveredUsage(m, estimatedInputTokens) : answerUsage();
+    const cancelled = ending === "cancelled";
+    const billed = cancelled ? deliveredUsage(m, estimatedInputTokens, call.svc.calibration, s.model.id, s.maxOut) : answerUsage();
     try {
-      await post(call, hold, costOf(billed), billed, 200, m.inputCounted);
+      await post(call, hold, costOf(billed), billed, 200, m.inputCounted, cancelled ? null : countedOutput());
     } catch (e) {
       // Not charged (the write rolled back and the hold went): the answer has gone out free. One
       // event line, not a rethrow (Bun prints a stack per failed stream); the row alone records it.
@@ -174,7 +180,7 @@ export function relayStream(s: StreamStart): Response {
   const chargeFinal = async (c: Out): Promise<boolean> => {
     const billed = answerUsage();
     try {
-      await post(call, hold, costOf(billed), billed, 200, m.inputCounted);
+      await post(call, hold, costOf(billed), billed, 200, m.inputCounted, countedOutput());
       return true;
     } catch (e) {
       events.writeFailed("ledger", call.requestId, e);
@@ -298,16 +304,28 @@ export function relayStream(s: StreamStart): Response {
   return new Response(body, { headers });
 }
 
+const textOf = (m: Pick<StreamMachine, "outputBytes" | "outputChars">) => ({ bytes: m.outputBytes, chars: m.outputChars });
+
 /**
  * What a cancelled stream is billed: input (the upstream's count, else our estimate) plus the output
- * delivered so far. An upstream's running output count (message_start's `output_tokens: 1`) is a
- * floor, not the answer: the characters delivered after it count too.
+ * delivered so far. The provider bills the operator for every token it generated, so the delivered
+ * text is counted conservatively: on the model's output calibration (its answers' lowest bytes per
+ * token), else the plain estimate (which counts CJK a token a character), never above the request's
+ * output cap (no answer is longer). An upstream's running output count (message_start's
+ * `output_tokens: 1`) is a floor, not the answer: the text delivered after it counts too.
  */
-export function deliveredUsage(machine: Pick<StreamMachine, "usage" | "outputChars">, estimatedInputTokens: number): TokenUsage {
+export function deliveredUsage(
+  machine: Pick<StreamMachine, "usage" | "outputChars" | "outputBytes">,
+  estimatedInputTokens: number,
+  calibration: Pick<Calibration, "outputTokens">,
+  model: string,
+  maxOut: number,
+): TokenUsage {
   const u = machine.usage;
+  const delivered = Math.min(calibration.outputTokens(model, machine.outputBytes, machine.outputChars), maxOut);
   return {
     input: u ? u.input : estimatedInputTokens,
-    output: Math.max(u?.output ?? 0, Math.ceil(machine.outputChars / 4)),
+    output: Math.max(u?.output ?? 0, delivered),
     cacheRead: u?.cacheRead ?? 0,
     cacheWrite: u?.cacheWrite ?? 0,
   };

@@ -3,7 +3,7 @@ import { findNonTextContent, unsupportedContent } from "../dialects/content-chec
 import type { JsonObject } from "../wire/shapes.ts";
 import { GatewayError, modelNotFound } from "../core/errors.ts";
 import type { RelayCall } from "./context.ts";
-import { estimateInputTokens } from "../ledger/estimate.ts";
+import { estimateInputTokens, TextCount } from "../ledger/estimate.ts";
 
 import { tokenCost, type TokenUsage } from "../core/money.ts";
 import type { Dialect } from "../dialects/dialect.ts";
@@ -13,7 +13,7 @@ import type { StreamMachine } from "../dialects/stream-machine.ts";
 import { clientAnswer, streamMachine, upstreamBody, withCost, type PairOptions } from "./adapters.ts";
 import { attemptRoutes, readJsonAnswer } from "./routes.ts";
 import { relayStream, firstEvents, type Opening } from "./stream.ts";
-import { post, reserve } from "./charge.ts";
+import { bodySizeOf, post, reserve } from "./charge.ts";
 
 const ENDPOINT: Record<Dialect, "messages" | "chat.completions"> = { messages: "messages", chat: "chat.completions" };
 
@@ -102,8 +102,9 @@ export interface ClientSide {
 export async function relayText(call: RelayCall, model: Model, client: ClientSide): Promise<Response> {
   // The plain estimate is what an answer without usage is billed; the hold's input part is sized on
   // the model's calibration instead (ledger/calibration.ts), which only ever sizes a hold.
-  const estimatedInputTokens = estimateInputTokens(call.bytes.byteLength);
-  const heldInputTokens = call.svc.calibration.holdTokens(model.id, call.bytes.byteLength);
+  const body = bodySizeOf(call);
+  const estimatedInputTokens = estimateInputTokens(body.bytes, body.chars);
+  const heldInputTokens = call.svc.calibration.holdTokens(model.id, body.bytes, body.chars);
   const reserveNano = tokenCost(model.prices, { input: heldInputTokens, output: client.maxOut, cacheRead: 0, cacheWrite: 0 });
   call.log.stream = client.stream;
 
@@ -137,14 +138,14 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     if (allDropped.length) headers["x-gateway-dropped"] = allDropped.join(", ");
     if (client.stream) {
       const machine = client.machine(pair, upstreamDialect);
-      stream = relayStream({ call, attempt, opening: opening!, machine, hold, model, estimatedInputTokens, headers });
+      stream = relayStream({ call, attempt, opening: opening!, machine, hold, model, estimatedInputTokens, maxOut: client.maxOut, headers });
       return stream;
     }
     const { text, json } = whole!;
     const { body: out, usage: reported } = clientAnswer(client.dialect, upstreamDialect, json, model.id);
     // Some compatible servers report no usage: bill our own count (estimate in, answer bytes out) and
     // show the client the counts it was billed on, in its own dialect.
-    const usage = reported ?? estimatedUsage(estimatedInputTokens, text.length);
+    const usage = reported ?? estimatedUsage(estimatedInputTokens, TextCount.of(text));
     if (!reported) out.usage = client.dialect === "messages" ? messagesUsage(usage) : chatUsage(usage);
     const cost = tokenCost(model.prices, usage);
     const body = JSON.stringify(client.answer(out, cost));

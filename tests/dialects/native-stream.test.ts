@@ -1,6 +1,9 @@
 import { describe, expect, it } from "bun:test";
 import { NativeChatMachine, NativeMessagesMachine, type NativeChatOptions, type NativeMessagesOptions } from "../../src/dialects/native-stream.ts";
-import { plainChatTextLength, plainTextLength } from "../../src/dialects/stream-scan.ts";
+import { plainChatText, plainText } from "../../src/dialects/stream-scan.ts";
+
+const plainTextLength = (data: string) => plainText(data)?.length ?? -1;
+const plainChatTextLength = (data: string) => plainChatText(data)?.length ?? -1;
 import { encodeSse, type SseEvent } from "../../src/wire/sse.ts";
 import { costOf, fixtureText, sseEvents } from "./stream-fixtures.ts";
 import { readSse } from "../support/sse.ts";

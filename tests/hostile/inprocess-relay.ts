@@ -21,5 +21,5 @@ export async function relayedResponse(upstream: ReadableStream<Uint8Array>): Pro
   const opening = await firstEvents(attempt, "messages");
   const machine = new NativeMessagesMachine({ costOf: () => 0, estimatedInputTokens: 1 });
   const hold = { open: false } as StreamStart["hold"];
-  return relayStream({ call, attempt, opening, machine, hold, model: {} as StreamStart["model"], estimatedInputTokens: 1, headers: {} });
+  return relayStream({ call, attempt, opening, machine, hold, model: {} as StreamStart["model"], estimatedInputTokens: 1, maxOut: 50, headers: {} });
 }

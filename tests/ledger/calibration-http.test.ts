@@ -14,7 +14,7 @@ import { PRICES_NANO, textModel as model } from "../support/prices.ts";
 // the upstream's own input counts; count_tokens and the holds read it; a restart keeps it; the CLI
 // and /metrics show it.
 
-const MODELS = ["native", "translated", "streamed", "no-usage", "held", "metered"].map((id) => model(id, id === "translated" ? "openai" : "anthropic"));
+const MODELS = ["native", "translated", "streamed", "no-usage", "held", "metered", "cjk-held", "taught"].map((id) => model(id, id === "translated" ? "openai" : "anthropic"));
 
 let up: MockUpstream;
 let gw: Awaited<ReturnType<typeof startGatewayOnMock>>["gw"];
@@ -117,6 +117,55 @@ describe("holds sized on the calibration", () => {
   });
 });
 
+describe("the plain estimate of a model not yet calibrated", () => {
+  it("holds a CJK prompt at a token a character, not a token per 4 bytes", async () => {
+    const prompt = "请总结本季度的财务数据并说明主要变化。".repeat(40); // 760 characters, 2,280 bytes
+    const body = { ...messagesBody(16, "cjk-held", prompt), stream: true };
+    const bytes = bytesOf(body);
+    const asciiBytes = bytes - 3 * prompt.length;
+    // The JSON around the prompt at 4 bytes a token, each CJK character a token.
+    const expected = Math.ceil(asciiBytes / 4) + prompt.length;
+    // Bytes / 4 counted the 3-byte characters three quarters of a token each.
+    expect(expected).toBeGreaterThan(Math.ceil(bytes / 4) * 1.25);
+    const a = gw.account(10);
+    up.script({ kind: "text", text: "好的。", chunks: 2, delayMs: 100 });
+    const res = await postJson(gw, "/v1/messages", a.key, body);
+    const reader = res.body!.getReader();
+    await reader.read();
+    // The stream is under way: its hold is what the account has reserved.
+    expect(gw.money(a.accountId).reserved).toBe(Math.ceil((expected * PRICES_NANO.input + 16 * PRICES_NANO.output) / 1e6));
+    while (!(await reader.read()).done);
+  });
+});
+
+describe("a cancelled stream of a calibrated model", () => {
+  const TAUGHT = "The quarterly figures rose again. ".repeat(12); // 408 bytes
+  const bytes = TAUGHT.length;
+
+  it("is charged its delivered bytes over the lowest output bytes per token its completed streams showed", async () => {
+    // Completed streams whose upstream counted 3 and 3.5 bytes a token: denser than the plain 4.
+    for (let i = 0; i < MIN_SAMPLES; i++) {
+      up.script({ kind: "text", text: TAUGHT, usage: { output: Math.round(bytes / (i % 2 ? 3.5 : 3)) } });
+      const res = await postJson(gw, "/v1/messages", payer.key, { ...messagesBody(200, "taught", "hi"), stream: true });
+      expect(res.status).toBe(200);
+      await res.text();
+    }
+    expect(gw.services.calibration.views().find((v) => v.model === "taught")!.output).toMatchObject({ samples: MIN_SAMPLES, calibrated: true, cancelBytesPerToken: 3 });
+
+    up.script({ kind: "text", text: TAUGHT, chunks: 4, delayMs: 150 });
+    const res = await postJson(gw, "/v1/messages", payer.key, { ...messagesBody(200, "taught", "hi"), stream: true });
+    const requestId = res.headers.get("x-gateway-request-id")!;
+    const reader = res.body!.getReader();
+    let seen = "";
+    while (!seen.includes("content_block_stop")) seen += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    for (let i = 0; i < 50 && gw.money(payer.accountId).openHolds > 0; i++) await Bun.sleep(20);
+    const log = gw.services.db.$client.query("SELECT error_code, output_tokens FROM request_logs WHERE request_id = ?").get(requestId) as { error_code: string; output_tokens: number };
+    // 408 bytes at 3 bytes a token (the plain rule said 102).
+    expect(log).toEqual({ error_code: "client_cancelled", output_tokens: 136 });
+  });
+});
+
 describe("the operator's read-outs", () => {
   it("/metrics shows samples, median bytes per token, hold bytes per token and the typical error per model", async () => {
     for (let i = 0; i < MIN_SAMPLES; i++) await settle("metered", (b) => Math.round(b / 5));
@@ -155,7 +204,13 @@ describe("a restart", () => {
 
       const report = await gatewayJson<Record<string, unknown>[]>(["usage", "--calibration", "--db", config.database]);
       // 8 bytes a token: the plain estimate counts twice the real tokens.
-      expect(report).toEqual([{ model: "kept", samples: MIN_SAMPLES, calibrated: true, median_bytes_per_token: 8, hold_bytes_per_token: 8, typical_error_pct: 0, plain_error_pct: before[0]!.plainErrorPct }]);
+      expect(report).toEqual([
+        {
+          model: "kept", samples: MIN_SAMPLES, calibrated: true, median_bytes_per_token: 8, hold_bytes_per_token: 8, typical_error_pct: 0, plain_error_pct: before[0]!.plainErrorPct,
+          // JSON answers teach no output window: only completed streams do.
+          output_samples: 0, output_median_bytes_per_token: null, cancel_bytes_per_token: 4, output_plain_error_pct: null,
+        },
+      ]);
       expect(before[0]!.plainErrorPct).toBeCloseTo(100, 0);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "bun:test";
-import { Calibration, CalibrationWindow, MAX_HOLD_BYTES_PER_TOKEN, MIN_HOLD_BYTES_PER_TOKEN, MIN_SAMPLES, WINDOW, type CalibrationStore } from "../../src/ledger/calibration.ts";
+import {
+  Calibration, CalibrationWindow, MAX_HOLD_BYTES_PER_TOKEN, MIN_HOLD_BYTES_PER_TOKEN, MIN_OUTPUT_SAMPLE_BYTES, MIN_SAMPLES, WINDOW, type CalibrationStore,
+} from "../../src/ledger/calibration.ts";
 import { estimateInputTokens } from "../../src/ledger/estimate.ts";
 
 // The estimator's calibration window (ledger/calibration.ts) on its own: what it keeps, what it
@@ -27,9 +29,12 @@ function fill(w: { push(b: number, t: number): void } | Calibration, n: number, 
   }
 }
 
+/** The output window of a model no stream has yet taught. */
+const EMPTY_OUTPUT = { samples: 0, calibrated: false, medianBytesPerToken: null, cancelBytesPerToken: 4, plainErrorPct: null };
+
 describe("the calibration window", () => {
   it(`keeps the last ${WINDOW} samples: the oldest is dropped first`, () => {
-    const w = new CalibrationWindow("m");
+    const w = new CalibrationWindow();
     fill(w, WINDOW, 6000, 3); // 3 bytes a token, to be pushed out
     fill(w, WINDOW - 1, 6000, 6);
     expect(w.samples).toBe(WINDOW);
@@ -38,7 +43,7 @@ describe("the calibration window", () => {
     expect(w.holdBytesPerToken()).toBe(3);
     fill(w, 1, 6000, 6);
     expect(w.holdBytesPerToken()).toBe(6);
-    expect(JSON.parse(w.encode()).bytes).toHaveLength(WINDOW);
+    expect(w.toJson().bytes).toHaveLength(WINDOW);
   });
 
   it(`answers the plain estimate and no error before ${MIN_SAMPLES} samples`, () => {
@@ -115,6 +120,44 @@ describe("the calibration window", () => {
   });
 });
 
+describe("the output window", () => {
+  it("counts a cancelled stream's output on the lowest output bytes per token of the model's completed streams", () => {
+    const c = new Calibration(memoryStore());
+    for (let i = 0; i < MIN_SAMPLES; i++) c.recordOutput("m", 1200, i === 7 ? 600 : 300); // 4 bytes a token, once 2
+    expect(c.outputTokens("m", 1000)).toBe(500);
+    expect(c.views()[0]!.output).toEqual({ samples: MIN_SAMPLES, calibrated: true, medianBytesPerToken: 4, cancelBytesPerToken: 2, plainErrorPct: 0 });
+    // The input window learnt nothing from them.
+    expect(c.holdTokens("m", 1000)).toBe(250);
+  });
+
+  it(`counts the plain estimate before ${MIN_SAMPLES} samples: CJK a token a character`, () => {
+    const c = new Calibration(memoryStore());
+    for (let i = 0; i < MIN_SAMPLES - 1; i++) c.recordOutput("m", 1200, 600);
+    // 76 CJK characters: 228 bytes.
+    expect(c.outputTokens("m", 228, 76)).toBe(76);
+    expect(c.outputTokens("other", 228, 76)).toBe(76);
+  });
+
+  it(`takes no sample from an answer under ${MIN_OUTPUT_SAMPLE_BYTES} bytes, whose count's fixed part would set the low end`, () => {
+    const c = new Calibration(memoryStore());
+    for (let i = 0; i < MIN_SAMPLES; i++) c.recordOutput("m", MIN_OUTPUT_SAMPLE_BYTES - 1, 200);
+    expect(c.views()).toEqual([]);
+  });
+
+  it("persists beside the input window, and a row without it (an older version's) reads as an empty output window", () => {
+    const store = memoryStore([{ model: "old", value: JSON.stringify({ bytes: [600], tokens: [100] }) }]);
+    const c = new Calibration(store);
+    expect(c.views()[0]).toMatchObject({ model: "old", samples: 1, output: EMPTY_OUTPUT });
+    fill(c, 3, 6000, 6, "old");
+    c.recordOutput("old", 900, 300);
+    c.flush();
+    const row = JSON.parse(store.rows.get("old")!);
+    expect(row.bytes).toHaveLength(4);
+    expect(row.output).toEqual({ bytes: [900], tokens: [300], chars: [900] });
+    expect(new Calibration(store).views()).toEqual(c.views());
+  });
+});
+
 describe("the calibration's persistence", () => {
   it("reads the windows back as they were written, oldest first", () => {
     const store = memoryStore();
@@ -144,7 +187,7 @@ describe("the calibration's persistence", () => {
   it("starts empty from a value that is not a window, rather than failing the start", () => {
     for (const value of ["", "not json", "null", '{"bytes":[1,2],"tokens":[1]}', '{"bytes":[100],"tokens":[-3]}', '{"bytes":"x","tokens":[]}']) {
       const c = new Calibration(memoryStore([{ model: "m", value }]));
-      expect(c.views()).toEqual([{ model: "m", samples: 0, calibrated: false, medianBytesPerToken: null, holdBytesPerToken: 4, typicalErrorPct: null, plainErrorPct: null }]);
+      expect(c.views()).toEqual([{ model: "m", samples: 0, calibrated: false, medianBytesPerToken: null, holdBytesPerToken: 4, typicalErrorPct: null, plainErrorPct: null, output: EMPTY_OUTPUT }]);
     }
   });
 

@@ -18,6 +18,7 @@ import { callItem, finishOf, logprobsOf, messageItem, outputTextPart, reasoningI
 import { unwrapCustomInput } from "./tools.ts";
 import type { ResponsesEvent, ToolNameMap, ToolTarget } from "./types.ts";
 import { estimatedUsage } from "../stream-usage.ts";
+import { TextCount } from "../../ledger/estimate.ts";
 import { billableChatUsage, chatUsage, usageFromChat } from "../usage.ts";
 import { responsesUsage } from "./usage.ts";
 import { redactSecrets } from "../../wire/scrub.ts";
@@ -78,7 +79,7 @@ export class ResponsesViaChatStream {
   private lastUsage: ChatUsage | null = null;
   /** lastUsage is the upstream's, not the estimate a terminal event showed without one. */
   private counted = false;
-  private chars = 0;
+  private readonly out = new TextCount();
 
   constructor(private readonly opts: ResponsesViaChatStreamOptions) {
     this.id = opts.responseId ?? newResponseId();
@@ -96,10 +97,16 @@ export class ResponsesViaChatStream {
   get inputCounted(): boolean {
     return this.counted;
   }
+  get outputCounted(): boolean {
+    return this.counted;
+  }
 
   /** Characters of reasoning, text, refusal and tool arguments taken in (the output estimate). */
   get outputChars(): number {
-    return this.chars;
+    return this.out.chars;
+  }
+  get outputBytes(): number {
+    return this.out.bytes;
   }
 
   /** Which terminal event was sent, if any. */
@@ -132,8 +139,10 @@ export class ResponsesViaChatStream {
     if (choice && !this.finish) {
       const delta = choice.delta ?? {};
       const thinking = reasoningText(delta);
-      this.chars += thinking.length + textLength(delta.content) + textLength(delta.refusal);
-      for (const call of delta.tool_calls ?? []) this.chars += textLength(call.function?.arguments);
+      this.out.add(thinking);
+      this.out.add(textOf(delta.content));
+      this.out.add(textOf(delta.refusal));
+      for (const call of delta.tool_calls ?? []) this.out.add(textOf(call.function?.arguments));
       if (thinking) out.push(...this.reasoningDelta(thinking));
       if (typeof delta.content === "string" && delta.content !== "") out.push(...this.textDelta("text", delta.content, logprobsOf(choice.logprobs)));
       if (typeof delta.refusal === "string" && delta.refusal !== "") out.push(...this.textDelta("refusal", delta.refusal, []));
@@ -360,7 +369,7 @@ export class ResponsesViaChatStream {
     const finish = this.finish ?? finishOf(null);
     this.terminalStatus = finish.status;
     // No usage from upstream: our estimate, the count the relay bills, as a non-streamed answer shows it.
-    this.lastUsage ??= chatUsage(estimatedUsage(this.opts.estimatedInputTokens, this.chars));
+    this.lastUsage ??= chatUsage(estimatedUsage(this.opts.estimatedInputTokens, this.out));
     const usage = responsesUsage(this.lastUsage, nanoToUsd(this.opts.costOf(usageFromChat(this.lastUsage))));
     const response = {
       ...this.shell(),
@@ -374,7 +383,7 @@ export class ResponsesViaChatStream {
   }
 }
 
-const textLength = (v: unknown): number => (typeof v === "string" ? v.length : 0);
+const textOf = (v: unknown): string => (typeof v === "string" ? v : "");
 
 function errorCode(error: unknown): string {
   const code = typeof error === "object" && error !== null ? (error as JsonObject).code : undefined;
