@@ -57,7 +57,13 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
       await svc.logs.write(log);
       const replay = new Response(begun.answer.body, {
         status: begun.answer.status,
-        headers: { "content-type": begun.answer.contentType, "idempotent-replayed": "true", ...requestIdHeaders(requestId) },
+        headers: {
+          "content-type": begun.answer.contentType,
+          "idempotent-replayed": "true",
+          // A stored failure is one that must not run twice (limits/idempotency.ts, replayable).
+          ...(begun.answer.status >= 300 ? { "x-should-retry": "false" } : {}),
+          ...requestIdHeaders(requestId),
+        },
       });
       svc.limiter.withHeaders(replay.headers, rate);
       return replay;
