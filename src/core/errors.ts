@@ -38,9 +38,10 @@ export type ErrorCode =
   | "admin"
   | "account_not_found";
 
-// error.type decides retry or not (spec: Errors). Gateway errors carry type = code; the key
-// refusals share the vendors' class names so SDK users see familiar types.
-const TABLE: Record<ErrorCode, { status: number; type: string }> = {
+// error.type decides retry or not (docs/api.md#retry-rules). Gateway errors carry type = code; the key
+// refusals share the vendors' class names so SDK users see familiar types. `kept`: the answer stays
+// under its Idempotency-Key, so a retry with the key replays it instead of running again.
+const TABLE: Record<ErrorCode, { status: number; type: string; kept?: true }> = {
   invalid_request: { status: 400, type: "invalid_request" },
   unsupported_content_type: { status: 400, type: "unsupported_content_type" },
   model_protocol_mismatch: { status: 400, type: "model_protocol_mismatch" },
@@ -59,7 +60,7 @@ const TABLE: Record<ErrorCode, { status: number; type: string }> = {
   quota: { status: 429, type: "insufficient_quota" },
   upstream_unavailable: { status: 502, type: "upstream_unavailable" },
   // spec Retry rules 4: a media request the provider may have accepted; not retried automatically.
-  ambiguous_upstream_result: { status: 502, type: "ambiguous_upstream_result" },
+  ambiguous_upstream_result: { status: 502, type: "ambiguous_upstream_result", kept: true },
   product_paused: { status: 503, type: "product_paused" },
   no_eligible_route: { status: 503, type: "no_eligible_route" },
   // Not in the spec's table: a full disk or a read-only file is the gateway's availability, so 5xx,
@@ -88,6 +89,14 @@ const TABLE: Record<ErrorCode, { status: number; type: string }> = {
   account_not_found: { status: 404, type: "account_not_found" },
 };
 
+// The only types a client may retry (docs/api.md#retry-rules, 1). The official SDKs retry 408, 409,
+// 429 and every 5xx unless the answer says `x-should-retry: false`: without it the openai SDK sent a
+// media request the provider may have run (502 ambiguous_upstream_result) three times.
+// database_unavailable is the gateway's own type, outside that list: nothing was charged and it
+// clears without the client changing anything (it carries Retry-After), so the SDKs may retry it.
+const SAFE_TO_RETRY = new Set(["upstream_unavailable", "rate_limit", "product_paused", "database_unavailable"]);
+const SDK_RETRIES = (status: number) => status === 408 || status === 409 || status === 429 || status >= 500;
+
 export interface ErrorOptions {
   retryAfter?: number;
   /** Extra response headers (allow on 405, x-should-retry, …). */
@@ -102,6 +111,8 @@ export class GatewayError extends Error {
   readonly code: string;
   readonly retryAfter?: number;
   readonly headers: Record<string, string>;
+  /** The answer stays under the request's Idempotency-Key (a retry replays it, never runs again). */
+  readonly kept: boolean;
 
   constructor(code: ErrorCode, message: string, opts: ErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
@@ -110,7 +121,8 @@ export class GatewayError extends Error {
     this.type = row.type;
     this.code = code;
     this.retryAfter = opts.retryAfter;
-    this.headers = opts.headers ?? {};
+    this.kept = row.kept === true;
+    this.headers = SDK_RETRIES(row.status) && !SAFE_TO_RETRY.has(row.type) ? { "x-should-retry": "false", ...opts.headers } : (opts.headers ?? {});
   }
 
   /** A vendor's own error passed through: its status, type and text, in the gateway's shape. */

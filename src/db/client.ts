@@ -1,7 +1,7 @@
 import { Database, type Changes } from "bun:sqlite";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { createHash } from "node:crypto";
-import { accessSync, constants, mkdirSync } from "node:fs";
+import { accessSync, chmodSync, closeSync, constants, mkdirSync, openSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { OperatorError } from "../core/operator-error.ts";
 import * as schema from "./schema.ts";
@@ -18,7 +18,8 @@ export function ensureDatabaseFolder(file: string): void {
   if (file === ":memory:") return;
   const folder = dirname(resolve(file));
   try {
-    mkdirSync(folder, { recursive: true });
+    // Owner-only when the gateway makes it (a folder that exists is the operator's and keeps its mode).
+    mkdirSync(folder, { recursive: true, mode: DIR_MODE });
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     throw new OperatorError(`cannot create the folder ${folder} for the database ${file}: ${FS_REASONS[err.code ?? ""] ?? err.message}`);
@@ -30,6 +31,44 @@ export function ensureDatabaseFolder(file: string): void {
     const err = e as NodeJS.ErrnoException;
     const who = process.getuid ? ` (uid ${process.getuid()})` : "";
     throw new OperatorError(`the folder ${folder} of the database is not writable by this user${who}: ${FS_REASONS[err.code ?? ""] ?? err.message}`);
+  }
+}
+
+// The database holds password, key and session hashes and stored idempotency answers: a first start
+// made data/ 755 and gateway.db (and its -wal, -shm) 644, readable by every local user.
+const DIR_MODE = 0o700;
+const FILE_MODE = 0o600;
+
+/** A new database file, created empty and owner-only before SQLite opens it: SQLite gives the -wal and -shm it makes later the main file's mode. */
+function createOwnerOnly(file: string): void {
+  try {
+    closeSync(openSync(file, "wx", FILE_MODE));
+  } catch {
+    // There already (or not creatable: SQLite's own open says why).
+  }
+}
+
+/**
+ * An existing database, -wal or -shm open to other users loses their bits (0644 becomes 0600) once SQLite has
+ * opened it as a database (a file that is not one is left as it is), with one line on stderr.
+ */
+function tightenDatabaseFiles(file: string): void {
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    let mode: number;
+    try {
+      mode = statSync(f).mode & 0o777;
+    } catch {
+      continue;
+    }
+    if ((mode & 0o077) === 0) continue;
+    // The owner's bits stay: a file the operator made read-only (0444) becomes 0400, not writable.
+    const owner = (mode & 0o700).toString(8).padStart(3, "0");
+    try {
+      chmodSync(f, mode & 0o700);
+      console.error(`gateway: ${f} was open to other users (mode ${mode.toString(8)}); set to ${owner} (it holds password, key and session hashes)`);
+    } catch (e) {
+      console.error(`gateway: ${f} is open to other users (mode ${mode.toString(8)}) and could not be set to ${owner}: ${(e as Error).message}`);
+    }
   }
 }
 
@@ -51,6 +90,8 @@ export const SERVER_BUSY_TIMEOUT_MS = 10;
 /** `busyTimeoutMs`: how long a statement blocks for another process's lock; the CLI can afford seconds. */
 export function openDatabase(file: string, opts: { busyTimeoutMs?: number } = {}): Db {
   ensureDatabaseFolder(file);
+  const onDisk = file !== ":memory:";
+  if (onDisk) createOwnerOnly(file);
   let sqlite: Database;
   try {
     sqlite = new Database(file, { create: true, strict: true });
@@ -58,6 +99,7 @@ export function openDatabase(file: string, opts: { busyTimeoutMs?: number } = {}
   } catch (e) {
     throw new OperatorError(`cannot open the database ${file}: ${sqliteReason(e)}`);
   }
+  if (onDisk) tightenDatabaseFiles(file);
   // Several processes (server, CLI) share the file; wait for the write lock instead of failing.
   sqlite.exec(`PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
   sqlite.exec("PRAGMA foreign_keys = ON");

@@ -6,7 +6,7 @@ import { RefusalGate, type RefusalGateOptions } from "../limits/refusals.ts";
 import { writeBatched } from "../logs/request-log.ts";
 import type { Services } from "../services.ts";
 import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowed, preflight, type AuthKind, type Endpoint } from "./endpoints.ts";
-import { errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
+import { errorBody, errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
 import { newExchange, type Exchange } from "./exchange.ts";
 import { detailOf, openapiDocument } from "./openapi.ts";
 import { metricsRefusal } from "./operator-endpoints.ts";
@@ -125,7 +125,11 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
     }
     // The relay's own finally has resolved it; this is the last resort should a path ever miss it.
     x.call?.hold?.close("failed");
-    if (x.idem) finishIdempotency(svc, x.idem, x.requestId, null);
+    if (x.idem) {
+      // A kept failure (an image the provider may have made) stays under its key: a retry replays it.
+      const kept = e.kept ? { status: e.status, contentType: "application/json", body: errorBody(e, x.requestId, x.endpoint?.envelope), kept: true } : null;
+      finishIdempotency(svc, x.idem, x.requestId, kept);
+    }
     if (x.logged) {
       x.log.status = e.status;
       x.log.errorCode = e.code;

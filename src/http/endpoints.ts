@@ -80,7 +80,7 @@ function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>)
 
 export const ENDPOINTS: readonly Endpoint[] = [
   // The spec's four public GETs carry CORS `*` (spec, CORS): browsers may call them.
-  row({ method: "GET", path: "/status", auth: "public", cors: true, summary: "Gateway status and route health", handler: status }),
+  row({ method: "GET", path: "/status", auth: "public", cors: true, summary: "Gateway status and each model's availability", handler: status }),
   row({ method: "GET", path: "/v1/models", auth: "public", cors: true, summary: "Published models", handler: listModels }),
   row({ method: "GET", path: "/v1/models/{id}", auth: "public", cors: true, summary: "One model (an alias answers with the canonical id)", handler: getModel }),
   row({ method: "GET", path: "/api/pricing", auth: "public", cors: true, summary: "Public prices and the catalog version", handler: pricing }),

@@ -9,6 +9,7 @@ import { readBodyLimited, parseJsonObject } from "./body.ts";
 import type { Endpoint } from "./endpoints.ts";
 import { requestIdHeaders } from "./errors.ts";
 import type { Exchange } from "./exchange.ts";
+import { formFingerprint, parseForm } from "./form.ts";
 import { refuseModelLookalikes, validate } from "./schemas.ts";
 
 const NO_BODY = new Uint8Array(0);
@@ -49,7 +50,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
 
   const idemKey = scopedIdempotencyKey(x.pathname, request.headers.get("idempotency-key"));
   if (idemKey && request.method === "POST") {
-    const sha = createHash("sha256").update(bytes).digest("hex");
+    const sha = form ? await formFingerprint(form) : createHash("sha256").update(bytes).digest("hex");
     const begun = await svc.idempotency.begin(key.id, idemKey, sha, requestId);
     if (begun.kind === "replay") {
       log.status = begun.answer.status;
@@ -57,7 +58,13 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
       await svc.logs.write(log);
       const replay = new Response(begun.answer.body, {
         status: begun.answer.status,
-        headers: { "content-type": begun.answer.contentType, "idempotent-replayed": "true", ...requestIdHeaders(requestId) },
+        headers: {
+          "content-type": begun.answer.contentType,
+          "idempotent-replayed": "true",
+          // A stored failure is one that must not run twice (limits/idempotency.ts, replayable).
+          ...(begun.answer.status >= 300 ? { "x-should-retry": "false" } : {}),
+          ...requestIdHeaders(requestId),
+        },
       });
       svc.limiter.withHeaders(replay.headers, rate);
       return replay;
@@ -99,18 +106,6 @@ export function finishIdempotency(svc: Services, idem: { keyId: number; key: str
 
 const pausedError = () =>
   new GatewayError("product_paused", "The service is paused by its operator. Retry in 60 seconds.", { retryAfter: 60 });
-
-async function parseForm(request: Request, bytes: Uint8Array): Promise<FormData> {
-  const type = request.headers.get("content-type") ?? "";
-  if (!type.startsWith("multipart/form-data")) {
-    throw new GatewayError("invalid_request", "This route takes multipart/form-data.");
-  }
-  try {
-    return (await new Response(bytes, { headers: { "content-type": type } }).formData()) as unknown as FormData;
-  } catch (e) {
-    throw new GatewayError("invalid_request", `Malformed multipart body: ${(e as Error).message}`);
-  }
-}
 
 /** Keeps a copy of the answer as it goes out, stored for replay once complete. */
 function recordForReplay(svc: Services, idem: { keyId: number; key: string }, requestId: string, response: Response, log: LogRow): Response {

@@ -63,13 +63,24 @@ export function pricing({ svc }: OpenCall): Response {
   );
 }
 
-/** Each model's upstream routes and their health, as GET /status and the admin's status show them. */
+/** Each model's upstream routes and their health, as the admin's status (`/api/admin/status`) shows them. */
 export const routeHealth = (svc: Services) => svc.catalog.models.map((m) => ({ id: m.id, routes: m.routes.map((r) => svc.health.view(r.key)) }));
 
+/** A model as a client sees it: ok, degraded (a route failing, another still serving) or unavailable (every route's breaker open). */
+function modelState(routes: { state: string }[]): "ok" | "degraded" | "unavailable" {
+  if (routes.every((r) => r.state === "healthy")) return "ok";
+  return routes.every((r) => r.state === "open") ? "unavailable" : "degraded";
+}
+
+/**
+ * Public, with CORS `*`: what a client needs, the public model ids and their state. The routes
+ * behind them (upstream model names) and the failures' texts (internal host names) are the
+ * operator's: /api/admin/status and /metrics.
+ */
 export function status({ svc }: OpenCall): Response {
-  const models = routeHealth(svc);
+  const models = routeHealth(svc).map((m) => ({ id: m.id, state: modelState(m.routes) }));
   const paused = svc.settings.paused;
-  const degraded = models.some((m) => m.routes.some((r) => r.state !== "healthy"));
+  const degraded = models.some((m) => m.state !== "ok");
   return json(
     {
       status: paused ? "paused" : degraded ? "degraded" : "ok",

@@ -49,7 +49,6 @@ export function quotaRefused(quotaNano: number, spentNano: number, heldNano: num
     `This key's quota of ${formatUsd(quotaNano)} USD would be exceeded (spent ${formatUsd(spentNano)} USD, ` +
       `${formatUsd(heldNano)} USD held by running requests, this request needs up to ${formatUsd(amountNano)} USD). ` +
       "Raise the key's quota or use another key.",
-    { headers: { "x-should-retry": "false" } },
   );
 }
 

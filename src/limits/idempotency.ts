@@ -13,6 +13,8 @@ export interface StoredAnswer {
   status: number;
   contentType: string;
   body: string;
+  /** An error answer that stays for replay all the same (GatewayError.kept: an ambiguous media result). */
+  kept?: boolean;
 }
 
 export type Begin = { kind: "fresh" } | { kind: "replay"; answer: StoredAnswer };
@@ -45,16 +47,19 @@ export const isExpired = (row: { created_at: number }, now = Date.now()): boolea
 /** What a claim someone else holds answers: a replay, a wait while it runs, or a conflict when the body differs. */
 export function answerOf(row: ClaimRow, bodySha: string): Begin | "in_flight" {
   if (row.body_sha256 !== bodySha) {
-    throw new GatewayError("idempotency_conflict", "This Idempotency-Key was already used with a different request body. Use a new key for a new request.", {
-      headers: { "x-should-retry": "false" },
-    });
+    throw new GatewayError("idempotency_conflict", "This Idempotency-Key was already used with a different request body. Use a new key for a new request.");
   }
   if (row.state === "in_flight") return "in_flight";
   return { kind: "replay", answer: { status: row.status, contentType: row.content_type, body: row.response_body } };
 }
 
-/** Does a finished request's answer stay for replay? Only a success: a failed request frees the key so a retry runs again. */
-export const replayable = (answer: StoredAnswer | null): answer is StoredAnswer => answer !== null && answer.status >= 200 && answer.status < 300;
+/**
+ * Does a finished request's answer stay for replay? A success does; a failed request frees the key so
+ * a retry runs again, except a failure that must not run twice (`kept`: the image provider may have
+ * generated it), which a retry with the key gets replayed.
+ */
+export const replayable = (answer: StoredAnswer | null): answer is StoredAnswer =>
+  answer !== null && (answer.kept === true || (answer.status >= 200 && answer.status < 300));
 
 /** begin's loop on either engine: claims, or waits while the first request with the key runs, up to `waitMs`. */
 export async function claimOrWait(idemKey: string, waitMs: number, tryClaim: () => Awaitable<Begin | "in_flight">): Promise<Begin> {
@@ -75,7 +80,7 @@ export async function claimOrWait(idemKey: string, waitMs: number, tryClaim: () 
 /** The idempotency records as the pipeline and the server use them: `Idempotency` on SQLite, `PgIdempotency` (pg-idempotency.ts) on PostgreSQL. */
 export interface IdempotencyStore {
   begin(keyId: number, idemKey: string, bodySha: string, requestId: string): Promise<Begin>;
-  /** Stores a successful answer for replay; a failed request frees the key so a retry runs again. */
+  /** Stores a replayable answer (a success, or a kept failure); any other frees the key so a retry runs again. */
   finish(keyId: number, idemKey: string, answer: StoredAnswer | null): Awaitable<void>;
   /** Deletes the records older than a day; how many. */
   prune(now?: number): Awaitable<number>;

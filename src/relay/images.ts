@@ -6,35 +6,16 @@ import { attemptRoutes, readJsonAnswer } from "./routes.ts";
 import { resolveModel } from "./text.ts";
 import { post, reserve } from "./charge.ts";
 import { describe } from "../logs/events.ts";
-
-export const MAX_EDIT_SOURCES = 4;
+import { checkEnumerated, readEditForm } from "./image-fields.ts";
 
 type ImageEndpoint = "images.generations" | "images.edits";
 
-/** Reads model, prompt and n from either body kind, with the spec's 400s. */
-function readRequest(call: RelayCall, endpoint: ImageEndpoint): { model: unknown; n: number; images: File[] } {
-  if (endpoint === "images.generations") {
-    if (call.json.stream === true) throw new GatewayError("invalid_request", "stream: streamed image generation is not supported by this gateway; omit stream.");
-    return { model: call.json.model, n: (call.json.n as number | null | undefined) ?? 1, images: [] };
-  }
-  const form = call.form!;
-  const model = form.get("model");
-  if (typeof model !== "string" || !model) throw new GatewayError("invalid_request", "model: Field required");
-  const prompt = form.get("prompt");
-  if (typeof prompt !== "string" || !prompt) throw new GatewayError("invalid_request", "prompt: Field required");
-  if (form.get("stream") === "true") throw new GatewayError("invalid_request", "stream: streamed image edits are not supported by this gateway; omit stream.");
-  const images = [...form.getAll("image"), ...form.getAll("image[]")];
-  if (images.length === 0) throw new GatewayError("invalid_request", "image: Field required (one to four source images)");
-  if (images.length > MAX_EDIT_SOURCES) {
-    throw new GatewayError("invalid_request", `image: at most ${MAX_EDIT_SOURCES} source images can be edited or combined; got ${images.length}.`);
-  }
-  images.forEach((f, i) => {
-    if (typeof f === "string") throw new GatewayError("invalid_request", `image[${i}]: expected a file, got a string.`);
-  });
-  const nRaw = form.get("n");
-  const n = nRaw === null ? 1 : Number(nRaw);
-  if (!Number.isInteger(n) || n < 1 || n > 10) throw new GatewayError("invalid_request", "n: must be an integer from 1 to 10.");
-  return { model, n, images: images as File[] };
+/** Reads model and n from either body kind, with the spec's 400s (image-fields.ts). */
+function readRequest(call: RelayCall, endpoint: ImageEndpoint): { model: unknown; n: number } {
+  if (endpoint === "images.edits") return readEditForm(call.form!);
+  if (call.json.stream === true) throw new GatewayError("invalid_request", "stream: streamed image generation is not supported by this gateway; omit stream.");
+  checkEnumerated((field) => call.json[field]);
+  return { model: call.json.model, n: (call.json.n as number | null | undefined) ?? 1 };
 }
 
 export async function serveImages(call: RelayCall, endpoint: ImageEndpoint): Promise<Response> {

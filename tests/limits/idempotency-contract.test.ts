@@ -63,6 +63,14 @@ for (const engine of ENGINES) {
       }
     });
 
+    it("keeps a failure marked kept (an ambiguous image result) for replay, so that a retry does not run again", async () => {
+      const k = idem();
+      const kept = { status: 502, contentType: "application/json", body: '{"error":{"code":"ambiguous_upstream_result"}}', kept: true };
+      await s.begin(1, k, "sha", "gw_1");
+      await s.finish(1, k, kept);
+      expect(await s.begin(1, k, "sha", "gw_2")).toEqual({ kind: "replay", answer: { status: 502, contentType: kept.contentType, body: kept.body } });
+    });
+
     it("refuses the key with another body with 409 idempotency_conflict and x-should-retry: false, in flight or done", async () => {
       const k = idem();
       await s.begin(1, k, "sha", "gw_1");

@@ -1,0 +1,72 @@
+import { GatewayError } from "../core/errors.ts";
+
+// The checks of an image request's fields before it is priced and sent (docs/api.md#images): what the
+// gateway charges for must be what the upstream reads, so a field means one thing or is refused.
+
+export const MAX_EDIT_SOURCES = 4;
+
+/** OpenAI's enumerated image fields and their values (generations and edits alike; an upstream refuses a value its model lacks). */
+const ENUMS: Record<string, readonly string[]> = {
+  background: ["transparent", "opaque", "auto"],
+  quality: ["standard", "hd", "low", "medium", "high", "auto"],
+  output_format: ["png", "jpeg", "webp"],
+  response_format: ["url", "b64_json"],
+  moderation: ["low", "auto"],
+  style: ["vivid", "natural"],
+  input_fidelity: ["high", "low"],
+};
+
+/**
+ * A value outside its field's set is refused, not passed on: `"background": "true"` was accepted,
+ * forwarded and silently ignored (an opaque image charged as the transparent one asked for).
+ */
+export function checkEnumerated(get: (field: string) => unknown): void {
+  for (const [field, allowed] of Object.entries(ENUMS)) {
+    const v = get(field);
+    if (v === undefined || v === null) continue;
+    if (typeof v !== "string" || !allowed.includes(v)) {
+      throw new GatewayError("invalid_request", `${field}: must be one of ${allowed.join(", ")}; got ${JSON.stringify(v)}.`);
+    }
+  }
+}
+
+/** A source image's field, whatever its spelling: `image`, `image[]`, `image[0]`… (the SDK sends an array as `image[]`). */
+const isSource = (name: string) => name === "image" || name.startsWith("image[");
+
+export interface EditForm {
+  model: string;
+  n: number;
+  sources: File[];
+}
+
+/**
+ * Reads an edit's form. Each field but the sources comes once: with `n` sent twice the gateway
+ * reserved and charged the first while an upstream that keeps the last made up to 10 images. The
+ * sources are counted together across spellings (`image` plus `image[0]`…`image[4]` passed the limit).
+ */
+export function readEditForm(form: FormData): EditForm {
+  const seen = new Set<string>();
+  const sources: (string | File)[] = [];
+  for (const [name, value] of form.entries()) {
+    if (isSource(name)) sources.push(value as string | File);
+    else if (seen.has(name)) throw new GatewayError("invalid_request", `${name}: sent more than once; send one value per field.`);
+    else seen.add(name);
+  }
+  const model = form.get("model");
+  if (typeof model !== "string" || !model) throw new GatewayError("invalid_request", "model: Field required");
+  const prompt = form.get("prompt");
+  if (typeof prompt !== "string" || !prompt) throw new GatewayError("invalid_request", "prompt: Field required");
+  if (form.get("stream") === "true") throw new GatewayError("invalid_request", "stream: streamed image edits are not supported by this gateway; omit stream.");
+  if (sources.length === 0) throw new GatewayError("invalid_request", "image: Field required (one to four source images)");
+  if (sources.length > MAX_EDIT_SOURCES) {
+    throw new GatewayError("invalid_request", `image: at most ${MAX_EDIT_SOURCES} source images can be edited or combined; got ${sources.length}.`);
+  }
+  sources.forEach((f, i) => {
+    if (typeof f === "string") throw new GatewayError("invalid_request", `image[${i}]: expected a file, got a string.`);
+  });
+  checkEnumerated((field) => form.get(field) ?? undefined);
+  const nRaw = form.get("n");
+  const n = nRaw === null ? 1 : Number(nRaw);
+  if (!Number.isInteger(n) || n < 1 || n > 10) throw new GatewayError("invalid_request", "n: must be an integer from 1 to 10.");
+  return { model, n, sources: sources as File[] };
+}
