@@ -172,7 +172,12 @@ export const hashKey = (key: string): string => Bun.SHA256.hash(key, "hex");
  * tests/auth/keys-contract.test.ts holds both to the same results.
  */
 export interface KeyStore {
-  create(accountId: number, opts?: NewKey): Awaitable<{ key: string; record: KeyRecord }>;
+  /**
+   * A new key. With `maxKeys` (the dashboard's `[dashboard] max_keys_per_account`; the operator's CLI
+   * gives none), refused with 409 key_limit when the account already has that many keys not revoked:
+   * counted and inserted under one lock, so concurrent creates never pass the cap.
+   */
+  create(accountId: number, opts?: NewKey, maxKeys?: number): Awaitable<{ key: string; record: KeyRecord }>;
   /** Changes the restrictions given (undefined: unchanged, null: removed); false when no key has this id. */
   update(id: number, patch: NewKey): Awaitable<boolean>;
   /** Revokes the key; null when no key has this id, else whether it was active until now. */
@@ -223,6 +228,23 @@ export function keyPatchValues(patch: NewKey): Partial<Omit<ReturnType<typeof ne
   if (patch.rpm !== undefined) set.rpm = patch.rpm;
   if (patch.expiresAt !== undefined) set.expiresAt = patch.expiresAt;
   return set;
+}
+
+/** The keys of an account that count against `[dashboard] max_keys_per_account`, in either schema's table. */
+export const notRevokedOf = (t: { accountId: SQLWrapper; revokedAt: SQLWrapper }, accountId: number): SQL =>
+  sql`${t.accountId} = ${accountId} AND ${t.revokedAt} IS NULL`;
+
+/**
+ * The refusal past `[dashboard] max_keys_per_account`. Expired keys count with active ones: a holder
+ * can give an expired key a new expiry, so it is still one of theirs; a revoked key is gone for good.
+ */
+export function keyLimitError(maxKeys: number): GatewayError {
+  return new GatewayError(
+    "key_limit",
+    maxKeys === 0
+      ? "Keys are not made in the dashboard on this gateway; ask its operator for one."
+      : `This account already has ${maxKeys} keys that are not revoked, the most it may have. Revoke a key it no longer uses to make another.`,
+  );
 }
 
 /** The presented text as find reads it: the key's form, and whether it is whole (then its hash is looked for). */
@@ -296,9 +318,20 @@ export class Keys implements KeyStore {
     this.watch.onChange(() => this.records.clear());
   }
 
-  create(accountId: number, opts: NewKey = {}): { key: string; record: KeyRecord } {
+  create(accountId: number, opts: NewKey = {}, maxKeys?: number): { key: string; record: KeyRecord } {
     const key = generateKey();
-    this.db.insert(apiKeys).values(newKeyValues(accountId, key, opts)).run();
+    const values = newKeyValues(accountId, key, opts);
+    if (maxKeys === undefined) this.db.insert(apiKeys).values(values).run();
+    else {
+      // IMMEDIATE: the count and the insert under the write lock, whichever process writes too.
+      this.db.$client
+        .transaction(() => {
+          const held = this.db.select({ n: sql<number>`count(*)` }).from(apiKeys).where(notRevokedOf(apiKeys, accountId)).get()!.n;
+          if (held >= maxKeys) throw keyLimitError(maxKeys);
+          this.db.insert(apiKeys).values(values).run();
+        })
+        .immediate();
+    }
     return { key, record: this.lookupHash(hashKey(key))! };
   }
 

@@ -95,7 +95,8 @@ const rowView = async (svc: Services, id: number) => keyView(svc, (await svc.key
 
 export async function createKey(c: SessionCall): Promise<Response> {
   const rules = rulesOf(c.svc, c.json);
-  const { key, record } = await c.svc.keys.create(c.session!.accountId, rules);
+  // The holder's keys are capped (`[dashboard] max_keys_per_account`); the operator's CLI is not.
+  const { key, record } = await c.svc.keys.create(c.session!.accountId, rules, c.svc.config.dashboard.maxKeysPerAccount);
   // The only time the key is shown: the table keeps its hash.
   return json({ ...(await rowView(c.svc, record.id)), key }, 201);
 }
