@@ -243,7 +243,7 @@ export function keyLimitError(maxKeys: number): GatewayError {
     "key_limit",
     maxKeys === 0
       ? "Keys are not made in the dashboard on this gateway; ask its operator for one."
-      : `This account already has ${maxKeys} keys that are not revoked, the most it may have. Revoke a key it no longer uses to make another.`,
+      : `This account already has ${maxKeys} ${maxKeys === 1 ? "key that is" : "keys that are"} not revoked, the most it may have. Revoke a key it no longer uses to make another.`,
   );
 }
 
