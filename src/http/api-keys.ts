@@ -1,5 +1,6 @@
 import { Type as T } from "@sinclair/typebox";
-import { keyRules, KeyRuleError, type KeyRow, type KeyRulesInput, type NewKey } from "../auth/keys.ts";
+import type { KeyRow, NewKey } from "../auth/keys.ts";
+import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
 import { GatewayError } from "../core/errors.ts";
 import { nanoToUsd } from "../core/money.ts";
 import type { Services } from "../services.ts";
@@ -9,7 +10,7 @@ import { pathParam } from "./exchange.ts";
 import { isoTime } from "../core/time.ts";
 
 // The account holder's keys under /api/keys: the same rules as `gateway key create|update`
-// (auth/keys.ts keyRules, one implementation), on the session's own account only.
+// (auth/key-rules.ts keyRules, one implementation), on the session's own account only.
 
 const ListOrNull = T.Union([T.Array(T.String()), T.Null()]);
 export const KeyBody = T.Object(
