@@ -74,6 +74,14 @@ describe("[limits] account_rpm across an account's keys", () => {
   });
 });
 
+describe("GET /v1/me with [limits] account_rpm", () => {
+  it("names the account's limit beside the key's", async () => {
+    const a = gw.account(1);
+    const me = (await (await getWithKey(gw, "/v1/me", a.key)).json()) as { limits: Record<string, unknown> };
+    expect(me.limits).toMatchObject({ rpm: 20, count_tokens_rpm: 60, account_rpm: 5 });
+  });
+});
+
 describe("without [limits] account_rpm", () => {
   it("limits each key by its own bucket only: two keys of one account make 40 requests a minute", async () => {
     const plain = await startTestGateway();
