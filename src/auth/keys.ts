@@ -5,7 +5,6 @@ import { and, eq, isNull, or, sql, type SQL, type SQLWrapper } from "drizzle-orm
 import type { Db } from "../db/client.ts";
 import { apiKeys } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
-import { usdToNano } from "../core/money.ts";
 import { parseCidrList, ipAllowed, type Cidr } from "../core/ip.ts";
 import type { Awaitable } from "../core/awaitable.ts";
 
@@ -41,108 +40,6 @@ export interface NewKey {
   expiresAt?: number | null;
 }
 
-/**
- * A key's restrictions as a person types them (CLI flags, dashboard form); for each field, undefined
- * leaves it as it is and null removes the restriction.
- */
-export interface KeyRulesInput {
-  name?: string;
-  /** USD, as text ("0.5") or a number. */
-  quota?: string | number | null;
-  /** Model ids or aliases of the installation's catalog. */
-  models?: string[] | null;
-  /** IP addresses or CIDRs, IPv4 or IPv6. */
-  ip?: string[] | null;
-  rpm?: string | number | null;
-  /** ISO 8601 text, or Unix milliseconds. */
-  expires?: string | number | null;
-}
-
-/** A refused restriction; `field` names it as KeyRulesInput does, so each caller can name its own flag or form field. */
-export class KeyRuleError extends GatewayError {
-  constructor(
-    readonly field: keyof KeyRulesInput,
-    message: string,
-  ) {
-    super("invalid_request", message);
-  }
-}
-
-/**
- * The key rules, the one implementation behind every create and update (CLI and dashboard): turns
- * what a person typed into a NewKey, or refuses it with the field and the reason.
- */
-export function keyRules(input: KeyRulesInput, opts: { resolveModel: (name: string) => string | undefined; now?: number }): NewKey {
-  const out: NewKey = {};
-  const now = opts.now ?? Date.now();
-  if (input.name !== undefined) {
-    if (input.name.length > 100) throw new KeyRuleError("name", "a key's name has at most 100 characters");
-    out.name = input.name;
-  }
-  if (input.quota !== undefined) {
-    try {
-      out.quotaNano = input.quota === null ? null : usdToNano(input.quota);
-    } catch {
-      throw new KeyRuleError("quota", `not a USD amount (a number of at least 0 with at most 9 decimals): ${input.quota}`);
-    }
-  }
-  if (input.models !== undefined) {
-    if (input.models === null) out.models = null;
-    else {
-      const names = input.models.map((m) => m.trim()).filter(Boolean);
-      // An empty allow-list would refuse every model: almost surely a slip, and "none" says "any model".
-      if (names.length === 0) throw new KeyRuleError("models", "name at least one model (or none for no restriction)");
-      out.models = [
-        ...new Set(
-          names.map((n) => {
-            const id = opts.resolveModel(n);
-            if (!id) throw new KeyRuleError("models", `no model '${n}' in this installation's catalog`);
-            return id;
-          }),
-        ),
-      ];
-    }
-  }
-  if (input.ip !== undefined) {
-    if (input.ip === null) out.ipAllow = null;
-    else {
-      const list = input.ip.map((c) => c.trim()).filter(Boolean);
-      if (list.length === 0) throw new KeyRuleError("ip", "name at least one address or CIDR (or none for any address)");
-      try {
-        parseCidrList(list);
-      } catch (e) {
-        throw new KeyRuleError("ip", (e as Error).message);
-      }
-      out.ipAllow = list;
-    }
-  }
-  if (input.rpm !== undefined) {
-    const rpm = typeof input.rpm === "string" && /^\d+$/.test(input.rpm) ? Number(input.rpm) : input.rpm;
-    // rpm 0 would refuse every request with Retry-After: Infinity; the config's limits need ≥ 1 too.
-    if (rpm !== null && !(typeof rpm === "number" && Number.isSafeInteger(rpm) && rpm >= 1)) {
-      throw new KeyRuleError("rpm", `requests per minute must be a whole number of at least 1, not ${input.rpm}`);
-    }
-    out.rpm = rpm;
-  }
-  if (input.expires !== undefined) {
-    if (input.expires === null) out.expiresAt = null;
-    else {
-      const at = typeof input.expires === "number" ? input.expires : isoTime(input.expires);
-      if (at === null || !Number.isSafeInteger(at)) throw new KeyRuleError("expires", `not an ISO 8601 time: ${input.expires}`);
-      if (at <= now) throw new KeyRuleError("expires", `${new Date(at).toISOString()} is in the past`);
-      out.expiresAt = at;
-    }
-  }
-  return out;
-}
-
-// Date.parse alone takes "1" or "next 2027" in some engines; ISO 8601 starts with a four-digit year.
-function isoTime(text: string): number | null {
-  if (!/^\d{4}-\d{2}-\d{2}/.test(text.trim())) return null;
-  const t = Date.parse(text.trim());
-  return Number.isNaN(t) ? null : t;
-}
-
 /** What the database must never hold, whoever writes the key (tests and the first start pass NewKey directly). */
 function assertStorable(opts: NewKey): void {
   if (opts.ipAllow) parseCidrList(opts.ipAllow); // refuse a bad CIDR before writing anything
@@ -172,7 +69,12 @@ export const hashKey = (key: string): string => Bun.SHA256.hash(key, "hex");
  * tests/auth/keys-contract.test.ts holds both to the same results.
  */
 export interface KeyStore {
-  create(accountId: number, opts?: NewKey): Awaitable<{ key: string; record: KeyRecord }>;
+  /**
+   * A new key. With `maxKeys` (the dashboard's `[dashboard] max_keys_per_account`; the operator's CLI
+   * gives none), refused with 409 key_limit when the account already has that many keys not revoked:
+   * counted and inserted under one lock, so concurrent creates never pass the cap.
+   */
+  create(accountId: number, opts?: NewKey, maxKeys?: number): Awaitable<{ key: string; record: KeyRecord }>;
   /** Changes the restrictions given (undefined: unchanged, null: removed); false when no key has this id. */
   update(id: number, patch: NewKey): Awaitable<boolean>;
   /** Revokes the key; null when no key has this id, else whether it was active until now. */
@@ -223,6 +125,23 @@ export function keyPatchValues(patch: NewKey): Partial<Omit<ReturnType<typeof ne
   if (patch.rpm !== undefined) set.rpm = patch.rpm;
   if (patch.expiresAt !== undefined) set.expiresAt = patch.expiresAt;
   return set;
+}
+
+/** The keys of an account that count against `[dashboard] max_keys_per_account`, in either schema's table. */
+export const notRevokedOf = (t: { accountId: SQLWrapper; revokedAt: SQLWrapper }, accountId: number): SQL =>
+  sql`${t.accountId} = ${accountId} AND ${t.revokedAt} IS NULL`;
+
+/**
+ * The refusal past `[dashboard] max_keys_per_account`. Expired keys count with active ones: a holder
+ * can give an expired key a new expiry, so it is still one of theirs; a revoked key is gone for good.
+ */
+export function keyLimitError(maxKeys: number): GatewayError {
+  return new GatewayError(
+    "key_limit",
+    maxKeys === 0
+      ? "Keys are not made in the dashboard on this gateway; ask its operator for one."
+      : `This account already has ${maxKeys} ${maxKeys === 1 ? "key that is" : "keys that are"} not revoked, the most it may have. Revoke a key it no longer uses to make another.`,
+  );
 }
 
 /** The presented text as find reads it: the key's form, and whether it is whole (then its hash is looked for). */
@@ -296,9 +215,20 @@ export class Keys implements KeyStore {
     this.watch.onChange(() => this.records.clear());
   }
 
-  create(accountId: number, opts: NewKey = {}): { key: string; record: KeyRecord } {
+  create(accountId: number, opts: NewKey = {}, maxKeys?: number): { key: string; record: KeyRecord } {
     const key = generateKey();
-    this.db.insert(apiKeys).values(newKeyValues(accountId, key, opts)).run();
+    const values = newKeyValues(accountId, key, opts);
+    if (maxKeys === undefined) this.db.insert(apiKeys).values(values).run();
+    else {
+      // IMMEDIATE: the count and the insert under the write lock, whichever process writes too.
+      this.db.$client
+        .transaction(() => {
+          const held = this.db.select({ n: sql<number>`count(*)` }).from(apiKeys).where(notRevokedOf(apiKeys, accountId)).get()!.n;
+          if (held >= maxKeys) throw keyLimitError(maxKeys);
+          this.db.insert(apiKeys).values(values).run();
+        })
+        .immediate();
+    }
     return { key, record: this.lookupHash(hashKey(key))! };
   }
 

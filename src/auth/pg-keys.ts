@@ -9,10 +9,12 @@ import {
   generateKey,
   hashKey,
   KEY_PREFIX,
+  keyLimitError,
   keyPatchValues,
   keyRecord,
   LOOKUP_COLUMNS,
   newKeyValues,
+  notRevokedOf,
   prefixMatches,
   type KeyRecord,
   type KeyRow,
@@ -48,9 +50,20 @@ export class PgKeys implements KeyStore {
     this.generation++;
   }
 
-  async create(accountId: number, opts: NewKey = {}): Promise<{ key: string; record: KeyRecord }> {
+  async create(accountId: number, opts: NewKey = {}, maxKeys?: number): Promise<{ key: string; record: KeyRecord }> {
     const key = generateKey();
-    await this.db.insert(apiKeys).values(newKeyValues(accountId, key, opts));
+    const values = newKeyValues(accountId, key, opts);
+    if (maxKeys === undefined) await this.db.insert(apiKeys).values(values);
+    else {
+      await this.db.transaction(async (tx) => {
+        // The account's row, locked first as everywhere (pg-ledger.ts's lock order): concurrent
+        // creates on one account, on any instance, count one after another.
+        await tx.execute(sql`SELECT 1 FROM accounts WHERE id = ${accountId} FOR UPDATE`);
+        const [held] = await tx.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(apiKeys).where(notRevokedOf(apiKeys, accountId));
+        if (held!.n >= maxKeys) throw keyLimitError(maxKeys);
+        await tx.insert(apiKeys).values(values);
+      });
+    }
     this.forget();
     return { key, record: (await this.lookupHash(hashKey(key)))! };
   }

@@ -1,4 +1,5 @@
-import { KEY_PREFIX, keyRules, KeyRuleError, type KeyRow, type KeyRulesInput, type NewKey } from "../auth/keys.ts";
+import { KEY_PREFIX, type KeyRow, type NewKey } from "../auth/keys.ts";
+import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
 import type { Account } from "../ledger/accounts.ts";
 import { parse, required, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, type CliContext } from "./context.ts";

@@ -25,6 +25,8 @@ export interface Config {
   logRetentionDays: number;
   defaultRpm: number;
   countTokensRpm: number;
+  /** `[limits] account_rpm`: one bucket for all of an account's keys, on every key route; null: none. */
+  accountRpm: number | null;
   /** `[limits] store`: the Redis (or Valkey) URL of token buckets shared across instances; null: in-process. */
   limitStore: string | null;
   /** `[cluster]`: how instances sharing a PostgreSQL database name themselves and give up on a silent one. */
@@ -48,6 +50,8 @@ export interface DashboardConfig {
   registration: "open" | "closed";
   startingCreditNano: number;
   sessionTtlMs: number;
+  /** `[dashboard] max_keys_per_account`: POST /api/keys refuses past this many keys not revoked. */
+  maxKeysPerAccount: number;
 }
 
 export interface StripeConfig {
@@ -110,6 +114,7 @@ function resolve(file: ConfigFile, source: string): Config {
     logRetentionDays: file.logs?.retention_days ?? 90,
     defaultRpm: file.limits?.default_rpm ?? 20,
     countTokensRpm: file.limits?.count_tokens_rpm ?? 60,
+    accountRpm: file.limits?.account_rpm ?? null,
     // Redis and Valkey share the scheme.
     limitStore: serviceUrl(file.limits?.store, ["redis:", "rediss:"], "limits.store", "a Redis or Valkey URL such as redis://cache:6379 (rediss:// for TLS)", source),
     cluster: { instanceId: file.cluster?.instance_id ?? `${hostname()}-${process.pid}`, holdTimeoutMs: (file.cluster?.hold_timeout_s ?? 30) * 1000 },
@@ -163,6 +168,7 @@ function dashboard(d: ConfigFile["dashboard"], source: string): DashboardConfig 
     registration: d?.registration ?? "open",
     startingCreditNano,
     sessionTtlMs: Math.round((d?.session_days ?? 30) * 24 * 3600 * 1000),
+    maxKeysPerAccount: d?.max_keys_per_account ?? 50,
   };
 }
 

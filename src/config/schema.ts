@@ -137,6 +137,8 @@ export const ConfigSchema = T.Object(
         {
           default_rpm: T.Optional(T.Integer({ minimum: 1 })),
           count_tokens_rpm: T.Optional(T.Integer({ minimum: 1 })),
+          /** All of an account's keys together, every key route (count_tokens included); absent: no account-wide limit. */
+          account_rpm: T.Optional(T.Integer({ minimum: 1 })),
           /** redis:// or rediss:// (Redis or Valkey): the token buckets shared by every instance; absent: each process its own. */
           store: T.Optional(T.String({ minLength: 1 })),
         },
@@ -166,6 +168,8 @@ export const ConfigSchema = T.Object(
           starting_credit_usd: T.Optional(T.Number({ minimum: 0 })),
           /** How long a dashboard login lasts. */
           session_days: T.Optional(T.Number({ exclusiveMinimum: 0, maximum: 366 })),
+          /** Keys not revoked that a holder may have when making one at POST /api/keys; 0: holders make none. The CLI is not limited. */
+          max_keys_per_account: T.Optional(T.Integer({ minimum: 0 })),
         },
         { additionalProperties: false },
       ),

@@ -30,6 +30,7 @@ export type ErrorCode =
   | "origin"
   | "registration_closed"
   | "key_not_found"
+  | "key_limit"
   | "unsupported_media_type"
   // Top-ups (docs/dashboard.md, Top-ups).
   | "payments_not_configured"
@@ -78,6 +79,9 @@ const TABLE: Record<ErrorCode, { status: number; type: string; kept?: true }> = 
   origin: { status: 403, type: "permission_error" },
   registration_closed: { status: 403, type: "permission_error" },
   key_not_found: { status: 404, type: "key_not_found" },
+  // `[dashboard] max_keys_per_account`: the request is sound, the account's state refuses it (409,
+  // as a conflict with what exists); the same answer comes back until a key is revoked.
+  key_limit: { status: 409, type: "key_limit" },
   unsupported_media_type: { status: 415, type: "unsupported_media_type" },
   // Top-ups: no [payments.stripe] (the operator credits balances); a webhook Stripe did not sign, or
   // signed too long ago; a paid session whose amount or currency is not the one the gateway asked for.

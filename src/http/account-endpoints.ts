@@ -46,6 +46,8 @@ export async function me(call: KeyedCall): Promise<Response> {
     limits: {
       rpm: key.rpm ?? svc.config.defaultRpm,
       count_tokens_rpm: svc.config.countTokensRpm,
+      // All the account's keys together; null: no account-wide limit.
+      account_rpm: svc.config.accountRpm,
       max_body_bytes: BODY_LIMIT_BYTES,
     },
   });

@@ -1,5 +1,6 @@
 import { Type as T } from "@sinclair/typebox";
-import { keyRules, KeyRuleError, type KeyRow, type KeyRulesInput, type NewKey } from "../auth/keys.ts";
+import type { KeyRow, NewKey } from "../auth/keys.ts";
+import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
 import { GatewayError } from "../core/errors.ts";
 import { nanoToUsd } from "../core/money.ts";
 import type { Services } from "../services.ts";
@@ -9,7 +10,7 @@ import { pathParam } from "./exchange.ts";
 import { isoTime } from "../core/time.ts";
 
 // The account holder's keys under /api/keys: the same rules as `gateway key create|update`
-// (auth/keys.ts keyRules, one implementation), on the session's own account only.
+// (auth/key-rules.ts keyRules, one implementation), on the session's own account only.
 
 const ListOrNull = T.Union([T.Array(T.String()), T.Null()]);
 export const KeyBody = T.Object(
@@ -95,7 +96,8 @@ const rowView = async (svc: Services, id: number) => keyView(svc, (await svc.key
 
 export async function createKey(c: SessionCall): Promise<Response> {
   const rules = rulesOf(c.svc, c.json);
-  const { key, record } = await c.svc.keys.create(c.session!.accountId, rules);
+  // The holder's keys are capped (`[dashboard] max_keys_per_account`); the operator's CLI is not.
+  const { key, record } = await c.svc.keys.create(c.session!.accountId, rules, c.svc.config.dashboard.maxKeysPerAccount);
   // The only time the key is shown: the table keeps its hash.
   return json({ ...(await rowView(c.svc, record.id)), key }, 201);
 }

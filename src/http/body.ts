@@ -5,13 +5,18 @@ export const BODY_LIMIT_BYTES = 20 * 1024 * 1024;
 export const tooLarge = () =>
   new GatewayError("request_too_large", `Request body is larger than the ${BODY_LIMIT_BYTES / 1024 / 1024} MiB limit.`);
 
+/** A body whose content-length says it is over the limit: refused before anything else is asked of the request. */
+export function refuseDeclaredTooLarge(request: Request, limit = BODY_LIMIT_BYTES): void {
+  if (Number(request.headers.get("content-length") ?? NaN) > limit) throw tooLarge();
+}
+
 /**
  * Reads the body while counting: an oversized upload is cut off as soon as it passes the limit,
  * so a 200 MiB upload costs at most 20 MiB of memory and is refused before it finishes.
  */
 export async function readBodyLimited(request: Request, limit = BODY_LIMIT_BYTES): Promise<Uint8Array> {
+  refuseDeclaredTooLarge(request, limit);
   const declared = Number(request.headers.get("content-length") ?? NaN);
-  if (declared > limit) throw tooLarge();
   if (Number.isFinite(declared)) {
     // Known length within the limit: Bun reads it in one go, faster than pulling chunks, and
     // without making the body a stream object first.

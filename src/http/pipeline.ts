@@ -1,11 +1,12 @@
 import { createHash } from "node:crypto";
-import { presentedKey } from "../auth/keys.ts";
+import { presentedKey, type KeyRecord } from "../auth/keys.ts";
 import { GatewayError } from "../core/errors.ts";
 import { scopedIdempotencyKey, type StoredAnswer } from "../limits/idempotency.ts";
+import type { Take } from "../limits/rate-limit.ts";
 import { events } from "../logs/events.ts";
 import type { LogRow } from "../logs/request-log.ts";
 import type { Services } from "../services.ts";
-import { readBodyLimited, parseJsonObject } from "./body.ts";
+import { readBodyLimited, parseJsonObject, refuseDeclaredTooLarge } from "./body.ts";
 import type { Endpoint } from "./endpoints.ts";
 import { requestIdHeaders } from "./errors.ts";
 import type { Exchange } from "./exchange.ts";
@@ -15,23 +16,16 @@ import { refuseModelLookalikes, validate } from "./schemas.ts";
 const NO_BODY = new Uint8Array(0);
 
 /**
- * A key endpoint, in the order of the spec: pause, body limit, key, rate limit, JSON, idempotency;
- * then the body against the endpoint's schema, and its handler. What it takes on the way (the
- * bucket, the idempotency claim, the call and its hold) it leaves on the exchange, for the catch
- * site in app.ts should anything throw.
+ * A key endpoint, in this order: pause, declared body size, key, rate limits, body, JSON,
+ * idempotency; then the body against the endpoint's schema, and its handler. The body is read only
+ * once the key and its buckets let the request in, so a refused request costs no read and no parse
+ * of up to 20 MiB. What it takes on the way (the bucket, the idempotency claim, the call and its
+ * hold) it leaves on the exchange, for the catch site in app.ts should anything throw.
  */
 export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<Response> {
   const { svc, request, requestId, started, log } = x;
-  // The spec's order is pause, body, key: the switch is read after the body has arrived, so that a
-  // pause the operator sets meanwhile still turns the request away.
-  let bytes: Uint8Array;
-  try {
-    bytes = e.body === "none" ? NO_BODY : await readBodyLimited(request);
-  } catch (err) {
-    if (svc.settings.paused) throw pausedError();
-    throw err;
-  }
   if (svc.settings.paused) throw pausedError();
+  if (e.body !== "none") refuseDeclaredTooLarge(request);
   const presented = presentedKey(request.headers);
   // A key known to this process answers at once; PostgreSQL's first lookup of a key is a query.
   const found = svc.keys.lookup(presented);
@@ -39,12 +33,18 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   log.keyId = key.id;
   log.accountId = key.accountId;
   log.keyPrefix = key.prefix;
-  const taken =
-    e.bucket === "count_tokens"
-      ? svc.limiter.take(`${key.id}:ct`, svc.config.countTokensRpm, "count_tokens on this key")
-      : svc.limiter.take(`${key.id}:main`, key.rpm ?? svc.config.defaultRpm, "this key");
+  const taken = svc.limiter.takeAll(bucketsOf(svc, key, e));
   // Only a shared store's take is awaited: the in-process buckets answer without costing a turn.
   const rate = (x.rate = taken instanceof Promise ? await taken : taken);
+  let bytes: Uint8Array;
+  try {
+    bytes = e.body === "none" ? NO_BODY : await readBodyLimited(request);
+  } catch (err) {
+    if (svc.settings.paused) throw pausedError();
+    throw err;
+  }
+  // Read again once the body has arrived, so that a pause the operator set meanwhile still turns the request away.
+  if (svc.settings.paused) throw pausedError();
   const json = e.body === "json" ? parseJsonObject(bytes) : {};
   const form = e.body === "multipart" ? await parseForm(request, bytes) : null;
 
@@ -102,6 +102,19 @@ export function finishIdempotency(svc: Services, idem: { keyId: number; key: str
   } catch (e) {
     failed(e);
   }
+}
+
+/**
+ * The buckets a request takes from: its key's (count_tokens has its own) and, with `[limits]
+ * account_rpm`, its account's, shared by all the account's keys on every key route.
+ */
+function bucketsOf(svc: Services, key: KeyRecord, e: Endpoint<"key">): Take[] {
+  const own: Take =
+    e.bucket === "count_tokens"
+      ? { id: `${key.id}:ct`, rpm: svc.config.countTokensRpm, what: "count_tokens on this key" }
+      : { id: `${key.id}:main`, rpm: key.rpm ?? svc.config.defaultRpm, what: "this key" };
+  const accountRpm = svc.config.accountRpm;
+  return accountRpm === null ? [own] : [own, { id: `acct:${key.accountId}`, rpm: accountRpm, what: "all the keys of this account together" }];
 }
 
 const pausedError = () =>

@@ -13,14 +13,27 @@ export interface Bucket {
 // exactly when Retry-After said was refused again. redis-rate-limit.ts's script counts the same units.
 export const UNITS_PER_TOKEN = 60_000;
 
+/** One bucket a request takes from: its id (`<keyId>:main`, `<keyId>:ct`, `acct:<accountId>`), its limit, and what a refusal names. */
+export interface Take {
+  id: string;
+  rpm: number;
+  what: string;
+}
+
 /**
  * Where the token buckets live: this process's memory (RateLimiter) or a store shared by several
  * instances (RedisRateLimiter, `[limits] store`). `take` answers synchronously when it can: the
  * in-process map must not cost the hot path an await.
  */
 export interface Limiter {
-  /** Takes one request from the bucket `id` (`<keyId>:main`, `<keyId>:ct`), or refuses with 429. */
+  /** Takes one request from the bucket `id`, or refuses with 429. */
   take(id: string, rpm: number, what: string): Bucket | Promise<Bucket>;
+  /**
+   * Takes one request from every bucket or from none (a request the account's bucket refuses spends
+   * nothing of its key's), and returns the tightest (`tightest`), whose headers the answer carries.
+   * A refusal is the bucket that would keep the request waiting longest.
+   */
+  takeAll(takes: readonly Take[]): Bucket | Promise<Bucket>;
   /** The x-ratelimit-*-requests headers of a bucket `take` returned. */
   withHeaders(h: Headers, b: Bucket): Headers;
   /** Lets go of what the limiter holds open (a connection), at the server's stop. */
@@ -39,7 +52,20 @@ export class RateLimiter implements Limiter {
 
   /** Takes one request from the bucket and returns it (for withHeaders), or refuses with 429. */
   take(id: string, rpm: number, what: string): Bucket {
+    return this.takeAll([{ id, rpm, what }]);
+  }
+
+  takeAll(takes: readonly Take[]): Bucket {
     const t = this.now();
+    const buckets = takes.map(({ id, rpm }) => this.refilled(id, rpm, t));
+    if (t - this.sweptAt > 60_000) this.sweep(t);
+    const short = longestWait(buckets);
+    if (short !== -1) throw refusal(buckets[short]!, takes[short]!.what, this.withHeaders(new Headers(), buckets[short]!));
+    for (const b of buckets) b.units -= UNITS_PER_TOKEN;
+    return tightest(buckets);
+  }
+
+  private refilled(id: string, rpm: number, t: number): Bucket {
     const capacity = rpm * UNITS_PER_TOKEN;
     let b = this.buckets.get(id);
     if (!b) {
@@ -50,12 +76,7 @@ export class RateLimiter implements Limiter {
       b.at = t;
       b.rpm = rpm;
     }
-    if (t - this.sweptAt > 60_000) this.sweep(t);
-    if (b.units >= UNITS_PER_TOKEN) {
-      b.units -= UNITS_PER_TOKEN;
-      return b;
-    }
-    throw refusal(b, what, this.withHeaders(new Headers(), b));
+    return b;
   }
 
   /**
@@ -77,6 +98,27 @@ export class RateLimiter implements Limiter {
     this.sweptAt = t;
     for (const [id, b] of this.buckets) if (t - b.at > 60_000) this.buckets.delete(id);
   }
+}
+
+/** The index of the bucket without a whole request in it that refills last; -1 when every bucket has one. */
+export function longestWait(buckets: readonly Bucket[]): number {
+  let at = -1;
+  let worst = -1;
+  buckets.forEach((b, i) => {
+    if (b.units >= UNITS_PER_TOKEN) return;
+    const wait = (UNITS_PER_TOKEN - b.units) / b.rpm;
+    if (wait > worst) [at, worst] = [i, wait];
+  });
+  return at;
+}
+
+/**
+ * The bucket a client should go by: the fewest whole requests left, then the lower limit. With an
+ * account's bucket beside its key's, that is whichever will refuse first.
+ */
+export function tightest(buckets: readonly Bucket[]): Bucket {
+  const left = (b: Bucket) => Math.floor(b.units / UNITS_PER_TOKEN);
+  return buckets.reduce((a, b) => (left(b) < left(a) || (left(b) === left(a) && b.rpm < a.rpm) ? b : a));
 }
 
 /** The 429 of a bucket with less than one request in it: Retry-After in whole seconds, never 0. */

@@ -2,33 +2,46 @@ import { RedisClient } from "bun";
 import { createHash } from "node:crypto";
 import { GatewayError } from "../core/errors.ts";
 import { events } from "../logs/events.ts";
-import { bucketHeaders, refusal, UNITS_PER_TOKEN, type Bucket, type Limiter } from "./rate-limit.ts";
+import { bucketHeaders, refusal, tightest, UNITS_PER_TOKEN, type Bucket, type Limiter, type Take } from "./rate-limit.ts";
 
-// The token bucket of rate-limit.ts, in one atomic script so that concurrent takes from several
+// The token buckets of rate-limit.ts, in one atomic script so that concurrent takes from several
 // instances never both spend the last request. The same whole units (UNITS_PER_TOKEN a request,
 // rpm of them gained per millisecond) on Redis's own clock (TIME), so instances whose clocks
-// disagree still agree on every bucket. A bucket idle for a minute is full again, the same as
-// none: its key expires then. A clock that went back (a failover) refills nothing rather than
-// taking away.
+// disagree still agree on every bucket. A request takes from all its buckets (its key's, its
+// account's) or from none, as RateLimiter.takeAll does: the refused one is the one that refills
+// last. A bucket idle for a minute is full again, the same as none: its key expires then. A clock
+// that went back (a failover) refills nothing rather than taking away.
+// KEYS: the buckets; ARGV[1]: units per request; ARGV[1 + i]: the rpm of KEYS[i].
+// Returns {index of the refusing bucket or 0, units left in each bucket...}.
 const SCRIPT = `
-local rpm = tonumber(ARGV[1])
-local per = tonumber(ARGV[2])
-local capacity = rpm * per
+local per = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local held = redis.call('HMGET', KEYS[1], 'units', 'at')
-local units = capacity
-if held[1] and held[2] then
-  units = math.min(capacity, tonumber(held[1]) + math.max(0, now - tonumber(held[2])) * rpm)
+local units = {}
+local short = 0
+local worst = -1
+for i, key in ipairs(KEYS) do
+  local rpm = tonumber(ARGV[i + 1])
+  local capacity = rpm * per
+  local held = redis.call('HMGET', key, 'units', 'at')
+  local u = capacity
+  if held[1] and held[2] then
+    u = math.min(capacity, tonumber(held[1]) + math.max(0, now - tonumber(held[2])) * rpm)
+  end
+  units[i] = u
+  if u < per and (per - u) / rpm > worst then
+    worst = (per - u) / rpm
+    short = i
+  end
 end
-local taken = 0
-if units >= per then
-  units = units - per
-  taken = 1
+local reply = {short}
+for i, key in ipairs(KEYS) do
+  if short == 0 then units[i] = units[i] - per end
+  redis.call('HSET', key, 'units', units[i], 'at', now)
+  redis.call('PEXPIRE', key, 60000)
+  reply[i + 1] = units[i]
 end
-redis.call('HSET', KEYS[1], 'units', units, 'at', now)
-redis.call('PEXPIRE', KEYS[1], 60000)
-return {taken, units}
+return reply
 `;
 const SHA = createHash("sha1").update(SCRIPT).digest("hex");
 
@@ -61,19 +74,25 @@ export class RedisRateLimiter implements Limiter {
     this.client = new RedisClient(url, { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: this.timeoutMs });
   }
 
-  async take(id: string, rpm: number, what: string): Promise<Bucket> {
+  take(id: string, rpm: number, what: string): Promise<Bucket> {
+    return this.takeAll([{ id, rpm, what }]);
+  }
+
+  async takeAll(takes: readonly Take[]): Promise<Bucket> {
     let reply: unknown;
     try {
-      reply = await this.withTimeout(this.run(this.prefix + id, rpm));
+      reply = await this.withTimeout(this.run(takes));
     } catch (e) {
       throw this.unavailable(e);
     }
-    if (!Array.isArray(reply) || typeof reply[0] !== "number" || typeof reply[1] !== "number") {
+    if (!Array.isArray(reply) || reply.length !== takes.length + 1 || !reply.every((n) => typeof n === "number")) {
       throw this.unavailable(new Error(`unexpected reply to the rate limit script: ${JSON.stringify(reply)?.slice(0, 80)}`));
     }
-    const b: Bucket = { units: reply[1], at: performance.now(), rpm };
-    if (reply[0] !== 1) throw refusal(b, what, this.withHeaders(new Headers(), b));
-    return b;
+    const at = performance.now();
+    const buckets = takes.map((x, i): Bucket => ({ units: reply[i + 1] as number, at, rpm: x.rpm }));
+    const short = (reply[0] as number) - 1;
+    if (short >= 0) throw refusal(buckets[short]!, takes[short]!.what, this.withHeaders(new Headers(), buckets[short]!));
+    return tightest(buckets);
   }
 
   /** The bucket as the store left it, refilled on this process's clock since its answer. */
@@ -85,13 +104,13 @@ export class RedisRateLimiter implements Limiter {
     this.client.close();
   }
 
-  private async run(key: string, rpm: number): Promise<unknown> {
+  private async run(takes: readonly Take[]): Promise<unknown> {
     if (!this.client.connected) {
       await (this.connecting ??= this.client.connect().finally(() => {
         this.connecting = null;
       }));
     }
-    const args = [SHA, "1", key, String(rpm), String(UNITS_PER_TOKEN)];
+    const args = [SHA, String(takes.length), ...takes.map((x) => this.prefix + x.id), String(UNITS_PER_TOKEN), ...takes.map((x) => String(x.rpm))];
     try {
       return await this.client.send("EVALSHA", args);
     } catch (e) {

@@ -33,6 +33,8 @@ const OWNERS: Record<string, string[]> = {
 const JOINED_READS: Record<string, string[]> = {
   // The key lookup carries the account's disabled switch: one statement on the hot path (bench/RESULTS.md).
   "auth/keys.ts": ["accounts"],
+  // A capped key create locks its account's row (FOR UPDATE, no write), so racing creates count in turn.
+  "auth/pg-keys.ts": ["accounts"],
   // A session's lookup carries its account's disabled switch, as the key lookup does.
   "auth/sessions.ts": ["accounts"],
   "auth/pg-sessions.ts": ["accounts"],

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { keyRules, KeyRuleError, type KeyRulesInput } from "../../src/auth/keys.ts";
+import { keyRules, KeyRuleError, type KeyRulesInput } from "../../src/auth/key-rules.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 // The one implementation of the key rules, shared by key create and key update (CLI and dashboard).

@@ -74,6 +74,28 @@ for (const engine of ENGINES) {
       expect(await keys.update(record.id, {})).toBe(true);
     });
 
+    it("creates at most maxKeys keys for an account when 12 creates race, refusing the rest with key_limit", async () => {
+      const accountId = await newAccount(o);
+      const settled = await Promise.allSettled(Array.from({ length: 12 }, () => Promise.resolve().then(() => keys.create(accountId, {}, 5))));
+      expect(settled.filter((r) => r.status === "fulfilled")).toHaveLength(5);
+      const refusals = settled.flatMap((r) => (r.status === "rejected" ? [r.reason as GatewayError] : []));
+      expect(refusals).toHaveLength(7);
+      for (const e of refusals) expect(e).toMatchObject({ status: 409, code: "key_limit" });
+      expect(await keys.ofAccount(accountId)).toHaveLength(5);
+    });
+
+    it("counts only keys not revoked against maxKeys, and caps nothing without it", async () => {
+      const accountId = await newAccount(o);
+      const first = await keys.create(accountId, {}, 2);
+      await keys.create(accountId, {}, 2);
+      await expect(async () => keys.create(accountId, {}, 2)).toThrow(GatewayError);
+      await keys.revoke(first.record.id);
+      await keys.create(accountId, {}, 2);
+      // The operator's create gives no cap.
+      await keys.create(accountId);
+      expect(await keys.ofAccount(accountId)).toHaveLength(4);
+    });
+
     it("revokes once: true, then false, null for an unknown id, and the next lookup sees the revocation", async () => {
       const { key, record } = await keys.create(await newAccount(o));
       await keys.lookup(key);

@@ -55,7 +55,25 @@ describe("parseConfig", () => {
   });
 
   it("reads [dashboard] with its defaults: registration open, 1 USD starting credit, 30-day sessions", () => {
-    expect(parseConfig({}, "t").dashboard).toEqual({ registration: "open", startingCreditNano: 1_000_000_000, sessionTtlMs: 30 * 86_400_000 });
+    expect(parseConfig({}, "t").dashboard).toEqual({ registration: "open", startingCreditNano: 1_000_000_000, sessionTtlMs: 30 * 86_400_000, maxKeysPerAccount: 50 });
+  });
+
+  it("reads dashboard.max_keys_per_account, 0 included (holders make no keys)", () => {
+    expect(parseConfig({ dashboard: { max_keys_per_account: 3 } }, "t").dashboard.maxKeysPerAccount).toBe(3);
+    expect(parseConfig({ dashboard: { max_keys_per_account: 0 } }, "t").dashboard.maxKeysPerAccount).toBe(0);
+  });
+
+  it.each([[-1], [2.5], ["50"]])("names dashboard.max_keys_per_account when it is %p", (bad) => {
+    expect(refusal({ dashboard: { max_keys_per_account: bad } })).toStartWith("gateway.toml: dashboard.max_keys_per_account: ");
+  });
+
+  it("has no account-wide rate limit unless limits.account_rpm is set", () => {
+    expect(parseConfig({}, "t").accountRpm).toBeNull();
+    expect(parseConfig({ limits: { account_rpm: 120 } }, "t").accountRpm).toBe(120);
+  });
+
+  it.each([[0], [-5], [1.5], ["120"]])("names limits.account_rpm when it is %p", (bad) => {
+    expect(refusal({ limits: { account_rpm: bad } })).toStartWith("gateway.toml: limits.account_rpm: ");
   });
 
   it("lists the allowed words when [dashboard] registration is neither open nor closed", () => {

@@ -197,7 +197,7 @@ describe("GET /v1/me", () => {
     expect(body).toMatchObject({
       key: { quota: { limit_usd: 2, spent_usd: 0, remaining_usd: 2 } },
       balance: { balance_usd: 3, spendable_usd: 3 },
-      limits: { rpm: 7, count_tokens_rpm: 60, max_body_bytes: 20 * 1024 * 1024 },
+      limits: { rpm: 7, count_tokens_rpm: 60, account_rpm: null, max_body_bytes: 20 * 1024 * 1024 },
     });
   });
 

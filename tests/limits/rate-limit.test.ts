@@ -109,6 +109,48 @@ describe("RateLimiter (token bucket per key)", () => {
   });
 });
 
+describe("RateLimiter.takeAll (a key's bucket and its account's)", () => {
+  const key = (rpm: number) => ({ id: "k", rpm, what: "this key" });
+  const account = (rpm: number) => ({ id: "acct:1", rpm, what: "all the keys of this account together" });
+  const refusalOf = (f: () => unknown) => {
+    try {
+      f();
+    } catch (e) {
+      return e as GatewayError;
+    }
+    throw new Error("not refused");
+  };
+
+  it("refuses when either bucket is empty, naming the one that refused", () => {
+    const limiter = new RateLimiter(() => 0);
+    for (let i = 0; i < 2; i++) limiter.takeAll([key(20), account(2)]);
+    const e = refusalOf(() => limiter.takeAll([key(20), account(2)]));
+    expect(e).toMatchObject({ code: "rate_limit", retryAfter: 30 });
+    expect(e.message).toContain("2 requests per minute for all the keys of this account together");
+  });
+
+  it("spends nothing of the key's bucket on a request the account's refuses", () => {
+    const limiter = new RateLimiter(() => 0);
+    limiter.takeAll([key(3), account(1)]);
+    for (let i = 0; i < 5; i++) refusalOf(() => limiter.takeAll([key(3), account(1)]));
+    // The key's bucket lost only the one request that went through: two are left.
+    expect(limiter.take("k", 3, "this key").units).toBe(60_000);
+  });
+
+  it("answers with the Retry-After of the bucket that refills last when both are empty", () => {
+    const limiter = new RateLimiter(() => 0);
+    limiter.takeAll([key(1), account(6)]);
+    expect(refusalOf(() => limiter.takeAll([key(1), account(1)])).retryAfter).toBe(60);
+  });
+
+  it("returns the tighter bucket for the answer's headers: fewer requests left, then the lower limit", () => {
+    const limiter = new RateLimiter(() => 0);
+    expect(limiter.takeAll([key(20), account(5)]).rpm).toBe(5);
+    expect(limiter.takeAll([{ id: "k2", rpm: 2, what: "this key" }, account(5)]).rpm).toBe(2);
+    expect(limiter.takeAll([{ id: "k3", rpm: 4, what: "this key" }, { id: "acct:2", rpm: 4, what: "" }]).rpm).toBe(4);
+  });
+});
+
 describe("rate limits on a running gateway (defaults: 20/min, count_tokens 60/min)", () => {
   let gw: TestGateway;
   beforeAll(async () => {

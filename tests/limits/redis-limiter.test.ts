@@ -39,6 +39,22 @@ describe("RedisRateLimiter", () => {
     two.close();
   });
 
+  it("takes from a key's bucket and its account's together, or from neither", async () => {
+    const limiter = new RedisRateLimiter(redis.url, { prefix: "t6:" });
+    const takes = (keyId: number) => [
+      { id: `${keyId}:main`, rpm: 20, what: "this key" },
+      { id: "acct:1", rpm: 2, what: "all the keys of this account together" },
+    ];
+    // The answer's bucket is the tighter one: the account's, at 2 a minute.
+    expect(await limiter.takeAll(takes(1))).toMatchObject({ rpm: 2, units: 60_000 });
+    await limiter.takeAll(takes(2));
+    await expect(limiter.takeAll(takes(3))).rejects.toMatchObject({ status: 429, code: "rate_limit", retryAfter: 30, message: expect.stringContaining("this account") });
+    // The refused request took nothing from key 3's bucket: it is still full (no field written, or all 20).
+    const units = Number((await redis.send("HGET", "t6:3:main", "units")) ?? 20 * 60_000);
+    expect(units).toBeGreaterThanOrEqual(20 * 60_000);
+    limiter.close();
+  });
+
   it("answers 503 rate_limit_unavailable when a key of another type is in the bucket's place", async () => {
     await redis.send("SET", "t2:k:main", "not a bucket");
     const limiter = new RedisRateLimiter(redis.url, { prefix: "t2:" });
@@ -46,7 +62,7 @@ describe("RedisRateLimiter", () => {
     limiter.close();
   });
 
-  it("answers 503 rate_limit_unavailable when the store's reply is not the script's [taken, units]", async () => {
+  it("answers 503 rate_limit_unavailable when the store's reply is not the script's [refused, units of each bucket]", async () => {
     const store = oddStore(":1\r\n");
     const limiter = new RedisRateLimiter(`redis://127.0.0.1:${store.port}`);
     const taken = limiter.take("k:main", 20, "this key");

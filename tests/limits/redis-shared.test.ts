@@ -11,25 +11,50 @@ import { startTestRedis, type TestRedis } from "../support/redis-server.ts";
 let redis: TestRedis;
 let one: TestGateway;
 let two: TestGateway;
+// A second pair on the same store, with an account-wide limit of 5 a minute.
+let oneA: TestGateway;
+let twoA: TestGateway;
 beforeAll(async () => {
   redis = await startTestRedis();
   one = await startTestGateway({ limits: { store: redis.url } });
   two = await startTestGateway({ limits: { store: redis.url } });
+  oneA = await startTestGateway({ limits: { store: redis.url, account_rpm: 5 } });
+  twoA = await startTestGateway({ limits: { store: redis.url, account_rpm: 5 } });
 });
 afterAll(async () => {
-  await one?.stop();
-  await two?.stop();
+  for (const gw of [one, two, oneA, twoA]) await gw?.stop();
   await redis?.stop();
 });
 
-/** A key that both gateways know: the second database gets the first's key row under the same id. */
+/** The second database gets the first's key row under the same id, as one shared database would have it. */
+function copyKey(from: TestGateway, to: TestGateway, keyId: number): void {
+  const row = sqlGet<{ prefix: string; key_hash: string }>(from, "SELECT prefix, key_hash FROM api_keys WHERE id = ?", keyId);
+  to.services.db.$client.query("UPDATE api_keys SET prefix = ?, key_hash = ? WHERE id = ?").run(row.prefix, row.key_hash, keyId);
+}
+
+/** A key that both gateways know. */
 function sharedKey(opts: { rpm?: number } = {}): string {
   const a = one.account(1, opts);
   const b = two.account(1, opts);
   expect(b.keyId).toBe(a.keyId);
-  const row = sqlGet<{ prefix: string; key_hash: string }>(one, "SELECT prefix, key_hash FROM api_keys WHERE id = ?", a.keyId);
-  two.services.db.$client.query("UPDATE api_keys SET prefix = ?, key_hash = ? WHERE id = ?").run(row.prefix, row.key_hash, b.keyId);
+  copyKey(one, two, a.keyId);
   return a.key;
+}
+
+/** An account with `n` keys that both gateways of the account-limited pair know, under the same ids. */
+function sharedAccountKeys(n: number): string[] {
+  const a = oneA.account(1);
+  const b = twoA.account(1);
+  expect(b.accountId).toBe(a.accountId);
+  const keys = [a.key];
+  copyKey(oneA, twoA, a.keyId);
+  for (let i = 1; i < n; i++) {
+    const k = oneA.key(a.accountId);
+    expect(twoA.key(b.accountId).keyId).toBe(k.keyId);
+    copyKey(oneA, twoA, k.keyId);
+    keys.push(k.key);
+  }
+  return keys;
 }
 
 const chat = { model: "demo", max_tokens: 20, messages: [{ role: "user", content: "hi" }] };
@@ -64,5 +89,34 @@ describe("two gateways on one Redis", () => {
     for (let i = 0; i < 60; i++) expect((await postWithApiKey(i % 2 ? two : one, "/v1/messages/count_tokens", body, key)).status).toBe(200);
     await expectError(await postWithApiKey(two, "/v1/messages/count_tokens", body, key), 429, "rate_limit");
     expect((await getWithKey(one, "/v1/me", key)).status).toBe(200);
+  });
+});
+
+describe("two gateways on one Redis with [limits] account_rpm", () => {
+  // The buckets are named by key and account ids, which this pair's databases number from 1 again.
+  beforeAll(() => redis.send("FLUSHALL"));
+
+  it("serve an account 5 requests a minute across its keys and both gateways, and refuse the 6th on either", async () => {
+    const keys = sharedAccountKeys(3);
+    for (let i = 0; i < 5; i++) {
+      const res = await getWithKey(i % 2 ? twoA : oneA, "/v1/me", keys[i % 3]!);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-ratelimit-remaining-requests")).toBe(String(4 - i));
+    }
+    for (const gw of [oneA, twoA]) {
+      const res = await getWithKey(gw, "/v1/me", keys[2]!);
+      expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+      const err = await expectError(res, 429, "rate_limit");
+      expect(err.message).toContain("this account");
+    }
+  });
+
+  it("let exactly 5 of 24 concurrent requests of one account through, whichever gateway and key each uses", async () => {
+    const keys = sharedAccountKeys(3);
+    const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => getWithKey(i % 2 ? twoA : oneA, "/v1/me", keys[i % 3]!)));
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(19);
+    await Promise.all(answers.map((r) => r.text()));
   });
 });

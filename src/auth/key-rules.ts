@@ -1,0 +1,108 @@
+import { GatewayError } from "../core/errors.ts";
+import { parseCidrList } from "../core/ip.ts";
+import { usdToNano } from "../core/money.ts";
+import type { NewKey } from "./keys.ts";
+
+// What a person types for a key (CLI flags, the dashboard's form), checked once for both.
+
+/**
+ * A key's restrictions as a person types them (CLI flags, dashboard form); for each field, undefined
+ * leaves it as it is and null removes the restriction.
+ */
+export interface KeyRulesInput {
+  name?: string;
+  /** USD, as text ("0.5") or a number. */
+  quota?: string | number | null;
+  /** Model ids or aliases of the installation's catalog. */
+  models?: string[] | null;
+  /** IP addresses or CIDRs, IPv4 or IPv6. */
+  ip?: string[] | null;
+  rpm?: string | number | null;
+  /** ISO 8601 text, or Unix milliseconds. */
+  expires?: string | number | null;
+}
+
+/** A refused restriction; `field` names it as KeyRulesInput does, so each caller can name its own flag or form field. */
+export class KeyRuleError extends GatewayError {
+  constructor(
+    readonly field: keyof KeyRulesInput,
+    message: string,
+  ) {
+    super("invalid_request", message);
+  }
+}
+
+/**
+ * The key rules, the one implementation behind every create and update (CLI and dashboard): turns
+ * what a person typed into a NewKey, or refuses it with the field and the reason.
+ */
+export function keyRules(input: KeyRulesInput, opts: { resolveModel: (name: string) => string | undefined; now?: number }): NewKey {
+  const out: NewKey = {};
+  const now = opts.now ?? Date.now();
+  if (input.name !== undefined) {
+    if (input.name.length > 100) throw new KeyRuleError("name", "a key's name has at most 100 characters");
+    out.name = input.name;
+  }
+  if (input.quota !== undefined) {
+    try {
+      out.quotaNano = input.quota === null ? null : usdToNano(input.quota);
+    } catch {
+      throw new KeyRuleError("quota", `not a USD amount (a number of at least 0 with at most 9 decimals): ${input.quota}`);
+    }
+  }
+  if (input.models !== undefined) {
+    if (input.models === null) out.models = null;
+    else {
+      const names = input.models.map((m) => m.trim()).filter(Boolean);
+      // An empty allow-list would refuse every model: almost surely a slip, and "none" says "any model".
+      if (names.length === 0) throw new KeyRuleError("models", "name at least one model (or none for no restriction)");
+      out.models = [
+        ...new Set(
+          names.map((n) => {
+            const id = opts.resolveModel(n);
+            if (!id) throw new KeyRuleError("models", `no model '${n}' in this installation's catalog`);
+            return id;
+          }),
+        ),
+      ];
+    }
+  }
+  if (input.ip !== undefined) {
+    if (input.ip === null) out.ipAllow = null;
+    else {
+      const list = input.ip.map((c) => c.trim()).filter(Boolean);
+      if (list.length === 0) throw new KeyRuleError("ip", "name at least one address or CIDR (or none for any address)");
+      try {
+        parseCidrList(list);
+      } catch (e) {
+        throw new KeyRuleError("ip", (e as Error).message);
+      }
+      out.ipAllow = list;
+    }
+  }
+  if (input.rpm !== undefined) {
+    const rpm = typeof input.rpm === "string" && /^\d+$/.test(input.rpm) ? Number(input.rpm) : input.rpm;
+    // rpm 0 would refuse every request with Retry-After: Infinity; the config's limits need ≥ 1 too.
+    if (rpm !== null && !(typeof rpm === "number" && Number.isSafeInteger(rpm) && rpm >= 1)) {
+      throw new KeyRuleError("rpm", `requests per minute must be a whole number of at least 1, not ${input.rpm}`);
+    }
+    out.rpm = rpm;
+  }
+  if (input.expires !== undefined) {
+    if (input.expires === null) out.expiresAt = null;
+    else {
+      const at = typeof input.expires === "number" ? input.expires : isoTime(input.expires);
+      if (at === null || !Number.isSafeInteger(at)) throw new KeyRuleError("expires", `not an ISO 8601 time: ${input.expires}`);
+      if (at <= now) throw new KeyRuleError("expires", `${new Date(at).toISOString()} is in the past`);
+      out.expiresAt = at;
+    }
+  }
+  return out;
+}
+
+// Date.parse alone takes "1" or "next 2027" in some engines; ISO 8601 starts with a four-digit year.
+function isoTime(text: string): number | null {
+  if (!/^\d{4}-\d{2}-\d{2}/.test(text.trim())) return null;
+  const t = Date.parse(text.trim());
+  return Number.isNaN(t) ? null : t;
+}
