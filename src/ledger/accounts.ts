@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq, gte, isNotNull, isNull, lt, lte, max, or, sql, type SQL } from "drizzle-orm";
 import { changeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
-import { accounts, ledgerEntries } from "../db/schema.ts";
+import { accounts, ledgerEntries, settings } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { CreditKind, Ledger } from "./ledger.ts";
 import { formatUsd } from "../core/money.ts";
@@ -24,7 +24,19 @@ export interface NewAccount {
   passwordHash?: string | null;
   kind?: CreditKind;
   admin?: boolean;
+  /**
+   * A registration's: the opening balance counts against the registrations' credits of the UTC day,
+   * at most this many nano-dollars on every instance together; past it the account opens at 0.
+   * Accounts the operator creates leave it out and are not counted.
+   */
+  dailyLimitNano?: number;
 }
+
+/**
+ * The settings row that sums the registration credits granted on the UTC day of `now`
+ * (`registration_credit:2026-11-25`), updated in the transaction that grants one.
+ */
+export const registrationCreditRow = (now: number) => `registration_credit:${new Date(now).toISOString().slice(0, 10)}`;
 
 /**
  * The accounts' rows and their ledger history, whichever database holds them: `Accounts` on SQLite
@@ -123,15 +135,31 @@ export function createAccount(
   opts: NewAccount = {},
 ): Account {
   const normalized = normalizedEmail(email);
-  if (findAccount(db, normalized)) throw accountExists(normalized);
-  const row = db
-    .insert(accounts)
-    .values({ email: normalized, passwordHash: opts.passwordHash ?? null, admin: opts.admin ?? false, createdAt: Date.now() })
-    .returning({ id: accounts.id })
-    .get();
-  const opening = opts.balanceNano ?? STARTING_BALANCE_NANO;
-  if (opening > 0) ledger.credit(row.id, opening, opts.kind ?? "registration_credit", "starting balance");
-  return findAccount(db, normalized)!;
+  // One write transaction (a savepoint inside an open write batch): the day's count, the row and its
+  // credit together, or none of them.
+  return db.$client.transaction(() => {
+    if (findAccount(db, normalized)) throw accountExists(normalized);
+    const now = Date.now();
+    const row = db
+      .insert(accounts)
+      .values({ email: normalized, passwordHash: opts.passwordHash ?? null, admin: opts.admin ?? false, createdAt: now })
+      .returning({ id: accounts.id })
+      .get();
+    let opening = opts.balanceNano ?? STARTING_BALANCE_NANO;
+    if (opening > 0 && opts.dailyLimitNano !== undefined && !countDailyCredit(db, opening, opts.dailyLimitNano, now)) opening = 0;
+    if (opening > 0) ledger.credit(row.id, opening, opts.kind ?? "registration_credit", "starting balance");
+    return findAccount(db, normalized)!;
+  }).immediate();
+}
+
+/** Adds `amountNano` to the day's registration credits if they stay within `limitNano`; false (nothing added) past it. */
+function countDailyCredit(db: Db, amountNano: number, limitNano: number, now: number): boolean {
+  const name = registrationCreditRow(now);
+  const granted = Number(db.select({ value: settings.value }).from(settings).where(eq(settings.name, name)).get()?.value ?? 0);
+  if (granted + amountNano > limitNano) return false;
+  const value = String(granted + amountNano);
+  db.insert(settings).values({ name, value }).onConflictDoUpdate({ target: settings.name, set: { value } }).run();
+  return true;
 }
 
 export function countAccounts(db: Db): number {

@@ -1,7 +1,4 @@
-import { RedisClient } from "bun";
-import { createHash } from "node:crypto";
-import { GatewayError } from "../core/errors.ts";
-import { events } from "../logs/events.ts";
+import { RedisStore, Script } from "./redis-store.ts";
 import { bucketHeaders, refusal, UNITS_PER_TOKEN, type Bucket, type Limiter } from "./rate-limit.ts";
 
 // The token bucket of rate-limit.ts, in one atomic script so that concurrent takes from several
@@ -30,10 +27,7 @@ redis.call('HSET', KEYS[1], 'units', units, 'at', now)
 redis.call('PEXPIRE', KEYS[1], 60000)
 return {taken, units}
 `;
-const SHA = createHash("sha1").update(SCRIPT).digest("hex");
-
-/** Long enough for a store on the same network; short enough that an outage answers quickly. */
-export const STORE_TIMEOUT_MS = 250;
+const BUCKET = new Script(SCRIPT);
 
 export interface RedisLimiterOptions {
   timeoutMs?: number;
@@ -47,29 +41,21 @@ export interface RedisLimiterOptions {
  * within the timeout (down, refusing, overloaded) is refused with 503: never let through uncounted.
  */
 export class RedisRateLimiter implements Limiter {
-  private readonly client: RedisClient;
-  private readonly timeoutMs: number;
+  private readonly store: RedisStore;
+  private readonly owned: boolean;
   private readonly prefix: string;
-  private connecting: Promise<void> | null = null;
 
-  constructor(url: string, opts: RedisLimiterOptions = {}) {
-    this.timeoutMs = opts.timeoutMs ?? STORE_TIMEOUT_MS;
+  /** `store`: a connection shared with the dashboard's throttles, or a URL for one of its own. */
+  constructor(store: RedisStore | string, opts: RedisLimiterOptions = {}) {
+    this.owned = typeof store === "string";
+    this.store = typeof store === "string" ? new RedisStore(store, opts.timeoutMs) : store;
     this.prefix = opts.prefix ?? "gateway:rl:";
-    // No offline queue: while the store is away a take fails at once instead of waiting in a queue
-    // that would let a burst through when it is back. No reconnect of the client's own: the next
-    // take reconnects (run), so an outage of any length ends when the store answers again.
-    this.client = new RedisClient(url, { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: this.timeoutMs });
   }
 
   async take(id: string, rpm: number, what: string): Promise<Bucket> {
-    let reply: unknown;
-    try {
-      reply = await this.withTimeout(this.run(this.prefix + id, rpm));
-    } catch (e) {
-      throw this.unavailable(e);
-    }
+    const reply = await this.store.eval(BUCKET, [this.prefix + id], [String(rpm), String(UNITS_PER_TOKEN)]);
     if (!Array.isArray(reply) || typeof reply[0] !== "number" || typeof reply[1] !== "number") {
-      throw this.unavailable(new Error(`unexpected reply to the rate limit script: ${JSON.stringify(reply)?.slice(0, 80)}`));
+      throw this.store.unavailable(new Error(`unexpected reply to the rate limit script: ${JSON.stringify(reply)?.slice(0, 80)}`));
     }
     const b: Bucket = { units: reply[1], at: performance.now(), rpm };
     if (reply[0] !== 1) throw refusal(b, what, this.withHeaders(new Headers(), b));
@@ -82,41 +68,6 @@ export class RedisRateLimiter implements Limiter {
   }
 
   close(): void {
-    this.client.close();
-  }
-
-  private async run(key: string, rpm: number): Promise<unknown> {
-    if (!this.client.connected) {
-      await (this.connecting ??= this.client.connect().finally(() => {
-        this.connecting = null;
-      }));
-    }
-    const args = [SHA, "1", key, String(rpm), String(UNITS_PER_TOKEN)];
-    try {
-      return await this.client.send("EVALSHA", args);
-    } catch (e) {
-      // A store restarted, failed over or flushed has forgotten the script: load it again, once.
-      if (!(e instanceof Error) || !e.message.startsWith("NOSCRIPT")) throw e;
-      await this.client.send("SCRIPT", ["LOAD", SCRIPT]);
-      return this.client.send("EVALSHA", args);
-    }
-  }
-
-  // A take that comes back after its timeout may still have spent a request of the bucket: counted
-  // and refused, which errs on the side the operator asked for.
-  private withTimeout<T>(p: Promise<T>): Promise<T> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
-    });
-    return Promise.race([p, late]).finally(() => clearTimeout(timer));
-  }
-
-  private unavailable(cause: unknown): GatewayError {
-    events.limitStoreFailed(cause);
-    return new GatewayError("rate_limit_unavailable", "The rate limit store is unavailable, so this request could not be counted. Retry in 1 second.", {
-      retryAfter: 1,
-      cause,
-    });
+    if (this.owned) this.store.close();
   }
 }
