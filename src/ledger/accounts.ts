@@ -1,7 +1,8 @@
 import { and, asc, count, desc, eq, gte, isNotNull, isNull, lt, lte, max, or, sql, type SQL } from "drizzle-orm";
 import { changeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
-import { accounts, ledgerEntries, settings } from "../db/schema.ts";
+import { accounts, ledgerEntries } from "../db/schema.ts";
+import { countRegistrationCredit } from "../settings.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { CreditKind, Ledger } from "./ledger.ts";
 import { formatUsd } from "../core/money.ts";
@@ -31,12 +32,6 @@ export interface NewAccount {
    */
   dailyLimitNano?: number;
 }
-
-/**
- * The settings row that sums the registration credits granted on the UTC day of `now`
- * (`registration_credit:2026-11-25`), updated in the transaction that grants one.
- */
-export const registrationCreditRow = (now: number) => `registration_credit:${new Date(now).toISOString().slice(0, 10)}`;
 
 /**
  * The accounts' rows and their ledger history, whichever database holds them: `Accounts` on SQLite
@@ -146,20 +141,10 @@ export function createAccount(
       .returning({ id: accounts.id })
       .get();
     let opening = opts.balanceNano ?? STARTING_BALANCE_NANO;
-    if (opening > 0 && opts.dailyLimitNano !== undefined && !countDailyCredit(db, opening, opts.dailyLimitNano, now)) opening = 0;
+    if (opening > 0 && opts.dailyLimitNano !== undefined && !countRegistrationCredit(db, opening, opts.dailyLimitNano, now)) opening = 0;
     if (opening > 0) ledger.credit(row.id, opening, opts.kind ?? "registration_credit", "starting balance");
     return findAccount(db, normalized)!;
   }).immediate();
-}
-
-/** Adds `amountNano` to the day's registration credits if they stay within `limitNano`; false (nothing added) past it. */
-function countDailyCredit(db: Db, amountNano: number, limitNano: number, now: number): boolean {
-  const name = registrationCreditRow(now);
-  const granted = Number(db.select({ value: settings.value }).from(settings).where(eq(settings.name, name)).get()?.value ?? 0);
-  if (granted + amountNano > limitNano) return false;
-  const value = String(granted + amountNano);
-  db.insert(settings).values({ name, value }).onConflictDoUpdate({ target: settings.name, set: { value } }).run();
-  return true;
 }
 
 export function countAccounts(db: Db): number {

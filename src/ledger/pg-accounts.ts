@@ -1,5 +1,4 @@
 import { and, asc, count, desc, eq, getTableColumns, isNotNull, isNull, max, sql } from "drizzle-orm";
-import type { SQL } from "bun";
 import type { PgDb } from "../db/pg-client.ts";
 import { accounts, ledgerEntries } from "../db/pg-schema.ts";
 import {
@@ -12,7 +11,6 @@ import {
   newestFirst,
   noAccount,
   normalizedEmail,
-  registrationCreditRow,
   STARTING_BALANCE_NANO,
   type Account,
   type AccountLogin,
@@ -24,6 +22,7 @@ import {
   type StatementPosition,
 } from "./accounts.ts";
 import type { PgLedger } from "./pg-ledger.ts";
+import { countRegistrationCredit } from "../pg-settings.ts";
 
 // The accounts on PostgreSQL (`[database] url`): the same answers as accounts.ts gives on SQLite.
 // Several instances write these rows at once, so every check that guards a write is the WHERE (or
@@ -61,7 +60,7 @@ export class PgAccounts implements AccountStore {
         VALUES (${normalized}, ${opts.passwordHash ?? null}, ${opts.admin ?? false}, ${Date.now()}::bigint)
         ON CONFLICT (email) DO NOTHING RETURNING id`;
       if (!row) throw accountExists(normalized);
-      const granted = opening > 0 && (opts.dailyLimitNano === undefined || (await countDailyCredit(tx, opening, opts.dailyLimitNano)));
+      const granted = opening > 0 && (opts.dailyLimitNano === undefined || (await countRegistrationCredit(tx, opening, opts.dailyLimitNano, Date.now())));
       if (granted) await this.ledger.credit(Number(row.id), opening, opts.kind ?? "registration_credit", "starting balance", null, tx);
       return Number(row.id);
     });
@@ -196,19 +195,4 @@ export class PgAccounts implements AccountStore {
     const [row] = await this.db.select({ id: max(ledgerEntries.id) }).from(ledgerEntries);
     return row?.id ?? 0;
   }
-}
-
-/**
- * Adds `amountNano` to the day's registration credits if they stay within `limitNano`; false (nothing
- * added) past it. The upsert locks the day's row until the registration's transaction ends, so
- * concurrent registrations on every instance take their turns and see each other's counts: the
- * WHERE is evaluated on the newest committed value.
- */
-async function countDailyCredit(tx: SQL, amountNano: number, limitNano: number): Promise<boolean> {
-  if (amountNano > limitNano) return false;
-  const [row] = await tx`INSERT INTO settings (name, value) VALUES (${registrationCreditRow(Date.now())}, ${String(amountNano)})
-    ON CONFLICT (name) DO UPDATE SET value = (settings.value::bigint + ${amountNano}::bigint)::text
-    WHERE settings.value::bigint + ${amountNano}::bigint <= ${limitNano}::bigint
-    RETURNING value`;
-  return row !== undefined;
 }

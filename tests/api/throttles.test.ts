@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { events } from "../../src/logs/events.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { startTestRedis, type TestRedis } from "../support/redis-server.ts";
 import { body, Browser, dashboardGateway, freshEmail, refusedWith } from "./support.ts";
@@ -120,6 +121,8 @@ describe("the throttles in [limits] store", () => {
 
   it("refuse logins and registrations with 503 rate_limit_unavailable while the store is down, and count again once it is back", async () => {
     await redis.stop();
+    const lines: { event?: string }[] = [];
+    const restoreEvents = events.redirect((line) => lines.push(JSON.parse(line) as { event?: string }));
     try {
       const b = new Browser(shared.url);
       const res = await b.call("POST", "/api/login", { email: freshEmail(), password: "wrong password" });
@@ -128,7 +131,9 @@ describe("the throttles in [limits] store", () => {
       const { email, res: reg } = await b.register();
       await refusedWith(reg, 503, "rate_limit_unavailable");
       expect(shared.services.db.$client.query("SELECT 1 FROM accounts WHERE email = ?").get(email)).toBeNull();
+      expect(lines.filter((l) => l.event === "rate_limit_store_failed").length).toBe(2);
     } finally {
+      restoreEvents();
       await redis.start();
     }
     expect((await new Browser(shared.url).register()).res.status).toBe(201);
