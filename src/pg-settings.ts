@@ -1,7 +1,8 @@
+import type { SQL } from "bun";
 import { eq, like, or, sql } from "drizzle-orm";
 import type { PgDb } from "./db/pg-client.ts";
 import { settings } from "./db/pg-schema.ts";
-import { CALIBRATION, calibrationRows, type CalibrationRow, type SettingsStore } from "./settings.ts";
+import { CALIBRATION, calibrationRows, registrationCreditRow, type CalibrationRow, type SettingsStore } from "./settings.ts";
 
 // The settings on PostgreSQL (`[database] url`). `paused` is read on every request and cannot wait
 // for the network, so the rows are read at start (`load`) and again by `refresh()`, which the lead
@@ -58,4 +59,18 @@ export class PgSettings implements SettingsStore {
     for (const r of latest) saved.set(r.model, r);
     this.calibrationCopy = [...saved.values()];
   }
+}
+
+/**
+ * settings.ts's countRegistrationCredit on PostgreSQL, in the registration's transaction `tx`. The
+ * upsert locks the day's row until that transaction ends, so concurrent registrations on every
+ * instance take their turns, and its WHERE is evaluated on the newest committed count.
+ */
+export async function countRegistrationCredit(tx: SQL, amountNano: number, limitNano: number, now: number): Promise<boolean> {
+  if (amountNano > limitNano) return false;
+  const [row] = await tx`INSERT INTO settings (name, value) VALUES (${registrationCreditRow(now)}, ${String(amountNano)})
+    ON CONFLICT (name) DO UPDATE SET value = (settings.value::bigint + ${amountNano}::bigint)::text
+    WHERE settings.value::bigint + ${amountNano}::bigint <= ${limitNano}::bigint
+    RETURNING value`;
+  return row !== undefined;
 }

@@ -22,6 +22,8 @@ import type { MoneyLedger } from "./ledger/money-ledger.ts";
 import { PgLedger } from "./ledger/pg-ledger.ts";
 import { RateLimiter, type Limiter } from "./limits/rate-limit.ts";
 import { RedisRateLimiter } from "./limits/redis-rate-limit.ts";
+import { RedisStore } from "./limits/redis-store.ts";
+import { accountThrottles, type AccountThrottles } from "./limits/throttle.ts";
 import { events } from "./logs/events.ts";
 import { RequestLog, type LogRow } from "./logs/request-log.ts";
 import { PgRequestLog } from "./logs/pg-request-log.ts";
@@ -54,6 +56,8 @@ export interface Services extends RelayServices {
   reports: LogReports;
   /** The token buckets: in this process, or in `[limits] store` shared by every instance. */
   limiter: Limiter;
+  /** The dashboard's login and registration throttles: in this process, or in `[limits] store` with the buckets. */
+  throttles: AccountThrottles;
   settings: SettingsStore;
   idempotency: IdempotencyStore;
   /** Top-ups through Stripe Checkout; `enabled` is false without [payments.stripe]. */
@@ -178,17 +182,20 @@ function sharedParts(
     calibration: () => calibration.views(),
   });
   const accessLog = config.accessLog ? new AccessLog() : null;
-  const limiter = config.limitStore ? new RedisRateLimiter(config.limitStore) : new RateLimiter();
+  // One connection to the shared store for the token buckets and the dashboard's throttles.
+  const store = config.limitStore ? new RedisStore(config.limitStore) : null;
+  const limiter = store ? new RedisRateLimiter(store) : new RateLimiter();
   const onRow = (r: LogRow) => {
     metrics.row(r);
     accessLog?.line(r);
   };
-  const atStop: (() => unknown)[] = [() => calibration.flush(), () => limiter.close(), ...(accessLog ? [() => accessLog.close()] : [])];
+  const atStop: (() => unknown)[] = [() => calibration.flush(), () => limiter.close(), () => store?.close(), ...(accessLog ? [() => accessLog.close()] : [])];
   return {
     config,
     catalog,
     calibration,
     limiter,
+    throttles: accountThrottles(store),
     health,
     providers: buildProviders(config.providers),
     version: VERSION,

@@ -14,6 +14,26 @@ export const calibrationRows = (stored: { name: string; value: string }[]): Cali
   stored.filter((r) => r.name.startsWith(CALIBRATION)).map((r) => ({ model: r.name.slice(CALIBRATION.length), value: r.value }));
 
 /**
+ * The row that sums the starting credits registrations were granted on the UTC day of `now`
+ * (`registration_credit:2026-11-25`, nano-dollars): the daily ceiling of docs/dashboard.md.
+ */
+export const registrationCreditRow = (now: number) => `registration_credit:${new Date(now).toISOString().slice(0, 10)}`;
+
+/**
+ * Adds `amountNano` to the day's registration credits if they stay within `limitNano`; false (nothing
+ * added) past it. Called inside the transaction that credits the account (ledger/accounts.ts), which
+ * on SQLite holds the write lock: the read and the write see no other registration between them.
+ */
+export function countRegistrationCredit(db: Db, amountNano: number, limitNano: number, now: number): boolean {
+  const name = registrationCreditRow(now);
+  const granted = Number(db.select({ value: settings.value }).from(settings).where(eq(settings.name, name)).get()?.value ?? 0);
+  if (granted + amountNano > limitNano) return false;
+  const value = String(granted + amountNano);
+  db.insert(settings).values({ name, value }).onConflictDoUpdate({ target: settings.name, set: { value } }).run();
+  return true;
+}
+
+/**
  * The settings as every caller uses them, whichever database holds them: `Settings` on SQLite,
  * `PgSettings` (pg-settings.ts) on PostgreSQL. `paused` is read on every request, so it answers from
  * memory on both; tests/settings-contract.test.ts holds both to the same results.

@@ -9,15 +9,16 @@ import { checkNewPassword, hashPassword, verifyPassword } from "./passwords.ts";
 export const badCredentials = () => new GatewayError("invalid_credentials", "Incorrect email or password.");
 
 /**
- * A new account with a password, credited `startingNano` as one registration_credit ledger entry.
- * The email is checked before the password is hashed, so a taken email costs no Argon2id work.
+ * A new account with a password, credited `startingNano` as one registration_credit ledger entry
+ * while the day's registration credits stay within `dailyNano` (0 past it). The email is checked
+ * before the password is hashed, so a taken email costs no Argon2id work.
  */
-export async function register(accounts: AccountStore, email: string, password: string, startingNano: number): Promise<Account> {
+export async function register(accounts: AccountStore, email: string, password: string, startingNano: number, dailyNano: number): Promise<Account> {
   checkNewPassword(password);
   if (await accounts.find(email)) throw new GatewayError("invalid_request", "An account with this email already exists; log in instead.");
   const hash = await hashPassword(password);
   // Checked again after the await: another request may have registered the email meanwhile.
-  return accounts.create(email, { passwordHash: hash, balanceNano: startingNano, kind: "registration_credit" });
+  return accounts.create(email, { passwordHash: hash, balanceNano: startingNano, kind: "registration_credit", dailyLimitNano: dailyNano });
 }
 
 /** The account whose email and password these are; the same refusal whichever of the two is wrong. */

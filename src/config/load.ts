@@ -49,6 +49,8 @@ export interface ClusterConfig {
 export interface DashboardConfig {
   registration: "open" | "closed";
   startingCreditNano: number;
+  /** `starting_credit_daily_usd`: the registrations' starting credits of one UTC day, all instances together. */
+  startingCreditDailyNano: number;
   sessionTtlMs: number;
   /** `[dashboard] max_keys_per_account`: POST /api/keys refuses past this many keys not revoked. */
   maxKeysPerAccount: number;
@@ -158,15 +160,18 @@ function serviceUrl(value: string | undefined, schemes: string[], field: string,
 }
 
 function dashboard(d: ConfigFile["dashboard"], source: string): DashboardConfig {
-  let startingCreditNano: number;
-  try {
-    startingCreditNano = usdToNano(d?.starting_credit_usd ?? 1);
-  } catch (e) {
-    throw new ConfigError(`${source}: dashboard.starting_credit_usd: ${(e as Error).message}`);
-  }
+  const nano = (field: "starting_credit_usd" | "starting_credit_daily_usd", fallback: number) => {
+    try {
+      return usdToNano(d?.[field] ?? fallback);
+    } catch (e) {
+      throw new ConfigError(`${source}: dashboard.${field}: ${(e as Error).message}`);
+    }
+  };
   return {
     registration: d?.registration ?? "open",
-    startingCreditNano,
+    startingCreditNano: nano("starting_credit_usd", 1),
+    // 50 registrations' worth of the 1 USD default a day: enough for a launch, a bounded loss to a farm.
+    startingCreditDailyNano: nano("starting_credit_daily_usd", 50),
     sessionTtlMs: Math.round((d?.session_days ?? 30) * 24 * 3600 * 1000),
     maxKeysPerAccount: d?.max_keys_per_account ?? 50,
   };

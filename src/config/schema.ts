@@ -166,6 +166,8 @@ export const ConfigSchema = T.Object(
           registration: T.Optional(T.Union([T.Literal("open"), T.Literal("closed")])),
           /** Credited to a new registration as one registration_credit ledger entry (spec: 1 USD). */
           starting_credit_usd: T.Optional(T.Number({ minimum: 0 })),
+          /** All registrations' starting credits of a UTC day, across instances; past it a registration starts at 0. */
+          starting_credit_daily_usd: T.Optional(T.Number({ minimum: 0 })),
           /** How long a dashboard login lasts. */
           session_days: T.Optional(T.Number({ exclusiveMinimum: 0, maximum: 366 })),
           /** Keys not revoked that a holder may have when making one at POST /api/keys; 0: holders make none. The CLI is not limited. */

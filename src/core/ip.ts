@@ -43,6 +43,28 @@ export function ipAllowed(list: Cidr[], ip: string): boolean {
   });
 }
 
+/**
+ * The address a per-address throttle counts by: an IPv4 address as it is (an IPv4-mapped IPv6 one,
+ * ::ffff:a.b.c.d, as its IPv4 address), an IPv6 address as its /64 ("2001:db8:0:1::/64"). One
+ * IPv6 subscriber is usually given a whole /64, 2^64 addresses: counted one by one, each new address
+ * would be a fresh allowance. Anything else (no address known) is its own text.
+ */
+export function throttleAddress(ip: string): string {
+  const addr = ip.replace(/%.*$/, "");
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(addr);
+  if (mapped) return mapped[1]!;
+  const kind = isIP(addr);
+  if (kind === 4) return addr;
+  if (kind !== 6) return ip;
+  const bits = toBits(addr);
+  if (bits >> 32n === 0xffffn) return toV4(bits & 0xffffffffn);
+  const top = bits >> 64n;
+  const groups = [48n, 32n, 16n, 0n].map((s) => ((top >> s) & 0xffffn).toString(16));
+  return `${groups.join(":")}::/64`;
+}
+
+const toV4 = (n: bigint) => [24n, 16n, 8n, 0n].map((s) => String((n >> s) & 0xffn)).join(".");
+
 function toBits(addr: string): bigint {
   if (isIP(addr) === 4) return addr.split(".").reduce((acc, p) => (acc << 8n) | BigInt(Number(p)), 0n);
   let [head, tail] = addr.split("::") as [string, string | undefined];

@@ -2,7 +2,8 @@ import { Type as T } from "@sinclair/typebox";
 import { changePassword, checkLogin, register as registerAccount } from "../auth/credentials.ts";
 import { GatewayError } from "../core/errors.ts";
 import { nanoToUsd, usdToNano } from "../core/money.ts";
-import type { Throttle } from "../limits/throttle.ts";
+import { throttleAddress } from "../core/ip.ts";
+import type { Attempt, Throttle } from "../limits/throttle.ts";
 import type { Services } from "../services.ts";
 import { lowBalanceView } from "./account-endpoints.ts";
 import { sessionCookie, type SessionCall } from "./api-guard.ts";
@@ -33,31 +34,42 @@ async function meView(svc: Services, accountId: number) {
   };
 }
 
-/** The email and password of a register or login body, with the keys its throttles count by. */
+/**
+ * The email and password of a register or login body, with the keys its throttles count by: the
+ * client's address grouped as docs/dashboard.md#throttles says (an IPv6 /64), the email as stored.
+ */
 function credentialsOf(c: SessionCall) {
   const { email, password } = c.json as { email: string; password: string };
-  return { email, password, ip: c.clientIp() ?? "unknown", who: email.trim().toLowerCase() };
+  return { email, password, ip: throttleAddress(c.clientIp() ?? "unknown"), who: email.trim().toLowerCase() };
 }
 
-/** Runs a password check, counting a wrong password against the account's throttle. */
-async function countingFailures<T>(throttle: Throttle, who: string, attempt: () => Promise<T>): Promise<T> {
+/**
+ * Runs a password check whose attempt `failure` has already counted against the account's throttle
+ * (counted before the Argon2id await, so that parallel requests cannot all pass a check that has not
+ * counted them yet). A wrong password keeps it; a right one clears the account's failures; any other
+ * refusal (a disabled account, a weak new password) gives it back.
+ */
+async function passwordCheck<T>(throttle: Throttle, failure: Attempt, attempt: () => Promise<T>): Promise<T> {
+  let result: T;
   try {
-    return await attempt();
+    result = await attempt();
   } catch (e) {
-    if (e instanceof GatewayError && e.code === "invalid_credentials") throttle.hit(who);
+    if (!(e instanceof GatewayError && e.code === "invalid_credentials")) await throttle.refund(failure);
     throw e;
   }
+  await throttle.clear(failure.key);
+  return result;
 }
 
 /**
  * A new session for the account, answered with the cookie. The request's old session, if any, ends:
  * the id changes at every login, so a token planted before it (fixation) opens nothing after.
  */
-async function loggedIn(c: SessionCall, accountId: number, status: number): Promise<Response> {
+async function loggedIn(c: SessionCall, accountId: number, status: number, extra: Record<string, unknown> = {}): Promise<Response> {
   const { sessions } = c.dash;
   if (c.token) await sessions.revoke(c.token);
   const opened = await sessions.open(accountId);
-  return json(await meView(c.svc, accountId), status, { "set-cookie": sessionCookie(c.svc, c.request, opened) });
+  return json({ ...(await meView(c.svc, accountId)), ...extra }, status, { "set-cookie": sessionCookie(c.svc, c.request, opened) });
 }
 
 export async function register(c: SessionCall): Promise<Response> {
@@ -67,22 +79,21 @@ export async function register(c: SessionCall): Promise<Response> {
     throw new GatewayError("registration_closed", "Registration is closed on this gateway; its operator creates accounts.");
   }
   const { email, password, ip, who } = credentialsOf(c);
-  t.registerPerIp.check(ip, "registrations from this address");
-  t.registerPerEmail.check(who, "registrations of this email");
-  t.registerPerIp.hit(ip);
-  t.registerPerEmail.hit(who);
-  const acc = await registerAccount(svc.accounts, email, password, svc.config.dashboard.startingCreditNano);
-  return loggedIn(c, acc.id, 201);
+  await t.registerPerIp.take(ip, "registrations from this address");
+  await t.registerPerEmail.take(who, "registrations of this email");
+  const { startingCreditNano, startingCreditDailyNano } = svc.config.dashboard;
+  const acc = await registerAccount(svc.accounts, email, password, startingCreditNano, startingCreditDailyNano);
+  // The new account's balance is its starting credit: 0 when the day's registration credits are spent.
+  const limited = startingCreditNano > 0 && acc.balanceNano === 0;
+  return loggedIn(c, acc.id, 201, { starting_credit_usd: nanoToUsd(acc.balanceNano), starting_credit_limited: limited });
 }
 
 export async function login(c: SessionCall): Promise<Response> {
   const t = c.dash.throttles;
   const { email, password, ip, who } = credentialsOf(c);
-  t.loginPerIp.check(ip, "login attempts from this address");
-  t.loginPerAccount.check(who, "failed logins for this account");
-  t.loginPerIp.hit(ip);
-  const accountId = await countingFailures(t.loginPerAccount, who, () => checkLogin(c.svc.accounts, email, password));
-  t.loginPerAccount.clear(who);
+  await t.loginPerIp.take(ip, "login attempts from this address");
+  const failure = await t.loginPerAccount.take(who, "failed logins for this account");
+  const accountId = await passwordCheck(t.loginPerAccount, failure, () => checkLogin(c.svc.accounts, email, password));
   return loggedIn(c, accountId, 200);
 }
 
@@ -100,8 +111,8 @@ export async function newPassword(c: SessionCall): Promise<Response> {
   const t = c.dash.throttles;
   const { current_password, new_password } = c.json as { current_password: string; new_password: string };
   const who = (await c.svc.accounts.profileOf(c.session!.accountId))!.email;
-  t.loginPerAccount.check(who, "failed logins for this account");
-  await countingFailures(t.loginPerAccount, who, () => changePassword(c.svc.accounts, c.session!.accountId, current_password, new_password));
+  const failure = await t.loginPerAccount.take(who, "failed logins for this account");
+  await passwordCheck(t.loginPerAccount, failure, () => changePassword(c.svc.accounts, c.session!.accountId, current_password, new_password));
   // Whoever else knew the old password is logged out; this browser stays in.
   const ended = await c.dash.sessions.revokeAll(c.session!.accountId, c.session!.id);
   return json({ password_changed: true, sessions_ended: ended });

@@ -1,7 +1,7 @@
 import { presentedKey } from "../auth/keys.ts";
 import { SESSION_COOKIE, type SessionStore, type SessionView } from "../auth/sessions.ts";
 import { GatewayError } from "../core/errors.ts";
-import { Throttle } from "../limits/throttle.ts";
+import type { AccountThrottles } from "../limits/throttle.ts";
 import type { Services } from "../services.ts";
 import { parseJsonObject, readBodyLimited } from "./body.ts";
 import { requestIdHeaders } from "./errors.ts";
@@ -15,35 +15,14 @@ import type { TSchema } from "@sinclair/typebox";
 
 // A dashboard form is a few hundred bytes; the 20 MiB of /v1 would only invite abuse here.
 const API_BODY_LIMIT = 64 * 1024;
-const MINUTE = 60_000;
-
-/** The throttles of docs/dashboard.md. */
-export interface ApiThrottles {
-  /** Login attempts per address, failed or not. */
-  loginPerIp: Throttle;
-  /** Failed logins (and failed current passwords) per account email; a login that succeeds clears it. */
-  loginPerAccount: Throttle;
-  /** Registrations per address, refused or not. */
-  registerPerIp: Throttle;
-  /** Registration attempts per email. */
-  registerPerEmail: Throttle;
-}
 
 /** What the dashboard's endpoints keep for the life of the server: the sessions' table and the throttles. */
 export interface Dashboard {
   sessions: SessionStore;
-  throttles: ApiThrottles;
+  throttles: AccountThrottles;
 }
 
-export const newDashboard = (svc: Services): Dashboard => ({
-  sessions: svc.sessions,
-  throttles: {
-    loginPerIp: new Throttle(20, 10 * MINUTE),
-    loginPerAccount: new Throttle(5, 15 * MINUTE),
-    registerPerIp: new Throttle(10, 60 * MINUTE),
-    registerPerEmail: new Throttle(5, 60 * MINUTE),
-  },
-});
+export const newDashboard = (svc: Services): Dashboard => ({ sessions: svc.sessions, throttles: svc.throttles });
 
 /** What a dashboard endpoint's handler is given. */
 export interface SessionCall extends OpenCall {

@@ -2,6 +2,7 @@ import { and, asc, count, desc, eq, gte, isNotNull, isNull, lt, lte, max, or, sq
 import { changeWatch } from "../db/change-watch.ts";
 import type { Db } from "../db/client.ts";
 import { accounts, ledgerEntries } from "../db/schema.ts";
+import { countRegistrationCredit } from "../settings.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { CreditKind, Ledger } from "./ledger.ts";
 import { formatUsd } from "../core/money.ts";
@@ -24,6 +25,12 @@ export interface NewAccount {
   passwordHash?: string | null;
   kind?: CreditKind;
   admin?: boolean;
+  /**
+   * A registration's: the opening balance counts against the registrations' credits of the UTC day,
+   * at most this many nano-dollars on every instance together; past it the account opens at 0.
+   * Accounts the operator creates leave it out and are not counted.
+   */
+  dailyLimitNano?: number;
 }
 
 /**
@@ -123,15 +130,21 @@ export function createAccount(
   opts: NewAccount = {},
 ): Account {
   const normalized = normalizedEmail(email);
-  if (findAccount(db, normalized)) throw accountExists(normalized);
-  const row = db
-    .insert(accounts)
-    .values({ email: normalized, passwordHash: opts.passwordHash ?? null, admin: opts.admin ?? false, createdAt: Date.now() })
-    .returning({ id: accounts.id })
-    .get();
-  const opening = opts.balanceNano ?? STARTING_BALANCE_NANO;
-  if (opening > 0) ledger.credit(row.id, opening, opts.kind ?? "registration_credit", "starting balance");
-  return findAccount(db, normalized)!;
+  // One write transaction (a savepoint inside an open write batch): the day's count, the row and its
+  // credit together, or none of them.
+  return db.$client.transaction(() => {
+    if (findAccount(db, normalized)) throw accountExists(normalized);
+    const now = Date.now();
+    const row = db
+      .insert(accounts)
+      .values({ email: normalized, passwordHash: opts.passwordHash ?? null, admin: opts.admin ?? false, createdAt: now })
+      .returning({ id: accounts.id })
+      .get();
+    let opening = opts.balanceNano ?? STARTING_BALANCE_NANO;
+    if (opening > 0 && opts.dailyLimitNano !== undefined && !countRegistrationCredit(db, opening, opts.dailyLimitNano, now)) opening = 0;
+    if (opening > 0) ledger.credit(row.id, opening, opts.kind ?? "registration_credit", "starting balance");
+    return findAccount(db, normalized)!;
+  }).immediate();
 }
 
 export function countAccounts(db: Db): number {

@@ -22,6 +22,7 @@ import {
   type StatementPosition,
 } from "./accounts.ts";
 import type { PgLedger } from "./pg-ledger.ts";
+import { countRegistrationCredit } from "../pg-settings.ts";
 
 // The accounts on PostgreSQL (`[database] url`): the same answers as accounts.ts gives on SQLite.
 // Several instances write these rows at once, so every check that guards a write is the WHERE (or
@@ -59,7 +60,8 @@ export class PgAccounts implements AccountStore {
         VALUES (${normalized}, ${opts.passwordHash ?? null}, ${opts.admin ?? false}, ${Date.now()}::bigint)
         ON CONFLICT (email) DO NOTHING RETURNING id`;
       if (!row) throw accountExists(normalized);
-      if (opening > 0) await this.ledger.credit(Number(row.id), opening, opts.kind ?? "registration_credit", "starting balance", null, tx);
+      const granted = opening > 0 && (opts.dailyLimitNano === undefined || (await countRegistrationCredit(tx, opening, opts.dailyLimitNano, Date.now())));
+      if (granted) await this.ledger.credit(Number(row.id), opening, opts.kind ?? "registration_credit", "starting balance", null, tx);
       return Number(row.id);
     });
     return (await this.findById(id))!;

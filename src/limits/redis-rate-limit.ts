@@ -1,7 +1,4 @@
-import { RedisClient } from "bun";
-import { createHash } from "node:crypto";
-import { GatewayError } from "../core/errors.ts";
-import { events } from "../logs/events.ts";
+import { RedisStore, Script } from "./redis-store.ts";
 import { bucketHeaders, refusal, tightest, UNITS_PER_TOKEN, type Bucket, type Limiter, type Take } from "./rate-limit.ts";
 
 // The token buckets of rate-limit.ts, in one atomic script so that concurrent takes from several
@@ -43,10 +40,7 @@ for i, key in ipairs(KEYS) do
 end
 return reply
 `;
-const SHA = createHash("sha1").update(SCRIPT).digest("hex");
-
-/** Long enough for a store on the same network; short enough that an outage answers quickly. */
-export const STORE_TIMEOUT_MS = 250;
+const BUCKETS = new Script(SCRIPT);
 
 export interface RedisLimiterOptions {
   timeoutMs?: number;
@@ -60,18 +54,15 @@ export interface RedisLimiterOptions {
  * within the timeout (down, refusing, overloaded) is refused with 503: never let through uncounted.
  */
 export class RedisRateLimiter implements Limiter {
-  private readonly client: RedisClient;
-  private readonly timeoutMs: number;
+  private readonly store: RedisStore;
+  private readonly owned: boolean;
   private readonly prefix: string;
-  private connecting: Promise<void> | null = null;
 
-  constructor(url: string, opts: RedisLimiterOptions = {}) {
-    this.timeoutMs = opts.timeoutMs ?? STORE_TIMEOUT_MS;
+  /** `store`: a connection shared with the dashboard's throttles, or a URL for one of its own. */
+  constructor(store: RedisStore | string, opts: RedisLimiterOptions = {}) {
+    this.owned = typeof store === "string";
+    this.store = typeof store === "string" ? new RedisStore(store, opts.timeoutMs) : store;
     this.prefix = opts.prefix ?? "gateway:rl:";
-    // No offline queue: while the store is away a take fails at once instead of waiting in a queue
-    // that would let a burst through when it is back. No reconnect of the client's own: the next
-    // take reconnects (run), so an outage of any length ends when the store answers again.
-    this.client = new RedisClient(url, { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: this.timeoutMs });
   }
 
   take(id: string, rpm: number, what: string): Promise<Bucket> {
@@ -79,14 +70,10 @@ export class RedisRateLimiter implements Limiter {
   }
 
   async takeAll(takes: readonly Take[]): Promise<Bucket> {
-    let reply: unknown;
-    try {
-      reply = await this.withTimeout(this.run(takes));
-    } catch (e) {
-      throw this.unavailable(e);
-    }
+    const keys = takes.map((x) => this.prefix + x.id);
+    const reply = await this.store.eval(BUCKETS, keys, [String(UNITS_PER_TOKEN), ...takes.map((x) => String(x.rpm))]);
     if (!Array.isArray(reply) || reply.length !== takes.length + 1 || !reply.every((n) => typeof n === "number")) {
-      throw this.unavailable(new Error(`unexpected reply to the rate limit script: ${JSON.stringify(reply)?.slice(0, 80)}`));
+      throw this.store.unavailable(new Error(`unexpected reply to the rate limit script: ${JSON.stringify(reply)?.slice(0, 80)}`));
     }
     const at = performance.now();
     const buckets = takes.map((x, i): Bucket => ({ units: reply[i + 1] as number, at, rpm: x.rpm }));
@@ -101,41 +88,6 @@ export class RedisRateLimiter implements Limiter {
   }
 
   close(): void {
-    this.client.close();
-  }
-
-  private async run(takes: readonly Take[]): Promise<unknown> {
-    if (!this.client.connected) {
-      await (this.connecting ??= this.client.connect().finally(() => {
-        this.connecting = null;
-      }));
-    }
-    const args = [SHA, String(takes.length), ...takes.map((x) => this.prefix + x.id), String(UNITS_PER_TOKEN), ...takes.map((x) => String(x.rpm))];
-    try {
-      return await this.client.send("EVALSHA", args);
-    } catch (e) {
-      // A store restarted, failed over or flushed has forgotten the script: load it again, once.
-      if (!(e instanceof Error) || !e.message.startsWith("NOSCRIPT")) throw e;
-      await this.client.send("SCRIPT", ["LOAD", SCRIPT]);
-      return this.client.send("EVALSHA", args);
-    }
-  }
-
-  // A take that comes back after its timeout may still have spent a request of the bucket: counted
-  // and refused, which errs on the side the operator asked for.
-  private withTimeout<T>(p: Promise<T>): Promise<T> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
-    });
-    return Promise.race([p, late]).finally(() => clearTimeout(timer));
-  }
-
-  private unavailable(cause: unknown): GatewayError {
-    events.limitStoreFailed(cause);
-    return new GatewayError("rate_limit_unavailable", "The rate limit store is unavailable, so this request could not be counted. Retry in 1 second.", {
-      retryAfter: 1,
-      cause,
-    });
+    if (this.owned) this.store.close();
   }
 }

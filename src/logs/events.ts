@@ -156,7 +156,7 @@ export class EventLog {
   limitStoreFailed(cause: unknown): void {
     const reason = describe(cause);
     this.emit("error", "rate_limit_store_failed", "", { reason },
-      `the rate limit store failed a take (${reason}): key requests are refused with 503 rate_limit_unavailable until it answers again`);
+      `the rate limit store failed a take (${reason}): key requests, dashboard logins and registrations are refused with 503 rate_limit_unavailable until it answers again`);
   }
 
   /**

@@ -68,6 +68,7 @@ const TYPE: Record<string, string> = {
   admin: "permission_error",
   inactive: "permission_error",
   registration_closed: "permission_error",
+  rate_limit_unavailable: "rate_limit",
 };
 
 /** The standard error shape with a request id, as on /v1 (the one expectError); returns the message. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { clientAddress, ipAllowed, parseCidr, parseCidrList } from "../../src/core/ip.ts";
+import { clientAddress, ipAllowed, parseCidr, parseCidrList, throttleAddress } from "../../src/core/ip.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { getWithKey } from "../support/keyed.ts";
 import { errorOf } from "../support/errors.ts";
@@ -60,6 +60,28 @@ describe("CIDR allow-lists", () => {
     for (const bad of ["10.0.0.0/", "10.0.0.0/33", "10.0.0.0/8/9", "10.0.0.0/0x8", "10.0.0.0/8.0", "10.0.0.0/-1", "::1/129", "10.0.0", "example.com", ""]) {
       expect(() => parseCidr(bad)).toThrow(RangeError);
     }
+  });
+});
+
+describe("the address a throttle counts by", () => {
+  it("is an IPv4 address as it is", () => {
+    expect(throttleAddress("203.0.113.9")).toBe("203.0.113.9");
+  });
+
+  it("is the IPv4 address of an IPv4-mapped IPv6 one, in either spelling", () => {
+    expect(throttleAddress("::ffff:203.0.113.9")).toBe("203.0.113.9");
+    expect(throttleAddress("::FFFF:cb00:7109")).toBe("203.0.113.9");
+  });
+
+  it("is the /64 of an IPv6 address, however it is written", () => {
+    expect(throttleAddress("2001:db8:1:2:3:4:5:6")).toBe("2001:db8:1:2::/64");
+    expect(throttleAddress("2001:0db8:0001:0002::ffff")).toBe("2001:db8:1:2::/64");
+    expect(throttleAddress("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(throttleAddress("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
+  });
+
+  it("is the text itself when it is no address", () => {
+    expect(throttleAddress("unknown")).toBe("unknown");
   });
 });
 

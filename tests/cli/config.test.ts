@@ -54,8 +54,8 @@ describe("parseConfig", () => {
     expect(refusal(raw)).toContain("models[0].endpoints[0]: expected one of messages, chat.completions, images.generations, images.edits");
   });
 
-  it("reads [dashboard] with its defaults: registration open, 1 USD starting credit, 30-day sessions", () => {
-    expect(parseConfig({}, "t").dashboard).toEqual({ registration: "open", startingCreditNano: 1_000_000_000, sessionTtlMs: 30 * 86_400_000, maxKeysPerAccount: 50 });
+  it("reads [dashboard] with its defaults: registration open, 1 USD starting credit, 50 USD of them a day, 30-day sessions", () => {
+    expect(parseConfig({}, "t").dashboard).toEqual({ registration: "open", startingCreditNano: 1_000_000_000, startingCreditDailyNano: 50_000_000_000, sessionTtlMs: 30 * 86_400_000, maxKeysPerAccount: 50 });
   });
 
   it("reads dashboard.max_keys_per_account, 0 included (holders make no keys)", () => {
@@ -86,6 +86,16 @@ describe("parseConfig", () => {
 
   it("names dashboard.starting_credit_usd when it has more than 9 decimals", () => {
     expect(refusal({ dashboard: { starting_credit_usd: 0.0000000001 } })).toStartWith("gateway.toml: dashboard.starting_credit_usd: not a USD amount");
+  });
+
+  it("names dashboard.starting_credit_daily_usd when it is negative or has more than 9 decimals", () => {
+    expect(refusal({ dashboard: { starting_credit_daily_usd: -1 } })).toStartWith("gateway.toml: dashboard.starting_credit_daily_usd: ");
+    expect(refusal({ dashboard: { starting_credit_daily_usd: 0.0000000001 } })).toStartWith("gateway.toml: dashboard.starting_credit_daily_usd: not a USD amount");
+  });
+
+  it("reads dashboard.starting_credit_daily_usd exactly, 0 included", () => {
+    expect(parseConfig({ dashboard: { starting_credit_daily_usd: 0.1 } }, "t").dashboard.startingCreditDailyNano).toBe(100_000_000);
+    expect(parseConfig({ dashboard: { starting_credit_daily_usd: 0 } }, "t").dashboard.startingCreditDailyNano).toBe(0);
   });
 
   it("names an unknown field of [dashboard]", () => {

@@ -49,6 +49,22 @@ for (const engine of ENGINES) {
       expect(await accounts.recentEntries(empty.id, 10)).toEqual([]);
     });
 
+    it("grants opening credits within the day's ceiling, exactly, to registrations made at once", async () => {
+      const made = await Promise.all(Array.from({ length: 8 }, () => accounts.create(email(), { balanceNano: USD, dailyLimitNano: 5 * USD })));
+      expect(made.map((a) => a.balanceNano).sort()).toEqual([0, 0, 0, USD, USD, USD, USD, USD]);
+      const more = await accounts.create(email(), { balanceNano: USD, dailyLimitNano: 5 * USD });
+      expect(more.balanceNano).toBe(0);
+      expect(await accounts.recentEntries(more.id, 10)).toEqual([]);
+    });
+
+    it("counts each UTC day's registration credits on their own", async () => {
+      setSystemTime(new Date("2031-03-04T23:59:59Z"));
+      expect((await accounts.create(email(), { balanceNano: USD, dailyLimitNano: USD })).balanceNano).toBe(USD);
+      expect((await accounts.create(email(), { balanceNano: USD, dailyLimitNano: USD })).balanceNano).toBe(0);
+      setSystemTime(new Date("2031-03-05T00:00:00Z"));
+      expect((await accounts.create(email(), { balanceNano: USD, dailyLimitNano: USD })).balanceNano).toBe(USD);
+    });
+
     it("refuses a second account with the same email, in any case", async () => {
       const address = email();
       await accounts.create(address);

@@ -30,12 +30,13 @@ describe("POST /v1/messages/count_tokens", () => {
     });
   });
 
-  it("estimates one token per 4 bytes of the body, rounded up, multi-byte characters counted as bytes", async () => {
+  it("estimates by the plain rule: ⌈(3·bytes − characters) / 8⌉, 4 bytes a token for ASCII, more for multi-byte text", async () => {
     const a = gw.account(1);
     const body = { model: "demo", messages: [{ role: "user", content: "ééé€" }] }; // 2 + 2 + 2 + 3 bytes
-    const bytes = new TextEncoder().encode(JSON.stringify(body)).length;
+    const text = JSON.stringify(body);
+    const bytes = new TextEncoder().encode(text).length;
     const res = await count(a.key, body);
-    expect(((await res.json()) as { input_tokens: number }).input_tokens).toBe(Math.ceil(bytes / 4));
+    expect(((await res.json()) as { input_tokens: number }).input_tokens).toBe(Math.ceil((3 * bytes - text.length) / 8));
   });
 
   it("requires a key: 401 no-key without one", async () => {

@@ -11,13 +11,17 @@ import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";
 import { startPostgres, type TestPostgres } from "./postgres.ts";
 import { startTestRedis, type TestRedis } from "./redis-server.ts";
 
-/** An in-process instance's config on the PostgreSQL database at `url` (no file, no access log). */
+/**
+ * An in-process instance's config on the PostgreSQL database at `url` (no file, no access log);
+ * `sections`: more of the config's tables as they are (`limits`, `dashboard`).
+ */
 export function postgresConfig(
   url: string,
-  o: { providers: Record<string, unknown>[]; models: Record<string, unknown>[]; instanceId?: string; server?: Record<string, unknown> },
+  o: { providers: Record<string, unknown>[]; models: Record<string, unknown>[]; instanceId?: string; server?: Record<string, unknown>; sections?: Record<string, unknown> },
 ): Config {
   return parseConfig(
     {
+      ...o.sections,
       server: { host: "127.0.0.1", access_log: false, ...o.server },
       database: { url },
       ...(o.instanceId ? { cluster: { instance_id: o.instanceId } } : {}),

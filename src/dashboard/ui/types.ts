@@ -21,6 +21,12 @@ export interface Account {
   low_balance: { threshold_usd: number; below: boolean } | null;
 }
 
+/** What POST /api/register adds to the account: the starting credit given, and whether the day's ceiling withheld it. */
+export interface Registered {
+  starting_credit_usd: number;
+  starting_credit_limited: boolean;
+}
+
 export interface Key {
   object: "key";
   id: number;

@@ -33,6 +33,9 @@ export async function overviewView(ctx: Ctx): Promise<HTMLElement> {
       figure("Held by running requests", usd(me.held_usd), "held"),
       figure("Spendable", usd(me.spendable_usd), "spendable"),
     ),
+    ctx.params.get("starting_credit") === "limited"
+      ? h("p", { class: "low", "data-testid": "starting-credit-limited" }, "Today's starting credits for new accounts are all given out, so this account starts at 0. Top up to use the models.")
+      : null,
     me.low_balance?.below ? h("p", { class: "low" }, `Spendable is below your alert of ${usd(me.low_balance.threshold_usd)}.`) : null,
     h("p", {}, h("a", { href: "#/keys" }, "Create a key"), " · ", h("a", { href: "#/models" }, "Models and how to connect"), " · ", h("a", { href: "#/topup" }, "Top up")),
     h("h2", {}, "Low-balance alert"),
