@@ -280,9 +280,9 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     return r ? { spentNano: Number(r.spent_nano), reservedNano: Number(r.held_nano) } : null;
   }
 
-  /** A heartbeat, the release of silent instances' holds, and the retry of failed releases; never two at once. */
-  async tick(): Promise<void> {
-    await this.lease?.tick();
+  /** A heartbeat, the release of silent instances' holds, and the retry of failed releases; never two at once. Whether the beat succeeded. */
+  async tick(): Promise<boolean> {
+    return (await this.lease?.tick()) ?? false;
   }
 
   /** On each good beat: the releases that failed, again (no other instance releases a live instance's holds). */
