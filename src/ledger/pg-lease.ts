@@ -15,6 +15,8 @@ const NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
 /** After a failed beat: how soon the next one is tried, so that a database back is noticed at once. */
 const RETRY_MS = 250;
+/** A beat unanswered this long (or a period, if longer) has failed: a hung connection must not hold off the next ones. */
+const BEAT_ANSWER_MS = 2_000;
 
 export interface LeaseOptions {
   /** `[cluster] instance_id`. */
@@ -106,7 +108,10 @@ export class InstanceLease {
   /** Releases an earlier life's holds, registers, and beats every period from now on. Throws when the database does not answer. */
   async start(): Promise<void> {
     await this.release(EARLIER_LIFE, [this.opts.instanceId]);
-    if (!(await this.tick())) throw new Error(`the first heartbeat of instance ${this.opts.instanceId} failed`);
+    if (!(await this.tick())) {
+      this.stop();
+      throw new Error(`the first heartbeat of instance ${this.opts.instanceId} failed`);
+    }
   }
 
   /** Called with the reason when this instance fences itself: what it has in flight must end. */
@@ -207,11 +212,12 @@ export class InstanceLease {
     return true;
   }
 
-  /** Upserts this instance's row on the database's clock; answers its time. A beat later than a period counts as failed. */
+  /** Upserts this instance's row on the database's clock; answers its time. */
   private async beat(): Promise<number> {
     let timer: ReturnType<typeof setTimeout> | undefined;
+    const wait = Math.max(this.every, BEAT_ANSWER_MS);
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${this.every} ms`), { code: "ERR_POSTGRES_CONNECTION_TIMEOUT" })), this.every);
+      timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${wait} ms`), { code: "ERR_POSTGRES_CONNECTION_TIMEOUT" })), wait);
     });
     try {
       const [r] = await Promise.race([

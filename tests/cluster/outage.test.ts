@@ -20,8 +20,8 @@ beforeAll(async () => {
   db = new SQL({ url: cluster.databaseUrl, max: 2 });
   // An answer costing about 0.60 USD (40 000 output tokens at 15 USD a million) under a hold of
   // about 0.75 USD (max_tokens 50 000): an account of 1 USD covers one request at a time. A stream
-  // runs 8 s, long enough to start before the outage and end after it.
-  cluster.up.setDefault({ kind: "text", text: "tick ".repeat(16), chunks: 16, delayMs: 500, usage: { input: 10, output: 40_000 } });
+  // runs 16 s, long enough to start before the outage and end after it; a plain answer comes at once.
+  cluster.up.setDefault({ kind: "text", text: "tick ".repeat(32), chunks: 32, delayMs: 500, usage: { input: 10, output: 40_000 } });
 }, 120_000);
 
 afterAll(async () => {
@@ -46,10 +46,10 @@ function ask(instance: number, apiKey: string, stream: boolean, maxTokens = 50_0
 }
 
 /** Requests one after another on one instance until `running()` is false; every answer's status. */
-async function load(instance: number, apiKey: string, running: () => boolean, statuses: number[]): Promise<void> {
-  for (let i = 0; running(); i++) {
+async function load(instance: number, apiKey: string, stream: boolean, running: () => boolean, statuses: number[]): Promise<void> {
+  while (running()) {
     try {
-      const res = await ask(instance, apiKey, i % 2 === 0);
+      const res = await ask(instance, apiKey, stream);
       statuses.push(res.status);
       await res.arrayBuffer();
     } catch (e) {
@@ -62,19 +62,24 @@ async function load(instance: number, apiKey: string, running: () => boolean, st
 
 describe("a PostgreSQL outage longer than hold_timeout_s under two instances", () => {
   it("answers no 500, overspends nothing, leaves no hold, and both instances serve again after the restart", async () => {
-    // Tight accounts: one request's hold at a time; both instances ask for each. Roomy ones keep paid traffic going throughout.
+    // Tight accounts: one hold at a time, streams asked of both instances. Roomy ones: streams, and
+    // plain requests one after another, so that paid traffic keeps coming throughout.
     const tight = await Promise.all(Array.from({ length: 6 }, () => funded(1)));
-    const roomy = await Promise.all(Array.from({ length: 2 }, () => funded(200)));
+    const roomy = await Promise.all(Array.from({ length: 6 }, () => funded(1000)));
     let on = true;
     const running = () => on;
     const statuses: number[] = [];
-    const loops = [...tight, ...roomy].flatMap((a) => [0, 1].map((i) => load(i, a.key, running, statuses)));
+    const loops = [
+      ...tight.flatMap((a) => [0, 1].map((i) => load(i, a.key, true, running, statuses))),
+      ...roomy.slice(0, 2).flatMap((a) => [0, 1].map((i) => load(i, a.key, true, running, statuses))),
+      ...roomy.slice(2).flatMap((a) => [0, 1].map((i) => load(i, a.key, false, running, statuses))),
+    ];
 
-    await Bun.sleep(2_000);
+    await Bun.sleep(3_000);
     cluster.pg.halt();
     await Bun.sleep((TIMEOUT_S + 3) * 1000);
     cluster.pg.resume();
-    await Bun.sleep(12_000);
+    await Bun.sleep(15_000);
     on = false;
     await Promise.all(loops);
 
