@@ -127,5 +127,11 @@ describe("a PostgreSQL outage longer than hold_timeout_s under two instances", (
     }
     const [inst] = await db`SELECT count(*)::int AS n FROM instances`;
     expect(inst.n).toBe(2);
+    // Each fenced itself during the outage and resumed after it; neither took the other for dead.
+    for (const i of cluster.instances) {
+      const said = (event: string) => i.served.err.includes(`"event":"${event}"`);
+      expect({ name: i.name, fenced: said("instance_fenced"), resumed: said("instance_resumed"), released: said("holds_released") })
+        .toEqual({ name: i.name, fenced: true, resumed: true, released: false });
+    }
   });
 });
