@@ -70,6 +70,8 @@ export class InstanceLease {
   private fenceTimer: ReturnType<typeof setTimeout> | null = null;
   private ticking: Promise<boolean> | null = null;
   private stopped = false;
+  /** Why the last beat failed: what a failed start reports. */
+  private lastFailure: unknown = null;
 
   constructor(
     private readonly sql: SQL,
@@ -110,7 +112,7 @@ export class InstanceLease {
     await this.release(EARLIER_LIFE, [this.opts.instanceId]);
     if (!(await this.tick())) {
       this.stop();
-      throw new Error(`the first heartbeat of instance ${this.opts.instanceId} failed`);
+      throw this.lastFailure ?? new Error(`the first heartbeat of instance ${this.opts.instanceId} failed`);
     }
   }
 
@@ -185,6 +187,7 @@ export class InstanceLease {
         this.ownHoldsLeft = false;
       }
     } catch (e) {
+      this.lastFailure = e;
       if (this.healthySince !== null) events.writeFailed("ledger", `heartbeat of ${this.opts.instanceId}`, e);
       this.healthySince = this.lastGood = null;
       this.valid();
