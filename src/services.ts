@@ -138,6 +138,7 @@ export async function buildPostgresServices(config: Config, endpointOf: (path: s
     if (table !== "api_keys" && table !== "accounts") void settings.refresh().catch((e: unknown) => events.writeFailed("settings", "refresh", e));
   });
   const parts = sharedParts(config, { ledger, settings, commits, endpointOf });
+  ledger.onFence((why) => parts.cutoff.cut(why));
   const logs = new PgRequestLog(pg, { retentionDays: config.logRetentionDays, onRow: parts.onRow });
   const checkouts = new PgCheckouts(pg);
   parts.atStop.push(

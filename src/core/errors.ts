@@ -161,15 +161,17 @@ export function databaseUnavailableCode(err: unknown): string | null {
 
 export const DATABASE_RETRY_AFTER_S = 10;
 
+/** 503 database_unavailable: nothing was charged, and retrying later is safe. */
+export const databaseUnavailable = (cause?: unknown) =>
+  new GatewayError(
+    "database_unavailable",
+    "The gateway cannot record requests right now (its database is unreachable, full or read-only). The request was not charged; retry later.",
+    { retryAfter: DATABASE_RETRY_AFTER_S, cause },
+  );
+
 /** Any thrown value as the gateway's error: unavailable database → 503 database_unavailable, anything else → 500. */
 export function asGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
-  if (databaseUnavailableCode(err)) {
-    return new GatewayError(
-      "database_unavailable",
-      "The gateway cannot record requests right now (its database is unreachable, full or read-only). The request was not charged; retry later.",
-      { retryAfter: DATABASE_RETRY_AFTER_S, cause: err },
-    );
-  }
+  if (databaseUnavailableCode(err)) return databaseUnavailable(err);
   return new GatewayError("internal_error", "The gateway hit an unexpected error. Report the request id to the operator.", { cause: err });
 }

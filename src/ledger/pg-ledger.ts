@@ -1,8 +1,9 @@
 import type { SQL } from "bun";
-import { GatewayError } from "../core/errors.ts";
+import { databaseUnavailable, GatewayError } from "../core/errors.ts";
 import { events } from "../logs/events.ts";
 import { Hold, type Alongside, type HoldOwner, type Settlement } from "./hold.ts";
 import { Holds } from "./holds.ts";
+import { InstanceLease, type LeaseOptions } from "./pg-lease.ts";
 import { boundedCost } from "./ledger.ts";
 import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./money-ledger.ts";
 
@@ -14,18 +15,15 @@ import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type
 //
 // Lock order, everywhere: the account's row, then the key's. Two transactions on one account then
 // queue on the account row and can never wait for each other in a cycle.
+//
+// A hold is relied upon only under this instance's lease (pg-lease.ts): once the heartbeat has
+// failed for nearly the timeout, reserves and posts are refused 503 database_unavailable, and the
+// holds taken before are never posted, since another instance may release them from then on.
 
-/** The database's clock in unix ms: every instance's heartbeat and timeout are read on one clock. */
-const NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+export type PgLedgerOptions = LeaseOptions;
 
-export interface PgLedgerOptions {
-  /** `[cluster] instance_id`. */
-  instanceId: string;
-  /** `[cluster] hold_timeout_s`, in ms: how long another instance may be silent before its holds are released. */
-  holdTimeoutMs: number;
-  /** Default: a third of the timeout, at most 5 s, so that two beats can be missed before a live instance is taken for silent. */
-  heartbeatMs?: number;
-}
+/** The hold insert's foreign key to this instance's row: the row was deleted by another instance's release. */
+const OWN_ROW_KEY = "holds_instance_id_instances_id_fk";
 
 /**
  * The post's one statement: the hold row deleted (nothing when a silent-instance release took it
@@ -61,18 +59,21 @@ const settled = (cost: number, rows: { charged: string | number }[]): Settlement
 export class PgLedger implements MoneyLedger, HoldOwner {
   /** This instance's open holds (its requests in flight), as on SQLite. */
   readonly holds = new Holds();
-  private readonly rowIds = new Map<Hold, number>();
+  /** Each open hold's row, and the lease's epoch it was taken under. */
+  private readonly rows = new Map<Hold, { id: number; epoch: number }>();
   /** Releases under way (voids answer at once; their statement runs behind). */
   private readonly releasing = new Set<Promise<void>>();
   /** Hold rows whose release failed: retried on every heartbeat, since no other instance would. */
   private readonly unreleased = new Set<number>();
-  private timer: ReturnType<typeof setInterval> | null = null;
-  private ticking: Promise<void> | null = null;
+  /** Null for the operator's ledger, which takes no holds. */
+  private readonly lease: InstanceLease | null;
 
   private constructor(
     private readonly sql: SQL,
     private readonly opts: PgLedgerOptions,
-  ) {}
+  ) {
+    this.lease = opts.instanceId ? new InstanceLease(sql, opts, () => this.retryReleases()) : null;
+  }
 
   /**
    * Registers this instance and starts its heartbeat. Holds left under this instance's id by an
@@ -81,10 +82,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
    */
   static async start(sql: SQL, opts: PgLedgerOptions): Promise<PgLedger> {
     const ledger = new PgLedger(sql, opts);
-    await ledger.releaseSilent(true);
-    await ledger.beat();
-    ledger.timer = setInterval(() => void ledger.tick(), ledger.every);
-    ledger.timer.unref?.();
+    await ledger.lease!.start();
     return ledger;
   }
 
@@ -97,20 +95,19 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     return new PgLedger(sql, { instanceId: "", holdTimeoutMs: 0 });
   }
 
-  /** The heartbeat's period. */
-  private get every(): number {
-    return this.opts.heartbeatMs ?? Math.min(5_000, Math.floor(this.opts.holdTimeoutMs / 3));
-  }
-
   get instanceId(): string {
     return this.opts.instanceId;
   }
 
+  /** `fn` runs when this instance fences itself (server: the upstream calls in flight are ended with `why`). */
+  onFence(fn: (why: GatewayError) => void): void {
+    this.lease?.onFence(fn);
+  }
+
   /** Stops the heartbeat and waits for the releases under way. Holds still open stay until posted, voided or released by another instance. */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.ticking;
+    this.lease?.stop();
+    await this.lease?.idle();
     await this.settled();
   }
 
@@ -120,7 +117,36 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   }
 
   async reserve(requestId: string, accountId: number, keyId: number, amountNano: number): Promise<Hold> {
-    if (!this.opts.instanceId) throw new Error("the operator's ledger takes no holds: start an instance (PgLedger.start)");
+    const lease = this.lease;
+    if (!lease) throw new Error("the operator's ledger takes no holds: start an instance (PgLedger.start)");
+    for (let attempt = 1; ; attempt++) {
+      if (!lease.valid()) throw databaseUnavailable(new Error(`instance ${this.opts.instanceId} is fenced`));
+      const epoch = lease.epoch;
+      let id: number;
+      try {
+        id = await this.take(accountId, keyId, amountNano);
+      } catch (e) {
+        if (!isOwnRowGone(e)) throw e;
+        // Another instance took this one for silent and released its holds: none is relied upon
+        // any more; the row is written again (a beat) and the reserve tried once more.
+        lease.fence("another instance released its holds");
+        if (attempt === 2 || !(await lease.renew())) throw databaseUnavailable(e);
+        continue;
+      }
+      // A fence fell while the statement ran: the hold is let go at once, never relied upon.
+      if (epoch !== lease.epoch || !lease.valid()) {
+        this.track(this.release(id));
+        throw databaseUnavailable(new Error(`instance ${this.opts.instanceId} fenced while reserving`));
+      }
+      const hold = new Hold(this, requestId, accountId, keyId, amountNano);
+      this.holds.add(hold);
+      this.rows.set(hold, { id, epoch });
+      return hold;
+    }
+  }
+
+  /** The reserve's statement: the hold row's id, or the refusal thrown. */
+  private async take(accountId: number, keyId: number, amountNano: number): Promise<number> {
     // One statement, outside any transaction of ours: the account's and the key's rows are locked
     // (FOR UPDATE re-reads them as they are once a concurrent writer commits), both conditions are
     // read off those rows, and the two sums and the hold row are written only when both hold. The
@@ -142,11 +168,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
       [amountNano, accountId, keyId, this.opts.instanceId, Date.now()],
     );
     if (r.hold_id == null) throw await this.refusal(accountId, keyId, amountNano, r.account_ok);
-    const id = Number(r.hold_id);
-    const hold = new Hold(this, requestId, accountId, keyId, amountNano);
-    this.holds.add(hold);
-    this.rowIds.set(hold, id);
-    return hold;
+    return Number(r.hold_id);
   }
 
   /** Why a reserve was refused, read after the fact for the message only (the decision was the UPDATE's). Quota first, as on SQLite. */
@@ -161,13 +183,14 @@ export class PgLedger implements MoneyLedger, HoldOwner {
 
   /**
    * HoldOwner: the POST statement, with `alongside` (the request's log row) riding on it as one more
-   * part when it offers a rider, else beside it in one transaction. A hold already released with a
-   * silent instance (this one, frozen past the timeout) is charged all the same, with nothing left
-   * to release.
+   * part when it offers a rider, else beside it in one transaction. A hold taken before a fence of
+   * this instance is not posted (another instance may have released it): the request is refused 503
+   * database_unavailable, free, and the hold let go.
    */
   async post(hold: Hold, costNano: number, alongside: Alongside | undefined): Promise<Settlement> {
-    const id = this.rowIds.get(hold)!;
+    const { id, epoch } = this.rows.get(hold)!;
     try {
+      if (epoch !== this.lease!.epoch || !this.lease!.valid()) throw databaseUnavailable(new Error(`instance ${this.opts.instanceId} fenced`));
       const cost = boundedCost(costNano);
       const params = [id, hold.accountId, hold.keyId, cost, hold.requestId, Date.now()];
       const rider = alongside?.rider?.();
@@ -211,9 +234,9 @@ export class PgLedger implements MoneyLedger, HoldOwner {
 
   private forget(hold: Hold): number | undefined {
     this.holds.remove(hold);
-    const id = this.rowIds.get(hold);
-    this.rowIds.delete(hold);
-    return id;
+    const row = this.rows.get(hold);
+    this.rows.delete(hold);
+    return row?.id;
   }
 
   private track(p: Promise<void>): void {
@@ -257,51 +280,19 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     return r ? { spentNano: Number(r.spent_nano), reservedNano: Number(r.held_nano) } : null;
   }
 
-  /** A heartbeat, the release of silent instances' holds, and the retry of failed releases; never two at once. */
-  tick(): Promise<void> {
-    this.ticking ??= (async () => {
-      try {
-        await this.beat();
-        await this.releaseSilent(false);
-        for (const id of this.unreleased) this.track(this.release(id));
-      } catch (e) {
-        events.writeFailed("ledger", `heartbeat of ${this.opts.instanceId}`, e);
-      } finally {
-        this.ticking = null;
-      }
-    })();
-    return this.ticking;
+  /** A heartbeat, the release of silent instances' holds, and the retry of failed releases; never two at once. Whether the beat succeeded. */
+  async tick(): Promise<boolean> {
+    return (await this.lease?.tick()) ?? false;
   }
 
-  private async beat(): Promise<void> {
-    await this.sql.unsafe(
-      `INSERT INTO instances (id, heartbeat_at) VALUES ($1, ${NOW_MS}) ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`,
-      [this.opts.instanceId],
-    );
+  /** On each good beat: the releases that failed, again (no other instance releases a live instance's holds). */
+  private retryReleases(): void {
+    for (const id of this.unreleased) this.track(this.release(id));
   }
+}
 
-  /**
-   * One statement: the instances silent past the timeout (or, at start, this one's earlier life) are
-   * deleted with their holds, whose amounts come off the held sums. Two instances doing it at once
-   * release each hold once: the second's DELETE finds the rows gone.
-   */
-  private async releaseSilent(ownEarlierLife: boolean): Promise<void> {
-    const rows = await this.sql.unsafe(
-      `WITH silent AS (DELETE FROM instances WHERE CASE WHEN $3 THEN id = $1 ELSE id <> $1 AND heartbeat_at < ${NOW_MS} - $2::bigint END RETURNING id),
-        gone AS (DELETE FROM holds WHERE instance_id IN (SELECT id FROM silent) RETURNING instance_id, account_id, key_id, amount_nano),
-        a AS (UPDATE accounts SET held_nano = accounts.held_nano - s.n
-              FROM (SELECT account_id, sum(amount_nano) AS n FROM gone GROUP BY account_id) s WHERE accounts.id = s.account_id),
-        k AS (UPDATE api_keys SET held_nano = api_keys.held_nano - s.n
-              FROM (SELECT key_id, sum(amount_nano) AS n FROM gone GROUP BY key_id) s WHERE api_keys.id = s.key_id)
-      SELECT silent.id AS instance, count(gone.instance_id)::int AS holds, coalesce(sum(gone.amount_nano), 0)::text AS nano
-      FROM silent LEFT JOIN gone ON gone.instance_id = silent.id GROUP BY silent.id`,
-      // Silent for the timeout less one period: an instance that dies just after a beat, found by
-      // another's beat up to one period late, has its holds released within hold_timeout_s of its
-      // death; a live one would have missed two beats at least (every ≤ timeout / 3) first.
-      [this.opts.instanceId, this.opts.holdTimeoutMs - this.every, ownEarlierLife],
-    );
-    for (const r of rows as { instance: string; holds: number; nano: string }[]) {
-      if (r.holds > 0) events.holdsReleased({ instance: r.instance, holds: r.holds, nano: Number(r.nano), timeoutS: this.opts.holdTimeoutMs / 1000 });
-    }
-  }
+/** The hold insert's foreign key failed: this instance's row is gone. */
+function isOwnRowGone(e: unknown): boolean {
+  const err = e as { errno?: unknown; constraint?: unknown; message?: unknown };
+  return err?.errno === "23503" && (err.constraint === OWN_ROW_KEY || String(err.message).includes(OWN_ROW_KEY));
 }

@@ -187,6 +187,23 @@ export class EventLog {
       `instance ${r.instance} was silent for ${r.timeoutS} s: ${r.holds} hold(s) of its running requests released`);
   }
 
+  /**
+   * This instance could not write its heartbeat for nearly [cluster] hold_timeout_s (or found that
+   * another instance had released it): it stops relying on its holds before anyone may release them.
+   * Paid requests are refused 503 database_unavailable and those in flight are ended, free, until a
+   * heartbeat succeeds again.
+   */
+  instanceFenced(r: { instance: string; reason: string }): void {
+    this.emit("warn", "instance_fenced", "", { instance: r.instance, reason: short(r.reason) },
+      `instance ${r.instance} stopped serving paid requests: ${short(r.reason)}`);
+  }
+
+  /** A heartbeat succeeded after a fence: the holds it had left were released and it serves again. */
+  instanceResumed(r: { instance: string; holds: number; nano: number }): void {
+    this.emit("warn", "instance_resumed", "", { instance: r.instance, holds: r.holds, held_nano: r.nano },
+      `instance ${r.instance} serves again; ${r.holds} hold(s) it had left released`);
+  }
+
   private firstStackOf(message: string): boolean {
     if (this.stacksWritten.has(message)) return false;
     // Bounded: an error whose message varies per request would otherwise grow this forever.

@@ -20,6 +20,16 @@ export class Cutoff {
     this.live.delete(call);
   }
 
+  /**
+   * Ends the calls in flight with `reason` (a GatewayError, answered as it is) and lets later calls
+   * run: the instance fenced itself (ledger/pg-lease.ts), so the holds of these calls are no longer
+   * relied upon; a heartbeat that succeeds again lets new requests take new holds.
+   */
+  cut(reason: unknown): void {
+    for (const call of this.live) call.abort(reason);
+    this.live.clear();
+  }
+
   abort(reason: unknown): void {
     if (this.aborted) return;
     this.aborted = true;

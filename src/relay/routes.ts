@@ -105,6 +105,8 @@ export async function attemptRoutes(svc: RelayServices, model: Model, call: Trie
       return attempt;
     } catch (e) {
       if (e instanceof GatewayError) throw e;
+      // Ended by the instance's fence (Cutoff.cut): its answer, not the route's failure.
+      if (abort.signal.reason instanceof GatewayError) throw abort.signal.reason;
       if (clientSignal.aborted) throw new GatewayError("upstream_unavailable", "The client closed the connection.");
       if (svc.cutoff.aborted) throw shuttingDown();
       const reason = abort.signal.aborted ? `timeout: ${describe(abort.signal.reason)}` : describe(e);

@@ -11,6 +11,7 @@ import type { Dialect } from "../dialects/dialect.ts";
 import type { Attempt } from "./routes.ts";
 import { post } from "./charge.ts";
 import { describe, events } from "../logs/events.ts";
+import { GatewayError } from "../core/errors.ts";
 import { bodyReader, type ChunkReader } from "./timeouts.ts";
 import { KeepAliveSweep, type KeepAlive } from "./keepalive.ts";
 
@@ -114,6 +115,8 @@ export function relayStream(s: StreamStart): Response {
   // gets its dialect's error event. Listened to only while the stream runs.
   // attemptRoutes left the call held by the cutoff; the stream lets it go when it ends.
   const cutoff = call.svc.cutoff;
+  /** The instance's fence ended the call (Cutoff.cut): the holds are no longer relied upon, so the stream ends free. */
+  const fence = () => (a.abort.signal.reason instanceof GatewayError ? a.abort.signal.reason : null);
   const costOf = (u: TokenUsage) => tokenCost(s.model.prices, u);
   /** What a finished answer is billed: the machine's usage, else our estimate (the one its final usage showed). */
   const answerUsage = () => m.usage ?? estimatedUsage(estimatedInputTokens, textOf(m));
@@ -129,7 +132,7 @@ export function relayStream(s: StreamStart): Response {
     if (!hold.open) return;
     if (ending === "upstream_failed") {
       hold.void("upstream_failed");
-      call.log.errorCode = cutoff.aborted ? "shutdown" : "upstream_unavailable";
+      call.log.errorCode = cutoff.aborted ? "shutdown" : (fence()?.code ?? "upstream_unavailable");
       call.log.costNano = 0;
       return writeLogAlone();
     }
@@ -249,10 +252,10 @@ export function relayStream(s: StreamStart): Response {
           } catch (e) {
             // The client went away meanwhile (cancel aborted the upstream read): finish has run.
             if (settled) return;
-            if (!cutoff.aborted) cutMidStream(`stream cut mid-way: ${describe(e)}`);
+            if (!cutoff.aborted && !fence()) cutMidStream(`stream cut mid-way: ${describe(e)}`);
             const why = cutoff.aborted
               ? "The gateway is shutting down; this request was not charged. Retry it."
-              : "The upstream connection failed mid-stream; this request was not charged.";
+              : (fence()?.message ?? "The upstream connection failed mid-stream; this request was not charged.");
             send(m.fail("api_error", why), c);
             return end(c, "upstream_failed");
           }

@@ -312,7 +312,7 @@ describe("holds on PostgreSQL, instance by instance", () => {
   });
   afterAll(() => restore());
 
-  it("are released by another instance once the timeout has passed, with one holds_released event; a live instance keeps its own", async () => {
+  it("are released by another instance once the timeout has passed, with one holds_released event; a live instance keeps its own; the silent one's post is refused", async () => {
     const a = await s.account(10);
     const own = await live.reserve("gw_live", a.accountId, a.keyId, 2 * USD);
     const orphan = await silent.reserve("gw_silent", a.accountId, a.keyId, 3 * USD);
@@ -323,11 +323,13 @@ describe("holds on PostgreSQL, instance by instance", () => {
     expect(await s.openHolds(a.accountId)).toBe(1);
     const event = lines.map((l) => JSON.parse(l)).find((e) => e.event === "holds_released");
     expect(event).toMatchObject({ instance: silent.instanceId, holds: 1, held_nano: 3 * USD });
-    // The silent one's request, finishing after all, is charged once and releases nothing twice.
-    expect(await orphan.post(USD)).toEqual({ chargedNano: USD, shortfallNano: 0 });
+    // The silent one's request, finishing after all, is refused (its instance fenced itself before
+    // the release), charges nothing and releases nothing twice.
+    expect(await refusal(() => orphan.post(USD))).toMatchObject({ status: 503, code: "database_unavailable" });
+    await silent.settled();
     expect(await own.post(USD)).toEqual({ chargedNano: USD, shortfallNano: 0 });
-    expect(await live.balance(a.accountId)).toEqual({ balanceNano: 8 * USD, reservedNano: 0, spendableNano: 8 * USD });
-    expect(sum(await s.entries(a.accountId))).toBe(8 * USD);
+    expect(await live.balance(a.accountId)).toEqual({ balanceNano: 9 * USD, reservedNano: 0, spendableNano: 9 * USD });
+    expect(sum(await s.entries(a.accountId))).toBe(9 * USD);
   });
 
   it("are released within the timeout of their instance's last heartbeat, by another instance beating on its own period", async () => {

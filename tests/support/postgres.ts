@@ -11,6 +11,10 @@ export interface TestPostgres {
   url: string;
   /** A fresh empty database on the same server, by name; its URL. */
   createDatabase(name: string): Promise<string>;
+  /** An outage: the server stops ("fast": its connections are closed), its data and port kept for `resume`. */
+  halt(): void;
+  /** The server again, on the same data folder and port, as after an outage; resolves once it accepts connections. */
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -55,16 +59,18 @@ export async function startPostgres(): Promise<TestPostgres> {
   const data = join(dir, "data");
   const port = freePort();
   const user = "gateway";
+  const options = `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
+  const start = () => run([join(bin, "pg_ctl"), "-D", data, "-o", options, "-l", join(dir, "server.log"), "-w", "-t", "30", "start"], dir, "pg_ctl start");
   try {
     run([join(bin, "initdb"), "-D", data, "-U", user, "-A", "trust", "-E", "UTF8", "--no-sync"], dir, "initdb");
-    const options = `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
-    run([join(bin, "pg_ctl"), "-D", data, "-o", options, "-l", join(dir, "server.log"), "-w", "-t", "30", "start"], dir, "pg_ctl start");
+    start();
   } catch (e) {
     rmSync(dir, { recursive: true, force: true });
     throw e;
   }
   const base = `postgres://${user}@127.0.0.1:${port}`;
   let stopped = false;
+  let running = true;
   return {
     url: `${base}/postgres`,
     async createDatabase(name) {
@@ -76,12 +82,20 @@ export async function startPostgres(): Promise<TestPostgres> {
       }
       return `${base}/${name}`;
     },
+    halt() {
+      run([join(bin, "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop"], dir, "pg_ctl stop");
+      running = false;
+    },
+    resume() {
+      start();
+      running = true;
+    },
     async stop() {
       if (stopped) return;
       stopped = true;
       // "immediate": no checkpoint for a cluster about to be deleted.
       try {
-        run([join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"], dir, "pg_ctl stop");
+        if (running) run([join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"], dir, "pg_ctl stop");
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
