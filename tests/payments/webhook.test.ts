@@ -220,6 +220,20 @@ describe("the signature", () => {
     expect(balance(accountId)).toBe(STARTING + 5e9);
   });
 
+  it("refuses a signature dated more than five minutes ahead, crediting nothing", async () => {
+    // A signature made ahead of time would otherwise stay valid until its date plus five minutes.
+    const { accountId, session } = await opened(5);
+    const ev = stripe.event(session);
+    const ahead = stripe.sign(ev.payload, { timestamp: Math.floor(Date.now() / 1000) + 3600 });
+    const err = await expectError(await stripe.deliver(gw.url, ev.payload, ahead), 400, "invalid_signature");
+    expect(err.message).toContain("dated in the future");
+    expect(balance(accountId)).toBe(STARTING);
+    // A clock a little ahead of the gateway's (within five minutes) is still Stripe's delivery.
+    const slightly = stripe.sign(ev.payload, { timestamp: Math.floor(Date.now() / 1000) + 240 });
+    expect((await stripe.deliver(gw.url, ev.payload, slightly)).status).toBe(200);
+    expect(balance(accountId)).toBe(STARTING + 5e9);
+  });
+
   it("refuses a delivery without a Stripe-Signature header", async () => {
     const { session } = await opened(5);
     const res = await fetch(`${gw.url}/api/stripe/webhook`, { method: "POST", headers: { "content-type": "application/json" }, body: stripe.event(session).payload });
