@@ -262,8 +262,9 @@ describe("the webhook's route", () => {
     expect(balance(accountId)).toBe(STARTING + 5e9);
   });
 
-  it("refuses a body over 1 MiB with 413", async () => {
+  it("refuses a body over 1 MiB with 413 naming its 1 MiB limit", async () => {
     const big = JSON.stringify({ pad: "x".repeat(1024 * 1024) });
-    await expectError(await stripe.deliver(gw.url, big), 413, "request_too_large");
+    const err = await expectError(await stripe.deliver(gw.url, big), 413, "request_too_large");
+    expect(err.message).toBe("Request body is larger than this route's 1 MiB limit.");
   });
 });
