@@ -6,7 +6,8 @@ import type { Db } from "../db/client.ts";
 import { apiKeys } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
 import { usdToNano } from "../core/money.ts";
-import { parseCidrList, ipAllowed, type Cidr } from "../core/ip.ts";
+import { parseCidrList, ipAllowed, storedCidrList, type Cidr } from "../core/ip.ts";
+import { readIsoTime } from "../core/time.ts";
 import type { Awaitable } from "../core/awaitable.ts";
 
 export const KEY_PREFIX = "gk_sk_";
@@ -127,20 +128,15 @@ export function keyRules(input: KeyRulesInput, opts: { resolveModel: (name: stri
   if (input.expires !== undefined) {
     if (input.expires === null) out.expiresAt = null;
     else {
-      const at = typeof input.expires === "number" ? input.expires : isoTime(input.expires);
-      if (at === null || !Number.isSafeInteger(at)) throw new KeyRuleError("expires", `not an ISO 8601 time: ${input.expires}`);
+      const read = typeof input.expires === "number" ? { ms: input.expires } : readIsoTime(input.expires);
+      if ("why" in read) throw new KeyRuleError("expires", read.why);
+      const at = read.ms;
+      if (!Number.isSafeInteger(at)) throw new KeyRuleError("expires", `not an ISO 8601 time: ${input.expires}`);
       if (at <= now) throw new KeyRuleError("expires", `${new Date(at).toISOString()} is in the past`);
       out.expiresAt = at;
     }
   }
   return out;
-}
-
-// Date.parse alone takes "1" or "next 2027" in some engines; ISO 8601 starts with a four-digit year.
-function isoTime(text: string): number | null {
-  if (!/^\d{4}-\d{2}-\d{2}/.test(text.trim())) return null;
-  const t = Date.parse(text.trim());
-  return Number.isNaN(t) ? null : t;
 }
 
 /** What the database must never hold, whoever writes the key (tests and the first start pass NewKey directly). */
@@ -257,7 +253,7 @@ export function keyRecord(r: Record<string, unknown>): KeyRecord {
     prefix: r.prefix as string,
     quotaNano: orNull(r.quota_nano),
     models: r.models ? (JSON.parse(r.models as string) as string[]) : null,
-    ipAllow: r.ip_allow ? parseCidrList(JSON.parse(r.ip_allow as string) as string[]) : null,
+    ipAllow: r.ip_allow ? storedCidrList(JSON.parse(r.ip_allow as string) as string[]) : null,
     rpm: orNull(r.rpm),
     expiresAt: orNull(r.expires_at),
     revokedAt: orNull(r.revoked_at),
