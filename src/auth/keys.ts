@@ -83,8 +83,8 @@ export function keyRules(input: KeyRulesInput, opts: { resolveModel: (name: stri
   if (input.quota !== undefined) {
     try {
       out.quotaNano = input.quota === null ? null : usdToNano(input.quota);
-    } catch {
-      throw new KeyRuleError("quota", `not a USD amount (a number of at least 0 with at most 9 decimals): ${input.quota}`);
+    } catch (e) {
+      throw new KeyRuleError("quota", (e as Error).message);
     }
   }
   if (input.models !== undefined) {

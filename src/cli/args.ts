@@ -57,8 +57,8 @@ export function usdFlag(name: string, text: string, opts: { positive?: boolean }
   let nano: number;
   try {
     nano = usdToNano(text);
-  } catch {
-    throw new UsageError(`--${name}: not a USD amount (digits with at most 9 decimals, like 2.50): ${text}`);
+  } catch (e) {
+    throw new UsageError(`--${name}: ${(e as Error).message}`);
   }
   if (opts.positive && nano <= 0) throw new UsageError(`--${name} must be more than 0`);
   return nano;
