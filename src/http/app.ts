@@ -12,6 +12,7 @@ import { detailOf, openapiDocument } from "./openapi.ts";
 import { metricsRefusal } from "./operator-endpoints.ts";
 import { finishIdempotency, runKeyEndpoint } from "./pipeline.ts";
 import { newDashboard, runSessionEndpoint } from "./api-guard.ts";
+import type { DashboardPage } from "../dashboard/page.ts";
 
 // The machinery over the endpoint table (endpoints.ts): Elysia's routes, a runner per kind of
 // caller, the answers to paths and methods no endpoint takes, and the one place where a failure
@@ -38,10 +39,10 @@ function unrouted(x: Exchange, at: Endpoint[]): Response {
 }
 
 /**
- * The app over the endpoint table. `pages` are Bun's static routes served beside it (the
- * dashboard's HTML bundle at `/`, from the layer above): Bun answers them before Elysia's router.
+ * The app over the endpoint table. `page` is the dashboard's page at `/` and its files, from the
+ * layer above: answered for the paths no endpoint has, before they are 404s.
  */
-export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pages: Record<string, Bun.HTMLBundle> = {}) {
+export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, page: DashboardPage | null = null) {
   const gate = new RefusalGate(gateOptions);
   // The refusals of the last minute before a stop are summarised too.
   svc.atStop.push(() => gate.summarize());
@@ -147,7 +148,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
     return response;
   }
 
-  const app = new Elysia({ normalize: false, serve: { routes: pages } }).use(openapiDocument(svc.version));
+  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version));
   for (const e of ENDPOINTS) {
     if (e.when && !e.when(svc.config)) continue;
     const run = runnerOf(e);
@@ -155,7 +156,11 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
     app.route(e.method, e.path.replace(/\{(\w+)\}/g, ":$1"), ({ request, server }: Ctx) => answer(newExchange(svc, request, server, e), run), detailOf(e));
   }
 
-  return app.onError(({ code, error, request, server }) => {
+  return app.onError(async ({ code, error, request, server }) => {
+    if (code === "NOT_FOUND" && page) {
+      const answered = await page.answer(request, new URL(request.url).pathname);
+      if (answered) return answered;
+    }
     const x = newExchange(svc, request, server, undefined);
     const at = endpointsAt(x.pathname);
     x.endpoint = at[0];
