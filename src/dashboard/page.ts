@@ -1,5 +1,6 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { DashboardPage } from "../http/app.ts";
 import index from "./index.html";
 
 // The dashboard's page, an HTML import: Bun bundles it with its scripts and styles (at start from a
@@ -27,11 +28,6 @@ const KEPT_HEADERS = ["content-type", "cache-control", "etag"];
 interface PageFile {
   body: Uint8Array;
   headers: Record<string, string>;
-}
-
-export interface DashboardPage {
-  /** The page (at `/`) or one of its files for a GET or HEAD of `pathname`; null for any other request. */
-  answer(request: Request, pathname: string): Promise<Response | null>;
 }
 
 // One build per bundle for the whole process: every gateway a process starts (tests start many) shares it.

@@ -12,7 +12,6 @@ import { detailOf, openapiDocument } from "./openapi.ts";
 import { metricsRefusal } from "./operator-endpoints.ts";
 import { finishIdempotency, runKeyEndpoint } from "./pipeline.ts";
 import { newDashboard, runSessionEndpoint } from "./api-guard.ts";
-import type { DashboardPage } from "../dashboard/page.ts";
 
 // The machinery over the endpoint table (endpoints.ts): Elysia's routes, a runner per kind of
 // caller, the answers to paths and methods no endpoint takes, and the one place where a failure
@@ -36,6 +35,12 @@ function unrouted(x: Exchange, at: Endpoint[]): Response {
     return withRequestId(x, new Response(null, { status: 200, headers: at[0]!.cors ? { ...CORS_HEADERS } : {} }));
   }
   throw methodNotAllowed(method, at);
+}
+
+/** The dashboard's page and its files (dashboard/page.ts, a layer above, hands it in). */
+export interface DashboardPage {
+  /** The page (at `/`) or one of its files for a GET or HEAD of `pathname`; null for any other request. */
+  answer(request: Request, pathname: string): Promise<Response | null>;
 }
 
 /**
