@@ -76,8 +76,12 @@ export class StripeCheckout {
     try {
       body = await this.stripe.webhooks.constructEventAsync(payload, header, this.cfg.webhookSecret, SIGNATURE_TOLERANCE_S, this.crypto, now);
     } catch (e) {
-      // After the signature checked out, the package throws only on the body: not JSON, or a v2 event.
-      if (!(e instanceof Stripe.errors.StripeSignatureVerificationError)) throw malformed(new MalformedEvent("the body is not a JSON event", null));
+      // Past the signature, the package throws on the body: JSON.parse's SyntaxError, or a v2 "thin event".
+      if (e instanceof SyntaxError) throw malformed(new MalformedEvent("the body is not JSON", null));
+      if (!(e instanceof Stripe.errors.StripeSignatureVerificationError)) {
+        if (e instanceof Error && e.message.includes("thin event")) throw malformed(new MalformedEvent("the body is a v2 event notification, not an event", null));
+        throw e;
+      }
       const reason = e.message.split("\n")[0]!.trim();
       throw new GatewayError("invalid_signature", `The Stripe-Signature of this webhook does not check out: ${redactSecrets(reason)}`);
     }

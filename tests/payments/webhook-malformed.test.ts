@@ -59,7 +59,7 @@ describe("a signed event of the wrong shape", () => {
     });
   }
 
-  for (const payload of ["null", "[]", "5", '"event"', "{not json"]) {
+  for (const payload of ["null", "[]", "5", '"event"', "{not json", '{"id":"evt_1","object":"v2.core.event","type":"v1.billing.meter.error_report_triggered"}']) {
     it(`answers 400 invalid_request to a signed body that is not an event object: ${payload}`, async () => {
       await expectError(await stripe.deliver(gw.url, payload), 400, "invalid_request");
     });
