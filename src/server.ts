@@ -2,7 +2,7 @@ import type { Server } from "bun";
 import type { Config } from "./config/load.ts";
 import { ensureDatabaseFolder, type Db } from "./db/client.ts";
 import { acquireServeLock } from "./db/serve-lock.ts";
-import { dashboardPages } from "./dashboard/page.ts";
+import { dashboardPage } from "./dashboard/page.ts";
 import { buildApp } from "./http/app.ts";
 import { findEndpoint } from "./http/endpoints.ts";
 import { events } from "./logs/events.ts";
@@ -77,7 +77,7 @@ function listen<S extends Services>(svc: S, config: Config, opts: { port?: numbe
   timer.unref();
 
   const port = opts.port ?? config.port;
-  const app = buildApp(svc, {}, dashboardPages);
+  const app = buildApp(svc, {}, dashboardPage);
   try {
     app.listen({
       port,

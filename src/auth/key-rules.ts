@@ -1,6 +1,7 @@
 import { GatewayError } from "../core/errors.ts";
 import { parseCidrList } from "../core/ip.ts";
 import { usdToNano } from "../core/money.ts";
+import { readIsoTime } from "../core/time.ts";
 import type { NewKey } from "./keys.ts";
 
 // What a person types for a key (CLI flags, the dashboard's form), checked once for both.
@@ -46,8 +47,8 @@ export function keyRules(input: KeyRulesInput, opts: { resolveModel: (name: stri
   if (input.quota !== undefined) {
     try {
       out.quotaNano = input.quota === null ? null : usdToNano(input.quota);
-    } catch {
-      throw new KeyRuleError("quota", `not a USD amount (a number of at least 0 with at most 9 decimals): ${input.quota}`);
+    } catch (e) {
+      throw new KeyRuleError("quota", (e as Error).message);
     }
   }
   if (input.models !== undefined) {
@@ -91,8 +92,10 @@ export function keyRules(input: KeyRulesInput, opts: { resolveModel: (name: stri
   if (input.expires !== undefined) {
     if (input.expires === null) out.expiresAt = null;
     else {
-      const at = typeof input.expires === "number" ? input.expires : isoTime(input.expires);
-      if (at === null || !Number.isSafeInteger(at)) throw new KeyRuleError("expires", `not an ISO 8601 time: ${input.expires}`);
+      const read = typeof input.expires === "number" ? { ms: input.expires } : readIsoTime(input.expires);
+      if ("why" in read) throw new KeyRuleError("expires", read.why);
+      const at = read.ms;
+      if (!Number.isSafeInteger(at)) throw new KeyRuleError("expires", `not an ISO 8601 time: ${input.expires}`);
       if (at <= now) throw new KeyRuleError("expires", `${new Date(at).toISOString()} is in the past`);
       out.expiresAt = at;
     }
@@ -100,9 +103,3 @@ export function keyRules(input: KeyRulesInput, opts: { resolveModel: (name: stri
   return out;
 }
 
-// Date.parse alone takes "1" or "next 2027" in some engines; ISO 8601 starts with a four-digit year.
-function isoTime(text: string): number | null {
-  if (!/^\d{4}-\d{2}-\d{2}/.test(text.trim())) return null;
-  const t = Date.parse(text.trim());
-  return Number.isNaN(t) ? null : t;
-}

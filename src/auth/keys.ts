@@ -5,7 +5,7 @@ import { and, eq, isNull, or, sql, type SQL, type SQLWrapper } from "drizzle-orm
 import type { Db } from "../db/client.ts";
 import { apiKeys } from "../db/schema.ts";
 import { GatewayError } from "../core/errors.ts";
-import { parseCidrList, ipAllowed, type Cidr } from "../core/ip.ts";
+import { parseCidrList, ipAllowed, storedCidrList, type Cidr } from "../core/ip.ts";
 import type { Awaitable } from "../core/awaitable.ts";
 
 export const KEY_PREFIX = "gk_sk_";
@@ -176,7 +176,7 @@ export function keyRecord(r: Record<string, unknown>): KeyRecord {
     prefix: r.prefix as string,
     quotaNano: orNull(r.quota_nano),
     models: r.models ? (JSON.parse(r.models as string) as string[]) : null,
-    ipAllow: r.ip_allow ? parseCidrList(JSON.parse(r.ip_allow as string) as string[]) : null,
+    ipAllow: r.ip_allow ? storedCidrList(JSON.parse(r.ip_allow as string) as string[]) : null,
     rpm: orNull(r.rpm),
     expiresAt: orNull(r.expires_at),
     revokedAt: orNull(r.revoked_at),

@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { usdToNano } from "../core/money.ts";
+import { readIsoTime } from "../core/time.ts";
 
 export class UsageError extends Error {}
 
@@ -56,8 +57,8 @@ export function usdFlag(name: string, text: string, opts: { positive?: boolean }
   let nano: number;
   try {
     nano = usdToNano(text);
-  } catch {
-    throw new UsageError(`--${name}: not a USD amount (digits with at most 9 decimals, like 2.50): ${text}`);
+  } catch (e) {
+    throw new UsageError(`--${name}: ${(e as Error).message}`);
   }
   if (opts.positive && nano <= 0) throw new UsageError(`--${name} must be more than 0`);
   return nano;
@@ -76,7 +77,7 @@ const UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, 
 export function sinceFlag(text: string, now = Date.now()): number {
   const d = /^(\d+)([mhdw])$/.exec(text);
   if (d) return now - Number(d[1]) * UNITS[d[2]!]!;
-  const t = /^\d{4}-\d{2}-\d{2}/.test(text) ? Date.parse(text) : NaN;
-  if (Number.isNaN(t)) throw new UsageError(`--since: not an ISO 8601 time or a duration like 24h or 7d: ${text}`);
-  return t;
+  const read = readIsoTime(text);
+  if ("why" in read) throw new UsageError(`--since: ${read.why}, nor a duration like 24h or 7d`);
+  return read.ms;
 }

@@ -13,7 +13,8 @@ export const KEY_USAGE = `Usage:
   gateway key revoke ID
 
 create prints the new key once. --models takes model ids or aliases of this installation's catalog;
---ip takes addresses or CIDRs (IPv4, IPv6); --expires must be in the future. In update, "none"
+--ip takes addresses or CIDRs (IPv4, IPv6; no zone id such as %eth0); --expires takes an ISO 8601
+date or time the calendar has (2099-02-30 is refused) in the future. In update, "none"
 removes a restriction and a flag left out leaves it as it is. find answers which account owns a
 key: give its visible prefix (gk_sk_ and a few characters) or, after a leak, the whole key, which is
 matched by its hash and never printed.`;

@@ -11,6 +11,10 @@ export function parseCidr(text: string): Cidr {
   const [addr, len] = parts;
   const kind = isIP(addr ?? "");
   if (!addr || kind === 0 || parts.length > 2) throw new RangeError(`not an IP address or CIDR: ${text}`);
+  // node:net's isIP takes a zone id (fe80::1%eth0): it names an interface of the machine that wrote
+  // it, and a client's address never carries one, so the entry would not mean what it says.
+  const zone = addr.indexOf("%");
+  if (zone !== -1) throw new RangeError(`not an IP address or CIDR: ${text} (a zone id such as ${addr.slice(zone)} names a network interface, not an address)`);
   const v6 = kind === 6;
   const max = v6 ? 128 : 32;
   // Digits only: Number("") is 0, so "10.0.0.0/" would otherwise be /0 and allow every address.
@@ -25,6 +29,12 @@ export function parseCidr(text: string): Cidr {
 }
 
 export const parseCidrList = (list: string[]) => list.map(parseCidr);
+
+/**
+ * A key's stored allow-list. Rows written before zone ids were refused may hold one; it is dropped,
+ * which is how such an entry always matched (fe80::1%eth0 as fe80::1), rather than failing the key.
+ */
+export const storedCidrList = (list: string[]) => list.map((entry) => parseCidr(entry.replace(/%[^/]*/, "")));
 
 export function ipAllowed(list: Cidr[], ip: string): boolean {
   let addr = ip;

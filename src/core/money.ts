@@ -3,21 +3,39 @@
 
 export const NANO_PER_USD = 1_000_000_000;
 
-/** Exact conversion of a decimal USD amount (as written in TOML or on a command line) to nano-dollars. */
+/**
+ * Exact conversion of a decimal USD amount (as written in TOML, a JSON body or on a command line) to
+ * nano-dollars. An amount finer than the ledger's unit (1 nano-dollar, 9 decimals) is refused, never
+ * rounded: 0.1 + 0.2 arrives as 0.30000000000000004, and crediting 0.3 would not be what was sent.
+ */
 export function usdToNano(usd: number | string): number {
   const text = typeof usd === "number" ? numberToPlainString(usd) : usd.trim();
-  const m = /^(\d+)(?:\.(\d{0,9})(\d*))?$/.exec(text);
-  if (!m || (m[3] && /[1-9]/.test(m[3]))) throw new RangeError(`not a USD amount with at most 9 decimals: ${text}`);
-  const nano = Number(m[1]) * NANO_PER_USD + Number((m[2] ?? "").padEnd(9, "0"));
+  const m = /^(\d+)(?:\.(\d*))?$/.exec(text);
+  if (!m) throw new RangeError(`not a USD amount (a number of at least 0 with at most 9 decimals): ${text}`);
+  const decimals = (m[2] ?? "").replace(/0+$/, "");
+  if (decimals.length > 9) {
+    throw new RangeError(`${text} has ${decimals.length} decimals, finer than the ledger's unit of 1 nano-dollar (0.000000001 USD): at most 9 decimals`);
+  }
+  const nano = Number(m[1]) * NANO_PER_USD + Number(decimals.padEnd(9, "0"));
   if (!Number.isSafeInteger(nano)) throw new RangeError(`USD amount too large: ${text}`);
   return nano;
 }
 
+/**
+ * The decimal a number stands for as JavaScript prints it: the shortest text that reads back as the
+ * same number (0.1 is "0.1", 0.1 + 0.2 is "0.30000000000000004"), with an exponent form written out
+ * (1e-7 is "0.0000001", 1.5e-10 is "0.00000000015"), so its decimals can be counted.
+ */
 function numberToPlainString(n: number): string {
-  if (!Number.isFinite(n) || n < 0) throw new RangeError(`not a USD amount: ${n}`);
-  // toFixed(9) would round 0.1 + float noise correctly but turns 1e21 into exponent form; amounts are far smaller.
-  const fixed = n.toFixed(12).replace(/0+$/, "").replace(/\.$/, "");
-  return fixed;
+  if (!Number.isFinite(n) || n < 0) throw new RangeError(`not a USD amount (a number of at least 0 with at most 9 decimals): ${n}`);
+  const s = String(n);
+  const e = /^(\d+)(?:\.(\d+))?e([+-]\d+)$/.exec(s);
+  if (!e) return s;
+  const digits = e[1]! + (e[2] ?? "");
+  const exponent = Number(e[3]) - (e[2]?.length ?? 0);
+  if (exponent >= 0) return digits + "0".repeat(exponent);
+  const padded = digits.padStart(1 - exponent, "0");
+  return `${padded.slice(0, exponent)}.${padded.slice(exponent)}`;
 }
 
 /** cost_usd as clients see it: the nano amount as a JSON number with at most 9 decimals. */

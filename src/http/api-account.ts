@@ -125,8 +125,8 @@ export async function putLowBalance(c: SessionCall): Promise<Response> {
   let nano: number | null;
   try {
     nano = given === null ? null : usdToNano(given);
-  } catch {
-    throw new GatewayError("invalid_request", `threshold_usd: not a USD amount (a number of at least 0 with at most 9 decimals): ${given}`);
+  } catch (e) {
+    throw new GatewayError("invalid_request", `threshold_usd: ${(e as Error).message}`);
   }
   await c.svc.accounts.setLowBalanceThreshold(c.session!.accountId, nano);
   return json(await meView(c.svc, c.session!.accountId));

@@ -6,7 +6,7 @@ import type { StatementPosition } from "../ledger/accounts.ts";
 import { statusRange, type LogCursor, type LogFilter, type LogRecord } from "../logs/queries.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { json } from "./public-endpoints.ts";
-import { isoTime } from "../core/time.ts";
+import { isoTime, readIsoTime } from "../core/time.ts";
 
 // The account holder's figures (docs/dashboard.md): the ledger, the request log and the daily spend
 // of the session's own account, read by the owners' queries the CLI's `gateway account show`,
@@ -67,9 +67,9 @@ const FILTERS = ["key_id", "model", "status", "since", "until"];
 function timeParam(q: URLSearchParams, name: string): number | undefined {
   const text = q.get(name);
   if (text === null) return undefined;
-  const ms = /^\d{4}-\d\d-\d\d/.test(text) ? Date.parse(text) : NaN;
-  if (Number.isNaN(ms)) throw invalidRequest(`${name}: an ISO 8601 date or time such as 2026-11-25 or 2026-11-25T08:00:00Z, not '${text}'`);
-  return ms;
+  const read = readIsoTime(text);
+  if ("why" in read) throw invalidRequest(`${name}: ${read.why}`);
+  return read.ms;
 }
 
 /** The account's keys the rows are read by (one, with key_id) and the filter of the other parameters. */

@@ -37,11 +37,17 @@ function unrouted(x: Exchange, at: Endpoint[]): Response {
   throw methodNotAllowed(method, at);
 }
 
+/** The dashboard's page and its files (dashboard/page.ts, a layer above, hands it in). */
+export interface DashboardPage {
+  /** The page (at `/`) or one of its files for a GET or HEAD of `pathname`; null for any other request. */
+  answer(request: Request, pathname: string): Promise<Response | null>;
+}
+
 /**
- * The app over the endpoint table. `pages` are Bun's static routes served beside it (the
- * dashboard's HTML bundle at `/`, from the layer above): Bun answers them before Elysia's router.
+ * The app over the endpoint table. `page` is the dashboard's page at `/` and its files, from the
+ * layer above: answered for the paths no endpoint has, before they are 404s.
  */
-export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pages: Record<string, Bun.HTMLBundle> = {}) {
+export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, page: DashboardPage | null = null) {
   const gate = new RefusalGate(gateOptions);
   // The refusals of the last minute before a stop are summarised too.
   svc.atStop.push(() => gate.summarize());
@@ -151,7 +157,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
     return response;
   }
 
-  const app = new Elysia({ normalize: false, serve: { routes: pages } }).use(openapiDocument(svc.version));
+  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version));
   for (const e of ENDPOINTS) {
     if (e.when && !e.when(svc.config)) continue;
     const run = runnerOf(e);
@@ -159,7 +165,11 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
     app.route(e.method, e.path.replace(/\{(\w+)\}/g, ":$1"), ({ request, server }: Ctx) => answer(newExchange(svc, request, server, e), run), detailOf(e));
   }
 
-  return app.onError(({ code, error, request, server }) => {
+  return app.onError(async ({ code, error, request, server }) => {
+    if (code === "NOT_FOUND" && page) {
+      const answered = await page.answer(request, new URL(request.url).pathname);
+      if (answered) return answered;
+    }
     const x = newExchange(svc, request, server, undefined);
     const at = endpointsAt(x.pathname);
     x.endpoint = at[0];

@@ -2,12 +2,20 @@ import { GatewayError } from "../core/errors.ts";
 
 export const BODY_LIMIT_BYTES = 20 * 1024 * 1024;
 
-export const tooLarge = () =>
-  new GatewayError("request_too_large", `Request body is larger than the ${BODY_LIMIT_BYTES / 1024 / 1024} MiB limit.`);
+/** A byte count as people write it: "20 MiB", "64 KiB", "1000 bytes". */
+export function sizeText(bytes: number): string {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / 1024 / 1024} MiB`;
+  if (bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
+
+/** The 413 of a route: it names that route's own limit, since /api/ and the webhook take far less than /v1. */
+export const tooLarge = (limit: number) =>
+  new GatewayError("request_too_large", `Request body is larger than this route's ${sizeText(limit)} limit.`);
 
 /** A body whose content-length says it is over the limit: refused before anything else is asked of the request. */
 export function refuseDeclaredTooLarge(request: Request, limit = BODY_LIMIT_BYTES): void {
-  if (Number(request.headers.get("content-length") ?? NaN) > limit) throw tooLarge();
+  if (Number(request.headers.get("content-length") ?? NaN) > limit) throw tooLarge(limit);
 }
 
 /**
@@ -21,7 +29,7 @@ export async function readBodyLimited(request: Request, limit = BODY_LIMIT_BYTES
     // Known length within the limit: Bun reads it in one go, faster than pulling chunks, and
     // without making the body a stream object first.
     const buf = new Uint8Array(await request.arrayBuffer());
-    if (buf.byteLength > limit) throw tooLarge();
+    if (buf.byteLength > limit) throw tooLarge(limit);
     return buf;
   }
   if (!request.body) return new Uint8Array(0);
@@ -34,7 +42,7 @@ export async function readBodyLimited(request: Request, limit = BODY_LIMIT_BYTES
     total += value.byteLength;
     if (total > limit) {
       reader.cancel().catch(() => {});
-      throw tooLarge();
+      throw tooLarge(limit);
     }
     chunks.push(value);
   }

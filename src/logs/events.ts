@@ -178,6 +178,17 @@ export class EventLog {
   }
 
   /**
+   * A Stripe webhook whose signature checked out but whose body is not an event of the shape Stripe
+   * sends: refused with 400, nothing credited. Either the webhook secret is in other hands or Stripe's
+   * events changed; a payment it was about stays uncredited until the operator looks. The reason names
+   * a field, never a value (the body carries the holder's email).
+   */
+  stripeEventMalformed(m: { event: string | null; reason: string }): void {
+    this.emit("error", "stripe_event_malformed", "", { stripe_event: m.event === null ? null : short(m.event), reason: short(m.reason) },
+      `a signed Stripe webhook${m.event === null ? "" : ` (event ${short(m.event)})`} was refused as malformed: ${short(m.reason)}`);
+  }
+
+  /**
    * Another gateway instance on the shared PostgreSQL database went silent for [cluster] hold_timeout_s
    * (crashed, cut off or frozen): this instance released the holds of its running requests, so that
    * their money is spendable again. Whatever those requests still post is charged without a hold.

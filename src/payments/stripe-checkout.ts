@@ -1,12 +1,17 @@
 import Stripe from "stripe";
 import type { StripeConfig } from "../config/load.ts";
 import { GatewayError } from "../core/errors.ts";
+import { events } from "../logs/events.ts";
 import { redactSecrets, rememberSecretValues } from "../wire/scrub.ts";
+import { MalformedEvent, readEvent, type VerifiedEvent } from "./stripe-event.ts";
 
 // The two things the gateway asks of Stripe, through Stripe's official package: open a Checkout
 // Session for an amount, and tell a webhook Stripe signed from one it did not.
 
-/** Stripe's own default: a signed timestamp older than this is a replay, not a delivery. */
+/**
+ * Stripe's own default: a signature dated further than this from the gateway's clock, either way, is
+ * not a delivery (older: a replay; newer: one made ahead of time, which the package lets through).
+ */
 const SIGNATURE_TOLERANCE_S = 300;
 /** The browser waits on this (twice at most, with the one retry): Stripe answers in well under a second, or not at all. */
 const API_TIMEOUT_MS = 20_000;
@@ -14,23 +19,6 @@ const API_TIMEOUT_MS = 20_000;
 export interface OpenedCheckout {
   id: string;
   url: string;
-}
-
-/** What the gateway reads of a Checkout Session in a webhook's event. */
-export interface PaidSession {
-  id: string;
-  paymentStatus: string;
-  amountTotal: number | null;
-  currency: string | null;
-  /** The payment's id: the PaymentIntent, else the session's own id (a session with no PaymentIntent). */
-  paymentRef: string;
-}
-
-export interface VerifiedEvent {
-  id: string;
-  type: string;
-  /** The event's Checkout Session, or null when its object is something else. */
-  session: PaidSession | null;
 }
 
 export class StripeCheckout {
@@ -79,23 +67,52 @@ export class StripeCheckout {
 
   /**
    * The event of a webhook, once its `Stripe-Signature` is found to be Stripe's over exactly these
-   * bytes and no older than five minutes; anything else is 400 invalid_signature.
+   * bytes and dated within five minutes of now, either way (else 400 invalid_signature), and its body
+   * is the shape Stripe sends (else 400 invalid_request, and an operator event).
    */
   async verify(payload: Uint8Array, header: string | null, now = Date.now()): Promise<VerifiedEvent> {
     if (!header) throw new GatewayError("invalid_signature", "This webhook carries no Stripe-Signature header.");
-    let event: Stripe.Event;
+    let body: unknown;
     try {
-      event = await this.stripe.webhooks.constructEventAsync(payload, header, this.cfg.webhookSecret, SIGNATURE_TOLERANCE_S, this.crypto, now);
+      body = await this.stripe.webhooks.constructEventAsync(payload, header, this.cfg.webhookSecret, SIGNATURE_TOLERANCE_S, this.crypto, now);
     } catch (e) {
-      const reason = e instanceof Error ? e.message.split("\n")[0]!.trim() : String(e);
+      // Past the signature, the package throws on the body: JSON.parse's SyntaxError, or a v2 "thin event".
+      if (e instanceof SyntaxError) throw malformed(new MalformedEvent("the body is not JSON", null));
+      if (!(e instanceof Stripe.errors.StripeSignatureVerificationError)) {
+        if (e instanceof Error && e.message.includes("thin event")) throw malformed(new MalformedEvent("the body is a v2 event notification, not an event", null));
+        throw e;
+      }
+      const reason = e.message.split("\n")[0]!.trim();
       throw new GatewayError("invalid_signature", `The Stripe-Signature of this webhook does not check out: ${redactSecrets(reason)}`);
     }
-    const object = event.data.object as { object?: string };
-    return { id: event.id, type: event.type, session: object.object === "checkout.session" ? sessionOf(object as Stripe.Checkout.Session) : null };
+    // The package bounds only a signature's age, so one dated an hour ahead would pass for an hour and five minutes.
+    const ahead = signedAt(header) - Math.floor(now / 1000);
+    if (!(ahead <= SIGNATURE_TOLERANCE_S)) {
+      throw new GatewayError("invalid_signature", `The Stripe-Signature of this webhook is dated in the future: more than ${SIGNATURE_TOLERANCE_S} s ahead of this gateway's clock.`);
+    }
+    try {
+      return readEvent(body);
+    } catch (e) {
+      throw e instanceof MalformedEvent ? malformed(e) : e;
+    }
   }
 }
 
-function sessionOf(s: Stripe.Checkout.Session): PaidSession {
-  const intent = typeof s.payment_intent === "string" ? s.payment_intent : (s.payment_intent?.id ?? null);
-  return { id: s.id, paymentStatus: s.payment_status, amountTotal: s.amount_total, currency: s.currency, paymentRef: intent ?? s.id };
+/**
+ * The `t=` of a Stripe-Signature read as Stripe's package reads it (the last one, by parseInt), so
+ * the moment checked is the one that was signed. NaN when there is none to read.
+ */
+function signedAt(header: string): number {
+  let t = Number.NaN;
+  for (const item of header.split(",")) {
+    const [key, value] = item.split("=");
+    if (key === "t") t = parseInt(value ?? "", 10);
+  }
+  return t;
+}
+
+/** A signed event of the wrong shape: the operator hears of it (someone holds the secret, or Stripe changed), the sender gets a 400. */
+function malformed(e: MalformedEvent): GatewayError {
+  events.stripeEventMalformed({ event: e.eventId, reason: e.reason });
+  return new GatewayError("invalid_request", `This Stripe event is malformed: ${e.reason}. Nothing was credited.`);
 }

@@ -5,7 +5,8 @@ import type { GroupCommit } from "../db/group-commit.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import { events } from "../logs/events.ts";
 import { findCheckout, markCredited, type CheckoutSession, type CheckoutStore } from "./checkout-sessions.ts";
-import type { PaidSession, StripeCheckout } from "./stripe-checkout.ts";
+import type { StripeCheckout } from "./stripe-checkout.ts";
+import type { PaidSession } from "./stripe-event.ts";
 
 // Top-ups (docs/dashboard.md, Top-ups): a Checkout Session opened for the amount the holder asked,
 // and the balance credited only from Stripe's signed word that it was paid. The browser's return

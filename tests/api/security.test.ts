@@ -112,6 +112,12 @@ describe("JSON bodies only", () => {
     await refusedWith(res, 400, "invalid_request");
   });
 
+  it("refuses a body over 64 KiB with 413 naming its 64 KiB limit, not /v1's 20 MiB", async () => {
+    const b = await holder();
+    const res = await b.call("POST", "/api/keys", { name: "x".repeat(64 * 1024) });
+    expect(await refusedWith(res, 413, "request_too_large")).toBe("Request body is larger than this route's 64 KiB limit.");
+  });
+
   it("takes a write with no body at all (logout)", async () => {
     const b = await holder();
     expect((await b.call("POST", "/api/logout")).status).toBe(200);

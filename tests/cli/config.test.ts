@@ -85,7 +85,9 @@ describe("parseConfig", () => {
   });
 
   it("names dashboard.starting_credit_usd when it has more than 9 decimals", () => {
-    expect(refusal({ dashboard: { starting_credit_usd: 0.0000000001 } })).toStartWith("gateway.toml: dashboard.starting_credit_usd: not a USD amount");
+    expect(refusal({ dashboard: { starting_credit_usd: 0.0000000001 } })).toBe(
+      "gateway.toml: dashboard.starting_credit_usd: 0.0000000001 has 10 decimals, finer than the ledger's unit of 1 nano-dollar (0.000000001 USD): at most 9 decimals",
+    );
   });
 
   it("names dashboard.starting_credit_daily_usd when it is negative or has more than 9 decimals", () => {

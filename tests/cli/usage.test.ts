@@ -65,6 +65,14 @@ describe("refused with a one-line reason", () => {
   it("a model the catalog does not have in --models", async () => expect(await createKey("--models", "demo,gpt-9")).toBe("gateway: --models: no model 'gpt-9' in this installation's catalog"));
   it("--expires in the past", async () => expect(await createKey("--expires", "2020-01-01T00:00:00Z")).toContain("in the past"));
   it("--expires that is not a time", async () => expect(await createKey("--expires", "1")).toContain("--expires"));
+  it("--expires 2099-02-30, a day February does not have", async () =>
+    expect(await createKey("--expires", "2099-02-30")).toBe("gateway: --expires: 2099-02-30 is not a date: February 2099 has 28 days"));
+  it("--expires 2099-13-01", async () => expect(await createKey("--expires", "2099-13-01")).toBe("gateway: --expires: 2099-13-01 is not a date: there is no month 13"));
+  it("--expires 2099-02-29, not a leap year", async () => expect(await createKey("--expires", "2099-02-29T00:00:00Z")).toContain("February 2099 has 28 days"));
+  it("--ip with a zone id", async () =>
+    expect(await createKey("--ip", "10.0.0.0/8,fe80::1%eth0")).toBe(
+      "gateway: --ip: not an IP address or CIDR: fe80::1%eth0 (a zone id such as %eth0 names a network interface, not an address)",
+    ));
   it("--rpm 0", async () => expect(await createKey("--rpm", "0")).toContain("--rpm"));
   it("--rpm that is not a number", async () => expect(await createKey("--rpm", "fast")).toContain("--rpm"));
   it("a negative --quota", async () => expect(await createKey("--quota", "-1")).toContain("--quota"));

@@ -34,6 +34,42 @@ describe("the dashboard's page", () => {
     expect(gz).toBeLessThan(60 * 1024);
   });
 
+  it("forbids framing by another site: X-Frame-Options DENY and CSP frame-ancestors 'none' on /", async () => {
+    const res = await fetch(`${gw.url}/`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(res.headers.get("content-security-policy")).toBe("frame-ancestors 'none'");
+    expect(res.headers.get("content-type")).toStartWith("text/html");
+  });
+
+  it("sends the same framing headers with its script and stylesheet", async () => {
+    for (const ref of page.assets.keys()) {
+      const res = await fetch(new URL(ref, gw.url));
+      expect({ ref, xfo: res.headers.get("x-frame-options"), csp: res.headers.get("content-security-policy") }).toEqual({ ref, xfo: "DENY", csp: "frame-ancestors 'none'" });
+      await res.arrayBuffer();
+    }
+  });
+
+  it("keeps Bun's caching: the page revalidated (no-cache, 304 on its ETag), the hashed files immutable", async () => {
+    const res = await fetch(`${gw.url}/`);
+    await res.text();
+    expect(res.headers.get("cache-control")).toBe("no-cache");
+    const again = await fetch(`${gw.url}/`, { headers: { "if-none-match": res.headers.get("etag")! } });
+    expect(again.status).toBe(304);
+    expect(again.headers.get("x-frame-options")).toBe("DENY");
+    const [ref] = page.assets.keys();
+    const file = await fetch(new URL(ref!, gw.url));
+    await file.arrayBuffer();
+    expect(file.headers.get("cache-control")).toContain("immutable");
+  });
+
+  it("answers HEAD / with the headers and no body", async () => {
+    const res = await fetch(`${gw.url}/`, { method: "HEAD" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(await res.text()).toBe("");
+  });
+
   it("leaves the model API's unknown paths to the endpoint table (404 endpoint_not_found)", async () => {
     await expectError(await fetch(`${gw.url}/nope`), 404, "endpoint_not_found");
   });

@@ -26,10 +26,29 @@ describe("usdToNano", () => {
     expect(usdToNano("0.075")).toBe(75_000_000);
   });
 
-  it("ignores float noise beyond the ninth decimal of a computed number", () => {
-    expect((0.1 + 0.2) * 1e9).not.toBe(300_000_000); // why usdToNano reads decimal digits instead of multiplying
-    expect(usdToNano(0.1 + 0.2)).toBe(300_000_000);
-    expect(usdToNano(0.1 + 0.7)).toBe(800_000_000);
+  it("refuses a number whose shortest decimal has more than 9 decimals instead of rounding it (0.1 + 0.2)", () => {
+    // 0.1 + 0.2 is 0.30000000000000004: crediting 0.3 would not be the amount that was sent.
+    expect(() => usdToNano(0.1 + 0.2)).toThrow("0.30000000000000004 has 17 decimals, finer than the ledger's unit of 1 nano-dollar");
+    expect(() => usdToNano(0.1 + 0.7)).toThrow(RangeError);
+    expect(() => usdToNano("0.30000000000000004")).toThrow("has 17 decimals");
+  });
+
+  it("reads a number by its shortest decimal, so 0.1 and 1.1 are exact though no double is", () => {
+    expect(usdToNano(0.1)).toBe(100_000_000);
+    expect(usdToNano(1.1)).toBe(1_100_000_000);
+    expect(usdToNano(123456.123456789)).toBe(123_456_123_456_789);
+  });
+
+  it("writes out an exponent form before counting decimals: 1e-7 and 1.5e-8 are taken, 1e-10 is refused", () => {
+    expect(usdToNano(1e-7)).toBe(100);
+    expect(usdToNano(1.5e-8)).toBe(15);
+    expect(() => usdToNano(1e-10)).toThrow("0.0000000001 has 10 decimals");
+    expect(() => usdToNano(1.5e-10)).toThrow("0.00000000015 has 11 decimals");
+    expect(() => usdToNano(1e21)).toThrow(/too large/);
+  });
+
+  it("takes trailing zeros past the ninth decimal, which change nothing", () => {
+    expect(usdToNano("1.500000000000")).toBe(1_500_000_000);
   });
 
   it("accepts one nano-dollar, the smallest amount", () => {

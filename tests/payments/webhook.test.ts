@@ -220,6 +220,20 @@ describe("the signature", () => {
     expect(balance(accountId)).toBe(STARTING + 5e9);
   });
 
+  it("refuses a signature dated more than five minutes ahead, crediting nothing", async () => {
+    // A signature made ahead of time would otherwise stay valid until its date plus five minutes.
+    const { accountId, session } = await opened(5);
+    const ev = stripe.event(session);
+    const ahead = stripe.sign(ev.payload, { timestamp: Math.floor(Date.now() / 1000) + 3600 });
+    const err = await expectError(await stripe.deliver(gw.url, ev.payload, ahead), 400, "invalid_signature");
+    expect(err.message).toContain("dated in the future");
+    expect(balance(accountId)).toBe(STARTING);
+    // A clock a little ahead of the gateway's (within five minutes) is still Stripe's delivery.
+    const slightly = stripe.sign(ev.payload, { timestamp: Math.floor(Date.now() / 1000) + 240 });
+    expect((await stripe.deliver(gw.url, ev.payload, slightly)).status).toBe(200);
+    expect(balance(accountId)).toBe(STARTING + 5e9);
+  });
+
   it("refuses a delivery without a Stripe-Signature header", async () => {
     const { session } = await opened(5);
     const res = await fetch(`${gw.url}/api/stripe/webhook`, { method: "POST", headers: { "content-type": "application/json" }, body: stripe.event(session).payload });
@@ -248,8 +262,9 @@ describe("the webhook's route", () => {
     expect(balance(accountId)).toBe(STARTING + 5e9);
   });
 
-  it("refuses a body over 1 MiB with 413", async () => {
+  it("refuses a body over 1 MiB with 413 naming its 1 MiB limit", async () => {
     const big = JSON.stringify({ pad: "x".repeat(1024 * 1024) });
-    await expectError(await stripe.deliver(gw.url, big), 413, "request_too_large");
+    const err = await expectError(await stripe.deliver(gw.url, big), 413, "request_too_large");
+    expect(err.message).toBe("Request body is larger than this route's 1 MiB limit.");
   });
 });
