@@ -2,9 +2,9 @@ import type { Awaitable } from "../core/awaitable.ts";
 import { BYTES_PER_TOKEN, estimateTokens } from "./estimate.ts";
 
 // The byte estimator calibrated on the traffic itself. Every settled text request whose upstream
-// reported its own input count gives one input sample per model: the body bytes (and characters) the
-// estimator counted and the real input tokens (uncached, cache read and cache write alike: all of
-// them are input the bytes carried). Every completed stream whose upstream reported its output count
+// reported its own input count gives one input sample per model: the bytes (and characters) of the
+// body the upstream was sent (its translation, when translated) and the real input tokens
+// (uncached, cache read and cache write alike: all of them are input the bytes carried). Every completed stream whose upstream reported its output count
 // gives one output sample: the text, thinking and tool argument bytes delivered and that count. The
 // rules (docs/database.md, "The hold's input estimate" and "A cancelled stream's output estimate"):
 // - count_tokens answers bytes / the window's median bytes per token, and the typical error of that
