@@ -238,6 +238,7 @@ function convertMessages(msgs: unknown[], c: Ctx): Turns {
     if (isSet(m.name) && role !== "tool") c.dropped.push(`${path}.name`);
     ROLES[role]!(m, path, c, t);
   });
+  toolResultsFirst(t.messages);
   declareHistoryTools(msgs, t.messages, c);
   trimFinalPrefill(t.messages);
   return t;
@@ -256,13 +257,24 @@ function hoistSystem(m: ChatMessage, path: string, c: Ctx, t: Turns): void {
 function addTurn(t: Turns, role: "user" | "assistant", blocks: MessagesBlock[]): void {
   if (blocks.length === 0) return;
   const last = t.messages.at(-1);
-  const merged = last?.role === role ? [...(last.content as MessagesBlock[]), ...blocks] : blocks;
-  const ordered = role === "user" ? [...merged.filter(isToolResult), ...merged.filter((b) => !isToolResult(b))] : merged;
-  if (last?.role === role) last.content = ordered;
-  else t.messages.push({ role, content: ordered });
+  // Appended in place (`blocks` and the turn are this translation's own): copying the turn on each
+  // merge made n consecutive tool results cost n². The tool results move first once, at the end.
+  if (last?.role === role) for (const b of blocks) (last.content as MessagesBlock[]).push(b);
+  else t.messages.push({ role, content: blocks });
 }
 
 const isToolResult = (b: MessagesBlock) => b.type === "tool_result";
+
+/** Each user turn's tool_result blocks first, in their order, then the rest: one pass per turn. */
+function toolResultsFirst(messages: MessagesMessage[]): void {
+  for (const m of messages) {
+    if (m.role !== "user") continue;
+    const blocks = m.content as MessagesBlock[];
+    const firstOther = blocks.findIndex((b) => !isToolResult(b));
+    if (firstOther === -1 || !blocks.some((b, i) => i > firstOther && isToolResult(b))) continue;
+    m.content = [...blocks.filter(isToolResult), ...blocks.filter((b) => !isToolResult(b))];
+  }
+}
 
 /** Text of string or parts content as text blocks, skipping blank ones: Anthropic 400s on empty text blocks (hermes-agent#11906). */
 function textBlocks(content: unknown, path: string): MessagesBlock[] {

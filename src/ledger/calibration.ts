@@ -2,9 +2,9 @@ import type { Awaitable } from "../core/awaitable.ts";
 import { BYTES_PER_TOKEN, estimateTokens } from "./estimate.ts";
 
 // The byte estimator calibrated on the traffic itself. Every settled text request whose upstream
-// reported its own input count gives one input sample per model: the body bytes (and characters) the
-// estimator counted and the real input tokens (uncached, cache read and cache write alike: all of
-// them are input the bytes carried). Every completed stream whose upstream reported its output count
+// reported its own input count gives one input sample per model: the bytes (and characters) of the
+// body the upstream was sent (its translation, when translated) and the real input tokens
+// (uncached, cache read and cache write alike: all of them are input the bytes carried). Every completed stream whose upstream reported its output count
 // gives one output sample: the text, thinking and tool argument bytes delivered and that count. The
 // rules (docs/database.md, "The hold's input estimate" and "A cancelled stream's output estimate"):
 // - count_tokens answers bytes / the window's median bytes per token, and the typical error of that
@@ -46,7 +46,7 @@ export interface WindowView {
   samples: number;
   /** The window holds MIN_SAMPLES: count_tokens and holds use it. */
   calibrated: boolean;
-  /** Median body bytes per real input token (count_tokens' divisor); null without samples. */
+  /** Median body bytes per real input token within [1, 8] (count_tokens' divisor); null without samples. */
   medianBytesPerToken: number | null;
   /** The divisor of a hold's input estimate (a cancelled stream's output estimate): the window's lowest bytes per token, within [1, 8] (4 before MIN_SAMPLES). */
   holdBytesPerToken: number;
@@ -150,7 +150,7 @@ export class CalibrationWindow {
     return (this.computed ??= this.compute()).view;
   }
 
-  /** count_tokens' estimate: the plain one before MIN_SAMPLES, else bytes / the median bytes per token. */
+  /** count_tokens' estimate: the plain one before MIN_SAMPLES, else bytes / the median bytes per token (within [1, 8]). */
   estimate(bytes: number, chars = bytes): number {
     if (this.count < MIN_SAMPLES) return estimateTokens(bytes, chars);
     const m = (this.computed ??= this.compute()).median!;
@@ -175,7 +175,10 @@ export class CalibrationWindow {
     if (n > 0) {
       const ratios = new Float64Array(n);
       for (let i = 0; i < n; i++) ratios[i] = this.bytes[i]! / this.tokens[i]!;
-      const mid = median(ratios.sort());
+      // Bounded as holds are: past [1, 8] bytes a token the window says more of its samples (a body
+      // the upstream counted 76 times over, an upstream's absurd count) than of the model, and an
+      // unbounded median once answered 4,468 tokens for another account's 117 bytes.
+      const mid = Math.min(Math.max(median(ratios.sort()), MIN_HOLD_BYTES_PER_TOKEN), MAX_HOLD_BYTES_PER_TOKEN);
       m = mid;
       typical = typicalError(this.bytes, this.chars, this.tokens, n, (b) => Math.ceil(b / mid));
       plain = typicalError(this.bytes, this.chars, this.tokens, n, estimateTokens);

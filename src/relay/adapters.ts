@@ -8,6 +8,8 @@ import type { StreamMachine } from "../dialects/stream-machine.ts";
 import { billableChatUsage, billableMessagesUsage, usageFromChat, usageFromMessages } from "../dialects/usage.ts";
 import type { ChatRequest, ChatResponse, JsonObject, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
 import { nanoToUsd, type TokenUsage } from "../core/money.ts";
+import { GatewayError } from "../core/errors.ts";
+import type { TextSize } from "../ledger/estimate.ts";
 import type { Dialect } from "../dialects/dialect.ts";
 import { spliceModel } from "./splice.ts";
 
@@ -22,10 +24,41 @@ export interface PairOptions {
 
 export interface UpstreamBody {
   body: JsonObject;
-  /** `body` already serialised: the client's own bytes with the model spliced in (splice.ts) */
+  /** `body` already serialised: the client's own bytes with the model spliced in (splice.ts), or a translation's */
   bytes?: Blob;
+  /** A translation's size as sent: what the estimator learns from (relay/charge.ts post) */
+  size?: TextSize;
   dropped: string[];
 }
+
+/**
+ * The most the gateway sends upstream in one body: the client's own limit (20 MiB, docs/api.md),
+ * so that a translation cannot make of an accepted body one no upstream was ever sent.
+ */
+export const UPSTREAM_BODY_LIMIT_BYTES = 20 * 1024 * 1024;
+
+/** A translated body serialised once, with its size; over the limit (or too large to build at all) it is the request's 413. */
+export function serialised(body: JsonObject): { bytes: Uint8Array; size: TextSize } {
+  let text: string;
+  let bytes: Uint8Array;
+  try {
+    text = JSON.stringify(body);
+    bytes = Buffer.from(text, "utf8");
+  } catch (e) {
+    // A string or buffer past the engine's own limits: the request's size, never the route's health.
+    if (e instanceof RangeError) throw translatedTooLarge(null);
+    throw e;
+  }
+  if (bytes.byteLength > UPSTREAM_BODY_LIMIT_BYTES) throw translatedTooLarge(bytes.byteLength);
+  return { bytes, size: { bytes: bytes.byteLength, chars: text.length } };
+}
+
+const translatedTooLarge = (bytes: number | null) =>
+  new GatewayError(
+    "request_too_large",
+    `Translated for its upstream, this request's body would be ${bytes === null ? "too large to build" : `${(bytes / 1024 / 1024).toFixed(1)} MiB`}, ` +
+      `over the ${UPSTREAM_BODY_LIMIT_BYTES / 1024 / 1024} MiB limit on what the gateway sends upstream.`,
+  );
 
 /**
  * The body sent on `route`: the client's own with the upstream model, or translated for the route's
@@ -46,8 +79,12 @@ export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObjec
     return bytes ? { body: out, bytes, dropped: [] } : { body: out, dropped: [] };
   }
   const caps = route.capabilities;
-  if (client === "messages") return messagesRequestToChat(body as MessagesRequest, { upstreamModel, maxTokensField: capField ?? "max_tokens", caps });
-  return chatRequestToMessages(body as ChatRequest, { upstreamModel, caps });
+  const out =
+    client === "messages"
+      ? messagesRequestToChat(body as MessagesRequest, { upstreamModel, maxTokensField: capField ?? "max_tokens", caps })
+      : chatRequestToMessages(body as ChatRequest, { upstreamModel, caps });
+  const sent = serialised(out.body);
+  return { body: out.body, bytes: new Blob([sent.bytes]), size: sent.size, dropped: out.dropped };
 }
 
 const USAGE_MEMBER = ',"stream_options":{"include_usage":true}';

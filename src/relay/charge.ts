@@ -1,6 +1,7 @@
 import type { RelayCall } from "./context.ts";
 import type { Alongside } from "../ledger/hold.ts";
 import { boundedCost, type Hold } from "../ledger/ledger.ts";
+import { balanceRefused } from "../ledger/money-ledger.ts";
 import type { TokenUsage } from "../core/money.ts";
 import { bodySize, type TextSize } from "../ledger/estimate.ts";
 
@@ -17,6 +18,18 @@ export function reserve(call: RelayCall, amountNano: number): Hold | Promise<Hol
   if (held instanceof Promise) return held.then((hold) => (call.hold = hold));
   call.hold = held;
   return held;
+}
+
+/**
+ * Refuses, before any costly work on the body (a translation), a request whose hold the account's
+ * spendable balance cannot cover even at `floorNano`: a part of the hold known without that work
+ * (its output cap), so that nothing the hold would admit is refused here. The reserve still decides.
+ */
+export async function refuseBelowFloor(call: RelayCall, floorNano: number): Promise<void> {
+  if (floorNano <= 0) return;
+  const read = call.svc.ledger.balance(call.key.accountId);
+  const { spendableNano } = read instanceof Promise ? await read : read;
+  if (spendableNano < floorNano) throw balanceRefused(floorNano, spendableNano);
 }
 
 /** The request body's size for the estimator, measured on first use and kept on the call. */
@@ -57,7 +70,9 @@ export async function post(
   await hold.post(cost, alongside);
   if (!usage || !log.model) return;
   if (inputCounted) {
-    const body = bodySizeOf(call);
+    // The bytes the upstream counted, not the client's: a body that grows or shrinks in translation
+    // would otherwise teach every tenant's estimate of the model a ratio no body has.
+    const body = call.sentSize ?? bodySizeOf(call);
     call.svc.calibration.record(log.model, body.bytes, usage.input + usage.cacheRead + usage.cacheWrite, body.chars);
   }
   if (countedOutput) call.svc.calibration.recordOutput(log.model, countedOutput.bytes, usage.output, countedOutput.chars);

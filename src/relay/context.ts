@@ -53,8 +53,13 @@ export interface RelayCall {
    * pipeline's error path closes it as a last resort.
    */
   hold: Hold | null;
-  /** The body's bytes and characters as the estimator reads them, measured once (relay/charge.ts bodySizeOf). */
+  /**
+   * The body's bytes and characters as the estimator reads them, measured once (relay/charge.ts
+   * bodySizeOf): the client's, or the translation a handler made of them before its hold.
+   */
   bodySize?: TextSize;
+  /** What the last route was sent, when it was translated there: the calibration's sample (relay/charge.ts post). */
+  sentSize?: TextSize;
   /** The status the last upstream route answered with (relay/routes.ts). */
   upstreamStatus?: number;
 }

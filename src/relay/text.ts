@@ -78,6 +78,20 @@ export async function serveText(call: RelayCall, dialect: Dialect, body: JsonObj
   });
 }
 
+/**
+ * Builds a route's body inside the route loop, where anything thrown that is not a GatewayError
+ * counts as the route's failure: a body that cannot be built is this request's fault, and must not
+ * open the circuit for every other account on the route (relay/health.ts).
+ */
+function built<T>(build: () => T): T {
+  try {
+    return build();
+  } catch (e) {
+    if (e instanceof GatewayError) throw e;
+    throw new GatewayError("internal_error", `The gateway could not build this request's body for its upstream (${(e as Error).name}); it was not sent and not charged.`);
+  }
+}
+
 /** What differs between the client dialects once the request is valid. */
 export interface ClientSide {
   /** Dialect of `body`: the relay sends it natively or translates it for each route. */
@@ -120,8 +134,10 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     const attempt = await attemptRoutes(call.svc, model, call, {
       send(route, provider, signal) {
         upstreamDialect = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
-        const out = upstreamBody(client.dialect, upstreamDialect, client.body, route, client.raw);
+        const out = built(() => upstreamBody(client.dialect, upstreamDialect, client.body, route, client.raw));
         dropped = out.dropped;
+        // The estimator learns from what the upstream counted: this body, when it is not the client's.
+        call.sentSize = out.size;
         return provider.text({ dialect: upstreamDialect, body: out.body, bytes: out.bytes, clientHeaders: call.request.headers, search: call.search, signal });
       },
       confirm: client.stream

@@ -297,6 +297,17 @@ describe("namespace and custom tools", () => {
     expect(r.toolNames.get("mcp__github__create_issue")).toEqual({ name: "create_issue", namespace: "mcp__github", kind: "function" });
   });
 
+  it("puts a namespace's description once, on its first tool: the upstream body stays about the client's size", () => {
+    // The shape that grew 76x: a 10 KB description over 80 small tools.
+    const children = Array.from({ length: 80 }, (_, i) => ({ type: "function", name: `t${i}` }));
+    const req = { input: "x", tools: [{ type: "namespace", name: "mcp__big", description: "d".repeat(10_000), tools: children }] };
+    const { body } = translate(req);
+    const descriptions = body.tools!.map((t) => (t.function as JsonObject).description);
+    expect(descriptions[0]).toBe("d".repeat(10_000));
+    expect(descriptions.slice(1).every((d) => d === undefined)).toBe(true);
+    expect(JSON.stringify(body).length / JSON.stringify(req).length).toBeLessThan(1.5);
+  });
+
   it("renames history calls of a namespaced tool the same way", () => {
     const { body } = translate({ input: [{ type: "function_call", call_id: "c", namespace: "mcp__github", name: "create_issue", arguments: "{}" }], tools: [ns] });
     expect(body.messages[0]?.tool_calls?.[0]?.function?.name).toBe("mcp__github__create_issue");

@@ -99,6 +99,19 @@ describe("the calibration window", () => {
     expect(c.countTokens("m", 6000).inputTokens).toBe(1000);
   });
 
+  it(`answers count_tokens within ${MIN_HOLD_BYTES_PER_TOKEN} to ${MAX_HOLD_BYTES_PER_TOKEN} bytes a token, whatever the median says`, () => {
+    // A window of bodies the upstream counted 76 times over (0.05 bytes a token) answered 4,468 tokens for 117 bytes.
+    const dense = new Calibration(memoryStore());
+    fill(dense, 25, 10_900, 0.05);
+    expect(dense.countTokens("m", 117).inputTokens).toBe(117);
+    expect(dense.views()[0]!.medianBytesPerToken).toBe(MIN_HOLD_BYTES_PER_TOKEN);
+    // Its typical error is that of the bounded answer: not 0 %, as the window's own median gave.
+    expect(dense.countTokens("m", 117).typicalErrorPct).toBeGreaterThan(90);
+    const sparse = new Calibration(memoryStore());
+    fill(sparse, 25, 6000, 60);
+    expect(sparse.countTokens("m", 8000).inputTokens).toBe(1000);
+  });
+
   it("takes no sample without tokens to divide by, or with counts that are not whole numbers", () => {
     const c = new Calibration(memoryStore());
     c.record("m", 100, 0);

@@ -120,7 +120,9 @@ export function mapTools(sources: SourcedTool[], namer: ToolNamer): MappedTools 
         if (!isObject(child) || (child.type !== "function" && child.type !== "custom")) {
           refuse(`${childPath}.type`, "a namespace may hold only function and custom tools");
         }
-        tools.push(mapOne(child, namespace, nsDescription, childPath, namer));
+        // Once, on the first child: copied into each, a 1 MB description with 2,000 children made a
+        // 2 GB upstream body that holds and estimates sized on the client's 1 MB knew nothing of.
+        tools.push(mapOne(child, namespace, j === 0 ? nsDescription : undefined, childPath, namer));
       });
     } else if (HOSTED_TYPES.has(tool.type)) {
       if (!dropped.includes(tool.type)) dropped.push(tool.type);
@@ -146,7 +148,8 @@ function mapOne(tool: JsonObject, namespace: string | undefined, nsDescription: 
   const kind = tool.type === "custom" ? "custom" : "function";
   const chatName = namer.declare(namespace === undefined ? { name, kind } : { name, namespace, kind }, `${path}.name`);
   const own = typeof tool.description === "string" ? tool.description : undefined;
-  // A flat chat tool has no field for its namespace, so the namespace's description opens its own.
+  // A flat chat tool has no field for its namespace, so the namespace's description opens the
+  // description of its first tool (docs/translation.md#responses).
   const fn: JsonObject = { name: chatName };
   if (kind === "function") {
     const description = joinText(nsDescription, own);
