@@ -3,7 +3,8 @@ import type { Calibration } from "../ledger/calibration.ts";
 import type { Model } from "../catalog/catalog.ts";
 import type { RelayCall } from "./context.ts";
 import type { Hold } from "../ledger/ledger.ts";
-import { tokenCost, type TokenUsage } from "../core/money.ts";
+import type { TokenUsage } from "../core/money.ts";
+import { priceUsage } from "../catalog/prices.ts";
 import { writeBatched } from "../logs/request-log.ts";
 import { SseParser, type SseEvent } from "../wire/sse.ts";
 import type { StreamMachine } from "../dialects/stream-machine.ts";
@@ -114,7 +115,7 @@ export function relayStream(s: StreamStart): Response {
   // gets its dialect's error event. Listened to only while the stream runs.
   // attemptRoutes left the call held by the cutoff; the stream lets it go when it ends.
   const cutoff = call.svc.cutoff;
-  const costOf = (u: TokenUsage) => tokenCost(s.model.prices, u);
+  const costOf = (u: TokenUsage) => priceUsage(a.route.prices, u);
   /** What a finished answer is billed: the machine's usage, else our estimate (the one its final usage showed). */
   const answerUsage = () => m.usage ?? estimatedUsage(estimatedInputTokens, textOf(m));
   /** The delivered text, when the usage's output is the upstream's count of it (an output sample of the model's calibration). */

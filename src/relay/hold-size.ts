@@ -1,0 +1,88 @@
+import type { Model } from "../catalog/catalog.ts";
+import { serviceSheetOf, sheetFor, type ModelPrices } from "../catalog/prices.ts";
+import { tokenCost } from "../core/money.ts";
+import type { JsonObject } from "../wire/shapes.ts";
+
+// The hold covers the worst class a request can incur (docs/pricing.md, "The hold"): what it asks
+// for decides which prices could apply, before any route has answered.
+
+/** Searches held for a web search tool without max_uses (Anthropic sets no limit of its own). */
+export const DEFAULT_SEARCH_HOLD = 10;
+
+/** What in a request body can raise its price. */
+export interface PriceAsks {
+  /** The longest cache the body asks for: none, the 5-minute one, or 1 hour (`ttl: "1h"`). */
+  cache: "none" | "5m" | "1h";
+  /** Server-side searches the body allows (a web_search tool's max_uses, or DEFAULT_SEARCH_HOLD). */
+  searches: number;
+  /** The body may be answered at the priority tier: it asks for it, or for "auto" (the project's default may be priority), or names none (which means auto). */
+  priority: boolean;
+}
+
+const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** The longest cache asked anywhere in the body (system, messages, tools, nested tool results). */
+function cacheAsked(v: unknown, depth = 0): "none" | "5m" | "1h" {
+  if (depth > 64 || v === null || typeof v !== "object") return "none";
+  let found: "none" | "5m" | "1h" = "none";
+  if (Array.isArray(v)) {
+    for (const x of v) {
+      const c = cacheAsked(x, depth + 1);
+      if (c === "1h") return c;
+      if (c === "5m") found = c;
+    }
+    return found;
+  }
+  for (const [k, x] of Object.entries(v)) {
+    if (k === "cache_control" && isObject(x)) {
+      if (x.ttl === "1h") return "1h";
+      found = "5m";
+    } else if (typeof x === "object") {
+      const c = cacheAsked(x, depth + 1);
+      if (c === "1h") return c;
+      if (c === "5m") found = c;
+    }
+  }
+  return found;
+}
+
+function searchesAllowed(body: JsonObject): number {
+  let n = 0;
+  for (const t of Array.isArray(body.tools) ? body.tools : []) {
+    if (!isObject(t) || typeof t.type !== "string" || !t.type.startsWith("web_search")) continue;
+    const max = t.max_uses;
+    n += typeof max === "number" && Number.isSafeInteger(max) && max > 0 ? max : DEFAULT_SEARCH_HOLD;
+  }
+  // Chat's search models take web_search_options and bill each call.
+  if (n === 0 && isObject(body.web_search_options)) n = 1;
+  return n;
+}
+
+export function priceAsks(body: JsonObject): PriceAsks {
+  const tier = body.service_tier;
+  return {
+    cache: cacheAsked(body),
+    searches: searchesAllowed(body),
+    priority: tier === undefined || tier === null || tier === "auto" || tier === "priority",
+  };
+}
+
+/** The most the request can cost on routes of this table: its held input at the dearest input class it asked for, its output cap, its searches. */
+function worstOn(p: ModelPrices, asks: PriceAsks, inputTokens: number, maxOut: number): number {
+  const service = asks.priority && p.service.priority ? p.service.priority : serviceSheetOf(p, undefined);
+  // The prompt may be written to the cache whole: the tier is measured on it as the provider does.
+  const prices = sheetFor(service, inputTokens).prices;
+  const input = asks.cache === "1h" ? Math.max(prices.input, prices.cacheWrite1h, prices.cacheWrite) : asks.cache === "5m" ? Math.max(prices.input, prices.cacheWrite) : prices.input;
+  return tokenCost({ ...prices, input }, { input: inputTokens, output: maxOut, cacheRead: 0, cacheWrite: 0, webSearches: asks.searches });
+}
+
+/**
+ * The request's hold in nano-dollars: the worst of its model's price tables (a fallback may answer on
+ * another kind of provider), each at the worst class the body asks for.
+ */
+export function holdNano(model: Model, body: JsonObject, inputTokens: number, maxOut: number): number {
+  const asks = priceAsks(body);
+  let worst = 0;
+  for (const p of model.priceTables) worst = Math.max(worst, worstOn(p, asks, inputTokens, maxOut));
+  return worst;
+}
