@@ -26,24 +26,39 @@ function cacheAsked(v: unknown, depth = 0): "none" | "5m" | "1h" {
   if (depth > 64 || v === null || typeof v !== "object") return "none";
   let found: "none" | "5m" | "1h" = "none";
   if (Array.isArray(v)) {
-    for (const x of v) {
+    for (let i = 0; i < v.length; i++) {
+      const x = v[i];
+      if (x === null || typeof x !== "object") continue;
       const c = cacheAsked(x, depth + 1);
       if (c === "1h") return c;
       if (c === "5m") found = c;
     }
     return found;
   }
-  for (const [k, x] of Object.entries(v)) {
-    if (k === "cache_control" && isObject(x)) {
-      if (x.ttl === "1h") return "1h";
+  const o = v as JsonObject;
+  for (const k in o) {
+    const x = o[k];
+    if (x === null || typeof x !== "object") continue;
+    if (k === "cache_control") {
+      if ((x as JsonObject).ttl === "1h") return "1h";
       found = "5m";
-    } else if (typeof x === "object") {
-      const c = cacheAsked(x, depth + 1);
-      if (c === "1h") return c;
-      if (c === "5m") found = c;
+      continue;
     }
+    const c = cacheAsked(x, depth + 1);
+    if (c === "1h") return c;
+    if (c === "5m") found = c;
   }
   return found;
+}
+
+/**
+ * Whether the body may ask for caching at all, from its bytes: the key as written, or an escape that
+ * could spell it. Native and fast; most bodies skip the walk.
+ */
+function mayAskCache(raw: Uint8Array | undefined): boolean {
+  if (!raw) return true;
+  const b = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  return b.indexOf("cache_control") !== -1 || b.indexOf("\\u") !== -1;
 }
 
 function searchesAllowed(body: JsonObject): number {
@@ -58,10 +73,11 @@ function searchesAllowed(body: JsonObject): number {
   return n;
 }
 
-export function priceAsks(body: JsonObject): PriceAsks {
+/** What `body` asks for that can raise its price; `raw`: the client's bytes, when known (skips the walk for most bodies). */
+export function priceAsks(body: JsonObject, raw?: Uint8Array): PriceAsks {
   const tier = body.service_tier;
   return {
-    cache: cacheAsked(body),
+    cache: mayAskCache(raw) ? cacheAsked(body) : "none",
     searches: searchesAllowed(body),
     priority: tier === undefined || tier === null || tier === "auto" || tier === "priority",
   };
@@ -80,8 +96,8 @@ function worstOn(p: ModelPrices, asks: PriceAsks, inputTokens: number, maxOut: n
  * The request's hold in nano-dollars: the worst of its model's price tables (a fallback may answer on
  * another kind of provider), each at the worst class the body asks for.
  */
-export function holdNano(model: Model, body: JsonObject, inputTokens: number, maxOut: number): number {
-  const asks = priceAsks(body);
+export function holdNano(model: Model, body: JsonObject, raw: Uint8Array | undefined, inputTokens: number, maxOut: number): number {
+  const asks = priceAsks(body, raw);
   let worst = 0;
   for (const p of model.priceTables) worst = Math.max(worst, worstOn(p, asks, inputTokens, maxOut));
   return worst;

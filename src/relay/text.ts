@@ -104,7 +104,7 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
   const body = bodySizeOf(call);
   const estimatedInputTokens = estimateInputTokens(body.bytes, body.chars);
   const heldInputTokens = call.svc.calibration.holdTokens(model.id, body.bytes, body.chars);
-  const reserveNano = holdNano(model, client.body, heldInputTokens, client.maxOut);
+  const reserveNano = holdNano(model, client.body, call.bytes, heldInputTokens, client.maxOut);
   call.log.stream = client.stream;
 
   const held = reserve(call, reserveNano);
