@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import type { Config } from "../config/load.ts";
 import { DEFAULT_CAPABILITIES } from "../config/defaults.ts";
 import type { Capabilities, Endpoint, ModelConfig, ProviderConfig, RouteConfig } from "../config/schema.ts";
-import { usdToNano, type TokenPrices } from "../core/money.ts";
+import { usdToNano } from "../core/money.ts";
+import { modelPrices, type ModelPrices } from "./prices.ts";
 
 export interface Route {
   /** Stable name for health and logs: "<provider>/<upstream model>". */
@@ -11,6 +12,8 @@ export interface Route {
   upstreamModel: string;
   /** The provider's capabilities overridden by the route's, over the defaults: what the translators read. */
   capabilities: RouteCapabilities;
+  /** The model's effective prices on this route's kind of provider (unset classes follow its rules). */
+  prices: ModelPrices;
 }
 
 /** Capabilities resolved for one route, in the translators' names (ChatUpstreamCaps, MessagesUpstreamCaps). */
@@ -31,8 +34,8 @@ export interface Model {
   created: number;
   modalities: string[];
   endpoints: Endpoint[];
-  /** Nano-dollars per 1M tokens. */
-  prices: TokenPrices;
+  /** The effective price table per provider kind of its routes (docs/pricing.md), one per kind. */
+  priceTables: ModelPrices[];
   /** Nano-dollars per image. */
   perImageNano: number;
   maxOutputTokens: number;
@@ -48,7 +51,7 @@ export interface Catalog {
   lookup(name: string): Model | undefined;
 }
 
-function route(r: RouteConfig, provider: ProviderConfig): Route {
+function route(r: RouteConfig, provider: ProviderConfig, prices: ModelPrices): Route {
   const c: Required<Capabilities> = { ...DEFAULT_CAPABILITIES, ...provider.capabilities, ...r.capabilities };
   return {
     key: `${r.provider}/${r.model}`,
@@ -62,6 +65,7 @@ function route(r: RouteConfig, provider: ProviderConfig): Route {
       structuredOutputs: c.structured_outputs,
       fixedSampling: c.fixed_sampling,
     },
+    prices,
   };
 }
 
@@ -72,6 +76,12 @@ export function buildCatalog(cfg: Config): Catalog {
   const providers = new Map(cfg.providers.map((p) => [p.id, p]));
   const models = cfg.models.map((m): Model => {
     const price = (v: number | undefined) => usdToNano(v ?? 0);
+    const tables = new Map<string, ModelPrices>();
+    const tableFor = (p: ProviderConfig) => tables.get(p.kind) ?? tables.set(p.kind, modelPrices(m, p.kind)).get(p.kind)!;
+    const routes = m.routes.map((r) => {
+      const provider = providers.get(r.provider)!;
+      return route(r, provider, tableFor(provider));
+    });
     return {
       id: m.id,
       aliases: m.aliases ?? [],
@@ -80,15 +90,10 @@ export function buildCatalog(cfg: Config): Catalog {
       created: m.created ?? DEFAULT_CREATED,
       modalities: m.modalities,
       endpoints: m.endpoints,
-      prices: {
-        input: price(m.pricing.input),
-        output: price(m.pricing.output),
-        cacheRead: price(m.pricing.cache_read ?? m.pricing.input),
-        cacheWrite: price(m.pricing.cache_write ?? m.pricing.input),
-      },
+      priceTables: [...tables.values()],
       perImageNano: price(m.pricing.per_image),
       maxOutputTokens: m.max_output_tokens ?? 32_000,
-      routes: m.routes.map((r) => route(r, providers.get(r.provider)!)),
+      routes,
       publicPricing: m.pricing,
     };
   });

@@ -1,5 +1,6 @@
 import { Calibration } from "../ledger/calibration.ts";
-import { statusRange, type LogFilter } from "../logs/queries.ts";
+import { statusRange, type LogFilter, type LogRecord } from "../logs/queries.ts";
+import { costLines } from "./prices.ts";
 import { parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, outputCsv, type CliContext } from "./context.ts";
 import { csv, formatUsd, iso, table, usd } from "./format.ts";
@@ -53,6 +54,22 @@ async function filterOf(ctx: CliContext, v: { account?: string; key?: string; mo
   return f;
 }
 
+/** The row's cost line by line at the prices of the route that answered it (the model's current config); null without counts or a model. */
+function costOfRow(ctx: CliContext, r: LogRecord) {
+  const model = r.model ? ctx.catalog().lookup(r.model) : undefined;
+  if (!model || r.inputTokens === null || r.outputTokens === null) return null;
+  const prices = model.routes.find((route) => route.provider.id === r.provider)?.prices ?? model.priceTables[0]!;
+  return costLines(prices, {
+    input: r.inputTokens,
+    output: r.outputTokens,
+    cacheRead: r.cacheReadTokens ?? 0,
+    cacheWrite: r.cacheWriteTokens ?? 0,
+    cacheWrite1h: r.cacheWrite1hTokens ?? 0,
+    webSearches: r.webSearches ?? 0,
+    ...(r.serviceTier ? { serviceTier: r.serviceTier } : {}),
+  });
+}
+
 const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 function noCsvWithJson(v: { csv?: boolean; json?: boolean }): void {
@@ -70,10 +87,17 @@ export async function logsCommand(argv: string[]): Promise<void> {
     // Named as the table's columns (what sqlite3 shows), the request, its account and its key first.
     const { requestId, accountEmail, keyPrefix, costNano, ...columns } = found;
     const row = Object.fromEntries(Object.entries({ requestId, accountEmail, keyPrefix, ...columns }).map(([k, v]) => [snakeCase(k), v]));
-    const view = { ...row, stream: Boolean(found.stream), cost_usd: usd(costNano), created_at: iso(found.createdAt) };
-    const human = Object.entries({ ...view, cost_usd: formatUsd(costNano) })
-      .map(([k, v]) => `${k.padEnd(18)} ${v ?? "-"}`)
+    const view: Record<string, unknown> = { ...row, stream: Boolean(found.stream), cost_usd: usd(costNano), created_at: iso(found.createdAt) };
+    let human = Object.entries({ ...view, cost_usd: formatUsd(costNano) })
+      .map(([k, v]) => `${k.padEnd(21)} ${v ?? "-"}`)
       .join("\n");
+    const cost = costOfRow(ctx, found);
+    if (cost) {
+      view.cost_lines = cost.lines;
+      view.price_table = cost.table;
+      human += `\n\ncost at today's prices (${cost.table}):\n${table(["class", "count", "price_usd", "unit", "cost_usd"], cost.lines.map((l) => [l.class, l.count, l.price_usd, l.unit, l.cost_usd]))}`;
+      human += `\ntotal, rounded up once: ${formatUsd(cost.totalNano)} USD${cost.totalNano === costNano ? " (as charged)" : ` (charged ${formatUsd(costNano)}: an estimate, a cancelled stream's share, or prices changed since)`}`;
+    }
     output(ctx, view, human);
     return;
   }

@@ -12,6 +12,7 @@ import { LOGS_USAGE, logsCommand, USAGE_USAGE, usageCommand } from "./logs.ts";
 import { serveCommand } from "./serve.ts";
 import { MIGRATE_DB_USAGE, migrateDbCommand } from "./migrate-db.ts";
 import { healthcheckCommand } from "./healthcheck.ts";
+import { PRICES_USAGE, pricesCommand } from "./prices.ts";
 
 const COMMON = `Every command takes --json (one JSON document on stdout; money as numbers of USD), --config FILE
 (or GATEWAY_CONFIG) and --db FILE (or GATEWAY_DB; the flag wins, then the variable, then the config's
@@ -38,6 +39,7 @@ Usage:
   gateway logs list [--account EMAIL] [--key ID|PREFIX] [--model M] [--status N|4xx|5xx] [--since ISO8601|24h] [--limit N] [--csv]
   gateway usage [--account EMAIL] [--since ISO8601|30d] [--csv]
   gateway usage --calibration [--csv]                 # the token estimator per model
+  gateway prices                                      # every model's effective prices and their sources
   gateway healthcheck [--port N]                     # GET /healthz on loopback: exit 0 when healthy
   gateway --version | gateway COMMAND --help
 
@@ -65,6 +67,7 @@ With [database] url set, applies the PostgreSQL migrations to that database inst
 The product switch: while paused, key routes answer 503 product_paused with Retry-After: 60.`,
   logs: LOGS_USAGE,
   usage: USAGE_USAGE,
+  prices: PRICES_USAGE,
   healthcheck: `Usage:
   gateway healthcheck [--port N]
 
@@ -83,6 +86,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<void> | void> = {
   resume: (argv) => pauseCommand(argv, false),
   logs: logsCommand,
   usage: usageCommand,
+  prices: pricesCommand,
   healthcheck: healthcheckCommand,
 };
 

@@ -4,6 +4,7 @@ import { bracketed, isUnspecified, startGateway, startGatewayOnPostgres, type Ru
 import type { Services } from "../services.ts";
 import { parse, UsageError } from "./args.ts";
 import { loadInstallation } from "./context.ts";
+import { derivedPriceLines } from "./prices.ts";
 
 export const DEMO_EMAIL = "demo@gateway.local";
 
@@ -34,6 +35,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
     console.log(`gateway ${svc.version} listening on ${base} (address ${gw.listening}; config: ${config.source}; database: ${database})`);
     const fetchLimit = fetchLimitWarning(process.env.BUN_CONFIG_MAX_HTTP_REQUESTS);
     if (fetchLimit) console.error(fetchLimit);
+    for (const line of derivedPriceLines(svc.catalog)) console.log(line);
     if (firstKey) console.log(firstRunBanner(base, firstKey, demoModel(svc.catalog)));
     else if (empty) console.log(firstAccountHint());
   }

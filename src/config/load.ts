@@ -242,6 +242,31 @@ function checkReferences(cfg: Config): void {
     if (image && m.pricing.per_image === undefined) fail(`models[${i}].pricing.per_image`, "required for image models");
     if (text && (m.pricing.input === undefined || m.pricing.output === undefined))
       fail(`models[${i}].pricing`, "text models need input and output prices");
+    checkPrices(m, `models[${i}]`, text, fail);
+  });
+}
+
+/** Each price converts to whole nano-dollars; tiers belong to text models, one per threshold. */
+function checkPrices(m: ModelConfig, path: string, text: boolean, fail: (path: string, why: string) => never): void {
+  const tables: [string, Record<string, unknown>][] = [[`${path}.pricing`, m.pricing]];
+  (m.pricing_tiers ?? []).forEach((t, j) => tables.push([`${path}.pricing_tiers[${j}]`, t]));
+  for (const [name, t] of Object.entries(m.service_tiers ?? {})) if (t) tables.push([`${path}.service_tiers.${name}`, t]);
+  for (const [at, table] of tables) {
+    for (const [field, v] of Object.entries(table)) {
+      if (field === "above_input_tokens" || typeof v !== "number") continue;
+      try {
+        usdToNano(v);
+      } catch {
+        fail(`${at}.${field}`, `not a USD price with at most 9 decimals (got ${v})`);
+      }
+    }
+  }
+  if (!text && m.pricing_tiers) fail(`${path}.pricing_tiers`, "applies to text models only");
+  if (!text && m.service_tiers) fail(`${path}.service_tiers`, "applies to text models only");
+  const seen = new Set<number>();
+  (m.pricing_tiers ?? []).forEach((t, j) => {
+    if (seen.has(t.above_input_tokens)) fail(`${path}.pricing_tiers[${j}].above_input_tokens`, `another tier already starts above ${t.above_input_tokens}`);
+    seen.add(t.above_input_tokens);
   });
 }
 

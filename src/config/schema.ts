@@ -2,13 +2,43 @@ import { Type as T, type Static } from "@sinclair/typebox";
 
 const Usd = T.Number({ minimum: 0 });
 
+/** Token prices in USD per 1M tokens; web_search in USD per 1,000 searches (docs/pricing.md). */
+const TokenPriceFields = {
+  input: T.Optional(Usd),
+  output: T.Optional(Usd),
+  /** Tokens read from the prompt cache. */
+  cache_read: T.Optional(Usd),
+  /** Tokens written to a 5-minute cache (or a provider's one cache-write rate). */
+  cache_write: T.Optional(Usd),
+  /** Tokens written to a 1-hour cache. */
+  cache_write_1h: T.Optional(Usd),
+  web_search: T.Optional(Usd),
+};
+
 export const Pricing = T.Object(
   {
+    ...TokenPriceFields,
+    per_image: T.Optional(Usd),
+    /** Token-priced images: accepted, billed by a later version (docs/pricing.md). */
+    image_input: T.Optional(Usd),
+    image_output: T.Optional(Usd),
+  },
+  { additionalProperties: false },
+);
+
+/** A service tier's prices; unset classes keep the base price. */
+export const TierPrices = T.Object(TokenPriceFields, { additionalProperties: false });
+export type TierPrices = Static<typeof TierPrices>;
+
+/** A long-context tier: above this prompt size its prices apply to the whole request. */
+export const PricingTier = T.Object(
+  {
+    above_input_tokens: T.Integer({ minimum: 0 }),
     input: T.Optional(Usd),
     output: T.Optional(Usd),
     cache_read: T.Optional(Usd),
     cache_write: T.Optional(Usd),
-    per_image: T.Optional(Usd),
+    cache_write_1h: T.Optional(Usd),
   },
   { additionalProperties: false },
 );
@@ -95,6 +125,9 @@ export const ModelConfig = T.Object(
     modalities: T.Array(T.String({ minLength: 1 }), { minItems: 1 }),
     endpoints: T.Array(Endpoint, { minItems: 1 }),
     pricing: Pricing,
+    pricing_tiers: T.Optional(T.Array(PricingTier)),
+    /** Prices by the service tier the upstream's answer reports (OpenAI's service_tier); absent: base prices. */
+    service_tiers: T.Optional(T.Object({ flex: T.Optional(TierPrices), priority: T.Optional(TierPrices) }, { additionalProperties: false })),
     max_output_tokens: T.Optional(T.Integer({ minimum: 1 })),
     routes: T.Array(RouteConfig, { minItems: 1 }),
   },

@@ -53,5 +53,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795597685905,
     "breakpoints": true,
     "sql": "CREATE INDEX `ledger_account_credits` ON `ledger_entries` (`account_id`,`created_at`) WHERE \"ledger_entries\".\"kind\" <> 'charge';"
+  },
+  {
+    "tag": "0009_request_log_price_classes",
+    "when": 1795733640762,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `request_logs` ADD `cache_write_1h_tokens` integer;--> statement-breakpoint\nALTER TABLE `request_logs` ADD `web_searches` integer;--> statement-breakpoint\nALTER TABLE `request_logs` ADD `service_tier` text;"
   }
 ];

@@ -23,5 +23,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795604504598,
     "breakpoints": true,
     "sql": "ALTER TABLE \"idempotency_records\" ADD COLUMN \"instance_id\" text;"
+  },
+  {
+    "tag": "0004_request_log_price_classes",
+    "when": 1795733642201,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"request_logs\" ADD COLUMN \"cache_write_1h_tokens\" bigint;--> statement-breakpoint\nALTER TABLE \"request_logs\" ADD COLUMN \"web_searches\" integer;--> statement-breakpoint\nALTER TABLE \"request_logs\" ADD COLUMN \"service_tier\" text;"
   }
 ];

@@ -195,6 +195,11 @@ export const requestLogs = pgTable(
     outputTokens: bigint("output_tokens", { mode: "number" }),
     cacheReadTokens: bigint("cache_read_tokens", { mode: "number" }),
     cacheWriteTokens: bigint("cache_write_tokens", { mode: "number" }),
+    /** 1-hour cache writes (cache_write_tokens holds the 5-minute ones); docs/pricing.md. */
+    cacheWrite1hTokens: bigint("cache_write_1h_tokens", { mode: "number" }),
+    webSearches: integer("web_searches"),
+    /** The service tier the upstream's answer reported. */
+    serviceTier: text("service_tier"),
     images: integer("images"),
     costNano: money("cost_nano").notNull().default(0),
     latencyMs: bigint("latency_ms", { mode: "number" }).notNull(),

@@ -156,6 +156,11 @@ export const requestLogs = sqliteTable(
     outputTokens: integer("output_tokens"),
     cacheReadTokens: integer("cache_read_tokens"),
     cacheWriteTokens: integer("cache_write_tokens"),
+    /** 1-hour cache writes (cache_write_tokens holds the 5-minute ones); docs/pricing.md. */
+    cacheWrite1hTokens: integer("cache_write_1h_tokens"),
+    webSearches: integer("web_searches"),
+    /** The service tier the upstream's answer reported. */
+    serviceTier: text("service_tier"),
     images: integer("images"),
     costNano: integer("cost_nano").notNull().default(0),
     latencyMs: integer("latency_ms").notNull(),

@@ -48,6 +48,8 @@ export class MessagesViaChatStream extends StreamTally {
   private finish: string | null = null;
   private sawRefusal = false;
   private reasoningTokens: number | undefined = undefined;
+  /** The service tier the upstream's chunks report: it prices the answer. */
+  private serviceTier: unknown;
 
   constructor(opts: MessagesViaChatStreamOptions) {
     super();
@@ -65,8 +67,9 @@ export class MessagesViaChatStream extends StreamTally {
       return this.fail(type, message);
     }
     if (!this.started) this.start(chunk, out);
+    if (typeof chunk.service_tier === "string") this.serviceTier = chunk.service_tier;
     if (chunk.usage && billableChatUsage(chunk.usage)) {
-      this.realUsage = usageFromChat(chunk.usage);
+      this.realUsage = usageFromChat(chunk.usage, this.serviceTier);
       this.inputReported = true;
       this.outputReported = true;
       this.reasoningTokens = chunk.usage.completion_tokens_details?.reasoning_tokens;

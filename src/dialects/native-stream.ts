@@ -31,7 +31,7 @@ function renameModel(data: string, needle: string, replacement: string): string 
 const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
 const COUNTS = ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"];
-const hasCount = (u: JsonObject): boolean => COUNTS.some((k) => typeof u[k] === "number");
+const hasCount = (u: JsonObject): boolean => COUNTS.some((k) => typeof u[k] === "number") || isObject(u.cache_creation) || isObject(u.server_tool_use);
 
 // ---------------------------------------------------------------- Messages
 
@@ -220,6 +220,8 @@ export class NativeChatMachine implements StreamMachine {
   private ident: { id?: unknown; created?: unknown } | null = null;
   /** The model the upstream's chunks name, from the last parsed one. */
   private upstreamModel: string | null = null;
+  /** The service tier the upstream's chunks report: it prices the answer. */
+  private serviceTier: unknown;
 
   /** `"model":"<public name>"`, as a chunk that needs no rename carries it. */
   private readonly ownModel: string;
@@ -277,6 +279,7 @@ export class NativeChatMachine implements StreamMachine {
     }
     this.ident ??= { id: chunk.id, created: chunk.created };
     if (typeof chunk.model === "string") this.upstreamModel = chunk.model;
+    if (typeof chunk.service_tier === "string") this.serviceTier = chunk.service_tier;
     // The upstream's bytes with only the model renamed, when that can be done in the text; null: serialise the chunk.
     let renamed: string | null = ev.data;
     if (typeof chunk.model === "string" && chunk.model !== this.opts.model) {
@@ -291,7 +294,7 @@ export class NativeChatMachine implements StreamMachine {
     }
     const hasUsage = isObject(chunk.usage);
     if (hasUsage) {
-      this.tokens = usageFromChat(chunk.usage as ChatUsage);
+      this.tokens = usageFromChat(chunk.usage as ChatUsage, this.serviceTier);
       this.lastUsage = chunk.usage as JsonObject;
       this.counted = true;
     }

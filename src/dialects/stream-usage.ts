@@ -1,7 +1,8 @@
 // Usage that only streams have: the running total of a Messages stream, which later events
 // overwrite piece by piece, and the estimate shown when a stream ends without any usage.
 
-import type { TokenUsage } from "../core/money.ts";
+import { cacheWrites, type TokenUsage } from "../core/money.ts";
+import { withExtras } from "./usage.ts";
 import type { JsonObject, MessagesUsage } from "../wire/shapes.ts";
 import type { StreamOutcome } from "./stream-machine.ts";
 import { estimateTokens, TextCount, type TextSize } from "../ledger/estimate.ts";
@@ -15,13 +16,22 @@ const count = (v: unknown): number | null => (typeof v === "number" && Number.is
  */
 export function mergeMessagesUsage(prev: TokenUsage | null, u: MessagesUsage | JsonObject): TokenUsage {
   const base = prev ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
-  return {
-    input: count(u.input_tokens) ?? base.input,
-    output: count(u.output_tokens) ?? base.output,
-    cacheRead: count(u.cache_read_input_tokens) ?? base.cacheRead,
-    cacheWrite: count(u.cache_creation_input_tokens) ?? base.cacheWrite,
+  const m = u as MessagesUsage;
+  // The write total and its split arrive together or apart (message_delta may repeat the total alone).
+  const total = count(m.cache_creation_input_tokens) ?? cacheWrites(base);
+  const w1h = isObject(m.cache_creation) ? (count(m.cache_creation.ephemeral_1h_input_tokens) ?? base.cacheWrite1h ?? 0) : (base.cacheWrite1h ?? 0);
+  const w5 = isObject(m.cache_creation) ? (count(m.cache_creation.ephemeral_5m_input_tokens) ?? 0) : 0;
+  const searches = isObject(m.server_tool_use) ? count(m.server_tool_use.web_search_requests) : null;
+  const out: TokenUsage = {
+    input: count(m.input_tokens) ?? base.input,
+    output: count(m.output_tokens) ?? base.output,
+    cacheRead: count(m.cache_read_input_tokens) ?? base.cacheRead,
+    cacheWrite: Math.max(total - w1h, w5),
   };
+  return withExtras(out, w1h, searches ?? base.webSearches ?? 0, base.serviceTier);
 }
+
+const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /**
  * Our own count for an answer that ended without usage (some compatible servers ignore

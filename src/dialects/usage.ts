@@ -2,7 +2,7 @@
 // The ledger prices each bucket at its own rate, so counts must land in the right bucket: Anthropic's
 // input_tokens is uncached input only, OpenAI's prompt_tokens includes the cached tokens
 // (translation.md §3, Portkey#1564, genkit#5412).
-import type { TokenUsage } from "../core/money.ts";
+import { cacheWrites, type TokenUsage } from "../core/money.ts";
 import type { ChatUsage, MessagesUsage } from "../wire/shapes.ts";
 
 /** A count as sent, or 0 when absent, null or nonsense. Never an estimate. */
@@ -26,38 +26,78 @@ function countsValid(u: unknown, names: readonly string[], required: readonly st
 
 const MESSAGES_COUNTS = ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"] as const;
 const CHAT_COUNTS = ["prompt_tokens", "completion_tokens", "total_tokens"] as const;
+const SPLIT_COUNTS = ["ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"] as const;
+const SEARCH_COUNTS = ["web_search_requests"] as const;
+
+/** A nested object of counts (the cache write split, server tool use) is valid when absent or all whole. */
+const nestedValid = (o: unknown, names: readonly string[]): boolean => o == null || countsValid(o, names, []);
 
 /** A Messages usage (a whole answer's, or message_start's) that can be billed; `required` for message_delta is output only. */
 export function billableMessagesUsage(u: unknown, required: readonly string[] = ["input_tokens", "output_tokens"]): boolean {
-  return countsValid(u, MESSAGES_COUNTS, required);
+  if (!countsValid(u, MESSAGES_COUNTS, required)) return false;
+  const o = u as MessagesUsage;
+  return nestedValid(o.cache_creation, SPLIT_COUNTS) && nestedValid(o.server_tool_use, SEARCH_COUNTS);
 }
 
 /** A Chat usage that can be billed: prompt and completion counts, and valid cache details if any. */
 export function billableChatUsage(u: unknown): boolean {
   if (!countsValid(u, CHAT_COUNTS, ["prompt_tokens", "completion_tokens"])) return false;
-  const d = (u as ChatUsage).prompt_tokens_details;
-  return d == null || countsValid(d, ["cached_tokens", "cache_write_tokens"], []);
+  const c = u as ChatUsage;
+  const d = c.prompt_tokens_details;
+  return (
+    (d == null || (countsValid(d, ["cached_tokens", "cache_write_tokens"], []) && nestedValid(d.cache_creation_token_details, SPLIT_COUNTS))) &&
+    nestedValid(c.server_tool_use, SEARCH_COUNTS)
+  );
+}
+
+const nested = (o: unknown, k: string): unknown => (o !== null && typeof o === "object" ? (o as Record<string, unknown>)[k] : undefined);
+
+/**
+ * 5-minute and 1-hour cache writes from a total and its split (Anthropic's cache_creation, or its
+ * copy in a Chat usage): the 1-hour part as split, the rest of the total at the 5-minute rate, and
+ * never less than the split's own 5-minute count.
+ */
+export function splitWrites(total: number, split: unknown): { cacheWrite: number; cacheWrite1h: number } {
+  const w1h = count(nested(split, "ephemeral_1h_input_tokens"));
+  return { cacheWrite: Math.max(total - w1h, count(nested(split, "ephemeral_5m_input_tokens"))), cacheWrite1h: w1h };
+}
+
+/** Adds the classes a usage only sometimes has, when non-zero (plain usages stay four plain counts). */
+export function withExtras(t: TokenUsage, cacheWrite1h: number, webSearches: number, serviceTier?: unknown): TokenUsage {
+  if (cacheWrite1h > 0) t.cacheWrite1h = cacheWrite1h;
+  if (webSearches > 0) t.webSearches = webSearches;
+  if (typeof serviceTier === "string" && serviceTier) t.serviceTier = serviceTier;
+  return t;
 }
 
 export function usageFromMessages(u: MessagesUsage): TokenUsage {
-  return {
-    input: count(u.input_tokens),
-    output: count(u.output_tokens),
-    cacheRead: count(u.cache_read_input_tokens),
-    cacheWrite: count(u.cache_creation_input_tokens),
-  };
+  const { cacheWrite, cacheWrite1h } = splitWrites(count(u.cache_creation_input_tokens), u.cache_creation);
+  return withExtras(
+    { input: count(u.input_tokens), output: count(u.output_tokens), cacheRead: count(u.cache_read_input_tokens), cacheWrite },
+    cacheWrite1h,
+    count(nested(u.server_tool_use, "web_search_requests")),
+  );
 }
 
-export function usageFromChat(u: ChatUsage): TokenUsage {
-  const cacheRead = count(u.prompt_tokens_details?.cached_tokens);
+/**
+ * `serviceTier`: the answer's service_tier (beside the usage, not in it). Output includes reasoning:
+ * a total above prompt + completion is reasoning the provider reported outside completion_tokens.
+ */
+export function usageFromChat(u: ChatUsage, serviceTier?: unknown): TokenUsage {
+  const d = u.prompt_tokens_details;
+  const cacheRead = count(d?.cached_tokens);
   // cache_write_tokens is a newer field (OpenRouter and others, reports); absent means none.
-  const cacheWrite = count(u.prompt_tokens_details?.cache_write_tokens);
-  return {
-    input: Math.max(count(u.prompt_tokens) - cacheRead - cacheWrite, 0),
-    output: count(u.completion_tokens),
-    cacheRead,
-    cacheWrite,
-  };
+  const writes = count(d?.cache_write_tokens);
+  const { cacheWrite, cacheWrite1h } = splitWrites(writes, d?.cache_creation_token_details);
+  const prompt = count(u.prompt_tokens);
+  const completion = count(u.completion_tokens);
+  const outside = Math.max(count(u.total_tokens) - prompt - completion, 0);
+  return withExtras(
+    { input: Math.max(prompt - cacheRead - writes, 0), output: completion + outside, cacheRead, cacheWrite },
+    cacheWrite1h,
+    count(nested(u.server_tool_use, "web_search_requests")),
+    serviceTier,
+  );
 }
 
 /** Thinking tokens reported by Anthropic's `usage.output_tokens_details` (already inside output). */
@@ -71,16 +111,23 @@ export function messagesUsage(t: TokenUsage, detail: { thinkingTokens?: number }
   const u: MessagesUsage = {
     input_tokens: t.input,
     output_tokens: t.output,
-    cache_creation_input_tokens: t.cacheWrite,
+    cache_creation_input_tokens: cacheWrites(t),
     cache_read_input_tokens: t.cacheRead,
   };
+  if (t.cacheWrite1h) u.cache_creation = { ephemeral_5m_input_tokens: t.cacheWrite, ephemeral_1h_input_tokens: t.cacheWrite1h };
+  if (t.webSearches) u.server_tool_use = { web_search_requests: t.webSearches };
   if (detail.thinkingTokens !== undefined) u.output_tokens_details = { thinking_tokens: detail.thinkingTokens };
   return u;
 }
 
-/** The Chat usage object for a count; the caller adds cost_usd. */
+/**
+ * The Chat usage object for a count; the caller adds cost_usd. Classes Chat has no field for ride
+ * in LiteLLM's names (docs/pricing.md): the 1-hour split under prompt_tokens_details, searches in
+ * server_tool_use, so a translated usage reads back to the same bill.
+ */
 export function chatUsage(t: TokenUsage, detail: { reasoningTokens?: number } = {}): ChatUsage {
-  const prompt = t.input + t.cacheRead + t.cacheWrite;
+  const writes = cacheWrites(t);
+  const prompt = t.input + t.cacheRead + writes;
   const u: ChatUsage = {
     prompt_tokens: prompt,
     completion_tokens: t.output,
@@ -88,7 +135,9 @@ export function chatUsage(t: TokenUsage, detail: { reasoningTokens?: number } = 
     prompt_tokens_details: { cached_tokens: t.cacheRead },
   };
   // Only when non-zero, so plain OpenAI-shaped usage stays plain; with it the count round-trips.
-  if (t.cacheWrite > 0) u.prompt_tokens_details!.cache_write_tokens = t.cacheWrite;
+  if (writes > 0) u.prompt_tokens_details!.cache_write_tokens = writes;
+  if (t.cacheWrite1h) u.prompt_tokens_details!.cache_creation_token_details = { ephemeral_5m_input_tokens: t.cacheWrite, ephemeral_1h_input_tokens: t.cacheWrite1h };
+  if (t.webSearches) u.server_tool_use = { web_search_requests: t.webSearches };
   if (detail.reasoningTokens !== undefined) u.completion_tokens_details = { reasoning_tokens: detail.reasoningTokens };
   return u;
 }

@@ -93,7 +93,8 @@ async function requestFilter(c: SessionCall, q: URLSearchParams): Promise<{ keys
   return { keys, filter };
 }
 
-const COLUMNS = ["request_id", "created_at", "key_id", "key_prefix", "key_name", "model", "endpoint", "path", "status", "error_code", "input_tokens", "output_tokens", "cost_usd", "latency_ms"] as const;
+const COLUMNS = ["request_id", "created_at", "key_id", "key_prefix", "key_name", "model", "endpoint", "path", "status", "error_code", "input_tokens", "output_tokens",
+  "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "cost_usd", "latency_ms"] as const;
 
 function requestView(r: LogRecord, names: Map<number, string>) {
   return {
@@ -109,6 +110,12 @@ function requestView(r: LogRecord, names: Map<number, string>) {
     error_code: r.errorCode,
     input_tokens: r.inputTokens,
     output_tokens: r.outputTokens,
+    // Each price class's count (docs/pricing.md): cache_write_tokens are the 5-minute writes.
+    cache_read_tokens: r.cacheReadTokens,
+    cache_write_tokens: r.cacheWriteTokens,
+    cache_write_1h_tokens: r.cacheWrite1hTokens,
+    web_searches: r.webSearches,
+    service_tier: r.serviceTier,
     cost_usd: nanoToUsd(r.costNano),
     latency_ms: r.latencyMs,
   };

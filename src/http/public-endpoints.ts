@@ -2,6 +2,8 @@ import type { Model } from "../catalog/catalog.ts";
 import { modelNotFound } from "../core/errors.ts";
 import type { Services } from "../services.ts";
 import { pathParam, type OpenCall } from "./exchange.ts";
+import { CONFIG_NAME, PRICE_CLASSES, type ModelPrices, type PriceSheet } from "../catalog/prices.ts";
+import { nanoToUsd } from "../core/money.ts";
 
 // The four public endpoints: no key, read-only views of the catalog and health (their CORS is the
 // endpoint table's).
@@ -42,6 +44,19 @@ export function getModel(c: OpenCall): Response {
   return json(modelObject(m));
 }
 
+/**
+ * The prices the first route bills (docs/pricing.md): every class, unset ones as its provider's rule
+ * derives them; web_search per 1,000 searches; the long-context and service tiers when configured.
+ */
+function publicTable(p: ModelPrices): Record<string, unknown> {
+  const usd = (s: PriceSheet) => Object.fromEntries(PRICE_CLASSES.map((c) => [CONFIG_NAME[c], nanoToUsd(s.prices[c])]));
+  const out: Record<string, unknown> = usd(p.standard.base);
+  if (p.standard.tiers.length) out.pricing_tiers = [...p.standard.tiers].reverse().map((t) => ({ above_input_tokens: t.above, ...usd(t) }));
+  const service = Object.entries(p.service).map(([name, s]) => [name, usd(s.base)]);
+  if (service.length) out.service_tiers = Object.fromEntries(service);
+  return out;
+}
+
 export function pricing({ svc }: OpenCall): Response {
   const models = svc.catalog.models.map((m) => ({
     id: m.id,
@@ -52,10 +67,7 @@ export function pricing({ svc }: OpenCall): Response {
       ? { per_image: m.publicPricing.per_image ?? 0 }
       : {
           unit: "per 1M tokens",
-          input: m.publicPricing.input ?? 0,
-          output: m.publicPricing.output ?? 0,
-          cache_read: m.publicPricing.cache_read ?? m.publicPricing.input ?? 0,
-          cache_write: m.publicPricing.cache_write ?? m.publicPricing.input ?? 0,
+          ...publicTable(m.routes[0]!.prices),
         }),
   }));
   return json(

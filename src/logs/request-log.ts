@@ -30,6 +30,9 @@ export interface LogRow {
   outputTokens?: number | null;
   cacheReadTokens?: number | null;
   cacheWriteTokens?: number | null;
+  cacheWrite1hTokens?: number | null;
+  webSearches?: number | null;
+  serviceTier?: string | null;
   images?: number | null;
   costNano?: number;
   latencyMs: number;
@@ -44,8 +47,8 @@ export interface LogRow {
 
 /** request_logs' columns in the order of `logValues`. */
 export const LOG_COLUMNS = `request_id, account_id, key_id, method, path, endpoint, model, provider, upstream_model, stream,
-  status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, images, cost_nano, latency_ms, attempts, created_at`;
-export const LOG_COLUMN_COUNT = 21;
+  status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens, web_searches, service_tier, images, cost_nano, latency_ms, attempts, created_at`;
+export const LOG_COLUMN_COUNT = 24;
 
 /** A row's stored values, in LOG_COLUMNS' order. */
 export function logValues(r: LogRow, now: number): unknown[] {
@@ -66,6 +69,9 @@ export function logValues(r: LogRow, now: number): unknown[] {
     r.outputTokens ?? null,
     r.cacheReadTokens ?? null,
     r.cacheWriteTokens ?? null,
+    r.cacheWrite1hTokens ?? null,
+    r.webSearches ?? null,
+    r.serviceTier ?? null,
     r.images ?? null,
     r.costNano ?? 0,
     Math.round(r.latencyMs),

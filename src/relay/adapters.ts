@@ -6,7 +6,7 @@ import { ChatViaMessagesMachine } from "../dialects/chat-via-messages-stream.ts"
 import { NativeChatMachine, NativeMessagesMachine } from "../dialects/native-stream.ts";
 import type { StreamMachine } from "../dialects/stream-machine.ts";
 import { billableChatUsage, billableMessagesUsage, usageFromChat, usageFromMessages } from "../dialects/usage.ts";
-import type { ChatRequest, ChatResponse, JsonObject, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
+import type { ChatRequest, ChatResponse, ChatUsage, JsonObject, MessagesRequest, MessagesResponse, MessagesUsage } from "../wire/shapes.ts";
 import { nanoToUsd, type TokenUsage } from "../core/money.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { TextSize } from "../ledger/estimate.ts";
@@ -112,16 +112,18 @@ function renameCap(body: JsonObject, field: "max_tokens" | "max_completion_token
 
 /** A non-streamed upstream answer in the client's dialect, with its usage for billing. */
 export function clientAnswer(client: Dialect, upstream: Dialect, answer: JsonObject, model: string): { body: JsonObject; usage: TokenUsage | null } {
+  // The upstream's own usage decides, read in its own dialect before any translation (a class the
+  // client's dialect cannot say is still billed): without valid counts it is no usage, and the
+  // estimate is billed (a translation would turn a missing usage into zeros, and zeros into a free answer).
+  const usage =
+    upstream === "messages"
+      ? billableMessagesUsage(answer.usage) ? usageFromMessages(answer.usage as MessagesUsage) : null
+      : billableChatUsage(answer.usage) ? usageFromChat(answer.usage as ChatUsage, answer.service_tier) : null;
   let body: JsonObject;
   // `answer` was parsed for this request alone: renamed in place, its keys keep their order.
   if (client === upstream) (body = answer).model = model;
   else if (client === "messages") body = chatResponseToMessages(answer as ChatResponse, { model });
   else body = messagesResponseToChat(answer as MessagesResponse, { model });
-  // The upstream's own usage decides: without valid counts it is no usage, and the estimate is billed
-  // (a translation would turn a missing usage into zeros, and zeros into a free answer).
-  const billable = upstream === "messages" ? billableMessagesUsage(answer.usage) : billableChatUsage(answer.usage);
-  const raw = body.usage as JsonObject | undefined;
-  const usage = billable && raw ? (client === "messages" ? usageFromMessages(raw as never) : usageFromChat(raw as never)) : null;
   return { body, usage };
 }
 

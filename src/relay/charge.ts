@@ -2,7 +2,7 @@ import type { RelayCall } from "./context.ts";
 import type { Alongside } from "../ledger/hold.ts";
 import { boundedCost, type Hold } from "../ledger/ledger.ts";
 import { balanceRefused } from "../ledger/money-ledger.ts";
-import type { TokenUsage } from "../core/money.ts";
+import { promptTokens, type TokenUsage } from "../core/money.ts";
 import { bodySize, type TextSize } from "../ledger/estimate.ts";
 
 // A request's hold, as the relay takes and posts it: the one place where a request's money meets its
@@ -59,6 +59,9 @@ export async function post(
     log.outputTokens = usage.output;
     log.cacheReadTokens = usage.cacheRead;
     log.cacheWriteTokens = usage.cacheWrite;
+    log.cacheWrite1hTokens = usage.cacheWrite1h ?? 0;
+    log.webSearches = usage.webSearches ?? 0;
+    log.serviceTier = usage.serviceTier ?? null;
   }
   const logs = call.svc.logs;
   const stamped = () => {
@@ -73,7 +76,7 @@ export async function post(
     // The bytes the upstream counted, not the client's: a body that grows or shrinks in translation
     // would otherwise teach every tenant's estimate of the model a ratio no body has.
     const body = call.sentSize ?? bodySizeOf(call);
-    call.svc.calibration.record(log.model, body.bytes, usage.input + usage.cacheRead + usage.cacheWrite, body.chars);
+    call.svc.calibration.record(log.model, body.bytes, promptTokens(usage), body.chars);
   }
   if (countedOutput) call.svc.calibration.recordOutput(log.model, countedOutput.bytes, usage.output, countedOutput.chars);
 }

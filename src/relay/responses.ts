@@ -3,7 +3,8 @@ import { chatResponseToResponses } from "../dialects/responses-via-chat/response
 import { ResponsesViaChatMachine } from "../dialects/responses-via-chat/machine.ts";
 import type { ResponsesRequest } from "../dialects/responses-via-chat/types.ts";
 import type { RelayCall } from "./context.ts";
-import { nanoToUsd, tokenCost } from "../core/money.ts";
+import { nanoToUsd } from "../core/money.ts";
+import { outputFloorNano } from "./hold-size.ts";
 import { serialised } from "./adapters.ts";
 import { refuseBelowFloor } from "./charge.ts";
 import { relayText, resolveModel } from "./text.ts";
@@ -18,7 +19,7 @@ export async function serveResponses(call: RelayCall): Promise<Response> {
   // account that cannot pay for the output cap alone is refused before it.
   const cap = request.max_output_tokens;
   const maxOut = typeof cap === "number" && Number.isInteger(cap) && cap >= 16 ? cap : model.maxOutputTokens;
-  await refuseBelowFloor(call, tokenCost(model.prices, { input: 0, output: maxOut, cacheRead: 0, cacheWrite: 0 }));
+  await refuseBelowFloor(call, outputFloorNano(model, maxOut));
   const chat = responsesRequestToChat(request, { upstreamModel: model.id, defaultMaxOutputTokens: model.maxOutputTokens });
   // Serialised once: its size sizes the hold, the estimates and the calibration's sample (the
   // client's bytes say nothing of what the upstream counts), and a chat route sends these bytes.

@@ -3,7 +3,8 @@ import type { Calibration } from "../ledger/calibration.ts";
 import type { Model } from "../catalog/catalog.ts";
 import type { RelayCall } from "./context.ts";
 import type { Hold } from "../ledger/ledger.ts";
-import { tokenCost, type TokenUsage } from "../core/money.ts";
+import type { TokenUsage } from "../core/money.ts";
+import { priceUsage } from "../catalog/prices.ts";
 import { writeBatched } from "../logs/request-log.ts";
 import { SseParser, type SseEvent } from "../wire/sse.ts";
 import type { StreamMachine } from "../dialects/stream-machine.ts";
@@ -117,7 +118,7 @@ export function relayStream(s: StreamStart): Response {
   const cutoff = call.svc.cutoff;
   /** The instance's fence ended the call (Cutoff.cut): the holds are no longer relied upon, so the stream ends free. */
   const fence = () => (a.abort.signal.reason instanceof GatewayError ? a.abort.signal.reason : null);
-  const costOf = (u: TokenUsage) => tokenCost(s.model.prices, u);
+  const costOf = (u: TokenUsage) => priceUsage(a.route.prices, u);
   /** What a finished answer is billed: the machine's usage, else our estimate (the one its final usage showed). */
   const answerUsage = () => m.usage ?? estimatedUsage(estimatedInputTokens, textOf(m));
   /** The delivered text, when the usage's output is the upstream's count of it (an output sample of the model's calibration). */

@@ -5,7 +5,8 @@ import { GatewayError, modelNotFound } from "../core/errors.ts";
 import type { RelayCall } from "./context.ts";
 import { estimateInputTokens, TextCount } from "../ledger/estimate.ts";
 
-import { tokenCost, type TokenUsage } from "../core/money.ts";
+import { priceUsage } from "../catalog/prices.ts";
+import { holdNano } from "./hold-size.ts";
 import type { Dialect } from "../dialects/dialect.ts";
 import { chatUsage, messagesUsage } from "../dialects/usage.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
@@ -35,8 +36,6 @@ export function resolveModel(call: RelayCall, name: unknown, endpoint: Model["en
   }
   return model;
 }
-
-export const costOf = (model: Model) => (u: TokenUsage) => tokenCost(model.prices, u);
 
 /** The output cap a request asks for; the reservation is sized on it. */
 function outputCap(dialect: Dialect, body: JsonObject): number {
@@ -119,14 +118,13 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
   const body = bodySizeOf(call);
   const estimatedInputTokens = estimateInputTokens(body.bytes, body.chars);
   const heldInputTokens = call.svc.calibration.holdTokens(model.id, body.bytes, body.chars);
-  const reserveNano = tokenCost(model.prices, { input: heldInputTokens, output: client.maxOut, cacheRead: 0, cacheWrite: 0 });
+  const reserveNano = holdNano(model, client.body, call.bytes, heldInputTokens, client.maxOut);
   call.log.stream = client.stream;
 
   const held = reserve(call, reserveNano);
   const hold = held instanceof Promise ? await held : held;
   let stream: Response | null = null;
   try {
-    const pair: PairOptions = { model, estimatedInputTokens, costOf: costOf(model) };
     let dropped: string[] = [];
     let upstreamDialect: Dialect = client.dialect;
     let whole: { text: string; json: JsonObject } | null = null;
@@ -152,6 +150,9 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     // The client side may have dropped fields of its own (Responses → Chat): one list of both.
     const allDropped = [client.headers?.["x-gateway-dropped"], ...dropped].filter(Boolean);
     if (allDropped.length) headers["x-gateway-dropped"] = allDropped.join(", ");
+    // The route that answered prices it: an unset class follows its provider's rules.
+    const prices = attempt.route.prices;
+    const pair: PairOptions = { model, estimatedInputTokens, costOf: (u) => priceUsage(prices, u) };
     if (client.stream) {
       const machine = client.machine(pair, upstreamDialect);
       stream = relayStream({ call, attempt, opening: opening!, machine, hold, model, estimatedInputTokens, maxOut: client.maxOut, headers });
@@ -163,7 +164,7 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     // show the client the counts it was billed on, in its own dialect.
     const usage = reported ?? estimatedUsage(estimatedInputTokens, TextCount.of(text));
     if (!reported) out.usage = client.dialect === "messages" ? messagesUsage(usage) : chatUsage(usage);
-    const cost = tokenCost(model.prices, usage);
+    const cost = priceUsage(prices, usage);
     const body = JSON.stringify(client.answer(out, cost));
     // The charge and the request's log row are durable before the answer leaves.
     await post(call, hold, cost, usage, 200, reported !== null);

@@ -31,6 +31,9 @@ export interface MessagesUsage extends JsonObject {
   output_tokens?: number | null;
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
+  /** The cache writes split by duration (their sum is cache_creation_input_tokens). */
+  cache_creation?: { ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } & JsonObject;
+  server_tool_use?: { web_search_requests?: number | null } & JsonObject;
   cost_usd?: number;
 }
 export interface MessagesResponse extends JsonObject {
@@ -84,7 +87,14 @@ export interface ChatUsage extends JsonObject {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number } & JsonObject;
+  prompt_tokens_details?: {
+    cached_tokens?: number;
+    cache_write_tokens?: number;
+    /** LiteLLM's name for Anthropic's cache_creation split. */
+    cache_creation_token_details?: { ephemeral_5m_input_tokens?: number; ephemeral_1h_input_tokens?: number } & JsonObject;
+  } & JsonObject;
+  /** Server-side tools the provider ran (Anthropic's web searches, in LiteLLM's Chat shape). */
+  server_tool_use?: { web_search_requests?: number } & JsonObject;
   completion_tokens_details?: { reasoning_tokens?: number } & JsonObject;
   cost_usd?: number;
 }

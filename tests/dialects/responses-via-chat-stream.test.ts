@@ -112,9 +112,9 @@ describe("usage and cost", () => {
     const seen: TokenUsage[] = [];
     const s = new ResponsesViaChatStream({ model: "m", request: { input: "x" }, toolNames: new Map(), costOf: (u) => (seen.push(u), 1_234_567), estimatedInputTokens: ESTIMATED_INPUT });
     const events = run(s, await chatChunks("responses/text.chat.sse"));
-    expect(seen).toEqual([{ input: 86, output: 9, cacheRead: 1920, cacheWrite: 0 }]);
+    expect(seen).toEqual([{ input: 86, output: 9, cacheRead: 1920, cacheWrite: 0, serviceTier: "default" }]);
     expect((last(events).response.usage as JsonObject).cost_usd).toBe(0.001234567);
-    expect(s.usage).toEqual({ input: 86, output: 9, cacheRead: 1920, cacheWrite: 0 });
+    expect(s.usage).toEqual({ input: 86, output: 9, cacheRead: 1920, cacheWrite: 0, serviceTier: "default" });
     expect(s.status).toBe("completed");
   });
 

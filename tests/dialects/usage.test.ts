@@ -1,7 +1,8 @@
 // Usage normalisation and the stop/finish tables (translation.md §3). The ledger prices each bucket
 // at its own rate, so these decide what a request costs.
 import { describe, expect, it } from "bun:test";
-import { chatUsage, finishToStop, messagesUsage, stopToFinish, usageFromChat, usageFromMessages } from "../../src/dialects/usage.ts";
+import { billableChatUsage, billableMessagesUsage, chatUsage, finishToStop, messagesUsage, stopToFinish, usageFromChat, usageFromMessages } from "../../src/dialects/usage.ts";
+import { mergeMessagesUsage } from "../../src/dialects/stream-usage.ts";
 
 describe("usageFromMessages", () => {
   it("takes input_tokens as the uncached input and the cache counts as their own buckets", () => {
@@ -94,4 +95,41 @@ describe("finishToStop", () => {
   }
 
   it("keeps null (still running) as null", () => expect(finishToStop(null)).toBeNull());
+});
+
+describe("price classes in usage (docs/pricing.md)", () => {
+  it("splits Anthropic's cache writes into 5-minute and 1-hour", () => {
+    const u = usageFromMessages({ input_tokens: 1, output_tokens: 2, cache_creation_input_tokens: 300, cache_creation: { ephemeral_5m_input_tokens: 100, ephemeral_1h_input_tokens: 200 } });
+    expect(u).toEqual({ input: 1, output: 2, cacheRead: 0, cacheWrite: 100, cacheWrite1h: 200 });
+  });
+  it("bills a split larger than its total at the split's counts", () => {
+    const u = usageFromMessages({ input_tokens: 1, output_tokens: 2, cache_creation_input_tokens: 100, cache_creation: { ephemeral_5m_input_tokens: 100, ephemeral_1h_input_tokens: 50 } });
+    expect(u).toMatchObject({ cacheWrite: 100, cacheWrite1h: 50 });
+  });
+  it("reads web searches from server_tool_use", () => {
+    expect(usageFromMessages({ input_tokens: 1, output_tokens: 2, server_tool_use: { web_search_requests: 3 } }).webSearches).toBe(3);
+  });
+  it("takes a Chat total above prompt + completion as output (reasoning reported outside)", () => {
+    expect(usageFromChat({ prompt_tokens: 1000, completion_tokens: 1499, total_tokens: 5308 }).output).toBe(4308);
+  });
+  it("keeps the answer's service tier", () => {
+    expect(usageFromChat({ prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }, "priority").serviceTier).toBe("priority");
+  });
+  it("round-trips every class through the Chat shape and the Messages shape", () => {
+    const t = { input: 10, output: 20, cacheRead: 30, cacheWrite: 40, cacheWrite1h: 50, webSearches: 6 };
+    expect(usageFromChat(chatUsage(t))).toEqual(t);
+    expect(usageFromMessages(messagesUsage(t))).toEqual(t);
+  });
+  it("refuses nested counts that are not counts, as it refuses flat ones", () => {
+    expect(billableMessagesUsage({ input_tokens: 1, output_tokens: 1, cache_creation: { ephemeral_1h_input_tokens: -5 } })).toBe(false);
+    expect(billableChatUsage({ prompt_tokens: 1, completion_tokens: 1, server_tool_use: { web_search_requests: "3" } })).toBe(false);
+  });
+});
+
+describe("mergeMessagesUsage (stream totals)", () => {
+  it("keeps message_start's 1-hour split when message_delta repeats only the total", () => {
+    const start = mergeMessagesUsage(null, { input_tokens: 5, output_tokens: 1, cache_creation_input_tokens: 300, cache_creation: { ephemeral_5m_input_tokens: 100, ephemeral_1h_input_tokens: 200 } });
+    const end = mergeMessagesUsage(start, { output_tokens: 50, cache_creation_input_tokens: 300, server_tool_use: { web_search_requests: 2 } });
+    expect(end).toEqual({ input: 5, output: 50, cacheRead: 0, cacheWrite: 100, cacheWrite1h: 200, webSearches: 2 });
+  });
 });

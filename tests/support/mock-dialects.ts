@@ -18,6 +18,14 @@ export interface Usage {
   cacheRead: number;
   cacheWrite: number;
   reasoning: number;
+  /** Anthropic: 1-hour cache writes (cache_creation.ephemeral_1h_input_tokens, inside cache_creation_input_tokens); OpenAI: LiteLLM's split */
+  cacheWrite1h?: number;
+  /** server_tool_use.web_search_requests (Anthropic; LiteLLM's Chat shape) */
+  webSearches?: number;
+  /** OpenAI: the answer's service_tier (default "default") */
+  serviceTier?: string;
+  /** OpenAI-compatible: reasoning reported outside completion_tokens (total_tokens = prompt + output) */
+  reasoningOutside?: boolean;
 }
 
 export interface ToolCall {
@@ -119,14 +127,17 @@ const signatureOf = (thinking: string): string =>
   Buffer.from(`mock-signature:${Bun.hash(thinking).toString(16)}`).toString("base64");
 
 function anthropicUsage(u: Usage): Obj {
-  return {
+  const w1h = u.cacheWrite1h ?? 0;
+  const out: Obj = {
     input_tokens: u.input,
-    cache_creation_input_tokens: u.cacheWrite,
+    cache_creation_input_tokens: u.cacheWrite + w1h,
     cache_read_input_tokens: u.cacheRead,
-    cache_creation: { ephemeral_5m_input_tokens: u.cacheWrite, ephemeral_1h_input_tokens: 0 },
+    cache_creation: { ephemeral_5m_input_tokens: u.cacheWrite, ephemeral_1h_input_tokens: w1h },
     output_tokens: u.output,
     service_tier: "standard",
   };
+  if (u.webSearches !== undefined) out.server_tool_use = { web_search_requests: u.webSearches };
+  return out;
 }
 
 const anthropicStop = (a: Answer): string => TO_ANTHROPIC[a.stopReason] ?? a.stopReason;
@@ -196,17 +207,23 @@ export const anthropicErrorEvent = (): string =>
 function openaiUsage(u: Usage): Obj {
   // A count that is not a number (a misbehaving upstream's null, "12") is sent as it is, not summed.
   const counted = (v: unknown): v is number => typeof v === "number";
-  const prompt = counted(u.input) ? u.input + u.cacheRead + u.cacheWrite : u.input;
-  return {
+  const w1h = u.cacheWrite1h ?? 0;
+  const prompt = counted(u.input) ? u.input + u.cacheRead + u.cacheWrite + w1h : u.input;
+  const completion = u.reasoningOutside ? u.output - u.reasoning : u.output;
+  const details: Obj = { cached_tokens: u.cacheRead, audio_tokens: 0 };
+  if (w1h) Object.assign(details, { cache_write_tokens: u.cacheWrite + w1h, cache_creation_token_details: { ephemeral_5m_input_tokens: u.cacheWrite, ephemeral_1h_input_tokens: w1h } });
+  const out: Obj = {
     prompt_tokens: prompt,
-    completion_tokens: u.output,
+    completion_tokens: completion,
     total_tokens: counted(prompt) && counted(u.output) ? prompt + u.output : null,
-    prompt_tokens_details: { cached_tokens: u.cacheRead, audio_tokens: 0 },
+    prompt_tokens_details: details,
     completion_tokens_details: {
       reasoning_tokens: u.reasoning, audio_tokens: 0,
       accepted_prediction_tokens: 0, rejected_prediction_tokens: 0,
     },
   };
+  if (u.webSearches !== undefined) out.server_tool_use = { web_search_requests: u.webSearches };
+  return out;
 }
 
 const openaiFinish = (a: Answer): string => TO_OPENAI[a.stopReason] ?? a.stopReason;
@@ -222,7 +239,7 @@ export function openaiCompletion(a: Answer): Obj {
   return {
     id: a.id, object: "chat.completion", created: Math.floor(Date.now() / 1000), model: a.model,
     choices: [{ index: 0, message, logprobs: null, finish_reason: openaiFinish(a) }],
-    usage: openaiUsage(a.usage), service_tier: "default", system_fingerprint: "fp_mock",
+    usage: openaiUsage(a.usage), service_tier: a.usage.serviceTier ?? "default", system_fingerprint: "fp_mock",
   };
 }
 
@@ -233,7 +250,7 @@ export function openaiEvents(a: Answer): string[] {
   const extra = a.includeUsage ? { usage: null } : {};
   const chunk = (delta: Obj, finish: string | null = null): string => sse(undefined, {
     id: a.id, object: "chat.completion.chunk", created, model: a.model,
-    system_fingerprint: "fp_mock", service_tier: "default",
+    system_fingerprint: "fp_mock", service_tier: a.usage.serviceTier ?? "default",
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...extra,
   });
   const out = [chunk({ role: "assistant", content: "", refusal: null })];
@@ -252,7 +269,7 @@ export function openaiEvents(a: Answer): string[] {
     // Repeats the id: ChatCompletionStream merges later chunks only when they carry one.
     out.push(sse(undefined, {
       id: a.id, object: "chat.completion.chunk", created, model: a.model,
-      system_fingerprint: "fp_mock", service_tier: "default", choices: [], usage: openaiUsage(a.usage),
+      system_fingerprint: "fp_mock", service_tier: a.usage.serviceTier ?? "default", choices: [], usage: openaiUsage(a.usage),
     }));
   }
   out.push(sse(undefined, "[DONE]"));

@@ -77,6 +77,8 @@ export class ResponsesViaChatStream {
   private readonly callIds = new Set<string>();
   private finish: Finish | null = null;
   private lastUsage: ChatUsage | null = null;
+  /** The service tier the upstream's chunks report: it prices the answer. */
+  private serviceTier: unknown;
   /** lastUsage is the upstream's, not the estimate a terminal event showed without one. */
   private counted = false;
   private readonly out = new TextCount();
@@ -91,7 +93,7 @@ export class ResponsesViaChatStream {
    * without any, the estimate it showed; else null.
    */
   get usage(): TokenUsage | null {
-    return this.lastUsage ? usageFromChat(this.lastUsage) : null;
+    return this.lastUsage ? usageFromChat(this.lastUsage, this.serviceTier) : null;
   }
 
   get inputCounted(): boolean {
@@ -154,6 +156,7 @@ export class ResponsesViaChatStream {
       }
     }
     // Counts that are not counts are no usage: the estimate is shown and billed (issue 14 item 8).
+    if (typeof chunk.service_tier === "string") this.serviceTier = chunk.service_tier;
     if (chunk.usage && billableChatUsage(chunk.usage)) {
       this.lastUsage = chunk.usage;
       this.counted = true;
@@ -370,7 +373,7 @@ export class ResponsesViaChatStream {
     this.terminalStatus = finish.status;
     // No usage from upstream: our estimate, the count the relay bills, as a non-streamed answer shows it.
     this.lastUsage ??= chatUsage(estimatedUsage(this.opts.estimatedInputTokens, this.out));
-    const usage = responsesUsage(this.lastUsage, nanoToUsd(this.opts.costOf(usageFromChat(this.lastUsage))));
+    const usage = responsesUsage(this.lastUsage, nanoToUsd(this.opts.costOf(usageFromChat(this.lastUsage, this.serviceTier))));
     const response = {
       ...this.shell(),
       status: finish.status,

@@ -1,0 +1,130 @@
+import { buildCatalog, type Catalog, type Model } from "../catalog/catalog.ts";
+import {
+  CONFIG_NAME, derivedClasses, PRICE_CLASSES, serviceSheetOf, sheetFor,
+  type ModelPrices, type PriceClass, type PriceSheet, type PriceSource,
+} from "../catalog/prices.ts";
+import { formatUsd, promptTokens, tokenCost, type TokenUsage } from "../core/money.ts";
+import { parse } from "./args.ts";
+import { loadInstallation } from "./context.ts";
+import { table } from "./format.ts";
+
+export const PRICES_USAGE = `Usage:
+  gateway prices [--json]
+
+The effective price table of every text model, per kind of provider its routes use: each class in
+USD per 1M tokens (web_search: per 1,000 searches) with its source: configured, derived by a
+provider's rule (named), input (unset, billed at the input price) or base (a tier's unset class, at
+the base price). Long-context tiers and service tiers follow their base table (docs/pricing.md).`;
+
+/** Each class's unit, as the tables print it. */
+const UNIT: Record<PriceClass, string> = {
+  input: "per 1M tokens",
+  output: "per 1M tokens",
+  cacheRead: "per 1M tokens",
+  cacheWrite: "per 1M tokens",
+  cacheWrite1h: "per 1M tokens",
+  webSearch: "per 1,000 searches",
+};
+
+const sourceText = (s: PriceSource): string => (s.rule ? `${s.source} (${s.rule})` : s.source);
+
+/** Every table of a model on one provider kind: base, its tiers, then each service tier and its tiers. */
+function tablesOf(p: ModelPrices): { name: string; serviceTier: string | null; above: number | null; sheet: PriceSheet }[] {
+  const out: { name: string; serviceTier: string | null; above: number | null; sheet: PriceSheet }[] = [];
+  const services: [string | null, ModelPrices["standard"]][] = [[null, p.standard], ...Object.entries(p.service)];
+  for (const [tier, s] of services) {
+    out.push({ name: tier ?? "base", serviceTier: tier, above: null, sheet: s!.base });
+    for (const t of [...s!.tiers].reverse()) out.push({ name: `${tier ? `${tier}, ` : ""}above ${t.above} input tokens`, serviceTier: tier, above: t.above, sheet: t });
+  }
+  return out;
+}
+
+const textModels = (c: Catalog): Model[] => c.models.filter((m) => m.endpoints.some((e) => e === "messages" || e === "chat.completions"));
+
+export function pricesCommand(argv: string[]): void {
+  const { values } = parse(argv, {});
+  const config = loadInstallation(values);
+  const catalog = buildCatalog(config);
+  const data = textModels(catalog).map((m) => ({
+    model: m.id,
+    routes: m.priceTables.map((p) => ({
+      provider_kind: p.kind,
+      tables: tablesOf(p).map((t) => ({
+        table: t.name,
+        service_tier: t.serviceTier,
+        above_input_tokens: t.above,
+        prices: Object.fromEntries(
+          PRICE_CLASSES.map((c) => [CONFIG_NAME[c], { usd: Number(formatUsd(t.sheet.prices[c])), unit: UNIT[c], ...t.sheet.sources[c] }]),
+        ),
+      })),
+    })),
+  }));
+  if (values.json) {
+    console.log(JSON.stringify(data, null, 2));
+    return;
+  }
+  const header = ["model", "provider_kind", "table", "class", "usd", "unit", "source"];
+  const rows: (string | number)[][] = [];
+  for (const m of textModels(catalog)) {
+    for (const p of m.priceTables) {
+      for (const t of tablesOf(p)) {
+        for (const c of PRICE_CLASSES) rows.push([m.id, p.kind, t.name, CONFIG_NAME[c], formatUsd(t.sheet.prices[c]), UNIT[c], sourceText(t.sheet.sources[c])]);
+      }
+    }
+  }
+  console.log(rows.length ? table(header, rows) : "no text models in the catalog");
+}
+
+/** `gateway serve`'s line per model and provider kind whose unset prices it derived (the demo provider bills nothing). */
+export function derivedPriceLines(catalog: Catalog): string[] {
+  const lines: string[] = [];
+  for (const m of textModels(catalog)) {
+    for (const p of m.priceTables) {
+      const derived = p.kind === "demo" ? [] : derivedClasses(p);
+      if (derived.length) lines.push(`gateway: prices of ${m.id} on ${p.kind} routes: ${derived.join(", ")} (gateway prices)`);
+    }
+  }
+  return lines;
+}
+
+/** One line of a request's cost: a class, its count, its price and what it came to (exact, before the one rounding). */
+export interface CostLine {
+  class: string;
+  count: number;
+  price_usd: string;
+  unit: string;
+  cost_usd: string;
+}
+
+/** Exact USD text of `micro` millionths of a nano-dollar (15 decimals at most, trailing zeros trimmed). */
+function microNanoUsd(micro: bigint): string {
+  const whole = micro / 10n ** 15n;
+  const frac = (micro % 10n ** 15n).toString().padStart(15, "0").replace(/0+$/, "");
+  return frac ? `${whole}.${frac}` : `${whole}`;
+}
+
+/**
+ * A logged usage's cost line by line at the prices of `p` (the model's table for the provider kind
+ * that answered): the table it falls in (its service tier, its prompt's tier), then each class.
+ * `total_nano` is the sum rounded up once, as the ledger charges it.
+ */
+export function costLines(p: ModelPrices, u: TokenUsage): { table: string; lines: CostLine[]; totalNano: number } {
+  const service = serviceSheetOf(p, u.serviceTier);
+  const sheet = sheetFor(service, promptTokens(u));
+  const serviceName = service === p.standard ? "base" : u.serviceTier!;
+  const table = "above" in sheet ? `${serviceName}, above ${(sheet as { above: number }).above} input tokens` : serviceName;
+  const counts: Record<PriceClass, number> = {
+    input: u.input,
+    output: u.output,
+    cacheRead: u.cacheRead,
+    cacheWrite: u.cacheWrite,
+    cacheWrite1h: u.cacheWrite1h ?? 0,
+    webSearch: u.webSearches ?? 0,
+  };
+  const lines = PRICE_CLASSES.filter((c) => counts[c] > 0 || c === "input" || c === "output").map((c): CostLine => {
+    // Per million tokens; a search is per thousand, so × 1,000 puts it on the same scale (money.ts).
+    const micro = BigInt(counts[c]) * BigInt(sheet.prices[c]) * (c === "webSearch" ? 1000n : 1n);
+    return { class: CONFIG_NAME[c], count: counts[c], price_usd: formatUsd(sheet.prices[c]), unit: UNIT[c], cost_usd: microNanoUsd(micro) };
+  });
+  return { table, lines, totalNano: tokenCost(sheet.prices, u) };
+}

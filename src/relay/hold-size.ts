@@ -1,0 +1,118 @@
+import type { Model } from "../catalog/catalog.ts";
+import { serviceSheetOf, sheetFor, type ModelPrices } from "../catalog/prices.ts";
+import { tokenCost } from "../core/money.ts";
+import type { JsonObject } from "../wire/shapes.ts";
+
+// The hold covers the worst class a request can incur (docs/pricing.md, "The hold"): what it asks
+// for decides which prices could apply, before any route has answered.
+
+/** Searches held for a web search tool without max_uses (Anthropic sets no limit of its own). */
+export const DEFAULT_SEARCH_HOLD = 10;
+
+/** What in a request body can raise its price. */
+export interface PriceAsks {
+  /** The longest cache the body asks for: none, the 5-minute one, or 1 hour (`ttl: "1h"`). */
+  cache: "none" | "5m" | "1h";
+  /** Server-side searches the body allows (a web_search tool's max_uses, or DEFAULT_SEARCH_HOLD). */
+  searches: number;
+  /** The body may be answered at the priority tier: it asks for it, or for "auto" (the project's default may be priority), or names none (which means auto). */
+  priority: boolean;
+}
+
+const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** The longest cache asked anywhere in the body (system, messages, tools, nested tool results). */
+function cacheAsked(v: unknown, depth = 0): "none" | "5m" | "1h" {
+  if (depth > 64 || v === null || typeof v !== "object") return "none";
+  let found: "none" | "5m" | "1h" = "none";
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const x = v[i];
+      if (x === null || typeof x !== "object") continue;
+      const c = cacheAsked(x, depth + 1);
+      if (c === "1h") return c;
+      if (c === "5m") found = c;
+    }
+    return found;
+  }
+  const o = v as JsonObject;
+  for (const k in o) {
+    const x = o[k];
+    if (x === null || typeof x !== "object") continue;
+    if (k === "cache_control") {
+      if ((x as JsonObject).ttl === "1h") return "1h";
+      found = "5m";
+      continue;
+    }
+    const c = cacheAsked(x, depth + 1);
+    if (c === "1h") return c;
+    if (c === "5m") found = c;
+  }
+  return found;
+}
+
+/**
+ * Whether the body may ask for caching at all, from its bytes: the key as written, or an escape that
+ * could spell it. Native and fast; most bodies skip the walk.
+ */
+function mayAskCache(raw: Uint8Array | undefined): boolean {
+  if (!raw) return true;
+  const b = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  return b.indexOf("cache_control") !== -1 || b.indexOf("\\u") !== -1;
+}
+
+function searchesAllowed(body: JsonObject): number {
+  let n = 0;
+  for (const t of Array.isArray(body.tools) ? body.tools : []) {
+    if (!isObject(t) || typeof t.type !== "string" || !t.type.startsWith("web_search")) continue;
+    const max = t.max_uses;
+    n += typeof max === "number" && Number.isSafeInteger(max) && max > 0 ? max : DEFAULT_SEARCH_HOLD;
+  }
+  // Chat's search models take web_search_options and bill each call.
+  if (n === 0 && isObject(body.web_search_options)) n = 1;
+  return n;
+}
+
+/** What `body` asks for that can raise its price; `raw`: the client's bytes, when known (skips the walk for most bodies). */
+export function priceAsks(body: JsonObject, raw?: Uint8Array): PriceAsks {
+  const tier = body.service_tier;
+  return {
+    cache: mayAskCache(raw) ? cacheAsked(body) : "none",
+    searches: searchesAllowed(body),
+    priority: tier === undefined || tier === null || tier === "auto" || tier === "priority",
+  };
+}
+
+/** The most the request can cost on routes of this table: its held input at the dearest input class it asked for, its output cap, its searches. */
+function worstOn(p: ModelPrices, asks: PriceAsks, inputTokens: number, maxOut: number): number {
+  const service = asks.priority && p.service.priority ? p.service.priority : serviceSheetOf(p, undefined);
+  // The prompt may be written to the cache whole: the tier is measured on it as the provider does.
+  const prices = sheetFor(service, inputTokens).prices;
+  const input = asks.cache === "1h" ? Math.max(prices.input, prices.cacheWrite1h, prices.cacheWrite) : asks.cache === "5m" ? Math.max(prices.input, prices.cacheWrite) : prices.input;
+  return tokenCost({ ...prices, input }, { input: inputTokens, output: maxOut, cacheRead: 0, cacheWrite: 0, webSearches: asks.searches });
+}
+
+/**
+ * The request's hold in nano-dollars: the worst of its model's price tables (a fallback may answer on
+ * another kind of provider), each at the worst class the body asks for.
+ */
+export function holdNano(model: Model, body: JsonObject, raw: Uint8Array | undefined, inputTokens: number, maxOut: number): number {
+  const asks = priceAsks(body, raw);
+  let worst = 0;
+  for (const p of model.priceTables) worst = Math.max(worst, worstOn(p, asks, inputTokens, maxOut));
+  return worst;
+}
+
+/**
+ * The least any request of `model` with this output cap can be held: its output cap at the cheapest
+ * table's base prices. Checked before costly work (a translation), it refuses nothing the real hold
+ * would admit.
+ */
+export function outputFloorNano(model: Model, maxOut: number): number {
+  let least = Infinity;
+  for (const p of model.priceTables) {
+    const prices = sheetFor(serviceSheetOf(p, undefined), 0).prices;
+    least = Math.min(least, tokenCost(prices, { input: 0, output: maxOut, cacheRead: 0, cacheWrite: 0 }));
+  }
+  return Number.isFinite(least) ? least : 0;
+}
