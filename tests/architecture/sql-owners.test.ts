@@ -14,8 +14,9 @@ import * as schema from "../../src/db/schema.ts";
 /** The files that may write SQL or query-builder calls on each table. */
 const OWNERS: Record<string, string[]> = {
   // The ledger's share of api_keys is spent_nano, the key's money column (and the quota beside it).
-  api_keys: ["auth/keys.ts", "auth/pg-keys.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
-  accounts: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
+  // The lease (ledger/pg-lease.ts) releases a silent instance's holds: their sums on the key and the account.
+  api_keys: ["auth/keys.ts", "auth/pg-keys.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
+  accounts: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
   ledger_entries: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   request_logs: ["logs/request-log.ts", "logs/pg-request-log.ts", "logs/queries.ts", "logs/pg-queries.ts"],
   idempotency_records: ["limits/idempotency.ts", "limits/pg-idempotency.ts"],
@@ -25,8 +26,8 @@ const OWNERS: Record<string, string[]> = {
   checkout_sessions: ["payments/checkout-sessions.ts", "payments/pg-checkout-sessions.ts"],
   // PostgreSQL only (db/pg-schema.ts): the holds of running requests as rows, and the instances that
   // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (ledger/holds.ts).
-  holds: ["ledger/pg-ledger.ts"],
-  instances: ["ledger/pg-ledger.ts"],
+  holds: ["ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
+  instances: ["ledger/pg-lease.ts"],
 };
 
 /** Reads of another group's table, never writes. */

@@ -1,8 +1,11 @@
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { expectOneLineFailure, gateway, gatewayJson, ROOT, tempInstallation } from "../support/cli.ts";
+
+// Each test starts gateway processes; on a loaded 2-core machine that takes more than the default 5 s.
+setDefaultTimeout(30_000);
 
 // Which database a command acts on, and what it may do to it: only serve and migrate create one,
 // every command names the one it used, and the read-only commands leave the file as it was.

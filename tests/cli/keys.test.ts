@@ -1,8 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { expectOneLineFailure, gateway, gatewayJson } from "../support/cli.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { hi, postJson } from "../support/http.ts";
 import { expectError } from "../support/errors.ts";
+
+// Each test starts gateway processes; on a loaded 2-core machine that takes more than the default 5 s.
+setDefaultTimeout(30_000);
 
 // gateway key find and key update, against the database of a running server.
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import type { Subprocess } from "bun";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +10,9 @@ import { Ledger } from "../../src/ledger/ledger.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import { anthropicConfig, ROOT, startServe } from "../support/cli.ts";
 import { usdToNanoShown } from "../support/prices.ts";
+
+// Each test starts gateway processes; on a loaded 2-core machine that takes more than the default 5 s.
+setDefaultTimeout(30_000);
 
 // A real `gateway serve` process is killed with SIGKILL while streams hold reservations, then
 // started again on the same database file (DESIGN: reservations outlive nothing). Holds live in the

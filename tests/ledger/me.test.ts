@@ -18,7 +18,7 @@ afterAll(() => stop());
 interface Me {
   key: { id: number; prefix: string; quota: { limit_usd: number | null; spent_usd: number; reserved_usd: number; remaining_usd: number | null } };
   balance: { balance_usd: number; reserved_usd: number; spendable_usd: number };
-  limits: { rpm: number; count_tokens_rpm: number; max_body_bytes: number };
+  limits: { rpm: number; count_tokens_rpm: number; account_rpm: number | null; max_body_bytes: number };
 }
 const me = async (key: string) => {
   const res = await getWithKey(gw, "/v1/me", key);
@@ -48,7 +48,7 @@ describe("GET /v1/me after known charges", () => {
   });
 
   it("shows the key's own rpm, the count_tokens rpm and the body limit", async () => {
-    expect((await me(a.key)).limits).toEqual({ rpm: 77, count_tokens_rpm: 44, max_body_bytes: 20 * 1024 * 1024 });
+    expect((await me(a.key)).limits).toEqual({ rpm: 77, count_tokens_rpm: 44, account_rpm: null, max_body_bytes: 20 * 1024 * 1024 });
   });
 
   it("names the key by id and visible prefix, never by the secret", async () => {
