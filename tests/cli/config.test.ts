@@ -250,7 +250,7 @@ describe("capabilities", () => {
       ].join("\n"),
     );
     const [first, second] = buildCatalog(loadConfig(path)).lookup("m1")!.routes;
-    const defaults = { thinking: "budget", structuredOutputs: true, fixedSampling: false } as const;
+    const defaults = { thinking: "budget", structuredOutputs: true, fixedSampling: false, promptCache: "off" } as const;
     expect(first!.capabilities).toEqual({ reasoning: true, reasoningContent: false, topK: true, ...defaults });
     expect(second!.capabilities).toEqual({ reasoning: true, reasoningContent: true, topK: false, ...defaults });
   });
