@@ -239,6 +239,14 @@ describe("capabilities", () => {
     expect(refusal(raw)).toBe("gateway.toml: models[0].routes[0].capabilities.fixed_sampling: applies to providers of kind 'anthropic' only; 'o' is kind 'openai'");
   });
 
+  it("takes prompt_cache on an anthropic provider, a route overriding it, and refuses it elsewhere", () => {
+    const raw = { providers: [{ ...anthropic, capabilities: { prompt_cache: "auto" } }], models: [textModel({ routes: [{ provider: "a", model: "x" }, { provider: "a", model: "y", capabilities: { prompt_cache: "off" } }] })] };
+    expect(buildCatalog(parseConfig(raw, "gateway.toml")).models[0]!.routes.map((r) => r.capabilities.promptCache)).toEqual(["auto", "off"]);
+    expect(refusal({ providers: [{ ...openai, capabilities: { prompt_cache: "auto" } }] })).toBe(
+      "gateway.toml: providers[0].capabilities.prompt_cache: applies to providers of kind 'anthropic' only; 'o' is kind 'openai'",
+    );
+  });
+
   it("resolves each route: its own over its provider's over the defaults", () => {
     const path = join(install.dir, "caps.toml");
     writeFileSync(
