@@ -24,6 +24,7 @@ export interface RouteCapabilities {
   thinking: "budget" | "adaptive" | "none";
   structuredOutputs: boolean;
   fixedSampling: boolean;
+  promptCache: "auto" | "off";
 }
 
 export interface Model {
@@ -64,6 +65,7 @@ function route(r: RouteConfig, provider: ProviderConfig, prices: ModelPrices): R
       thinking: c.thinking,
       structuredOutputs: c.structured_outputs,
       fixedSampling: c.fixed_sampling,
+      promptCache: c.prompt_cache,
     },
     prices,
   };

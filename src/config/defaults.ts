@@ -37,4 +37,5 @@ export const DEFAULT_CAPABILITIES: Required<Capabilities> = {
   thinking: "budget",
   structured_outputs: true,
   fixed_sampling: false,
+  prompt_cache: "off",
 };

@@ -279,6 +279,7 @@ const CAPABILITY_KIND: Record<keyof Capabilities, ProviderKind> = {
   thinking: "anthropic",
   structured_outputs: "anthropic",
   fixed_sampling: "anthropic",
+  prompt_cache: "anthropic",
 };
 
 function checkCapabilities(caps: Capabilities | undefined, provider: ProviderConfig, path: string, fail: (path: string, why: string) => never): void {

@@ -73,6 +73,8 @@ export const Capabilities = T.Object(
     structured_outputs: T.Optional(T.Boolean()),
     /** Messages upstream: takes only its own temperature and top_p (newest models). */
     fixed_sampling: T.Optional(T.Boolean()),
+    /** Messages upstream: "auto" puts cache breakpoints on a Chat or Responses request that sent none (docs/translation.md). */
+    prompt_cache: T.Optional(T.Union([T.Literal("auto"), T.Literal("off")])),
   },
   { additionalProperties: false },
 );

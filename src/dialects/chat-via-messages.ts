@@ -1,12 +1,12 @@
-// Chat Completions client → Messages upstream: the request (translation.md §2, §7) and the
-// non-streamed response back (§3). Pure: a body in, a body out, or a GatewayError naming the field.
+// Chat Completions client → Messages upstream: the request (translation.md §2, §7); the response
+// back is chat-via-messages-response.ts. Pure: a body in, a body out, or a GatewayError naming the field.
 import { createHash } from "node:crypto";
+import { carryCacheControl, checkBreakpointCount, placeBreakpoints, type Breakpoints } from "./cache-breakpoints.ts";
 import { contentKind, unsupportedContent } from "./content-check.ts";
 import { applyFields, arrayAt, handledElsewhere, isObject, isSet, lose, objectAt, refuse, stringAt, type FieldRule } from "./fields.ts";
 import { budgetForEffort, effortIsOff, MIN_THINKING_BUDGET } from "./reasoning.ts";
-import { toolIdFromMessages, toolIdToMessages, toolNameFor } from "./tool-ids.ts";
-import { chatUsage, stopToFinish, thinkingTokens, usageFromMessages } from "./usage.ts";
-import type { ChatMessage, ChatRequest, ChatResponse, ChatToolCall, JsonObject, MessagesBlock, MessagesMessage, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
+import { toolIdToMessages, toolNameFor } from "./tool-ids.ts";
+import type { ChatMessage, ChatRequest, ChatToolCall, JsonObject, MessagesBlock, MessagesMessage, MessagesRequest } from "../wire/shapes.ts";
 
 /** What a Messages upstream model takes: a route's `capabilities` in gateway.toml (catalog.ts resolves them). */
 export interface MessagesUpstreamCaps {
@@ -20,6 +20,8 @@ export interface MessagesUpstreamCaps {
   structuredOutputs?: boolean;
   /** Newest models take only temperature 1.0 and top_p ≥ 0.99: both become losses. Default false. */
   fixedSampling?: boolean;
+  /** "auto": breakpoints placed on a request that sent none (cache-breakpoints.ts). Default "off". */
+  promptCache?: "auto" | "off";
 }
 
 export interface ChatViaMessagesOptions {
@@ -32,6 +34,8 @@ interface Ctx {
   out: MessagesRequest;
   dropped: string[];
   caps: MessagesUpstreamCaps;
+  /** The client's cache_control carried so far, by path. */
+  breakpoints: Breakpoints;
 }
 
 const UPSTREAM = "Messages";
@@ -73,7 +77,7 @@ const FIELDS: Record<string, FieldRule<Ctx>> = {
     if (stops.length > 0) c.out.stop_sequences = stops;
   },
   tools: (v, c, path) => {
-    c.out.tools = arrayAt(v, path).map((t, i) => messagesTool(objectAt(t, `${path}[${i}]`), `${path}[${i}]`));
+    c.out.tools = arrayAt(v, path).map((t, i) => messagesTool(objectAt(t, `${path}[${i}]`), `${path}[${i}]`, c));
   },
   tool_choice: (v, c, path) => {
     c.out.tool_choice = toolChoice(v, path);
@@ -109,7 +113,7 @@ export function chatRequestToMessages(req: ChatRequest, opts: ChatViaMessagesOpt
   const maxTokens = req.max_completion_tokens ?? req.max_tokens;
   // Messages requires it and the reservation is sized from it.
   if (typeof maxTokens !== "number") return refuse("max_completion_tokens", `required (or max_tokens) when this model is served by a ${UPSTREAM} upstream`);
-  const c: Ctx = { req, out: { model: opts.upstreamModel, max_tokens: maxTokens, messages: [] }, dropped: [], caps: opts.caps ?? {} };
+  const c: Ctx = { req, out: { model: opts.upstreamModel, max_tokens: maxTokens, messages: [] }, dropped: [], caps: opts.caps ?? {}, breakpoints: [] };
   applyFields(req, FIELDS, c, "", UPSTREAM);
   const { system, messages } = convertMessages(arrayAt(req.messages, "messages"), c);
   if (system.length > 0) c.out.system = system;
@@ -117,6 +121,9 @@ export function chatRequestToMessages(req: ChatRequest, opts: ChatViaMessagesOpt
   toolChoiceAndParallel(c);
   reasoning(c);
   user(c);
+  // The client's own breakpoints say what it wants cached; the gateway places its own only without them.
+  checkBreakpointCount(c.breakpoints);
+  if (c.breakpoints.length === 0 && c.caps.promptCache === "auto") placeBreakpoints(c.out);
   return { body: c.out, dropped: c.dropped };
 }
 
@@ -184,7 +191,7 @@ function responseFormat(rf: JsonObject, path: string, c: Ctx): void {
 
 // ---- tools ----
 
-function messagesTool(tool: JsonObject, path: string): JsonObject {
+function messagesTool(tool: JsonObject, path: string, c: Ctx): JsonObject {
   if (tool.type !== "function") refuse(`${path}.type`, `only function tools can be served by a ${UPSTREAM} upstream`);
   const fn = objectAt(tool.function, `${path}.function`);
   const out: JsonObject = {
@@ -194,6 +201,9 @@ function messagesTool(tool: JsonObject, path: string): JsonObject {
   };
   if (isSet(fn.description)) out.description = fn.description;
   if (isSet(fn.strict)) out.strict = fn.strict;
+  // On the tool (LiteLLM, OpenRouter), or inside its function (LiteLLM reads both).
+  if (isSet(tool.cache_control)) carryCacheControl(tool.cache_control, `${path}.cache_control`, out, c.breakpoints);
+  else carryCacheControl(fn.cache_control, `${path}.function.cache_control`, out, c.breakpoints);
   return out;
 }
 
@@ -221,9 +231,9 @@ interface Turns {
 const ROLES: Record<string, (m: ChatMessage, path: string, c: Ctx, t: Turns) => void> = {
   system: hoistSystem,
   developer: hoistSystem,
-  user: (m, path, c, t) => addTurn(t, "user", textBlocks(m.content, `${path}.content`)),
+  user: (m, path, c, t) => addTurn(t, "user", cacheWhole(m, path, c, textBlocks(m.content, `${path}.content`, c))),
   assistant: assistantTurn,
-  tool: (m, path, _c, t) => addTurn(t, "user", [toolResult(m, path)]),
+  tool: (m, path, c, t) => addTurn(t, "user", cacheWhole(m, path, c, [toolResult(m, path, c)])),
   function: (_m, path) => refuse(`${path}.role`, "deprecated; send tool messages instead"),
 };
 
@@ -247,7 +257,7 @@ function convertMessages(msgs: unknown[], c: Ctx): Turns {
 function hoistSystem(m: ChatMessage, path: string, c: Ctx, t: Turns): void {
   // Messages has one top-level system; a system turn after the conversation started loses its position (§7).
   if (t.messages.length > 0) c.dropped.push(path);
-  t.system.push(...textBlocks(m.content, `${path}.content`));
+  t.system.push(...cacheWhole(m, path, c, textBlocks(m.content, `${path}.content`, c)));
 }
 
 /**
@@ -276,11 +286,36 @@ function toolResultsFirst(messages: MessagesMessage[]): void {
   }
 }
 
-/** Text of string or parts content as text blocks, skipping blank ones: Anthropic 400s on empty text blocks (hermes-agent#11906). */
-function textBlocks(content: unknown, path: string): MessagesBlock[] {
+/**
+ * Text of string or parts content as text blocks, skipping blank ones: Anthropic 400s on empty text
+ * blocks (hermes-agent#11906). A part's cache_control stays on its block; a blank part's is a loss.
+ */
+function textBlocks(content: unknown, path: string, c: Ctx): MessagesBlock[] {
   if (!isSet(content)) return [];
-  const texts = typeof content === "string" ? [content] : arrayAt(content, path).map((p, j) => partText(p, `${path}[${j}]`));
-  return texts.filter((s) => s.trim() !== "").map((text) => ({ type: "text", text }));
+  if (typeof content === "string") return content.trim() === "" ? [] : [{ type: "text", text: content }];
+  const blocks: MessagesBlock[] = [];
+  arrayAt(content, path).forEach((p, j) => {
+    const partPath = `${path}[${j}]`;
+    const text = partText(p, partPath);
+    const cache = (p as JsonObject).cache_control;
+    if (text.trim() === "") return void (isSet(cache) && c.dropped.push(`${partPath}.cache_control`));
+    const block: MessagesBlock = { type: "text", text };
+    carryCacheControl(cache, `${partPath}.cache_control`, block, c.breakpoints);
+    blocks.push(block);
+  });
+  return blocks;
+}
+
+/**
+ * A message's own cache_control (LiteLLM's form for string content) marks the message's last block:
+ * the breakpoint caches everything up to the end of that message. Without a block it is a loss.
+ */
+function cacheWhole(m: ChatMessage, path: string, c: Ctx, blocks: MessagesBlock[]): MessagesBlock[] {
+  if (!isSet(m.cache_control)) return blocks;
+  const last = blocks.at(-1);
+  if (last) carryCacheControl(m.cache_control, `${path}.cache_control`, last, c.breakpoints);
+  else c.dropped.push(`${path}.cache_control`);
+  return blocks;
 }
 
 function partText(part: unknown, path: string): string {
@@ -298,10 +333,11 @@ function assistantTurn(m: ChatMessage, path: string, c: Ctx, t: Turns): void {
   // Replayed reasoning has no signature, and Anthropic rejects unsigned thinking blocks (§7 loss).
   if (isSet(m.reasoning_content)) c.dropped.push(`${path}.reasoning_content`);
   const calls = isSet(m.tool_calls) ? arrayAt(m.tool_calls, `${path}.tool_calls`) : [];
-  addTurn(t, "assistant", [
-    ...textBlocks(m.content, `${path}.content`),
+  const blocks = [
+    ...textBlocks(m.content, `${path}.content`, c),
     ...calls.map((call, j) => toolUse(objectAt(call, `${path}.tool_calls[${j}]`) as ChatToolCall, `${path}.tool_calls[${j}]`)),
-  ]);
+  ];
+  addTurn(t, "assistant", cacheWhole(m, path, c, blocks));
 }
 
 function toolUse(call: ChatToolCall, path: string): MessagesBlock {
@@ -328,9 +364,9 @@ function toolInput(args: unknown, path: string): JsonObject {
   return isObject(parsed) ? parsed : refuse(path, "Input should be a valid dictionary");
 }
 
-function toolResult(m: ChatMessage, path: string): MessagesBlock {
+function toolResult(m: ChatMessage, path: string, c: Ctx): MessagesBlock {
   const block: MessagesBlock = { type: "tool_result", tool_use_id: toolIdToMessages(stringAt(m.tool_call_id, `${path}.tool_call_id`)) };
-  const content = textBlocks(m.content, `${path}.content`);
+  const content = textBlocks(m.content, `${path}.content`, c);
   // content is optional on tool_result, and an empty text block would be a 400.
   if (content.length > 0) block.content = content;
   return block;
@@ -367,33 +403,4 @@ function trimFinalPrefill(messages: MessagesMessage[]): void {
   const tail = blocks.at(-1);
   if (tail?.type !== "text") return;
   tail.text = String(tail.text).trimEnd();
-}
-
-// ---- response ----
-
-/** A Messages response from the upstream as the Chat completion the client expects. */
-export function messagesResponseToChat(res: MessagesResponse, opts: { model: string; created?: number }): ChatResponse {
-  const blocks = Array.isArray(res.content) ? res.content : [];
-  const text = blocks.filter((b) => b.type === "text").map((b) => String(b.text ?? "")).join("");
-  const thought = blocks.filter((b) => b.type === "thinking").map((b) => String(b.thinking ?? "")).join("");
-  const calls = blocks
-    .filter((b) => b.type === "tool_use")
-    .map((b): ChatToolCall => ({
-      id: toolIdFromMessages(String(b.id ?? "")),
-      type: "function",
-      function: { name: String(b.name ?? ""), arguments: JSON.stringify(b.input ?? {}) },
-    }));
-  const message: ChatResponse["choices"][number]["message"] = { role: "assistant", content: text === "" ? null : text, refusal: null };
-  if (calls.length > 0) message.tool_calls = calls;
-  if (thought !== "") message.reasoning_content = thought;
-  const reasoningTokens = res.usage ? thinkingTokens(res.usage) : undefined;
-  return {
-    // "msg_X" → "chatcmpl-X" (one-api).
-    id: `chatcmpl-${String(res.id ?? "").replace(/^msg_/, "")}`,
-    object: "chat.completion",
-    created: opts.created ?? Math.floor(Date.now() / 1000),
-    model: opts.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: stopToFinish(res.stop_reason) ?? "stop" }],
-    usage: chatUsage(usageFromMessages(res.usage ?? {}), reasoningTokens === undefined ? {} : { reasoningTokens }),
-  };
 }

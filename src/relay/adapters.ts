@@ -1,5 +1,6 @@
 import type { Model, Route } from "../catalog/catalog.ts";
-import { chatRequestToMessages, messagesResponseToChat } from "../dialects/chat-via-messages.ts";
+import { chatRequestToMessages } from "../dialects/chat-via-messages.ts";
+import { messagesResponseToChat } from "../dialects/chat-via-messages-response.ts";
 import { messagesRequestToChat, chatResponseToMessages } from "../dialects/messages-via-chat.ts";
 import { MessagesViaChatMachine } from "../dialects/messages-via-chat-stream.ts";
 import { ChatViaMessagesMachine } from "../dialects/chat-via-messages-stream.ts";

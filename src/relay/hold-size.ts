@@ -93,11 +93,22 @@ function worstOn(p: ModelPrices, asks: PriceAsks, inputTokens: number, maxOut: n
 }
 
 /**
- * The request's hold in nano-dollars: the worst of its model's price tables (a fallback may answer on
- * another kind of provider), each at the worst class the body asks for.
+ * Whether the gateway may put cache breakpoints of its own on this request: a Chat body (Responses
+ * arrives as one) on a model with a route whose prompt_cache is "auto" (only Messages routes take it,
+ * and a Chat body is always translated for them). Then the whole prompt may be a 5-minute cache write.
  */
-export function holdNano(model: Model, body: JsonObject, raw: Uint8Array | undefined, inputTokens: number, maxOut: number): number {
+export function gatewayMayCache(model: Model, clientDialect: "chat" | "messages"): boolean {
+  return clientDialect === "chat" && model.routes.some((r) => r.capabilities.promptCache === "auto");
+}
+
+/**
+ * The request's hold in nano-dollars: the worst of its model's price tables (a fallback may answer on
+ * another kind of provider), each at the worst class the body asks for, or at least the 5-minute
+ * cache write when the gateway may ask for it (`gatewayCaches`).
+ */
+export function holdNano(model: Model, body: JsonObject, raw: Uint8Array | undefined, inputTokens: number, maxOut: number, gatewayCaches = false): number {
   const asks = priceAsks(body, raw);
+  if (gatewayCaches && asks.cache === "none") asks.cache = "5m";
   let worst = 0;
   for (const p of model.priceTables) worst = Math.max(worst, worstOn(p, asks, inputTokens, maxOut));
   return worst;

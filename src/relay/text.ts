@@ -6,7 +6,7 @@ import type { RelayCall } from "./context.ts";
 import { estimateInputTokens, TextCount } from "../ledger/estimate.ts";
 
 import { priceUsage } from "../catalog/prices.ts";
-import { holdNano } from "./hold-size.ts";
+import { gatewayMayCache, holdNano } from "./hold-size.ts";
 import type { Dialect } from "../dialects/dialect.ts";
 import { chatUsage, messagesUsage } from "../dialects/usage.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
@@ -118,7 +118,7 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
   const body = bodySizeOf(call);
   const estimatedInputTokens = estimateInputTokens(body.bytes, body.chars);
   const heldInputTokens = call.svc.calibration.holdTokens(model.id, body.bytes, body.chars);
-  const reserveNano = holdNano(model, client.body, call.bytes, heldInputTokens, client.maxOut);
+  const reserveNano = holdNano(model, client.body, call.bytes, heldInputTokens, client.maxOut, gatewayMayCache(model, client.dialect));
   call.log.stream = client.stream;
 
   const held = reserve(call, reserveNano);

@@ -239,6 +239,14 @@ describe("capabilities", () => {
     expect(refusal(raw)).toBe("gateway.toml: models[0].routes[0].capabilities.fixed_sampling: applies to providers of kind 'anthropic' only; 'o' is kind 'openai'");
   });
 
+  it("takes prompt_cache on an anthropic provider, a route overriding it, and refuses it elsewhere", () => {
+    const raw = { providers: [{ ...anthropic, capabilities: { prompt_cache: "auto" } }], models: [textModel({ routes: [{ provider: "a", model: "x" }, { provider: "a", model: "y", capabilities: { prompt_cache: "off" } }] })] };
+    expect(buildCatalog(parseConfig(raw, "gateway.toml")).models[0]!.routes.map((r) => r.capabilities.promptCache)).toEqual(["auto", "off"]);
+    expect(refusal({ providers: [{ ...openai, capabilities: { prompt_cache: "auto" } }] })).toBe(
+      "gateway.toml: providers[0].capabilities.prompt_cache: applies to providers of kind 'anthropic' only; 'o' is kind 'openai'",
+    );
+  });
+
   it("resolves each route: its own over its provider's over the defaults", () => {
     const path = join(install.dir, "caps.toml");
     writeFileSync(
@@ -250,7 +258,7 @@ describe("capabilities", () => {
       ].join("\n"),
     );
     const [first, second] = buildCatalog(loadConfig(path)).lookup("m1")!.routes;
-    const defaults = { thinking: "budget", structuredOutputs: true, fixedSampling: false } as const;
+    const defaults = { thinking: "budget", structuredOutputs: true, fixedSampling: false, promptCache: "off" } as const;
     expect(first!.capabilities).toEqual({ reasoning: true, reasoningContent: false, topK: true, ...defaults });
     expect(second!.capabilities).toEqual({ reasoning: true, reasoningContent: true, topK: false, ...defaults });
   });

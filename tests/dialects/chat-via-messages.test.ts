@@ -1,7 +1,8 @@
 // Chat client → Messages upstream (translation.md §2, §3, §7). Fixture pairs carry the mappings;
 // the refusals are spelled out here, one per field.
 import { describe, expect, it } from "bun:test";
-import { chatRequestToMessages, messagesResponseToChat, type ChatViaMessagesOptions } from "../../src/dialects/chat-via-messages.ts";
+import { chatRequestToMessages, type ChatViaMessagesOptions } from "../../src/dialects/chat-via-messages.ts";
+import { messagesResponseToChat } from "../../src/dialects/chat-via-messages-response.ts";
 import { toolIdFromMessages, toolIdToMessages } from "../../src/dialects/tool-ids.ts";
 import type { ChatRequest, MessagesResponse } from "../../src/wire/shapes.ts";
 import { translationCases } from "./translation-fixtures.ts";

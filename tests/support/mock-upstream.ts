@@ -19,7 +19,8 @@ export { encodePng, readPngSize, crc32, type MockFile } from "./mock-images.ts";
 export type UsageOverride = Partial<Usage>;
 
 interface ContentOptions {
-  usage?: UsageOverride;
+  /** or computed from the request body (a prompt-cache model: tests/support/prompt-cache.ts) */
+  usage?: UsageOverride | ((body: Record<string, unknown>) => UsageOverride);
   /** split text (and thinking) into this many deltas; default one per word */
   chunks?: number;
   /** pause between SSE events (overrides the server's paceMs) */
@@ -321,7 +322,7 @@ function toAnswer(b: ContentBehaviour, ctx: Ctx): Answer {
   const reasoning = thinking === undefined ? 0 : tokens(thinking.length);
   const usage: Usage = {
     input: tokens(ctx.bodyBytes), output: tokens(outChars), cacheRead: 0, cacheWrite: 0, reasoning,
-    ...b.usage,
+    ...(typeof b.usage === "function" ? b.usage(ctx.body) : b.usage),
   };
   const streamOptions = ctx.body.stream_options;
   return {
