@@ -77,3 +77,25 @@ export function imageTokenCost(t: ImageTokenPrices, u: ImageUsage): number {
   for (const c of IMAGE_CLASSES) micro += BigInt(u[c]) * BigInt(prices[c]);
   return Number((micro + 999_999n) / 1_000_000n);
 }
+
+export const TABLE_SIZES = ["1024x1024", "1024x1536", "1536x1024"] as const;
+/** OpenAI's output image tokens per image of gpt-image-1 and later, by quality, for TABLE_SIZES. */
+export const OUTPUT_TOKENS: Record<string, readonly number[]> = {
+  low: [272, 408, 400],
+  medium: [1056, 1584, 1568],
+  high: [4160, 6240, 6208],
+};
+
+/**
+ * The most output tokens one image of this quality and size can take: `auto`, an absent or unknown
+ * quality (`standard`, `hd`) is the highest; `auto` or an absent size the largest; another WIDTHxHEIGHT
+ * (models that take any size) the square's count scaled by area, rounded up.
+ */
+export function worstOutputTokens(quality: unknown, size: unknown): number {
+  const row = typeof quality === "string" && Object.hasOwn(OUTPUT_TOKENS, quality) ? OUTPUT_TOKENS[quality]! : OUTPUT_TOKENS.high!;
+  const at = TABLE_SIZES.indexOf(size as (typeof TABLE_SIZES)[number]);
+  if (at >= 0) return row[at]!;
+  const m = typeof size === "string" ? /^(\d{1,5})x(\d{1,5})$/.exec(size) : null;
+  if (m) return Math.max(1, Math.ceil((row[0]! * Number(m[1]) * Number(m[2])) / (1024 * 1024)));
+  return Math.max(...row);
+}

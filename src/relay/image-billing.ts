@@ -1,4 +1,4 @@
-import { imageTokenCost, type ImagePrices, type ImageUsage } from "../catalog/image-prices.ts";
+import { imageTokenCost, worstOutputTokens, type ImagePrices, type ImageUsage } from "../catalog/image-prices.ts";
 import type { JsonObject } from "../wire/shapes.ts";
 
 // What an images request is held and charged (docs/pricing.md#images): the upstream's token usage
@@ -16,14 +16,6 @@ export interface ImageAsk {
   inputImages: number;
 }
 
-const TABLE_SIZES = ["1024x1024", "1024x1536", "1536x1024"] as const;
-/** OpenAI's output image tokens per image of gpt-image-1 and later, by quality, for TABLE_SIZES. */
-const OUTPUT_TOKENS: Record<string, readonly number[]> = {
-  low: [272, 408, 400],
-  medium: [1056, 1584, 1568],
-  high: [4160, 6240, 6208],
-};
-
 /**
  * The image input tokens one source is held at. OpenAI does not publish a table for input images; a
  * 1024² source is reported near 3,050 tokens at `input_fidelity: "high"` (about 135 at low) and the
@@ -31,20 +23,6 @@ const OUTPUT_TOKENS: Record<string, readonly number[]> = {
  * fidelity with room to spare. Only the hold uses it; the charge reads the usage.
  */
 export const SOURCE_IMAGE_TOKENS = 8_000;
-
-/**
- * The most output tokens one image of this quality and size can take: `auto`, an absent or unknown
- * quality (`standard`, `hd`) is the highest; `auto` or an absent size the largest; another WIDTHxHEIGHT
- * (models that take any size) the square's count scaled by area, rounded up.
- */
-export function worstOutputTokens(quality: unknown, size: unknown): number {
-  const row = (typeof quality === "string" && OUTPUT_TOKENS[quality]) || OUTPUT_TOKENS.high!;
-  const at = TABLE_SIZES.indexOf(size as (typeof TABLE_SIZES)[number]);
-  if (at >= 0) return row[at]!;
-  const m = typeof size === "string" ? /^(\d{1,5})x(\d{1,5})$/.exec(size) : null;
-  if (m) return Math.max(1, Math.ceil((row[0]! * Number(m[1]) * Number(m[2])) / (1024 * 1024)));
-  return Math.max(...row);
-}
 
 /** The request's hold: per image × n, and for a token-priced model the worst its usage can say, whichever is more. */
 export function imageHoldNano(p: ImagePrices, ask: ImageAsk): number {
