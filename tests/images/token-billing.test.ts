@@ -186,3 +186,11 @@ describe("gateway prices", () => {
     expect(doc.find((m) => m.model === "flat-image")!.billed_by).toBe("per image");
   });
 });
+
+describe("GET /api/pricing", () => {
+  it("publishes a token-priced image model's token prices beside its per-image price", async () => {
+    const body = (await (await fetch(`${gw.url}/api/pricing`)).json()) as { models: Record<string, unknown>[] };
+    expect(body.models.find((m) => m.id === "gpt-image")).toMatchObject({ per_image: 0.167, unit: "per 1M tokens", input: 5, image_input: 10, image_output: 40 });
+    expect(body.models.find((m) => m.id === "flat-image")).not.toHaveProperty("image_output");
+  });
+});
