@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Config } from "../config/load.ts";
 import { DEFAULT_CAPABILITIES } from "../config/defaults.ts";
 import type { Capabilities, Endpoint, ModelConfig, ProviderConfig, RouteConfig } from "../config/schema.ts";
-import { usdToNano } from "../core/money.ts";
+import { imagePricesOf, type ImagePrices } from "./image-prices.ts";
 import { modelPrices, type ModelPrices } from "./prices.ts";
 
 export interface Route {
@@ -37,8 +37,8 @@ export interface Model {
   endpoints: Endpoint[];
   /** The effective price table per provider kind of its routes (docs/pricing.md), one per kind. */
   priceTables: ModelPrices[];
-  /** Nano-dollars per image. */
-  perImageNano: number;
+  /** An image model's prices: per image, and per image token when token-priced (docs/pricing.md#images). */
+  imagePrices: ImagePrices;
   maxOutputTokens: number;
   routes: Route[];
   /** Public USD prices as configured, for /api/pricing. */
@@ -77,7 +77,6 @@ const DEFAULT_CREATED = 1_767_225_600; // 2026-01-01T00:00:00Z
 export function buildCatalog(cfg: Config): Catalog {
   const providers = new Map(cfg.providers.map((p) => [p.id, p]));
   const models = cfg.models.map((m): Model => {
-    const price = (v: number | undefined) => usdToNano(v ?? 0);
     const tables = new Map<string, ModelPrices>();
     const tableFor = (p: ProviderConfig) => tables.get(p.kind) ?? tables.set(p.kind, modelPrices(m, p.kind)).get(p.kind)!;
     const routes = m.routes.map((r) => {
@@ -93,7 +92,7 @@ export function buildCatalog(cfg: Config): Catalog {
       modalities: m.modalities,
       endpoints: m.endpoints,
       priceTables: [...tables.values()],
-      perImageNano: price(m.pricing.per_image),
+      imagePrices: imagePricesOf(m),
       maxOutputTokens: m.max_output_tokens ?? 32_000,
       routes,
       publicPricing: m.pricing,

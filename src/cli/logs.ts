@@ -1,6 +1,7 @@
 import { Calibration } from "../ledger/calibration.ts";
 import { statusRange, type LogFilter, type LogRecord } from "../logs/queries.ts";
 import { costLines } from "./prices.ts";
+import { imageCostLines } from "./image-prices.ts";
 import { parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, outputCsv, type CliContext } from "./context.ts";
 import { csv, formatUsd, iso, table, usd } from "./format.ts";
@@ -57,6 +58,7 @@ async function filterOf(ctx: CliContext, v: { account?: string; key?: string; mo
 /** The row's cost line by line at the prices of the route that answered it (the model's current config); null without counts or a model. */
 function costOfRow(ctx: CliContext, r: LogRecord) {
   const model = r.model ? ctx.catalog().lookup(r.model) : undefined;
+  if (model?.endpoints.some((e) => e.startsWith("images."))) return imageCostLines(model, r);
   if (!model || r.inputTokens === null || r.outputTokens === null) return null;
   const prices = model.routes.find((route) => route.provider.id === r.provider)?.prices ?? model.priceTables[0]!;
   return costLines(prices, {

@@ -7,6 +7,7 @@ import { formatUsd, promptTokens, tokenCost, type TokenUsage } from "../core/mon
 import { parse } from "./args.ts";
 import { loadInstallation } from "./context.ts";
 import { table } from "./format.ts";
+import { imageModels, imagePriceRows } from "./image-prices.ts";
 
 export const PRICES_USAGE = `Usage:
   gateway prices [--json]
@@ -14,7 +15,9 @@ export const PRICES_USAGE = `Usage:
 The effective price table of every text model, per kind of provider its routes use: each class in
 USD per 1M tokens (web_search: per 1,000 searches) with its source: configured, derived by a
 provider's rule (named), input (unset, billed at the input price) or base (a tier's unset class, at
-the base price). Long-context tiers and service tiers follow their base table (docs/pricing.md).`;
+the base price). Long-context tiers and service tiers follow their base table (docs/pricing.md).
+Image models: input (prompt), image_input (edit sources) and image_output tokens per 1M when priced
+by tokens, and per_image (the bill when the upstream reports no usage, or the only price).`;
 
 /** Each class's unit, as the tables print it. */
 const UNIT: Record<PriceClass, string> = {
@@ -59,8 +62,13 @@ export function pricesCommand(argv: string[]): void {
       })),
     })),
   }));
+  const images = imageModels(catalog).map((m) => ({
+    model: m.id,
+    billed_by: m.imagePrices.tokens ? "image tokens" : "per image",
+    prices: Object.fromEntries(imagePriceRows(m).map(([cls, price, unit, source]) => [cls, { usd: Number(price), unit, source }])),
+  }));
   if (values.json) {
-    console.log(JSON.stringify(data, null, 2));
+    console.log(JSON.stringify([...data, ...images], null, 2));
     return;
   }
   const header = ["model", "provider_kind", "table", "class", "usd", "unit", "source"];
@@ -72,7 +80,8 @@ export function pricesCommand(argv: string[]): void {
       }
     }
   }
-  console.log(rows.length ? table(header, rows) : "no text models in the catalog");
+  for (const m of imageModels(catalog)) for (const [cls, price, unit, source] of imagePriceRows(m)) rows.push([m.id, "any", "image", cls, price, unit, source]);
+  console.log(rows.length ? table(header, rows) : "no models in the catalog");
 }
 
 /** `gateway serve`'s line per model and provider kind whose unset prices it derived (the demo provider bills nothing). */
@@ -97,7 +106,7 @@ export interface CostLine {
 }
 
 /** Exact USD text of `micro` millionths of a nano-dollar (15 decimals at most, trailing zeros trimmed). */
-function microNanoUsd(micro: bigint): string {
+export function microNanoUsd(micro: bigint): string {
   const whole = micro / 10n ** 15n;
   const frac = (micro % 10n ** 15n).toString().padStart(15, "0").replace(/0+$/, "");
   return frac ? `${whole}.${frac}` : `${whole}`;

@@ -240,6 +240,17 @@ function checkReferences(cfg: Config): void {
     const image = m.endpoints.some((e) => e.startsWith("images."));
     if (text && image) fail(`models[${i}].endpoints`, "a model is sold either on text or on image endpoints, not both");
     if (image && m.pricing.per_image === undefined) fail(`models[${i}].pricing.per_image`, "required for image models");
+    if (image && (m.pricing.image_input !== undefined || m.pricing.image_output !== undefined)) {
+      // A class left unset would be billed at nothing: token-priced images need each class the usage reports.
+      for (const cls of ["input", "image_input", "image_output"] as const) {
+        if (m.pricing[cls] === undefined) fail(`models[${i}].pricing.${cls}`, "required for image models priced by image tokens (image_input or image_output set)");
+      }
+    }
+    if (text) {
+      for (const cls of ["per_image", "image_input", "image_output"] as const) {
+        if (m.pricing[cls] !== undefined) fail(`models[${i}].pricing.${cls}`, "applies to image models only");
+      }
+    }
     if (text && (m.pricing.input === undefined || m.pricing.output === undefined))
       fail(`models[${i}].pricing`, "text models need input and output prices");
     checkPrices(m, `models[${i}]`, text, fail);

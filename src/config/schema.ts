@@ -19,7 +19,7 @@ export const Pricing = T.Object(
   {
     ...TokenPriceFields,
     per_image: T.Optional(Usd),
-    /** Token-priced images: accepted, billed by a later version (docs/pricing.md). */
+    /** Token-priced images: image input (edit sources) and output tokens, with `input` for the prompt (docs/pricing.md#images). */
     image_input: T.Optional(Usd),
     image_output: T.Optional(Usd),
   },

@@ -59,5 +59,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795733640762,
     "breakpoints": true,
     "sql": "ALTER TABLE `request_logs` ADD `cache_write_1h_tokens` integer;--> statement-breakpoint\nALTER TABLE `request_logs` ADD `web_searches` integer;--> statement-breakpoint\nALTER TABLE `request_logs` ADD `service_tier` text;"
+  },
+  {
+    "tag": "0010_request_log_image_tokens",
+    "when": 1795734471386,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `request_logs` ADD `image_input_tokens` integer;--> statement-breakpoint\nALTER TABLE `request_logs` ADD `image_output_tokens` integer;"
   }
 ];

@@ -29,5 +29,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795733642201,
     "breakpoints": true,
     "sql": "ALTER TABLE \"request_logs\" ADD COLUMN \"cache_write_1h_tokens\" bigint;--> statement-breakpoint\nALTER TABLE \"request_logs\" ADD COLUMN \"web_searches\" integer;--> statement-breakpoint\nALTER TABLE \"request_logs\" ADD COLUMN \"service_tier\" text;"
+  },
+  {
+    "tag": "0005_request_log_image_tokens",
+    "when": 1795734472294,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"request_logs\" ADD COLUMN \"image_input_tokens\" bigint;--> statement-breakpoint\nALTER TABLE \"request_logs\" ADD COLUMN \"image_output_tokens\" bigint;"
   }
 ];

@@ -201,6 +201,9 @@ export const requestLogs = pgTable(
     /** The service tier the upstream's answer reported. */
     serviceTier: text("service_tier"),
     images: integer("images"),
+    /** Token-priced images (docs/pricing.md#images): edit sources' and output images' tokens; the prompt's are input_tokens. */
+    imageInputTokens: bigint("image_input_tokens", { mode: "number" }),
+    imageOutputTokens: bigint("image_output_tokens", { mode: "number" }),
     costNano: money("cost_nano").notNull().default(0),
     latencyMs: bigint("latency_ms", { mode: "number" }).notNull(),
     attempts: integer("attempts").notNull().default(0),

@@ -162,6 +162,9 @@ export const requestLogs = sqliteTable(
     /** The service tier the upstream's answer reported. */
     serviceTier: text("service_tier"),
     images: integer("images"),
+    /** Token-priced images (docs/pricing.md#images): edit sources' and output images' tokens; the prompt's are input_tokens. */
+    imageInputTokens: integer("image_input_tokens"),
+    imageOutputTokens: integer("image_output_tokens"),
     costNano: integer("cost_nano").notNull().default(0),
     latencyMs: integer("latency_ms").notNull(),
     attempts: integer("attempts").notNull().default(0),

@@ -94,7 +94,7 @@ async function requestFilter(c: SessionCall, q: URLSearchParams): Promise<{ keys
 }
 
 const COLUMNS = ["request_id", "created_at", "key_id", "key_prefix", "key_name", "model", "endpoint", "path", "status", "error_code", "input_tokens", "output_tokens",
-  "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "cost_usd", "latency_ms"] as const;
+  "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms"] as const;
 
 function requestView(r: LogRecord, names: Map<number, string>) {
   return {
@@ -116,6 +116,10 @@ function requestView(r: LogRecord, names: Map<number, string>) {
     cache_write_1h_tokens: r.cacheWrite1hTokens,
     web_searches: r.webSearches,
     service_tier: r.serviceTier,
+    // Images kept, and a token-priced answer's image classes (docs/pricing.md#images).
+    images: r.images,
+    image_input_tokens: r.imageInputTokens,
+    image_output_tokens: r.imageOutputTokens,
     cost_usd: nanoToUsd(r.costNano),
     latency_ms: r.latencyMs,
   };

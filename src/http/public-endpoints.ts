@@ -1,4 +1,5 @@
 import type { Model } from "../catalog/catalog.ts";
+import type { ModelConfig } from "../config/schema.ts";
 import { modelNotFound } from "../core/errors.ts";
 import type { Services } from "../services.ts";
 import { pathParam, type OpenCall } from "./exchange.ts";
@@ -57,6 +58,13 @@ function publicTable(p: ModelPrices): Record<string, unknown> {
   return out;
 }
 
+/** An image model's public prices: per image, and its token prices when billed by the upstream's usage (docs/pricing.md#images). */
+function imagePricing(p: ModelConfig["pricing"]): Record<string, unknown> {
+  const perImage = { per_image: p.per_image ?? 0 };
+  if (p.image_input === undefined && p.image_output === undefined) return perImage;
+  return { ...perImage, unit: "per 1M tokens", input: p.input, image_input: p.image_input, image_output: p.image_output, ...(p.output === undefined ? {} : { output: p.output }) };
+}
+
 export function pricing({ svc }: OpenCall): Response {
   const models = svc.catalog.models.map((m) => ({
     id: m.id,
@@ -64,7 +72,7 @@ export function pricing({ svc }: OpenCall): Response {
     endpoints: m.endpoints,
     currency: "USD",
     ...(m.endpoints.some((e) => e.startsWith("images."))
-      ? { per_image: m.publicPricing.per_image ?? 0 }
+      ? imagePricing(m.publicPricing)
       : {
           unit: "per 1M tokens",
           ...publicTable(m.routes[0]!.prices),

@@ -34,6 +34,9 @@ export interface LogRow {
   webSearches?: number | null;
   serviceTier?: string | null;
   images?: number | null;
+  /** Token-priced images: the edit sources' tokens and the output images' (the prompt's are inputTokens). */
+  imageInputTokens?: number | null;
+  imageOutputTokens?: number | null;
   costNano?: number;
   latencyMs: number;
   attempts?: number;
@@ -47,8 +50,8 @@ export interface LogRow {
 
 /** request_logs' columns in the order of `logValues`. */
 export const LOG_COLUMNS = `request_id, account_id, key_id, method, path, endpoint, model, provider, upstream_model, stream,
-  status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens, web_searches, service_tier, images, cost_nano, latency_ms, attempts, created_at`;
-export const LOG_COLUMN_COUNT = 24;
+  status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens, web_searches, service_tier, images, image_input_tokens, image_output_tokens, cost_nano, latency_ms, attempts, created_at`;
+export const LOG_COLUMN_COUNT = 26;
 
 /** A row's stored values, in LOG_COLUMNS' order. */
 export function logValues(r: LogRow, now: number): unknown[] {
@@ -73,6 +76,8 @@ export function logValues(r: LogRow, now: number): unknown[] {
     r.webSearches ?? null,
     r.serviceTier ?? null,
     r.images ?? null,
+    r.imageInputTokens ?? null,
+    r.imageOutputTokens ?? null,
     r.costNano ?? 0,
     Math.round(r.latencyMs),
     r.attempts ?? 0,

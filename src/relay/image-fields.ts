@@ -36,6 +36,7 @@ const isSource = (name: string) => name === "image" || name.startsWith("image[")
 export interface EditForm {
   model: string;
   n: number;
+  prompt: string;
   sources: File[];
 }
 
@@ -68,5 +69,5 @@ export function readEditForm(form: FormData): EditForm {
   const nRaw = form.get("n");
   const n = nRaw === null ? 1 : Number(nRaw);
   if (!Number.isInteger(n) || n < 1 || n > 10) throw new GatewayError("invalid_request", "n: must be an integer from 1 to 10.");
-  return { model, n, sources: sources as File[] };
+  return { model, n, prompt, sources: sources as File[] };
 }

@@ -7,21 +7,43 @@ import { resolveModel } from "./text.ts";
 import { post, reserve } from "./charge.ts";
 import { describe } from "../logs/events.ts";
 import { checkEnumerated, readEditForm } from "./image-fields.ts";
+import { billImages, imageHoldNano, readImageUsage, usageShown, type ImageAsk } from "./image-billing.ts";
+import type { ImageUsage } from "../catalog/image-prices.ts";
+import type { LogRow } from "../logs/request-log.ts";
+
+/** The row keeps the images kept and, when billed by tokens, each class's count (gateway logs show rebuilds the cost from them). */
+function logImages(log: LogRow, images: number, u: ImageUsage | null): void {
+  log.images = images;
+  if (!u) return;
+  log.inputTokens = u.textInput;
+  log.outputTokens = u.textOutput;
+  log.imageInputTokens = u.imageInput;
+  log.imageOutputTokens = u.imageOutput;
+}
 
 type ImageEndpoint = "images.generations" | "images.edits";
 
-/** Reads model and n from either body kind, with the spec's 400s (image-fields.ts). */
-function readRequest(call: RelayCall, endpoint: ImageEndpoint): { model: unknown; n: number } {
-  if (endpoint === "images.edits") return readEditForm(call.form!);
-  if (call.json.stream === true) throw new GatewayError("invalid_request", "stream: streamed image generation is not supported by this gateway; omit stream.");
-  checkEnumerated((field) => call.json[field]);
-  return { model: call.json.model, n: (call.json.n as number | null | undefined) ?? 1 };
+/** Reads the model and what the price depends on from either body kind, with the spec's 400s (image-fields.ts). */
+function readRequest(call: RelayCall, endpoint: ImageEndpoint): { model: unknown; ask: ImageAsk } {
+  const bytes = (prompt: unknown) => (typeof prompt === "string" ? Buffer.byteLength(prompt) : 0);
+  if (endpoint === "images.edits") {
+    const form = call.form!;
+    const edit = readEditForm(form);
+    const mask = form.get("mask") instanceof File ? 1 : 0;
+    const ask = { n: edit.n, quality: form.get("quality") ?? undefined, size: form.get("size") ?? undefined, promptBytes: bytes(edit.prompt), inputImages: edit.sources.length + mask };
+    return { model: edit.model, ask };
+  }
+  const json = call.json;
+  if (json.stream === true) throw new GatewayError("invalid_request", "stream: streamed image generation is not supported by this gateway; omit stream.");
+  checkEnumerated((field) => json[field]);
+  const n = (json.n as number | null | undefined) ?? 1;
+  return { model: json.model, ask: { n, quality: json.quality, size: json.size, promptBytes: bytes(json.prompt), inputImages: 0 } };
 }
 
 export async function serveImages(call: RelayCall, endpoint: ImageEndpoint): Promise<Response> {
-  const req = readRequest(call, endpoint);
-  const model = resolveModel(call, req.model, endpoint);
-  const held = reserve(call, req.n * model.perImageNano);
+  const { model: name, ask } = readRequest(call, endpoint);
+  const model = resolveModel(call, name, endpoint);
+  const held = reserve(call, imageHoldNano(model.imagePrices, ask));
   const hold = held instanceof Promise ? await held : held;
   try {
     let answer: JsonObject = {};
@@ -52,12 +74,13 @@ export async function serveImages(call: RelayCall, endpoint: ImageEndpoint): Pro
     });
     const images = Array.isArray(answer.data) ? answer.data : [];
     // An upstream that returns more images than asked is paid for what was asked, and the client gets that many.
-    const count = Math.min(images.length, req.n);
+    const count = Math.min(images.length, ask.n);
     if (images.length > count) answer.data = images.slice(0, count);
-    const cost = count * model.perImageNano;
-    call.log.images = count;
-    const usage = { ...((answer.usage as JsonObject | undefined) ?? {}), cost_usd: nanoToUsd(cost) };
-    const body = JSON.stringify({ ...answer, usage });
+    const prices = model.imagePrices;
+    const bill = billImages(prices, prices.tokens ? readImageUsage(answer.usage, endpoint === "images.edits") : null, images.length, ask.n);
+    const cost = bill.costNano;
+    logImages(call.log, count, bill.usage);
+    const body = JSON.stringify({ ...answer, usage: usageShown(answer.usage, bill, nanoToUsd(cost)) });
     await post(call, hold, cost, null, 200);
     return new Response(body, { headers: { "content-type": "application/json" } });
   } finally {

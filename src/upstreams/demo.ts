@@ -3,6 +3,7 @@ import type { JsonObject } from "../wire/shapes.ts";
 import { GatewayError } from "../core/errors.ts";
 import { encodePng } from "./png.ts";
 import type { ImageCall, Provider, TextCall } from "./types.ts";
+import { OUTPUT_TOKENS, worstOutputTokens } from "../catalog/image-prices.ts";
 
 // The in-process provider of the built-in catalog: deterministic, no network, and it answers in the
 // vendors' own wire formats so the gateway's real proxy path (parsing, cost, streaming) is exercised.
@@ -174,6 +175,12 @@ function parseSize(size: unknown): [number, number] {
   return [w, h];
 }
 
+/** Image input tokens the demo reports per edit source (a 1024² source at low input fidelity is in this range). */
+const DEMO_SOURCE_TOKENS = 323;
+
+const sourcesOf = (body: JsonObject | FormData): number =>
+  body instanceof FormData ? [...body.keys()].filter((k) => k === "image" || k.startsWith("image[")).length : 0;
+
 function field(body: JsonObject | FormData, name: string): unknown {
   return body instanceof FormData ? (body.get(name) ?? undefined) : body[name];
 }
@@ -198,14 +205,25 @@ export function demoProvider(config: ProviderConfig): Provider {
         const png = encodePng(w, h, (x, y) => [(base >> 16) & 0xff, ((base >> 8) + (x * 255) / w) & 0xff, ((base & 0xff) + (y * 255) / h) & 0xff]);
         return { b64_json: Buffer.from(png).toString("base64") };
       });
-      const inputTokens = tokensOf(prompt);
+      // Usage as gpt-image-1 reports it: OpenAI's output tokens for the quality and size, the sources' tokens as image input.
+      const asked = field(call.body, "quality");
+      const quality = typeof asked === "string" && Object.hasOwn(OUTPUT_TOKENS, asked) ? asked : "medium";
+      const textTokens = tokensOf(prompt);
+      const imageTokens = sourcesOf(call.body) * DEMO_SOURCE_TOKENS;
+      const outputTokens = n * worstOutputTokens(quality, `${w}x${h}`);
       return json({
         created: Math.floor(Date.now() / 1000),
         data,
         output_format: "png",
         size: `${w}x${h}`,
-        quality: "medium",
-        usage: { input_tokens: inputTokens, output_tokens: 0, total_tokens: inputTokens, input_tokens_details: { text_tokens: inputTokens, image_tokens: 0 } },
+        quality,
+        usage: {
+          input_tokens: textTokens + imageTokens,
+          output_tokens: outputTokens,
+          total_tokens: textTokens + imageTokens + outputTokens,
+          input_tokens_details: { text_tokens: textTokens, image_tokens: imageTokens },
+          output_tokens_details: { image_tokens: outputTokens, text_tokens: 0 },
+        },
       });
     },
   };

@@ -60,6 +60,13 @@ describe("price config refused with the path of the bad field", () => {
     const image = { id: "img", modalities: ["image"], endpoints: ["images.generations"], pricing: { input: 5, image_input: 10, image_output: 40, per_image: 0.167 }, routes: [{ provider: "oai", model: "gpt-image-1" }] };
     expect(parseConfig({ providers, models: [image] }, "t", {}).models[0]!.pricing.image_output).toBe(40);
   });
+  it("an image model priced by image tokens without image_input (its edit sources would be free)", () => {
+    const image = { id: "img", modalities: ["image"], endpoints: ["images.edits"], pricing: { input: 5, image_output: 40, per_image: 0.167 }, routes: [{ provider: "oai", model: "gpt-image-1" }] };
+    expect(refusal([image])).toStartWith("gateway.toml: models[0].pricing.image_input: required for image models priced by image tokens");
+  });
+  it("image prices on a text model, where nothing would bill them", () => {
+    expect(refusal([textModel({ pricing: { input: 3, output: 15, image_output: 40 } })])).toBe("gateway.toml: models[0].pricing.image_output: applies to image models only");
+  });
 });
 
 describe("effective prices per provider kind", () => {

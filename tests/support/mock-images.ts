@@ -109,7 +109,20 @@ export function imageRequest(f: Record<string, unknown>, override: { n?: number;
 
 export type ImagesResult = { ok: true; body: Record<string, unknown> } | { ok: false; param: string; message: string };
 
-/** The ImagesResponse; usage (GPT image models only) is deterministic, not OpenAI's exact tables. */
+/** gpt-image-1's published output tokens per image, by quality and size (1024x1024, 1024x1536, 1536x1024). */
+export const GPT_IMAGE_OUTPUT_TOKENS: Record<string, Record<string, number>> = {
+  low: { "1024x1024": 272, "1024x1536": 408, "1536x1024": 400 },
+  medium: { "1024x1024": 1056, "1024x1536": 1584, "1536x1024": 1568 },
+  high: { "1024x1024": 4160, "1024x1536": 6240, "1536x1024": 6208 },
+};
+/** Image input tokens the mock reports per edit source. */
+export const MOCK_SOURCE_TOKENS = 323;
+
+/**
+ * The ImagesResponse; usage (GPT image models only) as gpt-image-1 reports it: the published output
+ * tokens for the quality and size (`auto` quality is served medium; another size is the square's
+ * count scaled by area), MOCK_SOURCE_TOKENS per source, a token per 4 prompt characters.
+ */
 export function imagesResponse(r: ImageRequest, usage?: Record<string, unknown> | false): ImagesResult {
   let width = r.inputSize?.width ?? 1024;
   let height = r.inputSize?.height ?? 1024;
@@ -135,12 +148,12 @@ export function imagesResponse(r: ImageRequest, usage?: Record<string, unknown> 
   const body: Record<string, unknown> = { created: Math.floor(Date.now() / 1000), data: Array.from({ length: r.n }, item) };
   if (dalle) return { ok: true, body };
   const textTokens = Math.max(1, Math.ceil(r.prompt.length / 4));
-  const imageIn = r.inputImages * 258;
-  const out = r.n * Math.ceil((width * height) / 1000);
-  Object.assign(body, {
-    background: "opaque", output_format: "png", size: `${width}x${height}`,
-    quality: r.quality === undefined || r.quality === "auto" ? "medium" : r.quality,
-  });
+  const imageIn = r.inputImages * MOCK_SOURCE_TOKENS;
+  const quality = r.quality !== undefined && Object.hasOwn(GPT_IMAGE_OUTPUT_TOKENS, r.quality) ? r.quality : "medium";
+  const row = GPT_IMAGE_OUTPUT_TOKENS[quality]!;
+  const perImage = row[`${width}x${height}`] ?? Math.ceil((row["1024x1024"]! * width * height) / (1024 * 1024));
+  const out = r.n * perImage;
+  Object.assign(body, { background: "opaque", output_format: "png", size: `${width}x${height}`, quality });
   if (usage !== false) {
     body.usage = usage ?? {
       input_tokens: textTokens + imageIn, output_tokens: out, total_tokens: textTokens + imageIn + out,

@@ -57,6 +57,8 @@ export interface PricedModel {
   cache_read?: number;
   cache_write?: number;
   per_image?: number;
+  image_input?: number;
+  image_output?: number;
 }
 
 export interface Pricing {

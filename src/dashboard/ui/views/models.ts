@@ -13,7 +13,9 @@ function priceRows(models: PricedModel[]) {
     h("code", {}, m.id),
     m.aliases.join(", "),
     m.endpoints.join(", "),
-    m.per_image !== undefined ? `${price(m.per_image)} per image` : `${price(m.input)} in · ${price(m.output)} out · ${price(m.cache_read)} cache read · ${price(m.cache_write)} cache write`,
+    m.image_output !== undefined
+      ? `${price(m.input)} in · ${price(m.image_input)} image in · ${price(m.image_output)} image out (${price(m.per_image)} per image without usage)`
+      : m.per_image !== undefined ? `${price(m.per_image)} per image` : `${price(m.input)} in · ${price(m.output)} out · ${price(m.cache_read)} cache read · ${price(m.cache_write)} cache write`,
   ]);
 }
 
