@@ -1,14 +1,11 @@
 import { calcPrice, findProvider, type ModelPrice, type Provider } from "@pydantic/genai-prices";
-// Imported statically so `bun build --compile` carries the dataset: `gateway prices --check` never
-// fetches prices at runtime (the package only does when asked to, with updatePrices).
-import dataset from "@pydantic/genai-prices/package.json" with { type: "json" };
+// Bundled by `bun build --compile` (its data is in its code): `gateway prices --check` never fetches
+// prices at runtime (the package only would through updatePrices, never called here).
 import type { ProviderKind } from "../config/schema.ts";
 import type { PriceClass } from "./prices.ts";
 
 // Providers' LIST prices from the maintained dataset bundled at build time (docs/pricing.md#checking-your-prices-against-the-list),
 // in the gateway's price classes, to compare a route's sale prices with what its provider bills.
-
-export const LIST_DATASET = { name: "@pydantic/genai-prices", version: dataset.version };
 
 /** A class's list price in nano-dollars (per 1M tokens; web_search per 1,000): base, and tiers by prompt size. */
 export interface ListClass {

@@ -1,5 +1,6 @@
 import type { Catalog, Model, Route } from "../catalog/catalog.ts";
-import { LIST_DATASET, listMaxIn, listProvider, lookupListPrices } from "../catalog/list-prices.ts";
+import { LIST_DATASET } from "../catalog/list-dataset.ts";
+import { listMaxIn, listProvider, lookupListPrices } from "../catalog/list-prices.ts";
 import { CONFIG_NAME, PRICE_CLASSES, type ModelPrices, type PriceSheet } from "../catalog/prices.ts";
 import { formatUsd, table, usd, usdOrNull } from "./format.ts";
 
