@@ -29,7 +29,7 @@ export interface ListedModel {
 export type ListLookup =
   | { status: "listed"; listed: ListedModel }
   | { status: "unknown provider" }
-  | { status: "not in the price list"; provider: { id: string; name: string } };
+  | { status: "not in the price list"; provider: { id: string; name: string }; why?: string };
 
 /**
  * The dataset's provider for a route: by the dataset's API URL patterns first, so an OpenAI-compatible
@@ -53,6 +53,7 @@ const KEYS: [PriceClass, string[], PriceClass | null][] = [
   ["webSearch", ["web_searches_kcount"], null],
 ];
 const KNOWN_KEYS = new Set(KEYS.flatMap(([, keys]) => keys));
+const APART = " (not listed apart)";
 
 const toNano = (usd: number): number => Math.round(usd * 1e9);
 
@@ -87,7 +88,8 @@ function classesOf(p: ModelPrice): Partial<Record<PriceClass, ListClass>> {
   for (const [cls, keys, fallback] of KEYS) {
     let c: ListClass | undefined;
     for (const k of keys) c = higher(c, listClass(p[k], k));
-    if (!c && fallback && out[fallback]) c = { ...out[fallback]!, from: `${out[fallback]!.from} (not listed apart)` };
+    const parent = fallback ? out[fallback] : undefined;
+    if (!c && parent) c = { ...parent, from: parent.from.endsWith(APART) ? parent.from : `${parent.from}${APART}` };
     if (c) out[cls] = c;
   }
   return out;
@@ -115,9 +117,17 @@ function timesOfDay(prices: unknown, now: Date): Date[] {
 /** The list prices of `upstreamModel` at `provider` on `now`'s date (the package picks by date and time of day). */
 export function lookupListPrices(provider: Provider | undefined, upstreamModel: string, now = new Date()): ListLookup {
   if (!provider) return { status: "unknown provider" };
-  const first = calcPrice({}, upstreamModel, { provider, timestamp: now });
+  const at = (timestamp: Date) => calcPrice({}, upstreamModel, { provider, timestamp });
+  let first: ReturnType<typeof calcPrice>;
+  let tables: ModelPrice[];
+  try {
+    first = at(now);
+    tables = first ? timesOfDay(first.model.prices, now).map((t) => at(t)!.model_price) : [];
+  } catch (e) {
+    // The package refuses an entry it finds inconsistent: that model has no usable list price, the others still do.
+    return { status: "not in the price list", provider: { id: provider.id, name: provider.name }, why: (e as Error).message };
+  }
   if (!first) return { status: "not in the price list", provider: { id: provider.id, name: provider.name } };
-  const tables = timesOfDay(first.model.prices, now).map((t) => calcPrice({}, upstreamModel, { provider, timestamp: t })!.model_price);
   const prices: Partial<Record<PriceClass, ListClass>> = {};
   for (const table of tables) {
     for (const [cls, c] of Object.entries(classesOf(table)) as [PriceClass, ListClass][]) prices[cls] = higher(prices[cls], c);

@@ -65,7 +65,7 @@ function checkRoute(m: Model, r: Route): RouteCheck {
     return { ...head, ...none, status: found.status, notes: [`no provider in ${LIST_DATASET.name} serves ${r.provider.base_url ?? "this route"}`] };
   }
   if (found.status === "not in the price list") {
-    return { ...head, ...none, list_provider: found.provider.id, status: found.status, notes: [`${found.provider.name} lists no model '${r.upstreamModel}'`] };
+    return { ...head, ...none, list_provider: found.provider.id, status: found.status, notes: [found.why ? `${found.provider.name}'s entry for '${r.upstreamModel}' is unreadable: ${found.why}` : `${found.provider.name} lists no model '${r.upstreamModel}'`] };
   }
   const { listed } = found;
   const rows: CheckRow[] = [];

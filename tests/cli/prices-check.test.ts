@@ -15,6 +15,7 @@ const providers = [
   { id: "openai", kind: "openai", base_url: "https://api.openai.com/v1", api_key: `\${${UNSET}}`, headers: { "X-Org": `\${${UNSET}_ORG}` } },
   { id: "local", kind: "openai", base_url: "http://127.0.0.1:9/v1" },
   { id: "google", kind: "openai", base_url: "https://generativelanguage.googleapis.com/v1beta/openai" },
+  { id: "deepseek", kind: "openai", base_url: "https://api.deepseek.com" },
 ];
 const text = { modalities: ["text"], endpoints: ["messages", "chat.completions"] };
 const sonnet = (pricing: Record<string, number>) => ({ id: "claude-sonnet-4-5", ...text, pricing, routes: [{ provider: "anthropic", model: "claude-sonnet-4-5-20250929" }] });
@@ -100,6 +101,19 @@ describe("gateway prices --check", () => {
     const tiered = await report([gemini([{ above_input_tokens: 200000, input: 2.5, output: 15, cache_read: 0.25 }])]);
     expect(tiered.code).toBe(0);
     expect(tiered.doc.routes[0]!.rows.filter((x) => x.table !== "base").map((x) => [x.class, x.list_usd])).toContainEqual(["input", 2.5]);
+  });
+
+  it("compares an off-peak provider with its highest price of the day, whatever the hour", async () => {
+    // DeepSeek lists deepseek-chat at 0.135 / 0.55 off-peak and 0.27 / 1.1 the rest of the day.
+    const ds = (pricing: Record<string, number>) => ({ id: "ds", ...text, pricing, routes: [{ provider: "deepseek", model: "deepseek-chat" }] });
+    const offPeak = await report([ds({ input: 0.135, output: 0.55, cache_read: 0.035 })]);
+    expect(offPeak.code).toBe(1);
+    expect(offPeak.doc.routes[0]!.rows.filter((x) => x.below_cost).map((x) => [x.class, x.list_usd])).toEqual([
+      ["input", 0.27], ["output", 1.1], ["cache_read", 0.07],
+      // Unset on an OpenAI-compatible route, cache writes sell at the input price: as far under.
+      ["cache_write", 0.27], ["cache_write_1h", 0.27],
+    ]);
+    expect((await report([ds({ input: 0.27, output: 1.1, cache_read: 0.07 })])).code).toBe(0);
   });
 
   it("says a service tier's prices are not compared (the dataset lists none)", async () => {
