@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { Keys, type KeyStore } from "../auth/keys.ts";
 import { PgKeys } from "../auth/pg-keys.ts";
 import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
-import { loadConfig, type Config } from "../config/load.ts";
+import { loadConfig, type Config, type LoadOptions } from "../config/load.ts";
 import { migrate, openDatabase, openDatabaseReadOnly, pendingMigrations, refuseNewerSchema, type Db } from "../db/client.ts";
 import { openPostgres, postgresSchemaBehind, redactUrl } from "../db/pg-client.ts";
 import { Accounts, type AccountStore } from "../ledger/accounts.ts";
@@ -53,8 +53,8 @@ interface CommonValues {
 }
 
 /** The installation a command acts on: --config / GATEWAY_CONFIG; the database from --db, else GATEWAY_DB, else the config. */
-export function loadInstallation(values: CommonValues): Config {
-  const config = loadConfig(values.config ?? process.env.GATEWAY_CONFIG);
+export function loadInstallation(values: CommonValues, opts: LoadOptions = {}): Config {
+  const config = loadConfig(values.config ?? process.env.GATEWAY_CONFIG, process.env, opts);
   const db = values.db ?? (process.env.GATEWAY_DB || undefined);
   if (db) config.database = db;
   return config;

@@ -39,7 +39,8 @@ Usage:
   gateway logs list [--account EMAIL] [--key ID|PREFIX] [--model M] [--status N|4xx|5xx] [--since ISO8601|24h] [--limit N] [--csv]
   gateway usage [--account EMAIL] [--since ISO8601|30d] [--csv]
   gateway usage --calibration [--csv]                 # the token estimator per model
-  gateway prices                                      # every model's effective prices and their sources
+  gateway prices [--check]                            # every model's effective prices and their sources;
+                                                      # --check: exit 1 when one is below the provider's list price
   gateway healthcheck [--port N]                     # GET /healthz on loopback: exit 0 when healthy
   gateway --version | gateway COMMAND --help
 
@@ -76,7 +77,8 @@ it answers 200, else one line and a non-zero exit. The container image's HEALTHC
 };
 COMMAND_HELP.resume = COMMAND_HELP.pause!;
 
-const COMMANDS: Record<string, (argv: string[]) => Promise<void> | void> = {
+/** A command's exit status when it has one besides 0 (prices --check: 1 when a price is below cost). */
+const COMMANDS: Record<string, (argv: string[]) => Promise<number | void> | number | void> = {
   serve: serveCommand,
   migrate: migrateCommand,
   "migrate-db": migrateDbCommand,
@@ -110,8 +112,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   try {
-    await run(rest);
-    return 0;
+    return (await run(rest)) ?? 0;
   } catch (e) {
     const known = e instanceof UsageError || e instanceof ConfigError || e instanceof OperatorError || e instanceof GatewayError || e instanceof RangeError;
     // SQLite's own refusals (a read-only or full file) are the operator's to fix, not a bug: one line naming the file.

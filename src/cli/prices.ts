@@ -8,16 +8,23 @@ import { parse } from "./args.ts";
 import { loadInstallation } from "./context.ts";
 import { table } from "./format.ts";
 import { imageModels, imagePriceRows } from "./image-prices.ts";
+import { LIST_DATASET } from "../catalog/list-dataset.ts";
 
 export const PRICES_USAGE = `Usage:
-  gateway prices [--json]
+  gateway prices [--json] [--check]
 
 The effective price table of every text model, per kind of provider its routes use: each class in
 USD per 1M tokens (web_search: per 1,000 searches) with its source: configured, derived by a
 provider's rule (named), input (unset, billed at the input price) or base (a tier's unset class, at
 the base price). Long-context tiers and service tiers follow their base table (docs/pricing.md).
 Image models: input (prompt), image_input (edit sources) and image_output tokens per 1M when priced
-by tokens, and per_image (the bill when the upstream reports no usage, or the only price).`;
+by tokens, and per_image (the bill when the upstream reports no usage, or the only price).
+
+--check compares every route's sale prices with its provider's list prices from the price dataset
+bundled at build time (${LIST_DATASET.name} ${LIST_DATASET.version}; no network): a table per model
+route with each class's sale price, list price and margin, each class sold below cost flagged.
+Exit status: 0 when no price is below the list, 1 when any is, 2 on a usage or config error.
+Neither form needs the providers' API keys set: their \${ENV} variables may stay unset.`;
 
 /** Each class's unit, as the tables print it. */
 const UNIT: Record<PriceClass, string> = {
@@ -44,10 +51,20 @@ function tablesOf(p: ModelPrices): { name: string; serviceTier: string | null; a
 
 const textModels = (c: Catalog): Model[] => c.models.filter((m) => m.endpoints.some((e) => e === "messages" || e === "chat.completions"));
 
-export function pricesCommand(argv: string[]): void {
-  const { values } = parse(argv, {});
-  const config = loadInstallation(values);
+/** Exit status: with --check, 1 when a price is below the provider's list price. */
+export async function pricesCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, { check: { type: "boolean" } });
+  // Reads prices only, never calls a provider: its API keys' variables need not be set.
+  const config = loadInstallation(values, { unsetSecrets: "keep" });
   const catalog = buildCatalog(config);
+  if (values.check) {
+    // Loaded here, not with the CLI: the dataset costs every other command (serve, healthcheck) ~80 ms.
+    // A literal specifier, so `bun build --compile` still bundles it.
+    const { checkPrices, formatCheck } = await import("./prices-check.ts");
+    const report = checkPrices(catalog);
+    console.log(values.json ? JSON.stringify(report, null, 2) : formatCheck(report));
+    return report.below_cost ? 1 : 0;
+  }
   const data = textModels(catalog).map((m) => ({
     model: m.id,
     routes: m.priceTables.map((p) => ({
@@ -69,7 +86,7 @@ export function pricesCommand(argv: string[]): void {
   }));
   if (values.json) {
     console.log(JSON.stringify([...data, ...images], null, 2));
-    return;
+    return 0;
   }
   const header = ["model", "provider_kind", "table", "class", "usd", "unit", "source"];
   const rows: (string | number)[][] = [];
@@ -82,6 +99,7 @@ export function pricesCommand(argv: string[]): void {
   }
   for (const m of imageModels(catalog)) for (const [cls, price, unit, source] of imagePriceRows(m)) rows.push([m.id, "any", "image", cls, price, unit, source]);
   console.log(rows.length ? table(header, rows) : "no models in the catalog");
+  return 0;
 }
 
 /** `gateway serve`'s line per model and provider kind whose unset prices it derived (the demo provider bills nothing). */

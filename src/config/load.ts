@@ -66,8 +66,17 @@ export interface StripeConfig {
 /** Who may read GET /metrics. */
 export type MetricsAccess = { mode: "loopback" } | { mode: "off" } | { mode: "token"; token: string };
 
+export interface LoadOptions {
+  /**
+   * "keep": a variable left unset in a secret field (a provider's api_key, api_keys, headers; Stripe's
+   * keys) stays as written, `${NAME}`, instead of stopping the load. For commands that read the
+   * config and never call a provider (`gateway prices`); every other variable is still required.
+   */
+  unsetSecrets?: "keep";
+}
+
 /** Reads the TOML file (or the built-in defaults), interpolates ${ENV} and validates every field. */
-export function loadConfig(file: string | undefined, env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(file: string | undefined, env: Record<string, string | undefined> = process.env, opts: LoadOptions = {}): Config {
   if (!file) return resolve({}, "built-in defaults");
   let text: string;
   try {
@@ -82,11 +91,11 @@ export function loadConfig(file: string | undefined, env: Record<string, string 
   } catch (e) {
     throw new ConfigError(`${file}: not valid TOML: ${tomlError(e)}`);
   }
-  return parseConfig(raw, file, env);
+  return parseConfig(raw, file, env, opts);
 }
 
-export function parseConfig(raw: unknown, source: string, env: Record<string, string | undefined> = process.env): Config {
-  const data = interpolate(raw, "", env, source);
+export function parseConfig(raw: unknown, source: string, env: Record<string, string | undefined> = process.env, opts: LoadOptions = {}): Config {
+  const data = interpolate(raw, "", env, source, opts.unsetSecrets === "keep");
   if ((data as { server?: { trust_proxy?: unknown } })?.server?.trust_proxy === true) {
     // `true` believed any caller's X-Forwarded-For, which let anyone pass a key's IP allow-list.
     throw new ConfigError(`${source}: server.trust_proxy: list the proxies whose X-Forwarded-For to believe, e.g. ["127.0.0.1", "10.0.0.0/8"] (true is no longer accepted)`);
@@ -301,19 +310,22 @@ function checkCapabilities(caps: Capabilities | undefined, provider: ProviderCon
 }
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+/** Fields that carry only credentials: what LoadOptions.unsetSecrets may leave unresolved. */
+const SECRET_FIELD = /^(providers\[\d+\]\.(api_key|api_keys\[\d+\]|headers\..+)|payments\.stripe\.(secret_key|webhook_secret))$/;
 
-function interpolate(value: unknown, path: string, env: Record<string, string | undefined>, source: string): unknown {
+function interpolate(value: unknown, path: string, env: Record<string, string | undefined>, source: string, keepSecrets: boolean): unknown {
   if (typeof value === "string") {
-    return value.replace(ENV_REF, (_, name: string) => {
+    return value.replace(ENV_REF, (ref, name: string) => {
       const v = env[name];
-      if (v === undefined) throw new ConfigError(`${source}: ${path || "(top level)"}: environment variable ${name} is not set`);
-      return v;
+      if (v !== undefined) return v;
+      if (keepSecrets && SECRET_FIELD.test(path)) return ref;
+      throw new ConfigError(`${source}: ${path || "(top level)"}: environment variable ${name} is not set`);
     });
   }
-  if (Array.isArray(value)) return value.map((v, i) => interpolate(v, `${path}[${i}]`, env, source));
+  if (Array.isArray(value)) return value.map((v, i) => interpolate(v, `${path}[${i}]`, env, source, keepSecrets));
   if (value && typeof value === "object") {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = interpolate(v, path ? `${path}.${k}` : k, env, source);
+    for (const [k, v] of Object.entries(value)) out[k] = interpolate(v, path ? `${path}.${k}` : k, env, source, keepSecrets);
     return out;
   }
   return value;
