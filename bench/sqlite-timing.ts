@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hashKey, Keys } from "../src/auth/keys.ts";
-import { migrate, openDatabase } from "../src/db/client.ts";
+import { migrate, openDatabase } from "../src/store/engine/sqlite/client.ts";
 import { createAccount } from "../src/ledger/accounts.ts";
 import { Ledger, type Hold } from "../src/ledger/ledger.ts";
 import { usdToNano } from "../src/core/money.ts";

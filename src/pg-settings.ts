@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
 import { eq, like, or, sql } from "drizzle-orm";
-import type { PgDb } from "./db/pg-client.ts";
-import { settings } from "./db/pg-schema.ts";
+import type { PgDb } from "./store/engine/postgres/client.ts";
+import { settings } from "./store/schema/postgres.ts";
 import { CALIBRATION, calibrationRows, registrationCreditRow, type CalibrationRow, type SettingsStore } from "./settings.ts";
 
 // The settings on PostgreSQL (`[database] url`). `paused` is read on every request and cannot wait

@@ -1,7 +1,7 @@
 import { eq, like } from "drizzle-orm";
-import { changeWatch, type ChangeWatch } from "./db/change-watch.ts";
-import type { Db } from "./db/client.ts";
-import { settings } from "./db/schema.ts";
+import { changeWatch, type ChangeWatch } from "./store/engine/sqlite/change-watch.ts";
+import type { Db } from "./store/engine/sqlite/client.ts";
+import { settings } from "./store/schema/sqlite.ts";
 import type { Awaitable } from "./core/awaitable.ts";
 
 /** Names of the estimator's calibration rows, one per model (ledger/calibration.ts writes their values). */

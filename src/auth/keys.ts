@@ -1,9 +1,9 @@
 import type { Statement } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
-import { changeWatch, type ChangeWatch } from "../db/change-watch.ts";
+import { changeWatch, type ChangeWatch } from "../store/engine/sqlite/change-watch.ts";
 import { and, eq, isNull, or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
-import type { Db } from "../db/client.ts";
-import { apiKeys } from "../db/schema.ts";
+import type { Db } from "../store/engine/sqlite/client.ts";
+import { apiKeys } from "../store/schema/sqlite.ts";
 import { GatewayError } from "../core/errors.ts";
 import { parseCidrList, ipAllowed, storedCidrList, type Cidr } from "../core/ip.ts";
 import type { Awaitable } from "../core/awaitable.ts";

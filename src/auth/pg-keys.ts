@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
 import { and, eq, getTableColumns, isNull, sql } from "drizzle-orm";
-import type { PgDb } from "../db/pg-client.ts";
-import { apiKeys } from "../db/pg-schema.ts";
+import type { PgDb } from "../store/engine/postgres/client.ts";
+import { apiKeys } from "../store/schema/postgres.ts";
 import {
   activeCount,
   checkKey,

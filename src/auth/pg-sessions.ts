@@ -1,4 +1,4 @@
-import type { PgDb } from "../db/pg-client.ts";
+import type { PgDb } from "../store/engine/postgres/client.ts";
 import { hashToken, liveSession, newToken, type SessionRow, type SessionStore, type SessionView } from "./sessions.ts";
 
 // The dashboard's sessions on PostgreSQL (`[database] url`), as sessions.ts keeps them on SQLite:

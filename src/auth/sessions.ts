@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { and, eq, isNull, ne } from "drizzle-orm";
-import type { Db } from "../db/client.ts";
-import { accounts, sessions } from "../db/schema.ts";
+import type { Db } from "../store/engine/sqlite/client.ts";
+import { accounts, sessions } from "../store/schema/sqlite.ts";
 import type { Awaitable } from "../core/awaitable.ts";
 
 /** The dashboard's cookie: the session's random token, which the database never holds. */

@@ -3,7 +3,7 @@ import { presentedKey, type KeyRecord } from "../auth/keys.ts";
 import { GatewayError } from "../core/errors.ts";
 import { scopedIdempotencyKey, type StoredAnswer } from "../limits/idempotency.ts";
 import type { Take } from "../limits/rate-limit.ts";
-import { events } from "../logs/events.ts";
+import { events } from "../core/events.ts";
 import type { LogRow } from "../logs/request-log.ts";
 import type { Services } from "../services.ts";
 import { readBodyLimited, parseJsonObject, refuseDeclaredTooLarge } from "./body.ts";

@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq, gte, isNotNull, isNull, lt, lte, max, or, sql, type SQL } from "drizzle-orm";
-import { changeWatch } from "../db/change-watch.ts";
-import type { Db } from "../db/client.ts";
-import { accounts, ledgerEntries } from "../db/schema.ts";
+import { changeWatch } from "../store/engine/sqlite/change-watch.ts";
+import type { Db } from "../store/engine/sqlite/client.ts";
+import { accounts, ledgerEntries } from "../store/schema/sqlite.ts";
 import { countRegistrationCredit } from "../settings.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { CreditKind, Ledger } from "./ledger.ts";

@@ -1,5 +1,5 @@
 import type { SQL } from "bun";
-import type { Rider } from "../db/commits.ts";
+import type { Rider } from "../store/commits/contract.ts";
 
 /**
  * What a post runs in its transaction beside the charge (the request's log row): on SQLite the group

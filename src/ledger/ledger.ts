@@ -1,10 +1,10 @@
 import type { Statement } from "bun:sqlite";
 import { eq } from "drizzle-orm";
-import { changeWatch, type ChangeWatch } from "../db/change-watch.ts";
-import type { Db } from "../db/client.ts";
-import { apiKeys } from "../db/schema.ts";
+import { changeWatch, type ChangeWatch } from "../store/engine/sqlite/change-watch.ts";
+import type { Db } from "../store/engine/sqlite/client.ts";
+import { apiKeys } from "../store/schema/sqlite.ts";
 import { GatewayError } from "../core/errors.ts";
-import type { GroupCommit } from "../db/group-commit.ts";
+import type { GroupCommit } from "../store/commits/sqlite.ts";
 import { Hold, type Alongside, type HoldOwner, type Settlement } from "./hold.ts";
 import { Holds } from "./holds.ts";
 import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./money-ledger.ts";

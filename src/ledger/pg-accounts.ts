@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, getTableColumns, isNotNull, isNull, max, sql } from "drizzle-orm";
-import type { PgDb } from "../db/pg-client.ts";
-import { accounts, ledgerEntries } from "../db/pg-schema.ts";
+import type { PgDb } from "../store/engine/postgres/client.ts";
+import { accounts, ledgerEntries } from "../store/schema/postgres.ts";
 import {
   accountExists,
   checkDebitAmount,

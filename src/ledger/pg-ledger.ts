@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import { databaseUnavailable, GatewayError } from "../core/errors.ts";
-import { events } from "../logs/events.ts";
+import { events } from "../core/events.ts";
 import { Hold, type Alongside, type HoldOwner, type Settlement } from "./hold.ts";
 import { Holds } from "./holds.ts";
 import { InstanceLease, type LeaseOptions } from "./pg-lease.ts";

@@ -1,7 +1,7 @@
 import type { Statement } from "bun:sqlite";
 import { eq, lt } from "drizzle-orm";
-import { changedRows, type Db } from "../db/client.ts";
-import { idempotencyRecords } from "../db/schema.ts";
+import { changedRows, type Db } from "../store/engine/sqlite/client.ts";
+import { idempotencyRecords } from "../store/schema/sqlite.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { Awaitable } from "../core/awaitable.ts";
 

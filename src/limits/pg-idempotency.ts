@@ -1,5 +1,5 @@
 import type { SQL } from "bun";
-import type { PgDb } from "../db/pg-client.ts";
+import type { PgDb } from "../store/engine/postgres/client.ts";
 import { answerOf, claimOrWait, IDEMPOTENCY_TTL_MS, isExpired, replayable, type Begin, type ClaimRow, type IdempotencyStore, type StoredAnswer, WAIT_FOR_FIRST_MS } from "./idempotency.ts";
 
 // Idempotency on PostgreSQL (`[database] url`), shared by several instances: a duplicate may reach

@@ -1,6 +1,6 @@
 import { desc } from "drizzle-orm";
-import type { Db } from "../db/client.ts";
-import { auditLog } from "../db/schema.ts";
+import type { Db } from "../store/engine/sqlite/client.ts";
+import { auditLog } from "../store/schema/sqlite.ts";
 import type { Awaitable } from "../core/awaitable.ts";
 
 // The audit_log table's one owner: who did what to whom, for the admin actions that move no money

@@ -1,6 +1,6 @@
 import { desc } from "drizzle-orm";
-import type { PgDb } from "../db/pg-client.ts";
-import { auditLog } from "../db/pg-schema.ts";
+import type { PgDb } from "../store/engine/postgres/client.ts";
+import { auditLog } from "../store/schema/postgres.ts";
 import { auditRow, type AuditEntry, type AuditRecord, type AuditTrail } from "./audit.ts";
 
 // The audit log on PostgreSQL (`[database] url`): the same rows as audit.ts writes on SQLite.

@@ -1,6 +1,6 @@
 import { and, count, desc, eq, isNotNull, sql, type SQLWrapper } from "drizzle-orm";
-import type { PgDb } from "../db/pg-client.ts";
-import { accounts, apiKeys, requestLogs } from "../db/pg-schema.ts";
+import type { PgDb } from "../store/engine/postgres/client.ts";
+import { accounts, apiKeys, requestLogs } from "../store/schema/postgres.ts";
 import { logsBefore, logWhere, newestLogsFirst, type LogCursor, type LogFilter, type LogRecord, type LogReports, type UsageFilter, type UsageRow } from "./queries.ts";
 
 // The reports of queries.ts on PostgreSQL (`[database] url`): the same filters (logWhere, on this

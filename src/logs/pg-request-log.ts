@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
-import type { Rider } from "../db/commits.ts";
-import type { PgDb } from "../db/pg-client.ts";
-import { events } from "./events.ts";
+import type { Rider } from "../store/commits/contract.ts";
+import type { PgDb } from "../store/engine/postgres/client.ts";
+import { events } from "../core/events.ts";
 import { DEFAULT_RETENTION_DAYS, LOG_COLUMN_COUNT, LOG_COLUMNS, logValues, pruneBefore, type LogRow, type RequestLogStore } from "./request-log.ts";
 
 // The request log on PostgreSQL (`[database] url`). A row per request, each its own INSERT, would

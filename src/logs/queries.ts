@@ -1,8 +1,8 @@
 import { and, count, desc, eq, gte, inArray, isNotNull, lt, lte, max, or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import type { Awaitable } from "../core/awaitable.ts";
-import type { Db } from "../db/client.ts";
-import type { requestLogs as pgRequestLogs } from "../db/pg-schema.ts";
-import { accounts, apiKeys, requestLogs } from "../db/schema.ts";
+import type { Db } from "../store/engine/sqlite/client.ts";
+import type { requestLogs as pgRequestLogs } from "../store/schema/postgres.ts";
+import { accounts, apiKeys, requestLogs } from "../store/schema/sqlite.ts";
 import { requestIdPrefixAt } from "../core/request-id.ts";
 
 // The operator's reports over request_logs: cold paths, run by the CLI against the file. They are the

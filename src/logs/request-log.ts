@@ -1,11 +1,11 @@
 import type { SQL } from "bun";
 import type { Statement } from "bun:sqlite";
 import { and, lt } from "drizzle-orm";
-import { changedRows, type Db } from "../db/client.ts";
-import { requestLogs } from "../db/schema.ts";
-import type { Commits, Rider } from "../db/commits.ts";
+import { changedRows, type Db } from "../store/engine/sqlite/client.ts";
+import { requestLogs } from "../store/schema/sqlite.ts";
+import type { Commits, Rider } from "../store/commits/contract.ts";
 import { requestIdPrefixAt } from "../core/request-id.ts";
-import { events } from "./events.ts";
+import { events } from "../core/events.ts";
 import type { Awaitable } from "../core/awaitable.ts";
 
 const DAY_MS = 24 * 3600 * 1000;

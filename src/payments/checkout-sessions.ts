@@ -1,7 +1,7 @@
 import { and, desc, eq } from "drizzle-orm";
 import type { Awaitable } from "../core/awaitable.ts";
-import type { Db } from "../db/client.ts";
-import { checkoutSessions } from "../db/schema.ts";
+import type { Db } from "../store/engine/sqlite/client.ts";
+import { checkoutSessions } from "../store/schema/sqlite.ts";
 
 // The checkout_sessions table's one owner: the Stripe Checkout Sessions this gateway opened for
 // top-ups, each with the amount it asked for. Cold paths (a top-up is started or paid a few times a

@@ -1,5 +1,5 @@
 import type { SQL } from "bun";
-import type { PgDb } from "../db/pg-client.ts";
+import type { PgDb } from "../store/engine/postgres/client.ts";
 import type { CheckoutSession, CheckoutStore } from "./checkout-sessions.ts";
 import { creditedAlready } from "./topups.ts";
 

@@ -1,9 +1,9 @@
 import { GatewayError } from "../core/errors.ts";
 import { formatUsd, NANO_PER_USD } from "../core/money.ts";
-import type { Db } from "../db/client.ts";
-import type { GroupCommit } from "../db/group-commit.ts";
+import type { Db } from "../store/engine/sqlite/client.ts";
+import type { GroupCommit } from "../store/commits/sqlite.ts";
 import type { Ledger } from "../ledger/ledger.ts";
-import { events } from "../logs/events.ts";
+import { events } from "../core/events.ts";
 import { findCheckout, markCredited, type CheckoutSession, type CheckoutStore } from "./checkout-sessions.ts";
 import type { StripeCheckout } from "./stripe-checkout.ts";
 import type { PaidSession } from "./stripe-event.ts";

@@ -1,7 +1,7 @@
 import type { KeyRecord } from "../auth/keys.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 import type { Config } from "../config/load.ts";
-import type { Commits } from "../db/commits.ts";
+import type { Commits } from "../store/commits/contract.ts";
 import type { Calibration } from "../ledger/calibration.ts";
 import type { TextSize } from "../ledger/estimate.ts";
 import type { Hold } from "../ledger/hold.ts";

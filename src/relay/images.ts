@@ -5,7 +5,7 @@ import { nanoToUsd } from "../core/money.ts";
 import { attemptRoutes, readJsonAnswer } from "./routes.ts";
 import { resolveModel } from "./text.ts";
 import { post, reserve } from "./charge.ts";
-import { describe } from "../logs/events.ts";
+import { describe } from "../core/events.ts";
 import { checkEnumerated, readEditForm } from "./image-fields.ts";
 import { billImages, imageHoldNano, readImageUsage, usageShown, type ImageAsk } from "./image-billing.ts";
 import type { ImageUsage } from "../catalog/image-prices.ts";

@@ -11,7 +11,7 @@ import type { StreamMachine } from "../dialects/stream-machine.ts";
 import type { Dialect } from "../dialects/dialect.ts";
 import type { Attempt } from "./routes.ts";
 import { post } from "./charge.ts";
-import { describe, events } from "../logs/events.ts";
+import { describe, events } from "../core/events.ts";
 import { GatewayError } from "../core/errors.ts";
 import { bodyReader, type ChunkReader } from "./timeouts.ts";
 import { KeepAliveSweep, type KeepAlive } from "./keepalive.ts";

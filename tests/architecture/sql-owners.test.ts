@@ -4,8 +4,8 @@ import { join, relative, resolve } from "node:path";
 import { getTableName, is } from "drizzle-orm";
 import { PgTable } from "drizzle-orm/pg-core";
 import { SQLiteTable } from "drizzle-orm/sqlite-core";
-import * as pgSchema from "../../src/db/pg-schema.ts";
-import * as schema from "../../src/db/schema.ts";
+import * as pgSchema from "../../src/store/schema/postgres.ts";
+import * as schema from "../../src/store/schema/sqlite.ts";
 
 // docs/architecture.md, "Who owns which table's SQL": one module owns each table group's SQL, so a
 // reader finds every statement on a table in one place. A text scan of src/: raw SQL naming a table,
@@ -47,10 +47,10 @@ const JOINED_READS: Record<string, string[]> = {
   // migrate-db's proof on the target: database.md's reconciliation query and the held sums. Its copy
   // writes every table, but through the schema's table objects (copyPlan), never by name: the one
   // writer outside the owners, into an empty database before any owner runs on it.
-  "db/copy-to-postgres.ts": ["accounts", "api_keys", "ledger_entries"],
+  "store/engine/copy-to-postgres.ts": ["accounts", "api_keys", "ledger_entries"],
 };
 
-const NOT_SCANNED = new Set(["db/schema.ts", "db/migrations.gen.ts", "db/pg-schema.ts", "db/pg-migrations.gen.ts"]);
+const NOT_SCANNED = new Set(["store/schema/sqlite.ts", "store/engine/sqlite/migrations.gen.ts", "store/schema/postgres.ts", "store/engine/postgres/migrations.gen.ts"]);
 
 const SRC = resolve(import.meta.dir, "../../src");
 
@@ -79,13 +79,13 @@ const CODE = new Map(
 /** The tables of db/schema.ts or db/pg-schema.ts a file imports for the query builder, by export name. */
 function importedTables(code: string): string[] {
   const found: string[] = [];
-  for (const m of code.matchAll(/^import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+"[^"]*\/db\/(?:pg-)?schema\.ts"/gm)) {
+  for (const m of code.matchAll(/^import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+"(?:[^"]*\/)?schema\/(?:sqlite|postgres)\.ts"/gm)) {
     for (const part of m[1]!.split(",")) {
       const name = part.replace(/^\s*type\s+/, "").split(/\s+as\s+/)[0]!.trim();
       if (TABLES.has(name)) found.push(name);
     }
   }
-  for (const m of code.matchAll(/^import\s+\*\s+as\s+(\w+)\s+from\s+"[^"]*\/db\/(?:pg-)?schema\.ts"/gm)) {
+  for (const m of code.matchAll(/^import\s+\*\s+as\s+(\w+)\s+from\s+"(?:[^"]*\/)?schema\/(?:sqlite|postgres)\.ts"/gm)) {
     for (const use of code.matchAll(new RegExp(`\\b${m[1]}\\.(\\w+)`, "g"))) if (TABLES.has(use[1]!)) found.push(use[1]!);
   }
   return found;
@@ -108,7 +108,7 @@ function writes(code: string, table: string): boolean {
 }
 
 describe("the SQL of each table", () => {
-  it("has owners named for every table of src/db/schema.ts and src/db/pg-schema.ts", () => {
+  it("has owners named for every table of src/store/schema/sqlite.ts and src/store/schema/postgres.ts", () => {
     expect([...TABLES.values()].sort()).toEqual(Object.keys(OWNERS).sort());
   });
 
@@ -140,7 +140,7 @@ describe("statements on the database connection (SQLite, or Bun's SQL for Postgr
   it("run only in db/ and in the tables' owners", () => {
     const owners = new Set(Object.values(OWNERS).flat());
     const strays = [...CODE]
-      .filter(([file, code]) => !file.startsWith("db/") && !owners.has(file) && STATEMENT.test(code))
+      .filter(([file, code]) => !file.startsWith("store/engine/") && !file.startsWith("store/commits/") && !owners.has(file) && STATEMENT.test(code))
       .map(([file]) => file);
     expect(strays).toEqual([]);
   });
@@ -148,7 +148,7 @@ describe("statements on the database connection (SQLite, or Bun's SQL for Postgr
   it("never come from the CLI, which calls the owners", () => {
     const strays = [...CODE]
       .filter(([file]) => file.startsWith("cli/"))
-      .filter(([, code]) => STATEMENT.test(code) || /from\s+"(?:drizzle-orm[^"]*|[^"]*\/db\/(?:pg-)?schema\.ts)"/.test(code))
+      .filter(([, code]) => STATEMENT.test(code) || /from\s+"(?:drizzle-orm[^"]*|[^"]*\/store\/schema\/(?:sqlite|postgres)\.ts)"/.test(code))
       .map(([file]) => file);
     expect(strays).toEqual([]);
   });

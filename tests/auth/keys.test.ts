@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { openDatabase } from "../../src/db/client.ts";
+import { openDatabase } from "../../src/store/engine/sqlite/client.ts";
 import { generateKey, hashKey, KEY_PREFIX, presentedKey } from "../../src/auth/keys.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey, sqlGet } from "../support/keyed.ts";

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "bun:test";
-import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
+import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
 import { createAccount, debitAccount, findAccountById, listAccounts, recentEntries } from "../../src/ledger/accounts.ts";
 import { Ledger } from "../../src/ledger/ledger.ts";
 

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Keys } from "../../src/auth/keys.ts";
-import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
+import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { Ledger } from "../../src/ledger/ledger.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";

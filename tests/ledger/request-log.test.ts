@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { readFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { migrate, openDatabase } from "../../src/db/client.ts";
+import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
 import { findLog } from "../../src/logs/queries.ts";
 import { LOG_RETENTION_MS, RequestLog } from "../../src/logs/request-log.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";

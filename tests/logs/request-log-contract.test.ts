@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import type { SQL } from "bun";
 import { requestIdPrefixAt } from "../../src/core/request-id.ts";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 import { PgRequestLog } from "../../src/logs/pg-request-log.ts";
 import { RequestLog, type LogRow, type RequestLogStore } from "../../src/logs/request-log.ts";
 import { ENGINES, stopEngines, pgOf, POSTGRES, run, type Opened } from "../support/engines.ts";

@@ -7,7 +7,7 @@
 import { parseConfig } from "../../src/config/load.ts";
 import { usdToNano } from "../../src/core/money.ts";
 import type { NewKey } from "../../src/auth/keys.ts";
-import { closePostgres, openPostgres } from "../../src/db/pg-client.ts";
+import { closePostgres, openPostgres } from "../../src/store/engine/postgres/client.ts";
 import { startGateway, startGatewayOnPostgres, type RunningGateway } from "../../src/server.ts";
 import type { Services, SqliteServices } from "../../src/services.ts";
 import { freshPostgresUrl, run, type Opened } from "./engines.ts";

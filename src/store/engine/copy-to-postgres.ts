@@ -1,11 +1,11 @@
 import { getTableColumns, getTableName, is, sql, type Column } from "drizzle-orm";
 import { getTableConfig as pgTableConfig, PgTable } from "drizzle-orm/pg-core";
 import { SQLiteTable } from "drizzle-orm/sqlite-core";
-import { OperatorError } from "../core/operator-error.ts";
-import type { Db } from "./client.ts";
-import { migratePostgres, openPostgres, closePostgres, pgOperatorError, redactUrl, type PgDb } from "./pg-client.ts";
-import * as pgSchema from "./pg-schema.ts";
-import * as schema from "./schema.ts";
+import { OperatorError } from "../../core/operator-error.ts";
+import type { Db } from "./sqlite/client.ts";
+import { migratePostgres, openPostgres, closePostgres, pgOperatorError, redactUrl, type PgDb } from "./postgres/client.ts";
+import * as pgSchema from "../schema/postgres.ts";
+import * as schema from "../schema/sqlite.ts";
 
 // `gateway migrate-db`: an installation's SQLite file copied into an empty PostgreSQL database and
 // proved there before it is committed. The tables come from the two schemas, never from a list kept

@@ -3,10 +3,10 @@ import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { createHash } from "node:crypto";
 import { accessSync, chmodSync, closeSync, constants, mkdirSync, openSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { OperatorError } from "../core/operator-error.ts";
-import * as schema from "./schema.ts";
+import { OperatorError } from "../../../core/operator-error.ts";
+import * as schema from "../../schema/sqlite.ts";
 import { embeddedMigrations } from "./migrations.gen.ts";
-import { refuseIfNewer } from "./schema-age.ts";
+import { refuseIfNewer } from "../schema-age.ts";
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 

@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
-import { changeWatch, type ChangeWatch } from "./change-watch.ts";
-import { databaseUnavailableCode } from "../core/errors.ts";
+import { changeWatch, type ChangeWatch } from "../engine/sqlite/change-watch.ts";
+import { databaseUnavailableCode } from "../../core/errors.ts";
 
 /**
  * Group commit for the per-request writes (a settle and its request log row). A write runs at once

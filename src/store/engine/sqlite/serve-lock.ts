@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { existsSync, lstatSync, readlinkSync, realpathSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { OperatorError } from "../core/operator-error.ts";
+import { OperatorError } from "../../../core/operator-error.ts";
 
 export class ServeLockError extends OperatorError {}
 

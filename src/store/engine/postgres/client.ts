@@ -2,10 +2,10 @@ import { SQL } from "bun";
 import { sql } from "drizzle-orm";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import { createHash } from "node:crypto";
-import { OperatorError } from "../core/operator-error.ts";
-import * as schema from "./pg-schema.ts";
-import { embeddedMigrations } from "./pg-migrations.gen.ts";
-import { refuseIfNewer } from "./schema-age.ts";
+import { OperatorError } from "../../../core/operator-error.ts";
+import * as schema from "../../schema/postgres.ts";
+import { embeddedMigrations } from "./migrations.gen.ts";
+import { refuseIfNewer } from "../schema-age.ts";
 
 // PostgreSQL through Drizzle on Bun's built-in SQL client (docs/decisions.md: no dependency, and it
 // does transactions, prepared statements and LISTEN/NOTIFY). Only the migrator is here for now: the

@@ -1,4 +1,4 @@
-import { OperatorError } from "../core/operator-error.ts";
+import { OperatorError } from "../../core/operator-error.ts";
 
 /**
  * Drizzle's migrator compares only the newest migration time, so an older gateway on a database a

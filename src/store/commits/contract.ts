@@ -1,4 +1,4 @@
-import type { Awaitable } from "../core/awaitable.ts";
+import type { Awaitable } from "../../core/awaitable.ts";
 
 /**
  * How the server's per-request writes reach the database: on SQLite, the group commit

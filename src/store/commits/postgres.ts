@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
-import type { Awaitable } from "../core/awaitable.ts";
-import type { Commits } from "./commits.ts";
+import type { Awaitable } from "../../core/awaitable.ts";
+import type { Commits } from "./contract.ts";
 
 // PostgreSQL needs no group commit: its own commits are cheap beside a network round trip, and
 // several instances write at once. What is left of the contract: readiness, asked of the database.
