@@ -1,6 +1,5 @@
 import { resolve } from "node:path";
 import { migrate, migratePostgres, openDatabase, redactUrl } from "../store/database.ts";
-import { Settings } from "../settings.ts";
 import { parse } from "./args.ts";
 import { loadInstallation, openInstallation, output } from "./context.ts";
 

@@ -19,8 +19,9 @@ import { PgLogReports } from "../logs/pg-queries.ts";
 import { PgRequestLog } from "../logs/pg-request-log.ts";
 import { Reports, type LogReports } from "../logs/queries.ts";
 import { RequestLog, type RequestLogStore } from "../logs/request-log.ts";
-import { PgSettings } from "../pg-settings.ts";
-import { Settings, type SettingsStore } from "../settings.ts";
+import { PgSettings } from "../store/settings/postgres.ts";
+import type { SettingsStore } from "../store/settings/contract.ts";
+import { Settings } from "../store/settings/sqlite.ts";
 import { OperatorError } from "../core/operator-error.ts";
 import { UsageError } from "./args.ts";
 

@@ -2,7 +2,7 @@ import { and, asc, count, desc, eq, gte, isNotNull, isNull, lt, lte, max, or, sq
 import { changeWatch } from "../store/engine/sqlite/change-watch.ts";
 import type { Db } from "../store/engine/sqlite/client.ts";
 import { accounts, ledgerEntries } from "../store/schema/sqlite.ts";
-import { countRegistrationCredit } from "../settings.ts";
+import { countRegistrationCredit } from "../store/settings/sqlite.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { CreditKind, Ledger } from "./ledger.ts";
 import { formatUsd } from "../core/money.ts";

@@ -22,7 +22,7 @@ import {
   type StatementPosition,
 } from "./accounts.ts";
 import type { PgLedger } from "./pg-ledger.ts";
-import { countRegistrationCredit } from "../pg-settings.ts";
+import { countRegistrationCredit } from "../store/settings/postgres.ts";
 
 // The accounts on PostgreSQL (`[database] url`): the same answers as accounts.ts gives on SQLite.
 // Several instances write these rows at once, so every check that guards a write is the WHERE (or

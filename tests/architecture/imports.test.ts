@@ -12,9 +12,6 @@ const LAYERS = [
   "config",
   // The stores: one folder per owner of data (contract, SQLite, PostgreSQL), their engines' plumbing, the schemas.
   "store",
-  "settings",
-  // settings.ts's PostgreSQL twin, beside it.
-  "pg-settings",
   "logs",
   "ledger",
   "auth",
@@ -37,8 +34,6 @@ const LAYERS = [
 const NOT_YET_IN_STORE = new Set([
   "services.ts",
   "cli/context.ts",
-  "settings.ts",
-  "pg-settings.ts",
   "auth/keys.ts",
   "auth/pg-keys.ts",
   "auth/sessions.ts",

@@ -20,7 +20,7 @@ const OWNERS: Record<string, string[]> = {
   ledger_entries: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   request_logs: ["logs/request-log.ts", "logs/pg-request-log.ts", "logs/queries.ts", "logs/pg-queries.ts"],
   idempotency_records: ["limits/idempotency.ts", "limits/pg-idempotency.ts"],
-  settings: ["settings.ts", "pg-settings.ts"],
+  settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
   sessions: ["auth/sessions.ts", "auth/pg-sessions.ts"],
   audit_log: ["logs/audit.ts", "logs/pg-audit.ts"],
   checkout_sessions: ["payments/checkout-sessions.ts", "payments/pg-checkout-sessions.ts"],

@@ -1,8 +1,8 @@
 import type { SQL } from "bun";
 import { eq, like, or, sql } from "drizzle-orm";
-import type { PgDb } from "./store/engine/postgres/client.ts";
-import { settings } from "./store/schema/postgres.ts";
-import { CALIBRATION, calibrationRows, registrationCreditRow, type CalibrationRow, type SettingsStore } from "./settings.ts";
+import type { PgDb } from "../engine/postgres/client.ts";
+import { settings } from "../schema/postgres.ts";
+import { CALIBRATION, calibrationRows, registrationCreditRow, type CalibrationRow, type SettingsStore } from "./contract.ts";
 
 // The settings on PostgreSQL (`[database] url`). `paused` is read on every request and cannot wait
 // for the network, so the rows are read at start (`load`) and again by `refresh()`, which the lead
@@ -62,7 +62,7 @@ export class PgSettings implements SettingsStore {
 }
 
 /**
- * settings.ts's countRegistrationCredit on PostgreSQL, in the registration's transaction `tx`. The
+ * sqlite.ts's countRegistrationCredit on PostgreSQL, in the registration's transaction `tx`. The
  * upsert locks the day's row until that transaction ends, so concurrent registrations on every
  * instance take their turns, and its WHERE is evaluated on the newest committed count.
  */
