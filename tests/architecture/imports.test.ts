@@ -41,8 +41,6 @@ const NOT_YET_IN_STORE = new Set([
   "ledger/accounts.ts",
   "ledger/pg-accounts.ts",
   "ledger/ledger.ts",
-  "logs/audit.ts",
-  "logs/pg-audit.ts",
   "logs/queries.ts",
   "logs/pg-queries.ts",
   "logs/request-log.ts",

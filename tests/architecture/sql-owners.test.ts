@@ -22,7 +22,7 @@ const OWNERS: Record<string, string[]> = {
   idempotency_records: ["limits/idempotency.ts", "limits/pg-idempotency.ts"],
   settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
   sessions: ["auth/sessions.ts", "auth/pg-sessions.ts"],
-  audit_log: ["logs/audit.ts", "logs/pg-audit.ts"],
+  audit_log: ["store/audit/sqlite.ts", "store/audit/postgres.ts"],
   checkout_sessions: ["payments/checkout-sessions.ts", "payments/pg-checkout-sessions.ts"],
   // PostgreSQL only (db/pg-schema.ts): the holds of running requests as rows, and the instances that
   // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (ledger/holds.ts).
@@ -76,10 +76,11 @@ const CODE = new Map(
     .filter(([file]) => !NOT_SCANNED.has(file)),
 );
 
-/** The tables of db/schema.ts or db/pg-schema.ts a file imports for the query builder, by export name. */
+/** The tables of store/schema/sqlite.ts or store/schema/postgres.ts a file imports for the query builder, by export name. */
 function importedTables(code: string): string[] {
   const found: string[] = [];
-  for (const m of code.matchAll(/^import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+"(?:[^"]*\/)?schema\/(?:sqlite|postgres)\.ts"/gm)) {
+  // A type-only import (a contract naming a row's type, `typeof table.$inferSelect`) writes no SQL.
+  for (const m of code.matchAll(/^import\s+\{([^}]*)\}\s+from\s+"(?:[^"]*\/)?schema\/(?:sqlite|postgres)\.ts"/gm)) {
     for (const part of m[1]!.split(",")) {
       const name = part.replace(/^\s*type\s+/, "").split(/\s+as\s+/)[0]!.trim();
       if (TABLES.has(name)) found.push(name);
