@@ -1,7 +1,8 @@
 import { Keys, type KeyStore } from "./auth/keys.ts";
 import { PgKeys } from "./auth/pg-keys.ts";
-import { PgSessions } from "./auth/pg-sessions.ts";
-import { Sessions, type SessionStore } from "./auth/sessions.ts";
+import { PgSessions } from "./store/sessions/postgres.ts";
+import type { SessionStore } from "./store/sessions/contract.ts";
+import { Sessions } from "./store/sessions/sqlite.ts";
 import type { AuditTrail } from "./store/audit/contract.ts";
 import { Audit } from "./store/audit/sqlite.ts";
 import { PgAudit } from "./store/audit/postgres.ts";

@@ -36,8 +36,6 @@ const NOT_YET_IN_STORE = new Set([
   "cli/context.ts",
   "auth/keys.ts",
   "auth/pg-keys.ts",
-  "auth/sessions.ts",
-  "auth/pg-sessions.ts",
   "ledger/accounts.ts",
   "ledger/pg-accounts.ts",
   "ledger/ledger.ts",

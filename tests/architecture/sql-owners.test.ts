@@ -21,7 +21,7 @@ const OWNERS: Record<string, string[]> = {
   request_logs: ["logs/request-log.ts", "logs/pg-request-log.ts", "logs/queries.ts", "logs/pg-queries.ts"],
   idempotency_records: ["limits/idempotency.ts", "limits/pg-idempotency.ts"],
   settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
-  sessions: ["auth/sessions.ts", "auth/pg-sessions.ts"],
+  sessions: ["store/sessions/sqlite.ts", "store/sessions/postgres.ts"],
   audit_log: ["store/audit/sqlite.ts", "store/audit/postgres.ts"],
   checkout_sessions: ["payments/checkout-sessions.ts", "payments/pg-checkout-sessions.ts"],
   // PostgreSQL only (db/pg-schema.ts): the holds of running requests as rows, and the instances that
@@ -37,8 +37,8 @@ const JOINED_READS: Record<string, string[]> = {
   // A capped key create locks its account's row (FOR UPDATE, no write), so racing creates count in turn.
   "auth/pg-keys.ts": ["accounts"],
   // A session's lookup carries its account's disabled switch, as the key lookup does.
-  "auth/sessions.ts": ["accounts"],
-  "auth/pg-sessions.ts": ["accounts"],
+  "store/sessions/sqlite.ts": ["accounts"],
+  "store/sessions/postgres.ts": ["accounts"],
   // An in-flight claim is live while its instance heartbeats (the ledger deletes a silent one's row).
   "limits/pg-idempotency.ts": ["instances"],
   // Reports name the account's email and the key's prefix.
