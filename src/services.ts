@@ -41,10 +41,9 @@ import { buildProviders } from "./upstreams/registry.ts";
 import { Idempotency, type IdempotencyStore } from "./limits/idempotency.ts";
 import { PgIdempotency } from "./limits/pg-idempotency.ts";
 import { StripeCheckout } from "./payments/stripe-checkout.ts";
-import { Payments, SqliteTopUpCredit } from "./payments/topups.ts";
-import { Checkouts } from "./payments/checkout-sessions.ts";
-import { PgCheckouts } from "./payments/pg-checkout-sessions.ts";
-import { PgTopUpCredit } from "./payments/pg-topups.ts";
+import { Payments } from "./payments/topups.ts";
+import { Checkouts, SqliteTopUpCredit } from "./store/checkouts/sqlite.ts";
+import { PgCheckouts, PgTopUpCredit } from "./store/checkouts/postgres.ts";
 
 /** Everything a request needs, built once per process: the relay's parts and those of the routes around it. */
 export interface Services extends RelayServices {

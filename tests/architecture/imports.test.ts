@@ -45,9 +45,6 @@ const NOT_YET_IN_STORE = new Set([
   "logs/pg-request-log.ts",
   "limits/idempotency.ts",
   "limits/pg-idempotency.ts",
-  "payments/checkout-sessions.ts",
-  "payments/pg-checkout-sessions.ts",
-  "payments/topups.ts",
 ]);
 
 const SRC = resolve(import.meta.dir, "../../src");

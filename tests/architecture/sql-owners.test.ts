@@ -23,7 +23,7 @@ const OWNERS: Record<string, string[]> = {
   settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
   sessions: ["store/sessions/sqlite.ts", "store/sessions/postgres.ts"],
   audit_log: ["store/audit/sqlite.ts", "store/audit/postgres.ts"],
-  checkout_sessions: ["payments/checkout-sessions.ts", "payments/pg-checkout-sessions.ts"],
+  checkout_sessions: ["store/checkouts/sqlite.ts", "store/checkouts/postgres.ts"],
   // PostgreSQL only (db/pg-schema.ts): the holds of running requests as rows, and the instances that
   // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (ledger/holds.ts).
   holds: ["ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
