@@ -5,7 +5,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { hashKey, Keys } from "../src/auth/keys.ts";
+import { hashKey } from "../src/store/keys/contract.ts";
+import { Keys } from "../src/store/keys/sqlite.ts";
 import { migrate, openDatabase } from "../src/store/engine/sqlite/client.ts";
 import { createAccount } from "../src/ledger/accounts.ts";
 import { Ledger, type Hold } from "../src/ledger/ledger.ts";

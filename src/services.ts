@@ -1,5 +1,6 @@
-import { Keys, type KeyStore } from "./auth/keys.ts";
-import { PgKeys } from "./auth/pg-keys.ts";
+import { Keys } from "./store/keys/sqlite.ts";
+import type { KeyStore } from "./store/keys/contract.ts";
+import { PgKeys } from "./store/keys/postgres.ts";
 import { PgSessions } from "./store/sessions/postgres.ts";
 import type { SessionStore } from "./store/sessions/contract.ts";
 import { Sessions } from "./store/sessions/sqlite.ts";

@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { Keys, type KeyStore } from "../auth/keys.ts";
-import { PgKeys } from "../auth/pg-keys.ts";
+import { Keys } from "../store/keys/sqlite.ts";
+import type { KeyStore } from "../store/keys/contract.ts";
+import { PgKeys } from "../store/keys/postgres.ts";
 import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
 import { loadConfig, type Config, type LoadOptions } from "../config/load.ts";
 import { migrate, openDatabase, openDatabaseReadOnly, pendingMigrations, refuseNewerSchema, type Db } from "../store/engine/sqlite/client.ts";

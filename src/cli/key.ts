@@ -1,4 +1,4 @@
-import { KEY_PREFIX, type KeyRow, type NewKey } from "../auth/keys.ts";
+import { KEY_PREFIX, type KeyRow, type NewKey } from "../store/keys/contract.ts";
 import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
 import type { Account } from "../ledger/accounts.ts";
 import { parse, required, UsageError, wholeNumber } from "./args.ts";

@@ -1,4 +1,4 @@
-import type { KeyRow } from "../auth/keys.ts";
+import type { KeyRow } from "../store/keys/contract.ts";
 import { csv } from "../core/csv.ts";
 import { GatewayError, invalidRequest } from "../core/errors.ts";
 import { formatUsd, nanoToUsd } from "../core/money.ts";

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { Server } from "bun";
-import { presentedKey } from "../auth/keys.ts";
+import { presentedKey } from "../auth/presented-key.ts";
 import type { GatewayError } from "../core/errors.ts";
 import { RefusalGate, type RefusalGateOptions } from "../limits/refusals.ts";
 import { writeBatched } from "../logs/request-log.ts";

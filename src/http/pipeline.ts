@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { presentedKey, type KeyRecord } from "../auth/keys.ts";
+import { presentedKey } from "../auth/presented-key.ts";
+import type { KeyRecord } from "../store/keys/contract.ts";
 import { GatewayError } from "../core/errors.ts";
 import { scopedIdempotencyKey, type StoredAnswer } from "../limits/idempotency.ts";
 import type { Take } from "../limits/rate-limit.ts";

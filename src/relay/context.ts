@@ -1,4 +1,4 @@
-import type { KeyRecord } from "../auth/keys.ts";
+import type { KeyRecord } from "../store/keys/contract.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 import type { Config } from "../config/load.ts";
 import type { Commits } from "../store/commits/contract.ts";

@@ -34,8 +34,6 @@ const LAYERS = [
 const NOT_YET_IN_STORE = new Set([
   "services.ts",
   "cli/context.ts",
-  "auth/keys.ts",
-  "auth/pg-keys.ts",
   "ledger/accounts.ts",
   "ledger/pg-accounts.ts",
   "ledger/ledger.ts",

@@ -15,7 +15,7 @@ import * as schema from "../../src/store/schema/sqlite.ts";
 const OWNERS: Record<string, string[]> = {
   // The ledger's share of api_keys is spent_nano, the key's money column (and the quota beside it).
   // The lease (ledger/pg-lease.ts) releases a silent instance's holds: their sums on the key and the account.
-  api_keys: ["auth/keys.ts", "auth/pg-keys.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
+  api_keys: ["store/keys/sqlite.ts", "store/keys/postgres.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
   accounts: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
   ledger_entries: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
   request_logs: ["logs/request-log.ts", "logs/pg-request-log.ts", "logs/queries.ts", "logs/pg-queries.ts"],
@@ -33,9 +33,9 @@ const OWNERS: Record<string, string[]> = {
 /** Reads of another group's table, never writes. */
 const JOINED_READS: Record<string, string[]> = {
   // The key lookup carries the account's disabled switch: one statement on the hot path (bench/RESULTS.md).
-  "auth/keys.ts": ["accounts"],
+  "store/keys/rows.ts": ["accounts"],
   // A capped key create locks its account's row (FOR UPDATE, no write), so racing creates count in turn.
-  "auth/pg-keys.ts": ["accounts"],
+  "store/keys/postgres.ts": ["accounts"],
   // A session's lookup carries its account's disabled switch, as the key lookup does.
   "store/sessions/sqlite.ts": ["accounts"],
   "store/sessions/postgres.ts": ["accounts"],

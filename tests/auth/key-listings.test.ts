@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "bun:test";
-import { KEY_PREFIX, Keys } from "../../src/auth/keys.ts";
+import { KEY_PREFIX } from "../../src/store/keys/contract.ts";
+import { Keys } from "../../src/store/keys/sqlite.ts";
 import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { Ledger } from "../../src/ledger/ledger.ts";

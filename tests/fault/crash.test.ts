@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { join } from "node:path";
-import { Keys } from "../../src/auth/keys.ts";
+import { Keys } from "../../src/store/keys/sqlite.ts";
 import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { Ledger } from "../../src/ledger/ledger.ts";

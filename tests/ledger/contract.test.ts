@@ -3,7 +3,7 @@ import type { SQL } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Keys } from "../../src/auth/keys.ts";
+import { Keys } from "../../src/store/keys/sqlite.ts";
 import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
 import { GroupCommit } from "../../src/store/commits/sqlite.ts";
 import { migratePostgres } from "../../src/store/engine/postgres/client.ts";

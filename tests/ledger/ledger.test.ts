@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Keys } from "../../src/auth/keys.ts";
+import { Keys } from "../../src/store/keys/sqlite.ts";
 import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { Ledger, MAX_COST_NANO } from "../../src/ledger/ledger.ts";

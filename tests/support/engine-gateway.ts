@@ -6,7 +6,7 @@
 // by that file's `afterAll(stopEngines)`: stop the gateway in a describe's afterAll, which runs first.
 import { parseConfig } from "../../src/config/load.ts";
 import { usdToNano } from "../../src/core/money.ts";
-import type { NewKey } from "../../src/auth/keys.ts";
+import type { NewKey } from "../../src/store/keys/contract.ts";
 import { closePostgres, openPostgres } from "../../src/store/engine/postgres/client.ts";
 import { startGateway, startGatewayOnPostgres, type RunningGateway } from "../../src/server.ts";
 import type { Services, SqliteServices } from "../../src/services.ts";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { parseConfig, type Config } from "../../src/config/load.ts";
 import { createAccount } from "../../src/ledger/accounts.ts";
 import { usdToNano } from "../../src/core/money.ts";
-import type { NewKey } from "../../src/auth/keys.ts";
+import type { NewKey } from "../../src/store/keys/contract.ts";
 import type { SqliteServices } from "../../src/services.ts";
 import { startGateway, type RunningGateway } from "../../src/server.ts";
 import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";

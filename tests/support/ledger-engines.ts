@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Keys } from "../../src/auth/keys.ts";
+import { Keys } from "../../src/store/keys/sqlite.ts";
 import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
 import { GroupCommit } from "../../src/store/commits/sqlite.ts";
 import { closePostgres, migratePostgres, openPostgres, type PgDb } from "../../src/store/engine/postgres/client.ts";

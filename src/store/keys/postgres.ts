@@ -1,32 +1,15 @@
 import type { SQL } from "bun";
 import { and, eq, getTableColumns, isNull, sql } from "drizzle-orm";
-import type { PgDb } from "../store/engine/postgres/client.ts";
-import { apiKeys } from "../store/schema/postgres.ts";
-import {
-  activeCount,
-  checkKey,
-  findText,
-  generateKey,
-  hashKey,
-  KEY_PREFIX,
-  keyLimitError,
-  keyPatchValues,
-  keyRecord,
-  LOOKUP_COLUMNS,
-  newKeyValues,
-  notRevokedOf,
-  prefixMatches,
-  type KeyRecord,
-  type KeyRow,
-  type KeyStore,
-  type NewKey,
-} from "./keys.ts";
+import type { PgDb } from "../engine/postgres/client.ts";
+import { apiKeys } from "../schema/postgres.ts";
+import { activeCount, findText, generateKey, keyLimitError, keyPatchValues, keyRecord, LOOKUP_COLUMNS, newKeyValues, notRevokedOf, prefixMatches } from "./rows.ts";
+import { checkKey, hashKey, KEY_PREFIX, type KeyRecord, type KeyRow, type KeyStore, type NewKey } from "./contract.ts";
 
 // The keys on PostgreSQL (`[database] url`), for several instances sharing one database. The lookup
 // runs on every request, so a key once found is kept in memory and answered synchronously; a miss
 // costs one query. Another instance's revoke reaches this one through `forget()` (the lead's
 // LISTEN/NOTIFY), this instance's own writes forget at once. The money columns (spent_nano,
-// held_nano) are the ledger's (pg-ledger.ts): nothing here writes them.
+// held_nano) are the ledger's (store/ledger/): nothing here writes them.
 
 // The row as SQLite's schema has it: held_nano exists only here and is the ledger's.
 const { heldNano: _held, ...ROW } = getTableColumns(apiKeys);
@@ -56,7 +39,7 @@ export class PgKeys implements KeyStore {
     if (maxKeys === undefined) await this.db.insert(apiKeys).values(values);
     else {
       await this.db.transaction(async (tx) => {
-        // The account's row, locked first as everywhere (pg-ledger.ts's lock order): concurrent
+        // The account's row, locked first as everywhere (the ledger's lock order): concurrent
         // creates on one account, on any instance, count one after another.
         await tx.execute(sql`SELECT 1 FROM accounts WHERE id = ${accountId} FOR UPDATE`);
         const [held] = await tx.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(apiKeys).where(notRevokedOf(apiKeys, accountId));
