@@ -11,7 +11,8 @@ import { migrate, openDatabase } from "../src/store/engine/sqlite/client.ts";
 import { createAccount } from "../src/ledger/accounts.ts";
 import { Ledger, type Hold } from "../src/ledger/ledger.ts";
 import { usdToNano } from "../src/core/money.ts";
-import { RequestLog, type LogRow } from "../src/logs/request-log.ts";
+import { RequestLog } from "../src/store/request-log/sqlite.ts";
+import type { LogRow } from "../src/store/request-log/contract.ts";
 
 const N = Number(process.argv[2] ?? 4000);
 const dir = mkdtempSync(join(tmpdir(), "gw-sqlite-"));

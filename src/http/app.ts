@@ -3,7 +3,7 @@ import type { Server } from "bun";
 import { presentedKey } from "../auth/presented-key.ts";
 import type { GatewayError } from "../core/errors.ts";
 import { RefusalGate, type RefusalGateOptions } from "../limits/refusals.ts";
-import { writeBatched } from "../logs/request-log.ts";
+import { writeBatched } from "../store/request-log/contract.ts";
 import type { Services } from "../services.ts";
 import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowed, preflight, type AuthKind, type Endpoint } from "./endpoints.ts";
 import { errorBody, errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";

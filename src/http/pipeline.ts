@@ -5,7 +5,7 @@ import { GatewayError } from "../core/errors.ts";
 import { scopedIdempotencyKey, type StoredAnswer } from "../limits/idempotency.ts";
 import type { Take } from "../limits/rate-limit.ts";
 import { events } from "../core/events.ts";
-import type { LogRow } from "../logs/request-log.ts";
+import type { LogRow } from "../store/request-log/contract.ts";
 import type { Services } from "../services.ts";
 import { readBodyLimited, parseJsonObject, refuseDeclaredTooLarge } from "./body.ts";
 import type { Endpoint } from "./endpoints.ts";

@@ -6,7 +6,7 @@ import type { Calibration } from "../ledger/calibration.ts";
 import type { TextSize } from "../ledger/estimate.ts";
 import type { Hold } from "../ledger/hold.ts";
 import type { MoneyLedger } from "../ledger/money-ledger.ts";
-import type { LogRow, RequestLogStore } from "../logs/request-log.ts";
+import type { LogRow, RequestLogStore } from "../store/request-log/contract.ts";
 import type { Provider } from "../upstreams/types.ts";
 import type { Cutoff } from "./cutoff.ts";
 import type { Health } from "./health.ts";

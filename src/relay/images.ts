@@ -9,7 +9,7 @@ import { describe } from "../core/events.ts";
 import { checkEnumerated, readEditForm } from "./image-fields.ts";
 import { billImages, imageHoldNano, readImageUsage, usageShown, type ImageAsk } from "./image-billing.ts";
 import type { ImageUsage } from "../catalog/image-prices.ts";
-import type { LogRow } from "../logs/request-log.ts";
+import type { LogRow } from "../store/request-log/contract.ts";
 
 /** The row keeps the images kept and, when billed by tokens, each class's count (gateway logs show rebuilds the cost from them). */
 function logImages(log: LogRow, images: number, u: ImageUsage | null): void {

@@ -5,7 +5,7 @@ import type { RelayCall } from "./context.ts";
 import type { Hold } from "../ledger/ledger.ts";
 import type { TokenUsage } from "../core/money.ts";
 import { priceUsage } from "../catalog/prices.ts";
-import { writeBatched } from "../logs/request-log.ts";
+import { writeBatched } from "../store/request-log/contract.ts";
 import { SseParser, type SseEvent } from "../wire/sse.ts";
 import type { StreamMachine } from "../dialects/stream-machine.ts";
 import type { Dialect } from "../dialects/dialect.ts";

@@ -39,8 +39,6 @@ const NOT_YET_IN_STORE = new Set([
   "ledger/ledger.ts",
   "logs/queries.ts",
   "logs/pg-queries.ts",
-  "logs/request-log.ts",
-  "logs/pg-request-log.ts",
   "limits/idempotency.ts",
   "limits/pg-idempotency.ts",
 ]);

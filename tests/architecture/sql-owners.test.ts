@@ -18,7 +18,7 @@ const OWNERS: Record<string, string[]> = {
   api_keys: ["store/keys/sqlite.ts", "store/keys/postgres.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
   accounts: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
   ledger_entries: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
-  request_logs: ["logs/request-log.ts", "logs/pg-request-log.ts", "logs/queries.ts", "logs/pg-queries.ts"],
+  request_logs: ["store/request-log/sqlite.ts", "store/request-log/postgres.ts", "logs/queries.ts", "logs/pg-queries.ts"],
   idempotency_records: ["limits/idempotency.ts", "limits/pg-idempotency.ts"],
   settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
   sessions: ["store/sessions/sqlite.ts", "store/sessions/postgres.ts"],

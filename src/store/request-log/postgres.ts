@@ -1,8 +1,9 @@
 import type { SQL } from "bun";
-import type { Rider } from "../store/commits/contract.ts";
-import type { PgDb } from "../store/engine/postgres/client.ts";
-import { events } from "../core/events.ts";
-import { DEFAULT_RETENTION_DAYS, LOG_COLUMN_COUNT, LOG_COLUMNS, logValues, pruneBefore, type LogRow, type RequestLogStore } from "./request-log.ts";
+import type { Rider } from "../commits/contract.ts";
+import type { PgDb } from "../engine/postgres/client.ts";
+import { events } from "../../core/events.ts";
+import { DEFAULT_RETENTION_DAYS, type LogRow, type RequestLogStore } from "./contract.ts";
+import { LOG_COLUMN_COUNT, LOG_COLUMNS, logValues, pruneBefore } from "./rows.ts";
 
 // The request log on PostgreSQL (`[database] url`). A row per request, each its own INSERT, would
 // cost every request a round trip and the pool a connection; rows written on their own are
