@@ -3,7 +3,7 @@ import { csv } from "../core/csv.ts";
 import { GatewayError, invalidRequest } from "../core/errors.ts";
 import { formatUsd, nanoToUsd } from "../core/money.ts";
 import type { StatementPosition } from "../ledger/accounts.ts";
-import { statusRange, type LogCursor, type LogFilter, type LogRecord } from "../logs/queries.ts";
+import { statusRange, type LogCursor, type LogFilter, type LogRecord } from "../store/reports/contract.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { json } from "./public-endpoints.ts";
 import { isoTime, readIsoTime } from "../core/time.ts";

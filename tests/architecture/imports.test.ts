@@ -12,7 +12,6 @@ const LAYERS = [
   "config",
   // The stores: one folder per owner of data (contract, SQLite, PostgreSQL), their engines' plumbing, the schemas.
   "store",
-  "logs",
   "ledger",
   "auth",
   "limits",
@@ -37,8 +36,6 @@ const NOT_YET_IN_STORE = new Set([
   "ledger/accounts.ts",
   "ledger/pg-accounts.ts",
   "ledger/ledger.ts",
-  "logs/queries.ts",
-  "logs/pg-queries.ts",
   "limits/idempotency.ts",
   "limits/pg-idempotency.ts",
 ]);

@@ -18,7 +18,7 @@ const OWNERS: Record<string, string[]> = {
   api_keys: ["store/keys/sqlite.ts", "store/keys/postgres.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
   accounts: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
   ledger_entries: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
-  request_logs: ["store/request-log/sqlite.ts", "store/request-log/postgres.ts", "logs/queries.ts", "logs/pg-queries.ts"],
+  request_logs: ["store/request-log/sqlite.ts", "store/request-log/postgres.ts", "store/reports/sqlite.ts", "store/reports/postgres.ts"],
   idempotency_records: ["limits/idempotency.ts", "limits/pg-idempotency.ts"],
   settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
   sessions: ["store/sessions/sqlite.ts", "store/sessions/postgres.ts"],
@@ -42,8 +42,8 @@ const JOINED_READS: Record<string, string[]> = {
   // An in-flight claim is live while its instance heartbeats (the ledger deletes a silent one's row).
   "limits/pg-idempotency.ts": ["instances"],
   // Reports name the account's email and the key's prefix.
-  "logs/queries.ts": ["accounts", "api_keys"],
-  "logs/pg-queries.ts": ["accounts", "api_keys"],
+  "store/reports/sqlite.ts": ["accounts", "api_keys"],
+  "store/reports/postgres.ts": ["accounts", "api_keys"],
   // migrate-db's proof on the target: database.md's reconciliation query and the held sums. Its copy
   // writes every table, but through the schema's table objects (copyPlan), never by name: the one
   // writer outside the owners, into an empty database before any owner runs on it.

@@ -4,7 +4,7 @@ import { readFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
-import { findLog } from "../../src/logs/queries.ts";
+import { findLog } from "../../src/store/reports/sqlite.ts";
 import { LOG_RETENTION_MS } from "../../src/store/request-log/contract.ts";
 import { RequestLog } from "../../src/store/request-log/sqlite.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
