@@ -5,7 +5,7 @@ import type { Commits } from "../store/commits/contract.ts";
 import type { Calibration } from "../ledger/calibration.ts";
 import type { TextSize } from "../ledger/estimate.ts";
 import type { Hold } from "../ledger/hold.ts";
-import type { MoneyLedger } from "../ledger/money-ledger.ts";
+import type { MoneyLedger } from "../store/ledger/contract.ts";
 import type { LogRow, RequestLogStore } from "../store/request-log/contract.ts";
 import type { Provider } from "../upstreams/types.ts";
 import type { Cutoff } from "./cutoff.ts";

@@ -2,7 +2,7 @@ import { estimatedUsage } from "../dialects/stream-usage.ts";
 import type { Calibration } from "../ledger/calibration.ts";
 import type { Model } from "../catalog/catalog.ts";
 import type { RelayCall } from "./context.ts";
-import type { Hold } from "../ledger/ledger.ts";
+import type { Hold } from "../ledger/hold.ts";
 import type { TokenUsage } from "../core/money.ts";
 import { priceUsage } from "../catalog/prices.ts";
 import { writeBatched } from "../store/request-log/contract.ts";

@@ -10,9 +10,10 @@ const LAYERS = [
   "core",
   "wire",
   "config",
+  // The money path's policy: a hold's life, the estimate and its calibration (no engine, no table).
+  "ledger",
   // The stores: one folder per owner of data (contract, SQLite, PostgreSQL), their engines' plumbing, the schemas.
   "store",
-  "ledger",
   "auth",
   "limits",
   "catalog",
@@ -33,9 +34,6 @@ const LAYERS = [
 const NOT_YET_IN_STORE = new Set([
   "services.ts",
   "cli/context.ts",
-  "ledger/accounts.ts",
-  "ledger/pg-accounts.ts",
-  "ledger/ledger.ts",
   "limits/idempotency.ts",
   "limits/pg-idempotency.ts",
 ]);

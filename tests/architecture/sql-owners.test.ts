@@ -14,20 +14,20 @@ import * as schema from "../../src/store/schema/sqlite.ts";
 /** The files that may write SQL or query-builder calls on each table. */
 const OWNERS: Record<string, string[]> = {
   // The ledger's share of api_keys is spent_nano, the key's money column (and the quota beside it).
-  // The lease (ledger/pg-lease.ts) releases a silent instance's holds: their sums on the key and the account.
-  api_keys: ["store/keys/sqlite.ts", "store/keys/postgres.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
-  accounts: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
-  ledger_entries: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
+  // The lease (store/ledger/postgres-lease.ts) releases a silent instance's holds: their sums on the key and the account.
+  api_keys: ["store/keys/sqlite.ts", "store/keys/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-lease.ts"],
+  accounts: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-lease.ts"],
+  ledger_entries: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts"],
   request_logs: ["store/request-log/sqlite.ts", "store/request-log/postgres.ts", "store/reports/sqlite.ts", "store/reports/postgres.ts"],
   idempotency_records: ["limits/idempotency.ts", "limits/pg-idempotency.ts"],
   settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
   sessions: ["store/sessions/sqlite.ts", "store/sessions/postgres.ts"],
   audit_log: ["store/audit/sqlite.ts", "store/audit/postgres.ts"],
   checkout_sessions: ["store/checkouts/sqlite.ts", "store/checkouts/postgres.ts"],
-  // PostgreSQL only (db/pg-schema.ts): the holds of running requests as rows, and the instances that
-  // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (ledger/holds.ts).
-  holds: ["ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
-  instances: ["ledger/pg-lease.ts"],
+  // PostgreSQL only (store/schema/postgres.ts): the holds of running requests as rows, and the instances that
+  // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (store/ledger/holds.ts).
+  holds: ["store/ledger/postgres.ts", "store/ledger/postgres-lease.ts"],
+  instances: ["store/ledger/postgres-lease.ts"],
 };
 
 /** Reads of another group's table, never writes. */

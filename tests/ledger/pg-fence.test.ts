@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { SQL } from "bun";
 import { migratePostgres } from "../../src/store/engine/postgres/client.ts";
-import { PgLedger } from "../../src/ledger/pg-ledger.ts";
+import { PgLedger } from "../../src/store/ledger/postgres.ts";
 import { events } from "../../src/core/events.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bu
 import type { CheckoutStore, TopUpCredit } from "../../src/store/checkouts/contract.ts";
 import { Checkouts, SqliteTopUpCredit } from "../../src/store/checkouts/sqlite.ts";
 import { PgCheckouts, PgTopUpCredit } from "../../src/store/checkouts/postgres.ts";
-import type { AccountStore } from "../../src/ledger/accounts.ts";
+import type { AccountStore } from "../../src/store/accounts/contract.ts";
 import { accountStore, ENGINES, stopEngines, type Opened } from "../support/ledger-engines.ts";
 
 // The checkout sessions and a paid session's credit (store/checkouts/), one suite on both engines: the credit and the session

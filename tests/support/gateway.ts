@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig, type Config } from "../../src/config/load.ts";
-import { createAccount } from "../../src/ledger/accounts.ts";
+import { createAccount } from "../../src/store/accounts/sqlite.ts";
 import { usdToNano } from "../../src/core/money.ts";
 import type { NewKey } from "../../src/store/keys/contract.ts";
 import type { SqliteServices } from "../../src/services.ts";

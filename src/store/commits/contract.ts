@@ -13,15 +13,3 @@ export interface Commits {
   /** Why a write could not be taken now (GET /readyz), or null. */
   writeRefusal(): Awaitable<unknown>;
 }
-
-/**
- * On PostgreSQL, one write (an INSERT with its own `$1…$n`) that runs as one more part of another
- * owner's statement, so that both commit together in one round trip without a transaction: the
- * request's log row riding on the charge (ledger/pg-ledger.ts). `settled` is told how the statement
- * went (its error, or null).
- */
-export interface Rider {
-  text: string;
-  params: unknown[];
-  settled(error: unknown): void;
-}

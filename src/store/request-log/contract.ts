@@ -1,5 +1,6 @@
 import type { SQL } from "bun";
-import type { Commits, Rider } from "../commits/contract.ts";
+import type { Commits } from "../commits/contract.ts";
+import type { Rider } from "../../ledger/hold.ts";
 import { events } from "../../core/events.ts";
 
 // The request_logs table's writer: one row per /v1 request; content and keys never reach it. The

@@ -1,5 +1,5 @@
 import type { SQL } from "bun";
-import type { Rider } from "../commits/contract.ts";
+import type { Rider } from "../../ledger/hold.ts";
 import type { PgDb } from "../engine/postgres/client.ts";
 import { events } from "../../core/events.ts";
 import { DEFAULT_RETENTION_DAYS, type LogRow, type RequestLogStore } from "./contract.ts";

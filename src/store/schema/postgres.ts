@@ -153,7 +153,7 @@ export const instances = pgTable("instances", {
 });
 
 // PostgreSQL only: the holds of running requests, as rows, since every instance spends the same
-// balances (on SQLite they live in the serving process, src/ledger/holds.ts). Each one is added to
+// balances (on SQLite they live in the serving process, src/store/ledger/holds.ts). Each one is added to
 // accounts.held_nano and api_keys.held_nano in the same transaction that inserts it, and taken off
 // when it is posted, voided or released with its silent instance.
 export const holds = pgTable(

@@ -131,7 +131,7 @@ export const checkoutSessions = sqliteTable(
   ],
 );
 
-// Holds of running requests are not a table: they live in the serving process (src/ledger/holds.ts).
+// Holds of running requests are not a table: they live in the serving process (src/store/ledger/holds.ts).
 
 // One row per /v1 request. No prompt, completion or key material. Request ids start with the time
 // (gw_ + base-36 milliseconds), so the primary key is in time order: pruning deletes a key range and

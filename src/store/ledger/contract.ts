@@ -1,7 +1,7 @@
-import type { Awaitable } from "../core/awaitable.ts";
-import { GatewayError } from "../core/errors.ts";
-import { formatUsd } from "../core/money.ts";
-import type { Hold } from "./hold.ts";
+import type { Awaitable } from "../../core/awaitable.ts";
+import { GatewayError } from "../../core/errors.ts";
+import { formatUsd } from "../../core/money.ts";
+import type { Hold } from "../../ledger/hold.ts";
 
 // The ledger as the relay and the account pages use it, whichever database holds the money: SQLite
 // with holds in the one serving process (ledger.ts), or PostgreSQL shared by several instances with

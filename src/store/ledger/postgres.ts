@@ -1,11 +1,10 @@
 import type { SQL } from "bun";
-import { databaseUnavailable, GatewayError } from "../core/errors.ts";
-import { events } from "../core/events.ts";
-import { Hold, type Alongside, type HoldOwner, type Settlement } from "./hold.ts";
+import { databaseUnavailable, GatewayError } from "../../core/errors.ts";
+import { events } from "../../core/events.ts";
+import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
 import { Holds } from "./holds.ts";
-import { InstanceLease, type LeaseOptions } from "./pg-lease.ts";
-import { boundedCost } from "./ledger.ts";
-import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./money-ledger.ts";
+import { InstanceLease, type LeaseOptions } from "./postgres-lease.ts";
+import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
 
 // The ledger on PostgreSQL (`[database] url`), shared by several gateway instances: every instance
 // spends the same balances, so a hold cannot live in one process's memory as on SQLite. Holds are

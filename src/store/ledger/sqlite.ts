@@ -1,25 +1,19 @@
 import type { Statement } from "bun:sqlite";
 import { eq } from "drizzle-orm";
-import { changeWatch, type ChangeWatch } from "../store/engine/sqlite/change-watch.ts";
-import type { Db } from "../store/engine/sqlite/client.ts";
-import { apiKeys } from "../store/schema/sqlite.ts";
-import { GatewayError } from "../core/errors.ts";
-import type { GroupCommit } from "../store/commits/sqlite.ts";
-import { Hold, type Alongside, type HoldOwner, type Settlement } from "./hold.ts";
+import { changeWatch, type ChangeWatch } from "../engine/sqlite/change-watch.ts";
+import type { Db } from "../engine/sqlite/client.ts";
+import { apiKeys } from "../schema/sqlite.ts";
+import { GatewayError } from "../../core/errors.ts";
+import type { GroupCommit } from "../commits/sqlite.ts";
+import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
 import { Holds } from "./holds.ts";
-import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./money-ledger.ts";
-
-export { Hold, type Settlement };
-export type { BalanceView, CreditKind, KeySpendView };
-
-/** The most a single request can be charged: nano-dollars stay exact JavaScript numbers (about 9M USD). */
-export const MAX_COST_NANO = Number.MAX_SAFE_INTEGER;
+import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
 
 /**
  * The only writer of money. Holds of running requests live in memory (holds.ts); the balance, the
  * key's spend and the ledger rows live in the database. A reserve is an in-memory hold checked
  * against the balance and spend this process last read or wrote (re-read after another process
- * commits: db/change-watch.ts), atomic because this process is the only one that takes holds and
+ * commits: store/engine/sqlite/change-watch.ts), atomic because this process is the only one that takes holds and
  * JavaScript runs it in one go; a settle is part of one write transaction (the group commit's
  * batch) and reads the balance it charges inside that transaction.
  */
@@ -177,14 +171,3 @@ export class Ledger implements HoldOwner, MoneyLedger {
   }
 }
 
-/**
- * A cost as the ledger can hold it: a whole, non-negative number of nano-dollars no larger than
- * MAX_COST_NANO. Usage counts are validated before pricing, but a price times an absurd count (an
- * upstream reporting 10^12 tokens) can pass 2^53; it is capped, and the balance cap then charges
- * what the balance allows, the rest recorded as shortfall.
- */
-export function boundedCost(costNano: number): number {
-  // NaN or a negative cost is a bug upstream of the ledger (counts are validated before pricing).
-  if (Number.isNaN(costNano) || costNano < 0) throw new RangeError(`bad cost ${costNano}`);
-  return costNano >= MAX_COST_NANO ? MAX_COST_NANO : Math.ceil(costNano);
-}

@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
-import { databaseUnavailable, type GatewayError } from "../core/errors.ts";
-import { events } from "../core/events.ts";
+import { databaseUnavailable, type GatewayError } from "../../core/errors.ts";
+import { events } from "../../core/events.ts";
 
 // An instance's heartbeat on the shared PostgreSQL database, seen as a lease on its own holds
 // (docs/database.md, "Heartbeats, fencing and the release of a silent instance's holds"). Others

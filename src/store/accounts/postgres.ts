@@ -1,28 +1,10 @@
 import { and, asc, count, desc, eq, getTableColumns, isNotNull, isNull, max, sql } from "drizzle-orm";
-import type { PgDb } from "../store/engine/postgres/client.ts";
-import { accounts, ledgerEntries } from "../store/schema/postgres.ts";
-import {
-  accountExists,
-  checkDebitAmount,
-  checkThreshold,
-  DAY_MS,
-  dayOf,
-  debitRefused,
-  newestFirst,
-  noAccount,
-  normalizedEmail,
-  STARTING_BALANCE_NANO,
-  type Account,
-  type AccountLogin,
-  type AccountProfile,
-  type AccountStore,
-  type LedgerEntry,
-  type NewAccount,
-  type StatementItem,
-  type StatementPosition,
-} from "./accounts.ts";
-import type { PgLedger } from "./pg-ledger.ts";
-import { countRegistrationCredit } from "../store/settings/postgres.ts";
+import type { PgDb } from "../engine/postgres/client.ts";
+import { accounts, ledgerEntries } from "../schema/postgres.ts";
+import { accountExists, checkDebitAmount, checkThreshold, DAY_MS, dayOf, debitRefused, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
+import { STARTING_BALANCE_NANO, type Account, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type StatementItem, type StatementPosition } from "./contract.ts";
+import type { PgLedger } from "../ledger/postgres.ts";
+import { countRegistrationCredit } from "../settings/postgres.ts";
 
 // The accounts on PostgreSQL (`[database] url`): the same answers as accounts.ts gives on SQLite.
 // Several instances write these rows at once, so every check that guards a write is the WHERE (or

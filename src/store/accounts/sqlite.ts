@@ -1,64 +1,14 @@
 import { and, asc, count, desc, eq, gte, isNotNull, isNull, lt, lte, max, or, sql, type SQL } from "drizzle-orm";
-import { changeWatch } from "../store/engine/sqlite/change-watch.ts";
-import type { Db } from "../store/engine/sqlite/client.ts";
-import { accounts, ledgerEntries } from "../store/schema/sqlite.ts";
-import { countRegistrationCredit } from "../store/settings/sqlite.ts";
-import { GatewayError } from "../core/errors.ts";
-import type { CreditKind, Ledger } from "./ledger.ts";
-import { formatUsd } from "../core/money.ts";
-import type { Awaitable } from "../core/awaitable.ts";
+import { changeWatch } from "../engine/sqlite/change-watch.ts";
+import type { Db } from "../engine/sqlite/client.ts";
+import { accounts, ledgerEntries } from "../schema/sqlite.ts";
+import { countRegistrationCredit } from "../settings/sqlite.ts";
+import type { Ledger } from "../ledger/sqlite.ts";
+import { STARTING_BALANCE_NANO, type Account, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type StatementItem, type StatementPosition } from "./contract.ts";
+import { accountExists, checkDebitAmount, checkThreshold, DAY_MS, dayOf, debitRefused, isEarlier, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
 
 // The accounts' rows and their ledger history, for the CLI and first start: cold paths, through the
 // query builder. The per-request money (reserve, charge, credit) is ledger.ts's.
-
-export const STARTING_BALANCE_NANO = 1_000_000_000; // spec: registration credits 1 USD
-
-/** An account as stored, without its password hash; disabledAt is set while its keys are refused (403 inactive). */
-export type Account = Omit<typeof accounts.$inferSelect, "passwordHash">;
-
-export type LedgerEntry = typeof ledgerEntries.$inferSelect;
-
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
-
-export interface NewAccount {
-  balanceNano?: number;
-  passwordHash?: string | null;
-  kind?: CreditKind;
-  admin?: boolean;
-  /**
-   * A registration's: the opening balance counts against the registrations' credits of the UTC day,
-   * at most this many nano-dollars on every instance together; past it the account opens at 0.
-   * Accounts the operator creates leave it out and are not counted.
-   */
-  dailyLimitNano?: number;
-}
-
-/**
- * The accounts' rows and their ledger history, whichever database holds them: `Accounts` on SQLite
- * (the functions below, plain values), `PgAccounts` on PostgreSQL (pg-accounts.ts, promises).
- * tests/ledger/accounts-contract.test.ts holds both to the same results.
- */
-export interface AccountStore {
-  find(email: string): Awaitable<Account | null>;
-  findById(id: number): Awaitable<Account | null>;
-  /** A new account, its opening balance credited through the ledger. */
-  create(email: string, opts?: NewAccount): Awaitable<Account>;
-  count(): Awaitable<number>;
-  list(): Awaitable<Account[]>;
-  recentEntries(accountId: number, limit: number): Awaitable<LedgerEntry[]>;
-  /** An operator_debit; the balance after it. */
-  debit(accountId: number, amountNano: number, note: string): Awaitable<number>;
-  setDisabled(accountId: number, disabled: boolean, now?: number): Awaitable<boolean>;
-  setAdmin(accountId: number, admin: boolean): Awaitable<boolean>;
-  chargedSince(accountIds: number[], since: number): Awaitable<Map<number, number>>;
-  findLogin(email: string): Awaitable<AccountLogin | null>;
-  loginOf(accountId: number): Awaitable<AccountLogin | null>;
-  profileOf(accountId: number): Awaitable<AccountProfile | null>;
-  setPasswordHash(accountId: number, hash: string): Awaitable<void>;
-  setLowBalanceThreshold(accountId: number, nano: number | null): Awaitable<void>;
-  statementPage(accountId: number, upTo: number, before: StatementPosition | null, limit: number): Awaitable<StatementItem[]>;
-  newestLedgerId(): Awaitable<number>;
-}
 
 /** The accounts on SQLite: the functions of this file, bound to one database and its ledger. */
 export class Accounts implements AccountStore {
@@ -83,25 +33,6 @@ export class Accounts implements AccountStore {
   setLowBalanceThreshold = (accountId: number, nano: number | null) => setLowBalanceThreshold(this.db, accountId, nano);
   statementPage = (accountId: number, upTo: number, before: StatementPosition | null, limit: number) => statementPage(this.db, accountId, upTo, before, limit);
   newestLedgerId = () => newestLedgerId(this.db);
-}
-
-/** The email as stored (trimmed, lower case); refuses what is not an address. */
-export function normalizedEmail(email: string): string {
-  const normalized = email.trim().toLowerCase();
-  if (!EMAIL.test(normalized)) throw new GatewayError("invalid_request", `not an email address: ${email}`);
-  return normalized;
-}
-
-export const accountExists = (email: string) => new GatewayError("invalid_request", `an account with email ${email} already exists`);
-
-export function checkDebitAmount(amountNano: number): void {
-  if (!Number.isSafeInteger(amountNano) || amountNano <= 0) throw new RangeError("a debit must be a positive whole number of nano-dollars");
-}
-
-export const noAccount = (accountId: number) => new GatewayError("invalid_request", `no account with id ${accountId}`);
-
-export function checkThreshold(nano: number | null): void {
-  if (nano !== null && !(Number.isSafeInteger(nano) && nano >= 0)) throw new RangeError("a threshold is a whole, non-negative number of nano-dollars");
 }
 
 const ACCOUNT = {
@@ -186,12 +117,6 @@ export function debitAccount(db: Db, accountId: number, amountNano: number, note
 }
 
 /** Why a debit was refused: it would take the balance below zero, or below what running requests hold (PostgreSQL knows every instance's holds). */
-export function debitRefused(amountNano: number, balanceNano: number, heldNano: number): GatewayError {
-  const floor = heldNano > 0 ? `the ${formatUsd(heldNano)} USD held by running requests` : "zero";
-  return new GatewayError("invalid_request", `a debit of ${formatUsd(amountNano)} USD would take the balance of ${formatUsd(balanceNano)} USD below ${floor}`);
-}
-
-/** Disables (refusing its keys) or enables an account; false when it already was so. */
 export function setAccountDisabled(db: Db, accountId: number, disabled: boolean, now = Date.now()): boolean {
   const changed = db
     .update(accounts)
@@ -224,17 +149,6 @@ export function chargedSince(db: Db, accountIds: number[], since: number): Map<n
 
 // The dashboard's view of an account: what a login checks, what GET /api/me shows.
 
-export interface AccountLogin {
-  id: number;
-  passwordHash: string | null;
-  disabledAt: number | null;
-}
-
-export interface AccountProfile extends Account {
-  admin: boolean;
-  lowBalanceNano: number | null;
-}
-
 const LOGIN = { id: accounts.id, passwordHash: accounts.passwordHash, disabledAt: accounts.disabledAt };
 
 export function findLogin(db: Db, email: string): AccountLogin | null {
@@ -262,25 +176,6 @@ export function setLowBalanceThreshold(db: Db, accountId: number, nano: number |
 // The account holder's statement (GET /api/ledger): every credit and debit on its own, the charges
 // summed per UTC day, newest first, a page at a time.
 
-export const DAY_MS = 24 * 3600 * 1000;
-
-/** A place in the statement's order, newest first by (created_at, id); a day's charges sit at their latest. */
-export interface StatementPosition {
-  createdAt: number;
-  id: number;
-}
-
-export type StatementItem =
-  | { kind: CreditKind | "operator_debit"; amountNano: number; note: string | null; externalRef: string | null; createdAt: number; at: StatementPosition }
-  | { kind: "charges"; day: string; amountNano: number; count: number; createdAt: number; at: StatementPosition };
-
-/**
- * One page of the statement: the `limit` items after `before`, among the entries up to `upTo` (the
- * newest ledger id when the first page was read: rows are append-only and ids grow, so later pages
- * see the same list while charges keep coming, and a day's group never changes between pages).
- * Credits are read along ledger_account_time; each day's charges are found by stepping back along the
- * same index one day at a time, so a page costs its days, not the account's history.
- */
 export function statementPage(db: Db, accountId: number, upTo: number, before: StatementPosition | null, limit: number): StatementItem[] {
   const mine = and(eq(ledgerEntries.accountId, accountId), lte(ledgerEntries.id, upTo));
   const earlier = (p: StatementPosition) =>
@@ -316,17 +211,6 @@ export function statementPage(db: Db, accountId: number, upTo: number, before: S
 }
 
 /** The credits and the days' charges of a page merged in the statement's order, cut at the page's length. */
-export function newestFirst(items: StatementItem[], limit: number): StatementItem[] {
-  items.sort((a, b) => (isEarlier(a.at, b.at) ? 1 : -1));
-  return items.slice(0, limit);
-}
-
-export const isEarlier = (a: StatementPosition, b: StatementPosition) => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
-
-/** The UTC day (YYYY-MM-DD) of a day's start in unix ms. */
-export const dayOf = (start: number) => new Date(start).toISOString().slice(0, 10);
-
-/** The newest ledger id of the whole file: where a statement's first page pins its list. */
 export function newestLedgerId(db: Db): number {
   return db.select({ id: max(ledgerEntries.id) }).from(ledgerEntries).get()?.id ?? 0;
 }
