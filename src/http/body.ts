@@ -2,12 +2,19 @@ import { GatewayError } from "../core/errors.ts";
 
 export const BODY_LIMIT_BYTES = 20 * 1024 * 1024;
 
-export const tooLarge = () =>
-  new GatewayError("request_too_large", `Request body is larger than the ${BODY_LIMIT_BYTES / 1024 / 1024} MiB limit.`);
+/**
+ * count_tokens' own limit: 8 MiB of text is over 2 million tokens by the plain rule, twice the
+ * largest context window, so no count a model could use is refused; and a free request costs at most
+ * 8 MiB of reading and parsing, not 20 (docs/reliability.md, "HTTP edges and idempotency scope").
+ */
+export const COUNT_TOKENS_LIMIT_BYTES = 8 * 1024 * 1024;
+
+export const tooLarge = (limit = BODY_LIMIT_BYTES) =>
+  new GatewayError("request_too_large", `Request body is larger than the ${limit / 1024 / 1024} MiB limit.`);
 
 /** A body whose content-length says it is over the limit: refused before anything else is asked of the request. */
 export function refuseDeclaredTooLarge(request: Request, limit = BODY_LIMIT_BYTES): void {
-  if (Number(request.headers.get("content-length") ?? NaN) > limit) throw tooLarge();
+  if (Number(request.headers.get("content-length") ?? NaN) > limit) throw tooLarge(limit);
 }
 
 /**
@@ -21,7 +28,7 @@ export async function readBodyLimited(request: Request, limit = BODY_LIMIT_BYTES
     // Known length within the limit: Bun reads it in one go, faster than pulling chunks, and
     // without making the body a stream object first.
     const buf = new Uint8Array(await request.arrayBuffer());
-    if (buf.byteLength > limit) throw tooLarge();
+    if (buf.byteLength > limit) throw tooLarge(limit);
     return buf;
   }
   if (!request.body) return new Uint8Array(0);
@@ -34,7 +41,7 @@ export async function readBodyLimited(request: Request, limit = BODY_LIMIT_BYTES
     total += value.byteLength;
     if (total > limit) {
       reader.cancel().catch(() => {});
-      throw tooLarge();
+      throw tooLarge(limit);
     }
     chunks.push(value);
   }

@@ -25,7 +25,7 @@ const NO_BODY = new Uint8Array(0);
 export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<Response> {
   const { svc, request, requestId, started, log } = x;
   if (svc.settings.paused) throw pausedError();
-  if (e.body !== "none") refuseDeclaredTooLarge(request);
+  if (e.body !== "none") refuseDeclaredTooLarge(request, e.maxBodyBytes);
   const presented = presentedKey(request.headers);
   // A key known to this process answers at once; PostgreSQL's first lookup of a key is a query.
   const found = svc.keys.lookup(presented);
@@ -38,7 +38,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   const rate = (x.rate = taken instanceof Promise ? await taken : taken);
   let bytes: Uint8Array;
   try {
-    bytes = e.body === "none" ? NO_BODY : await readBodyLimited(request);
+    bytes = e.body === "none" ? NO_BODY : await readBodyLimited(request, e.maxBodyBytes);
   } catch (err) {
     if (svc.settings.paused) throw pausedError();
     throw err;
