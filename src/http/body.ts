@@ -18,6 +18,20 @@ export function refuseDeclaredTooLarge(request: Request, limit = BODY_LIMIT_BYTE
 }
 
 /**
+ * Whether an answer leaves some of the request's body unread: refused before its body was read (a
+ * key, a limit, an unknown path), or cut off at the size limit (413). Such an answer closes the
+ * connection (`connection: close`, which Bun honours by ending the socket once the answer is out):
+ * kept open, Bun went on reading and discarding the rest of the upload, 20 MiB and more per
+ * connection, while the client kept sending a body nobody would read (docs/operations.md#what-clients-are-held-to).
+ */
+export function leavesBodyUnread(request: Request, status: number): boolean {
+  if (status === 413) return true;
+  if (request.bodyUsed) return false;
+  const declared = request.headers.get("content-length");
+  return declared !== null ? declared !== "0" : request.headers.has("transfer-encoding");
+}
+
+/**
  * Reads the body while counting: an oversized upload is cut off as soon as it passes the limit,
  * so a 200 MiB upload costs at most 20 MiB of memory and is refused before it finishes.
  */
