@@ -54,11 +54,13 @@ export async function runSessionEndpoint(
   }
   const write = request.method !== "GET" && request.method !== "HEAD";
   if (write) checkOrigin(svc, request);
-  const json = write ? await readJson(request) : {};
+  // The session before the body, as the key before it on /v1: a request without one is answered
+  // (and its connection closed, app.ts) without waiting for its upload.
   const token = cookieOf(request.headers.get("cookie"), SESSION_COOKIE);
   const session = token ? await dash.sessions.find(token) : null;
   if (required && !session) throw noSession();
   if (required && session!.accountDisabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
+  const json = write ? await readJson(request) : {};
   if (write && e.schema) validate(e.schema, json);
   const call: SessionCall = {
     svc,

@@ -4,6 +4,7 @@ import { presentedKey } from "../auth/presented-key.ts";
 import type { GatewayError } from "../core/errors.ts";
 import { RefusalGate, type RefusalGateOptions } from "../limits/refusals.ts";
 import { writeBatched } from "../store/request-log/contract.ts";
+import { leavesBodyUnread } from "./body.ts";
 import type { Services } from "../services.ts";
 import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowed, preflight, type AuthKind, type Endpoint } from "./endpoints.ts";
 import { errorBody, errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
@@ -154,6 +155,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
         : { route: log.provider && log.upstreamModel ? `${log.provider}/${log.upstreamModel}` : undefined, provider: log.provider ?? undefined, upstreamStatus: x.call?.upstreamStatus }),
     });
     if (x.rate) svc.limiter.withHeaders(response.headers, x.rate);
+    if (leavesBodyUnread(x.request, e.status)) response.headers.set("connection", "close");
     return response;
   }
 

@@ -13,9 +13,30 @@ export function sizeText(bytes: number): string {
 export const tooLarge = (limit: number) =>
   new GatewayError("request_too_large", `Request body is larger than this route's ${sizeText(limit)} limit.`);
 
+/**
+ * count_tokens' own limit: 8 MiB of text is over 2 million tokens by the plain rule, twice the
+ * largest context window, so no count a model could use is refused; and a free request costs at most
+ * 8 MiB of reading and parsing, not 20 (docs/reliability.md, "HTTP edges and idempotency scope").
+ */
+export const COUNT_TOKENS_LIMIT_BYTES = 8 * 1024 * 1024;
+
 /** A body whose content-length says it is over the limit: refused before anything else is asked of the request. */
 export function refuseDeclaredTooLarge(request: Request, limit = BODY_LIMIT_BYTES): void {
   if (Number(request.headers.get("content-length") ?? NaN) > limit) throw tooLarge(limit);
+}
+
+/**
+ * Whether an answer leaves some of the request's body unread: refused before its body was read (a
+ * key, a limit, an unknown path), or cut off at the size limit (413). Such an answer closes the
+ * connection (`connection: close`, which Bun honours by ending the socket once the answer is out):
+ * kept open, Bun went on reading and discarding the rest of the upload, 20 MiB and more per
+ * connection, while the client kept sending a body nobody would read (docs/operations.md#what-clients-are-held-to).
+ */
+export function leavesBodyUnread(request: Request, status: number): boolean {
+  if (status === 413) return true;
+  if (request.bodyUsed) return false;
+  const declared = request.headers.get("content-length");
+  return declared !== null ? declared !== "0" : request.headers.has("transfer-encoding");
 }
 
 /**

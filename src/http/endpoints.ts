@@ -15,6 +15,7 @@ import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
 import { healthz, metrics, readyz } from "./operator-endpoints.ts";
 import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
+import { BODY_LIMIT_BYTES, COUNT_TOKENS_LIMIT_BYTES } from "./body.ts";
 
 // The endpoints as data, one row per method and path. Everything else reads this table: Elysia's
 // routes and the OpenAPI document (app.ts, openapi.ts), the answers to unknown paths, other methods,
@@ -48,6 +49,8 @@ interface Row<A extends AuthKind> extends EndpointTraits {
   schema: TSchema | null;
   /** The key's token bucket a request takes (limits/rate-limit.ts). */
   bucket: "main" | "count_tokens";
+  /** The largest body it reads (http/body.ts): 20 MiB, less where the answer needs less. */
+  maxBodyBytes: number;
   /** Registered only while this holds for the running config, otherwise the path is unknown: for the operator's rows (the lookups below do not ask it). */
   when: ((config: Config) => boolean) | null;
   /** The OpenAPI document's summary; `streams` when the answer may be SSE. */
@@ -68,6 +71,7 @@ function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>)
     body: "none",
     schema: null,
     bucket: "main",
+    maxBodyBytes: BODY_LIMIT_BYTES,
     published: true,
     dashboard: r.auth === "session" || r.auth === "visitor",
     quiet: false,
@@ -91,7 +95,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   }),
   row({
     method: "POST", path: "/v1/messages/count_tokens", auth: "key", envelope: "messages", body: "json", schema: CountTokensBody, bucket: "count_tokens",
-    summary: "Token estimate; free, 60 per minute per key", handler: countTokens,
+    maxBodyBytes: COUNT_TOKENS_LIMIT_BYTES, summary: "Token estimate; free, 60 per minute per key", handler: countTokens,
   }),
   row({
     method: "POST", path: "/v1/chat/completions", auth: "key", body: "json", schema: ChatBody, streams: true,

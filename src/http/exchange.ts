@@ -59,7 +59,7 @@ export interface Exchange extends OpenCall {
   logged: boolean;
   /** Taken, claimed and built by the key pipeline as it gets there; the catch site undoes or reports them. */
   rate: Bucket | null;
-  idem: { keyId: number; key: string } | null;
+  idem: { accountId: number; key: string } | null;
   call: KeyedCall | null;
 }
 

@@ -26,7 +26,7 @@ const NO_BODY = new Uint8Array(0);
 export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<Response> {
   const { svc, request, requestId, started, log } = x;
   if (svc.settings.paused) throw pausedError();
-  if (e.body !== "none") refuseDeclaredTooLarge(request);
+  if (e.body !== "none") refuseDeclaredTooLarge(request, e.maxBodyBytes);
   const presented = presentedKey(request.headers);
   // A key known to this process answers at once; PostgreSQL's first lookup of a key is a query.
   const found = svc.keys.lookup(presented);
@@ -39,7 +39,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   const rate = (x.rate = taken instanceof Promise ? await taken : taken);
   let bytes: Uint8Array;
   try {
-    bytes = e.body === "none" ? NO_BODY : await readBodyLimited(request);
+    bytes = e.body === "none" ? NO_BODY : await readBodyLimited(request, e.maxBodyBytes);
   } catch (err) {
     if (svc.settings.paused) throw pausedError();
     throw err;
@@ -52,7 +52,8 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   const idemKey = scopedIdempotencyKey(x.pathname, request.headers.get("idempotency-key"));
   if (idemKey && request.method === "POST") {
     const sha = form ? await formFingerprint(form) : createHash("sha256").update(bytes).digest("hex");
-    const begun = await svc.idempotency.begin(key.id, idemKey, sha, requestId);
+    // The account's, not the key's (docs/api.md#rules): a client that retries on another of its keys runs once.
+    const begun = await svc.idempotency.begin(key.accountId, idemKey, sha, requestId);
     if (begun.kind === "replay") {
       log.status = begun.answer.status;
       log.latencyMs = performance.now() - started;
@@ -70,7 +71,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
       svc.limiter.withHeaders(replay.headers, rate);
       return replay;
     }
-    x.idem = { keyId: key.id, key: idemKey };
+    x.idem = { accountId: key.accountId, key: idemKey };
   }
   // After the idempotency claim, as when each handler checked its own body: a claim that meets an
   // invalid body is released by the catch site, and a conflicting one still answers 409 first.
@@ -95,10 +96,10 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
 }
 
 /** Ends an idempotency claim; a failed write (full disk) costs only the replay, so it is reported, not thrown. */
-export function finishIdempotency(svc: Services, idem: { keyId: number; key: string }, requestId: string, answer: StoredAnswer | null): void {
+export function finishIdempotency(svc: Services, idem: { accountId: number; key: string }, requestId: string, answer: StoredAnswer | null): void {
   const failed = (e: unknown) => events.writeFailed("idempotency", requestId, e);
   try {
-    const done = svc.idempotency.finish(idem.keyId, idem.key, answer);
+    const done = svc.idempotency.finish(idem.accountId, idem.key, answer);
     if (done instanceof Promise) done.catch(failed);
   } catch (e) {
     failed(e);
@@ -122,7 +123,7 @@ const pausedError = () =>
   new GatewayError("product_paused", "The service is paused by its operator. Retry in 60 seconds.", { retryAfter: 60 });
 
 /** Keeps a copy of the answer as it goes out, stored for replay once complete. */
-function recordForReplay(svc: Services, idem: { keyId: number; key: string }, requestId: string, response: Response, log: LogRow): Response {
+function recordForReplay(svc: Services, idem: { accountId: number; key: string }, requestId: string, response: Response, log: LogRow): Response {
   if (!response.body || response.status < 200 || response.status >= 300) {
     finishIdempotency(svc, idem, requestId, null);
     return response;

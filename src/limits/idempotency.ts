@@ -24,13 +24,17 @@ export type Begin = { kind: "fresh" } | { kind: "replay"; answer: StoredAnswer }
  * own namespace. Unscoped, the same key and body sent to /v1/chat/completions and then /v1/messages
  * replayed the Chat answer to the Messages client. A header value holds no newline, so the split is
  * unambiguous; a trailing slash names the same endpoint.
+ *
+ * The leading `a` marks a record owned by an account (the stores' first argument). Records were
+ * once owned by a key, in the same column: the mark keeps such a record, written before the change,
+ * from ever answering an account whose id happens to equal that key's. They expire within a day.
  */
 export function scopedIdempotencyKey(pathname: string, header: string | null): string | null {
-  return header ? `${pathname.replace(/(.)\/$/, "$1")}\n${header}` : null;
+  return header ? `a\n${pathname.replace(/(.)\/$/, "$1")}\n${header}` : null;
 }
 
 /** The client's part of a scoped key. */
-const clientPart = (stored: string) => stored.slice(stored.indexOf("\n") + 1);
+const clientPart = (stored: string) => stored.slice(stored.lastIndexOf("\n") + 1);
 
 /** A stored claim as begin reads it. */
 export interface ClaimRow {
@@ -77,11 +81,16 @@ export async function claimOrWait(idemKey: string, waitMs: number, tryClaim: () 
   }
 }
 
-/** The idempotency records as the pipeline and the server use them: `Idempotency` on SQLite, `PgIdempotency` (pg-idempotency.ts) on PostgreSQL. */
+/**
+ * The idempotency records as the pipeline and the server use them: `Idempotency` on SQLite,
+ * `PgIdempotency` (pg-idempotency.ts) on PostgreSQL. A record belongs to an account, whichever of
+ * its keys sent the request (docs/api.md#rules); the account's id is kept in the table's
+ * `key_id` column (docs/database.md), which needed no migration.
+ */
 export interface IdempotencyStore {
-  begin(keyId: number, idemKey: string, bodySha: string, requestId: string): Promise<Begin>;
+  begin(accountId: number, idemKey: string, bodySha: string, requestId: string): Promise<Begin>;
   /** Stores a replayable answer (a success, or a kept failure); any other frees the key so a retry runs again. */
-  finish(keyId: number, idemKey: string, answer: StoredAnswer | null): Awaitable<void>;
+  finish(accountId: number, idemKey: string, answer: StoredAnswer | null): Awaitable<void>;
   /** Deletes the records older than a day; how many. */
   prune(now?: number): Awaitable<number>;
   /** At start: this process's earlier claims, which will never finish; how many. */
@@ -89,7 +98,7 @@ export interface IdempotencyStore {
 }
 
 /**
- * Idempotency-Key = key + request fingerprint + stored answer (Stripe's model). The in_flight row is
+ * Idempotency-Key = account + request fingerprint + stored answer (Stripe's model). The in_flight row is
  * claimed in one transaction, so a concurrent duplicate waits for the first instead of running twice.
  * begin and finish run on every request that sends the header, so they keep prepared statements;
  * prune and abandonInFlight run once a day or at start, through the query builder.
@@ -112,25 +121,25 @@ export class Idempotency implements IdempotencyStore {
     };
   }
 
-  begin(keyId: number, idemKey: string, bodySha: string, requestId: string): Promise<Begin> {
-    return claimOrWait(idemKey, this.waitForFirstMs, () => this.tryClaim(keyId, idemKey, bodySha, requestId));
+  begin(accountId: number, idemKey: string, bodySha: string, requestId: string): Promise<Begin> {
+    return claimOrWait(idemKey, this.waitForFirstMs, () => this.tryClaim(accountId, idemKey, bodySha, requestId));
   }
 
-  private tryClaim(keyId: number, idemKey: string, bodySha: string, requestId: string): Begin | "in_flight" {
+  private tryClaim(accountId: number, idemKey: string, bodySha: string, requestId: string): Begin | "in_flight" {
     return this.db.$client
       .transaction((): Begin | "in_flight" => {
-        const row = this.s.get!.get(keyId, idemKey) as ClaimRow | null;
-        if (row && isExpired(row)) this.s.del!.run(keyId, idemKey);
+        const row = this.s.get!.get(accountId, idemKey) as ClaimRow | null;
+        if (row && isExpired(row)) this.s.del!.run(accountId, idemKey);
         else if (row) return answerOf(row, bodySha);
-        this.s.claim!.run(keyId, idemKey, bodySha, requestId, Date.now());
+        this.s.claim!.run(accountId, idemKey, bodySha, requestId, Date.now());
         return { kind: "fresh" };
       })
       .immediate();
   }
 
-  finish(keyId: number, idemKey: string, answer: StoredAnswer | null): void {
-    if (replayable(answer)) this.s.done!.run(answer.status, answer.contentType, answer.body, keyId, idemKey);
-    else this.s.del!.run(keyId, idemKey);
+  finish(accountId: number, idemKey: string, answer: StoredAnswer | null): void {
+    if (replayable(answer)) this.s.done!.run(answer.status, answer.contentType, answer.body, accountId, idemKey);
+    else this.s.del!.run(accountId, idemKey);
   }
 
   prune(now = Date.now()): number {

@@ -66,6 +66,9 @@ function notAnOpening(dialect: Dialect, ev: SseEvent): string | null {
   return Array.isArray(d.choices) ? null : "the upstream's first event is not a chat completion chunk";
 }
 
+/** How long a stream whose client left after the upstream's finish waits for the upstream's usage. */
+export const USAGE_GRACE_MS = 2_000;
+
 /** Every open stream's keep-alive, one interval for all. */
 export const keepAlives = new KeepAliveSweep(15_000);
 
@@ -138,10 +141,12 @@ export function relayStream(s: StreamStart): Response {
       return writeLogAlone();
     }
     if (ending === "cancelled") call.log.errorCode = "client_cancelled";
-    const cancelled = ending === "cancelled";
-    const billed = cancelled ? deliveredUsage(m, estimatedInputTokens, call.svc.calibration, s.model.id, s.maxOut) : answerUsage();
+    // A client gone after the upstream's finish had the whole answer: once the upstream's own count
+    // of it has come (usageGrace), that is what it costs, not the estimate of the delivered text.
+    const estimated = ending === "cancelled" && !(m.outcome === "completed" && m.outputCounted);
+    const billed = estimated ? deliveredUsage(m, estimatedInputTokens, call.svc.calibration, s.model.id, s.maxOut) : answerUsage();
     try {
-      await post(call, hold, costOf(billed), billed, 200, m.inputCounted, cancelled ? null : countedOutput());
+      await post(call, hold, costOf(billed), billed, 200, m.inputCounted, estimated ? null : countedOutput());
     } catch (e) {
       // Not charged (the write rolled back and the hold went): the answer has gone out free. One
       // event line, not a rethrow (Bun prints a stack per failed stream); the row alone records it.
@@ -158,6 +163,8 @@ export function relayStream(s: StreamStart): Response {
     events.upstreamFailed({ requestId: call.requestId, route: a.route.key, provider: a.route.provider.id, reason });
 
   let alive: KeepAlive | undefined;
+  /** Set when the client left between the upstream's finish and its usage (usageGrace). */
+  let grace: { done: Promise<void>; end(): Promise<void> } | undefined;
   /** Sends the machine's text for these events; "charge_failed" when the final usage could not be charged (the client got an error event instead). */
   const emit = async (evs: SseEvent[], c: Out): Promise<"sent" | "nothing" | "charge_failed"> => {
     let out = "";
@@ -253,6 +260,7 @@ export function relayStream(s: StreamStart): Response {
           } catch (e) {
             // The client went away meanwhile (cancel aborted the upstream read): finish has run.
             if (settled) return;
+            if (grace) return grace.end();
             if (!cutoff.aborted && !fence()) cutMidStream(`stream cut mid-way: ${describe(e)}`);
             const why = cutoff.aborted
               ? "The gateway is shutting down; this request was not charged. Retry it."
@@ -262,6 +270,12 @@ export function relayStream(s: StreamStart): Response {
           }
           // The client went away while the read waited (cancel ended it): finish has run, nothing to report.
           if (settled) return;
+          if (grace) {
+            // The client is gone; the machine still reads, for the usage that follows the finish.
+            for (const ev of chunk.done ? p.parser.end() : p.parser.push(chunk.value!)) m.push(ev);
+            if (chunk.done || m.upstreamEnded || m.outputCounted) return grace.end();
+            continue;
+          }
           if (chunk.done) return ended(c);
           await relay(p.parser.push(chunk.value!), c);
         }
@@ -270,14 +284,42 @@ export function relayStream(s: StreamStart): Response {
       }
     },
     cancel() {
+      if (!settled && hold.open && m.outcome === "completed" && !m.outputCounted && !m.upstreamEnded) {
+        grace = usageGrace();
+        return grace.done;
+      }
       a.abort.abort(new Error("client went away"));
       p.reader.cancel().catch(() => {});
       return finish("cancelled");
     },
   });
 
+  /**
+   * A client gone after the upstream's finish but before its usage (a Chat upstream sends the usage
+   * in a chunk of its own after finish_reason): the relay's loop keeps reading, now without writing,
+   * for up to USAGE_GRACE_MS, so that the answer is billed the upstream's count rather than the
+   * estimate of its text. Past the grace, or at the upstream's end, the stream finishes as cancelled
+   * (billed as counted, or as delivered); the upstream is let go either way.
+   */
+  function usageGrace(): { done: Promise<void>; end(): Promise<void> } {
+    // Nothing more is written: no keep-alive into a closed answer.
+    if (alive) keepAlives.remove(alive);
+    const { promise, resolve } = Promise.withResolvers<void>();
+    const end = async (): Promise<void> => {
+      clearTimeout(timer);
+      if (!settled) await finish("cancelled");
+      a.abort.abort(new Error("client went away"));
+      p.reader.cancel().catch(() => {});
+      resolve();
+    };
+    const timer = setTimeout(() => void end(), USAGE_GRACE_MS);
+    return { done: promise, end };
+  }
+
   /** Anything unexpected (a bug, a machine that throws): the stream ends as a failure, free. */
   async function fail(c: Out, e: unknown): Promise<void> {
+    // A write that failed because the client left during the grace: the grace settles the answer.
+    if (grace) return grace.end();
     events.gatewayError({ requestId: call.requestId, status: 500, code: "internal_error", cause: e, route: a.route.key, provider: a.route.provider.id });
     try {
       send(m.fail("api_error", "The gateway failed mid-stream; this request was not charged."), c);

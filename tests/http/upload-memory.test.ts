@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { serve, tempInstallation, type ServeProcess } from "../support/cli.ts";
 import { hi, keyHeaders } from "../support/http.ts";
 import { expectError } from "../support/errors.ts";
+import { rawUpload } from "../support/raw-http.ts";
 
 // Spec, Limits: 20 MiB per request. A 200 MiB streamed upload must be refused while it is still
 // coming in, and must not be buffered: the server runs in its own process so its RSS is its own.
@@ -52,5 +53,24 @@ describe("a 200 MiB streamed upload to /v1/messages with a valid key", () => {
     expect(sentWhenAnswered).toBeLessThan(UPLOAD / 2);
     const growth = rssBytes(server.pid) - before;
     expect(growth).toBeLessThan(80 * MiB);
+  });
+});
+
+describe("20 uploads without a key, each declaring 20 MB and stalling", () => {
+  it("are all answered 401 and closed, while the server's memory stays flat", async () => {
+    const before = rssBytes(server.pid);
+    const port = Number(new URL(url).port);
+    // Each sends what the socket takes of its 20 MB, then stalls with the connection open.
+    const outs = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        rawUpload(port, { method: "POST", target: "/v1/messages", headers: [["content-type", "application/json"]] }, { totalBytes: 20_000_000, waitMs: 6_000 }),
+      ),
+    );
+    const growth = rssBytes(server.pid) - before;
+    for (const out of outs) {
+      expect(out.head).toStartWith("HTTP/1.1 401 ");
+      expect(out.closed).toBe(true);
+    }
+    expect(growth).toBeLessThan(40 * MiB);
   });
 });

@@ -77,3 +77,27 @@ describe("POST /v1/messages/count_tokens", () => {
     expect((await count(a.key, { model: "demo", messages: [{ role: "user", content: "hi" }] })).status).toBe(200);
   });
 });
+
+// A free request may cost at most 8 MiB of reading and parsing (http/body.ts, COUNT_TOKENS_LIMIT_BYTES):
+// 8 MiB of text is over 2 million tokens, twice the largest context window.
+describe("POST /v1/messages/count_tokens over 8 MiB", () => {
+  const sized = (bytes: number) => {
+    const base = JSON.stringify({ model: "demo", messages: [{ role: "user", content: "" }] });
+    return JSON.stringify({ model: "demo", messages: [{ role: "user", content: "a".repeat(bytes - base.length) }] });
+  };
+
+  it("is refused with 413 request_too_large naming the 8 MiB limit", async () => {
+    const a = gw.account(1);
+    const res = await postWithApiKey(gw, "/v1/messages/count_tokens", JSON.parse(sized(8 * 1024 * 1024 + 1)), a.key);
+    expect(res.status).toBe(413);
+    const e = await errorOf(res);
+    expect(e.code).toBe("request_too_large");
+    expect(e.message).toContain("8 MiB");
+  });
+
+  it("is counted up to 8 MiB", async () => {
+    const a = gw.account(1);
+    const res = await postWithApiKey(gw, "/v1/messages/count_tokens", JSON.parse(sized(8 * 1024 * 1024)), a.key);
+    expect(res.status).toBe(200);
+  });
+});

@@ -126,3 +126,76 @@ export async function rawPartial(port: number, req: RawRequest, sendBytes: numbe
   await Bun.sleep(waitMs);
   socket.end();
 }
+
+export interface UploadOutcome {
+  /** The answer's head (status line and headers, latin1), or "" when none came. */
+  head: string;
+  /** Whether the server closed the connection before `waitMs` was out. */
+  closed: boolean;
+  /** Body bytes the socket took after the answer's head had arrived. */
+  sentAfterAnswer: number;
+  /** Body bytes the socket took in all. */
+  sent: number;
+}
+
+/**
+ * Uploads a body of `totalBytes` in 64 KiB pieces (chunked, or under a `content-length` of
+ * `declared`, default `totalBytes`), as fast as the socket takes them, then leaves the connection
+ * open until `waitMs` is out or the server closes it: a client that keeps sending after its answer,
+ * or one that stalls.
+ */
+export async function rawUpload(
+  port: number,
+  req: Omit<RawRequest, "body">,
+  opts: { totalBytes: number; chunked?: boolean; declared?: number; waitMs?: number },
+): Promise<UploadOutcome> {
+  let got = "";
+  let head = "";
+  let closed = false;
+  let sent = 0;
+  let sentAtAnswer = -1;
+  const socket = await Bun.connect({
+    hostname: "127.0.0.1",
+    port,
+    socket: {
+      data(_s, d) {
+        got += Buffer.from(d).toString("latin1");
+        const end = got.indexOf("\r\n\r\n");
+        if (!head && end !== -1) {
+          head = got.slice(0, end);
+          sentAtAnswer = sent;
+        }
+      },
+      close() {
+        closed = true;
+      },
+      error() {},
+    },
+  });
+  let text = `${req.method} ${req.target} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n`;
+  for (const [k, v] of req.headers) text += `${k}: ${v}\r\n`;
+  text += opts.chunked ? "transfer-encoding: chunked\r\n\r\n" : `content-length: ${opts.declared ?? opts.totalBytes}\r\n\r\n`;
+  socket.write(latin1(text));
+  const piece = new Uint8Array(64 * 1024).fill(0x61);
+  const framed = opts.chunked ? concat([latin1("10000\r\n"), piece, latin1("\r\n")]) : piece;
+  const deadline = Date.now() + (opts.waitMs ?? 5_000);
+  let pending = framed.subarray(0, 0);
+  while (!closed && Date.now() < deadline) {
+    if (pending.byteLength === 0) {
+      if (sent >= opts.totalBytes) {
+        await Bun.sleep(20);
+        continue;
+      }
+      pending = framed;
+    }
+    const n = socket.write(pending);
+    if (n > 0) {
+      sent += n;
+      pending = pending.subarray(n);
+    }
+    // A full socket buffer: the server is not reading; wait for it as a client's kernel would.
+    if (n < framed.byteLength) await Bun.sleep(5);
+  }
+  socket.end();
+  return { head, closed, sentAfterAnswer: sentAtAnswer < 0 ? 0 : sent - sentAtAnswer, sent };
+}
