@@ -34,8 +34,6 @@ const LAYERS = [
 const NOT_YET_IN_STORE = new Set([
   "services.ts",
   "cli/context.ts",
-  "limits/idempotency.ts",
-  "limits/pg-idempotency.ts",
 ]);
 
 const SRC = resolve(import.meta.dir, "../../src");

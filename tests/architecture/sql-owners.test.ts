@@ -19,7 +19,7 @@ const OWNERS: Record<string, string[]> = {
   accounts: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-lease.ts"],
   ledger_entries: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts"],
   request_logs: ["store/request-log/sqlite.ts", "store/request-log/postgres.ts", "store/reports/sqlite.ts", "store/reports/postgres.ts"],
-  idempotency_records: ["limits/idempotency.ts", "limits/pg-idempotency.ts"],
+  idempotency_records: ["store/idempotency/sqlite.ts", "store/idempotency/postgres.ts"],
   settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
   sessions: ["store/sessions/sqlite.ts", "store/sessions/postgres.ts"],
   audit_log: ["store/audit/sqlite.ts", "store/audit/postgres.ts"],
@@ -40,7 +40,7 @@ const JOINED_READS: Record<string, string[]> = {
   "store/sessions/sqlite.ts": ["accounts"],
   "store/sessions/postgres.ts": ["accounts"],
   // An in-flight claim is live while its instance heartbeats (the ledger deletes a silent one's row).
-  "limits/pg-idempotency.ts": ["instances"],
+  "store/idempotency/postgres.ts": ["instances"],
   // Reports name the account's email and the key's prefix.
   "store/reports/sqlite.ts": ["accounts", "api_keys"],
   "store/reports/postgres.ts": ["accounts", "api_keys"],

@@ -1,6 +1,7 @@
 import type { SQL } from "bun";
-import type { PgDb } from "../store/engine/postgres/client.ts";
-import { answerOf, claimOrWait, IDEMPOTENCY_TTL_MS, isExpired, replayable, type Begin, type ClaimRow, type IdempotencyStore, type StoredAnswer, WAIT_FOR_FIRST_MS } from "./idempotency.ts";
+import type { PgDb } from "../engine/postgres/client.ts";
+import { answerOf, claimOrWait, isExpired, replayable, type ClaimRow } from "./claims.ts";
+import { IDEMPOTENCY_TTL_MS, type Begin, type IdempotencyStore, type StoredAnswer, WAIT_FOR_FIRST_MS } from "./contract.ts";
 
 // Idempotency on PostgreSQL (`[database] url`), shared by several instances: a duplicate may reach
 // another instance while the first runs, so the claim is a row inserted before the upstream call
@@ -8,13 +9,13 @@ import { answerOf, claimOrWait, IDEMPOTENCY_TTL_MS, isExpired, replayable, type 
 // answers as SQLite does (replay, conflict, or wait while it is in flight).
 //
 // Each claim carries its instance's id. A claim counts as live while its instance has a row in
-// `instances` (pg-ledger.ts's heartbeat): the ledger deletes a silent instance's row when it
+// `instances` (the ledger's heartbeat, store/ledger/postgres-lease.ts): the ledger deletes a silent instance's row when it
 // releases its holds, and from then on a duplicate waiting on one of its claims releases that claim
 // and runs. So a crashed instance's claims go with its holds, by the same timeout, with no call
 // between the two owners; claims without an instance (copied from SQLite by migrate-db) count as
 // a dead process's, as SQLite's start would treat them.
 
-/** The claim's row as begin reads it, beside whether this statement inserted it. `key_id` holds the account's id (idempotency.ts). */
+/** The claim's row as begin reads it, beside whether this statement inserted it. `key_id` holds the account's id (contract.ts). */
 const CLAIM = `WITH ins AS (
     INSERT INTO idempotency_records (key_id, idempotency_key, body_sha256, state, request_id, created_at, instance_id)
     VALUES ($1, $2, $3, 'in_flight', $4, $5, $6) ON CONFLICT (key_id, idempotency_key) DO NOTHING RETURNING 1)
