@@ -5,12 +5,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { hashKey, Keys } from "../src/auth/keys.ts";
-import { migrate, openDatabase } from "../src/db/client.ts";
-import { createAccount } from "../src/ledger/accounts.ts";
-import { Ledger, type Hold } from "../src/ledger/ledger.ts";
+import { hashKey } from "../src/store/keys/contract.ts";
+import { Keys } from "../src/store/keys/sqlite.ts";
+import { migrate, openDatabase } from "../src/store/engine/sqlite/client.ts";
+import { createAccount } from "../src/store/accounts/sqlite.ts";
+import { Ledger } from "../src/store/ledger/sqlite.ts";
+import type { Hold } from "../src/ledger/hold.ts";
 import { usdToNano } from "../src/core/money.ts";
-import { RequestLog, type LogRow } from "../src/logs/request-log.ts";
+import { RequestLog } from "../src/store/request-log/sqlite.ts";
+import type { LogRow } from "../src/store/request-log/contract.ts";
 
 const N = Number(process.argv[2] ?? 4000);
 const dir = mkdtempSync(join(tmpdir(), "gw-sqlite-"));

@@ -1,4 +1,4 @@
-// Writes src/db/migrations.gen.ts from drizzle/ and src/db/pg-migrations.gen.ts from drizzle-pg/, so
+// Writes src/store/engine/sqlite/migrations.gen.ts from drizzle/ and src/store/engine/postgres/migrations.gen.ts from drizzle-pg/, so
 // that the compiled binary carries the migrations of both databases. Run by `bun run db:generate`
 // after drizzle-kit; tests/db/migrations.test.ts and pg-migrations.test.ts fail when they drift apart.
 import { readFileSync, writeFileSync } from "node:fs";
@@ -6,8 +6,8 @@ import { join } from "node:path";
 
 /** Each migration folder and the module it is embedded into. */
 export const EMBEDDED = [
-  { folder: "drizzle", module: "src/db/migrations.gen.ts" },
-  { folder: "drizzle-pg", module: "src/db/pg-migrations.gen.ts" },
+  { folder: "drizzle", module: "src/store/engine/sqlite/migrations.gen.ts" },
+  { folder: "drizzle-pg", module: "src/store/engine/postgres/migrations.gen.ts" },
 ] as const;
 
 export function renderEmbeddedMigrations(root: string, folder: string = "drizzle"): string {

@@ -1,11 +1,10 @@
 import type { Server } from "bun";
 import type { Config } from "./config/load.ts";
-import { ensureDatabaseFolder, type Db } from "./db/client.ts";
-import { acquireServeLock } from "./db/serve-lock.ts";
+import { acquireServeLock, ensureDatabaseFolder, type Db } from "./store/database.ts";
 import { dashboardPage } from "./dashboard/page.ts";
 import { buildApp } from "./http/app.ts";
 import { findEndpoint } from "./http/endpoints.ts";
-import { events } from "./logs/events.ts";
+import { events } from "./core/events.ts";
 import { OperatorError } from "./core/operator-error.ts";
 import { buildPostgresServices, buildServices, type Services, type SqliteServices } from "./services.ts";
 

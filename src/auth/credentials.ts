@@ -1,5 +1,5 @@
 import { GatewayError } from "../core/errors.ts";
-import type { Account, AccountStore } from "../ledger/accounts.ts";
+import type { Account, AccountStore } from "../store/accounts/contract.ts";
 import { checkNewPassword, hashPassword, verifyPassword } from "./passwords.ts";
 
 // What the dashboard's register, login and password change do to an account, below HTTP: the

@@ -2,7 +2,7 @@ import { GatewayError } from "../core/errors.ts";
 import { parseCidrList } from "../core/ip.ts";
 import { usdToNano } from "../core/money.ts";
 import { readIsoTime } from "../core/time.ts";
-import type { NewKey } from "./keys.ts";
+import type { NewKey } from "../store/keys/contract.ts";
 
 // What a person types for a key (CLI flags, the dashboard's form), checked once for both.
 

@@ -1,4 +1,4 @@
-import { STARTING_BALANCE_NANO } from "../ledger/accounts.ts";
+import { STARTING_BALANCE_NANO } from "../store/accounts/contract.ts";
 import { parse, required, usdFlag, UsageError } from "./args.ts";
 import { openInstallation, output } from "./context.ts";
 import { formatUsd, iso, table, usd } from "./format.ts";

@@ -1,7 +1,5 @@
 import { resolve } from "node:path";
-import { migrate, openDatabase } from "../db/client.ts";
-import { migratePostgres, redactUrl } from "../db/pg-client.ts";
-import { Settings } from "../settings.ts";
+import { migrate, migratePostgres, openDatabase, redactUrl } from "../store/database.ts";
 import { parse } from "./args.ts";
 import { loadInstallation, openInstallation, output } from "./context.ts";
 

@@ -15,3 +15,19 @@ export function table(header: string[], rows: (string | number | null)[][]): str
   const widths = header.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
   return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ")).join("\n");
 }
+
+/** One line of a request's cost: a class, its count, its price and what it came to (exact, before the one rounding). */
+export interface CostLine {
+  class: string;
+  count: number;
+  price_usd: string;
+  unit: string;
+  cost_usd: string;
+}
+
+/** Exact USD text of `micro` millionths of a nano-dollar (15 decimals at most, trailing zeros trimmed). */
+export function microNanoUsd(micro: bigint): string {
+  const whole = micro / 10n ** 15n;
+  const frac = (micro % 10n ** 15n).toString().padStart(15, "0").replace(/0+$/, "");
+  return frac ? `${whole}.${frac}` : `${whole}`;
+}

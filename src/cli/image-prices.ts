@@ -1,7 +1,7 @@
 import type { Catalog, Model } from "../catalog/catalog.ts";
 import { classPrices, IMAGE_CLASSES, IMAGE_CONFIG_NAME, imageTokenCost, type ImageUsage } from "../catalog/image-prices.ts";
 import { formatUsd } from "../core/money.ts";
-import { microNanoUsd, type CostLine } from "./prices.ts";
+import { microNanoUsd, type CostLine } from "./format.ts";
 
 // Image models in `gateway prices` and `gateway logs show` (docs/pricing.md#images): per image, and
 // per 1M tokens of each image class when the model is token-priced.

@@ -1,5 +1,5 @@
 import { Calibration } from "../ledger/calibration.ts";
-import { statusRange, type LogFilter, type LogRecord } from "../logs/queries.ts";
+import { statusRange, type LogFilter, type LogRecord } from "../store/reports/contract.ts";
 import { costLines } from "./prices.ts";
 import { imageCostLines } from "./image-prices.ts";
 import { parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";

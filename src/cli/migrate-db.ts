@@ -1,9 +1,6 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { openDatabaseReadOnly, pendingMigrations, refuseNewerSchema } from "../db/client.ts";
-import { copyToPostgres } from "../db/copy-to-postgres.ts";
-import { isPostgresUrl, redactUrl } from "../db/pg-client.ts";
-import { acquireServeLock, ServeLockError } from "../db/serve-lock.ts";
+import { acquireServeLock, copyToPostgres, isPostgresUrl, openDatabaseReadOnly, pendingMigrations, redactUrl, refuseNewerSchema, ServeLockError } from "../store/database.ts";
 import { OperatorError } from "../core/operator-error.ts";
 import { parse, required, UsageError } from "./args.ts";
 import { loadInstallation, output } from "./context.ts";

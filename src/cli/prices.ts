@@ -6,7 +6,7 @@ import {
 import { formatUsd, promptTokens, tokenCost, type TokenUsage } from "../core/money.ts";
 import { parse } from "./args.ts";
 import { loadInstallation } from "./context.ts";
-import { table } from "./format.ts";
+import { microNanoUsd, table, type CostLine } from "./format.ts";
 import { imageModels, imagePriceRows } from "./image-prices.ts";
 import { LIST_DATASET } from "../catalog/list-dataset.ts";
 
@@ -112,22 +112,6 @@ export function derivedPriceLines(catalog: Catalog): string[] {
     }
   }
   return lines;
-}
-
-/** One line of a request's cost: a class, its count, its price and what it came to (exact, before the one rounding). */
-export interface CostLine {
-  class: string;
-  count: number;
-  price_usd: string;
-  unit: string;
-  cost_usd: string;
-}
-
-/** Exact USD text of `micro` millionths of a nano-dollar (15 decimals at most, trailing zeros trimmed). */
-export function microNanoUsd(micro: bigint): string {
-  const whole = micro / 10n ** 15n;
-  const frac = (micro % 10n ** 15n).toString().padStart(15, "0").replace(/0+$/, "");
-  return frac ? `${whole}.${frac}` : `${whole}`;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Catalog } from "../catalog/catalog.ts";
-import { redactUrl } from "../db/pg-client.ts";
+import { redactUrl } from "../store/database.ts";
 import { bracketed, isUnspecified, startGateway, startGatewayOnPostgres, type RunningGateway } from "../server.ts";
 import type { Services } from "../services.ts";
 import { parse, UsageError } from "./args.ts";

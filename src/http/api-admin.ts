@@ -1,7 +1,7 @@
 import { Type as T } from "@sinclair/typebox";
 import { GatewayError, invalidRequest } from "../core/errors.ts";
 import { formatUsd, nanoToUsd, usdToNano } from "../core/money.ts";
-import type { Account } from "../ledger/accounts.ts";
+import type { Account } from "../store/accounts/contract.ts";
 import type { Services } from "../services.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { limitParam, queryOf } from "./api-usage.ts";

@@ -1,5 +1,5 @@
-import { presentedKey } from "../auth/keys.ts";
-import { SESSION_COOKIE, type SessionStore, type SessionView } from "../auth/sessions.ts";
+import { presentedKey } from "../auth/presented-key.ts";
+import { SESSION_COOKIE, type SessionStore, type SessionView } from "../store/sessions/contract.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { AccountThrottles } from "../limits/throttle.ts";
 import type { Services } from "../services.ts";

@@ -1,5 +1,5 @@
 import { Type as T } from "@sinclair/typebox";
-import type { KeyRow, NewKey } from "../auth/keys.ts";
+import type { KeyRow, NewKey } from "../store/keys/contract.ts";
 import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
 import { GatewayError } from "../core/errors.ts";
 import { nanoToUsd } from "../core/money.ts";

@@ -1,6 +1,6 @@
 import { Type as T } from "@sinclair/typebox";
 import { nanoToUsd } from "../core/money.ts";
-import type { CheckoutSession } from "../payments/checkout-sessions.ts";
+import type { CheckoutSession } from "../store/checkouts/contract.ts";
 import { MINIMUM_TOP_UP_NANO, notConfigured } from "../payments/topups.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { readBodyLimited } from "./body.ts";

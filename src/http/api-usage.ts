@@ -1,9 +1,9 @@
-import type { KeyRow } from "../auth/keys.ts";
+import type { KeyRow } from "../store/keys/contract.ts";
 import { csv } from "../core/csv.ts";
 import { GatewayError, invalidRequest } from "../core/errors.ts";
 import { formatUsd, nanoToUsd } from "../core/money.ts";
-import type { StatementPosition } from "../ledger/accounts.ts";
-import { statusRange, type LogCursor, type LogFilter, type LogRecord } from "../logs/queries.ts";
+import type { StatementPosition } from "../store/accounts/contract.ts";
+import { statusRange, type LogCursor, type LogFilter, type LogRecord } from "../store/reports/contract.ts";
 import type { SessionCall } from "./api-guard.ts";
 import { json } from "./public-endpoints.ts";
 import { isoTime, readIsoTime } from "../core/time.ts";

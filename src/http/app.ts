@@ -1,9 +1,9 @@
 import { Elysia } from "elysia";
 import type { Server } from "bun";
-import { presentedKey } from "../auth/keys.ts";
+import { presentedKey } from "../auth/presented-key.ts";
 import type { GatewayError } from "../core/errors.ts";
 import { RefusalGate, type RefusalGateOptions } from "../limits/refusals.ts";
-import { writeBatched } from "../logs/request-log.ts";
+import { writeBatched } from "../store/request-log/contract.ts";
 import { leavesBodyUnread } from "./body.ts";
 import type { Services } from "../services.ts";
 import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowed, preflight, type AuthKind, type Endpoint } from "./endpoints.ts";

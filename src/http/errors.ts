@@ -1,5 +1,5 @@
 import { asGatewayError, type GatewayError } from "../core/errors.ts";
-import { events } from "../logs/events.ts";
+import { events } from "../core/events.ts";
 
 /** What the request had reached when it failed, for the operator's event line of a 5xx. */
 export interface FailureContext {

@@ -2,7 +2,7 @@ import type { Server } from "bun";
 import { clientAddress } from "../core/ip.ts";
 import { newRequestId } from "../core/request-id.ts";
 import type { Bucket } from "../limits/rate-limit.ts";
-import type { LogRow } from "../logs/request-log.ts";
+import type { LogRow } from "../store/request-log/contract.ts";
 import type { RelayCall } from "../relay/context.ts";
 import type { Services } from "../services.ts";
 

@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
-import { presentedKey, type KeyRecord } from "../auth/keys.ts";
+import { presentedKey } from "../auth/presented-key.ts";
+import type { KeyRecord } from "../store/keys/contract.ts";
 import { GatewayError } from "../core/errors.ts";
-import { scopedIdempotencyKey, type StoredAnswer } from "../limits/idempotency.ts";
+import { scopedIdempotencyKey, type StoredAnswer } from "../store/idempotency/contract.ts";
 import type { Take } from "../limits/rate-limit.ts";
-import { events } from "../logs/events.ts";
-import type { LogRow } from "../logs/request-log.ts";
+import { events } from "../core/events.ts";
+import type { LogRow } from "../store/request-log/contract.ts";
 import type { Services } from "../services.ts";
 import { readBodyLimited, parseJsonObject, refuseDeclaredTooLarge } from "./body.ts";
 import type { Endpoint } from "./endpoints.ts";

@@ -262,7 +262,7 @@ export class ModelCalibration {
 /** A count a sample may hold: whole, at least 1, within the window's 32-bit cells. */
 export const isSampleCount = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= 0xffff_ffff;
 
-/** Where windows persist: one settings row per model (src/settings.ts owns the SQL). */
+/** Where windows persist: one settings row per model (src/store/settings/ owns the SQL). */
 export interface CalibrationStore {
   /** Read once, at start (PostgreSQL's store has them loaded by then). */
   calibrations(): { model: string; value: string }[];

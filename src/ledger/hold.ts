@@ -1,5 +1,16 @@
 import type { SQL } from "bun";
-import type { Rider } from "../db/commits.ts";
+
+/**
+ * On PostgreSQL, one write (an INSERT with its own `$1…$n`) that runs as one more part of another
+ * owner's statement, so that both commit together in one round trip without a transaction: the
+ * request's log row riding on the charge (store/ledger/postgres.ts). `settled` is told how the statement
+ * went (its error, or null).
+ */
+export interface Rider {
+  text: string;
+  params: unknown[];
+  settled(error: unknown): void;
+}
 
 /**
  * What a post runs in its transaction beside the charge (the request's log row): on SQLite the group
@@ -84,4 +95,19 @@ export class Hold {
     if (this.state !== "open") throw new HoldResolvedTwice(`hold of ${this.requestId} is already ${this.state}; it cannot be ${to}`);
     this.state = to;
   }
+}
+
+/** The most a single request can be charged: nano-dollars stay exact JavaScript numbers (about 9M USD). */
+export const MAX_COST_NANO = Number.MAX_SAFE_INTEGER;
+
+/**
+ * A cost as the ledger can hold it: a whole, non-negative number of nano-dollars no larger than
+ * MAX_COST_NANO. Usage counts are validated before pricing, but a price times an absurd count (an
+ * upstream reporting 10^12 tokens) can pass 2^53; it is capped, and the balance cap then charges
+ * what the balance allows, the rest recorded as shortfall.
+ */
+export function boundedCost(costNano: number): number {
+  // NaN or a negative cost is a bug upstream of the ledger (counts are validated before pricing).
+  if (Number.isNaN(costNano) || costNano < 0) throw new RangeError(`bad cost ${costNano}`);
+  return costNano >= MAX_COST_NANO ? MAX_COST_NANO : Math.ceil(costNano);
 }

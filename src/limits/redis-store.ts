@@ -1,7 +1,7 @@
 import { RedisClient } from "bun";
 import { createHash } from "node:crypto";
 import { GatewayError } from "../core/errors.ts";
-import { events } from "../logs/events.ts";
+import { events } from "../core/events.ts";
 
 /** Long enough for a store on the same network; short enough that an outage answers quickly. */
 export const STORE_TIMEOUT_MS = 250;

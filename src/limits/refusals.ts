@@ -1,5 +1,5 @@
 import { GatewayError } from "../core/errors.ts";
-import { events } from "../logs/events.ts";
+import { events } from "../core/events.ts";
 
 // Issue 14, item 11: an unauthenticated flood filled the database (158 k bad-key requests in 20 s
 // added 23 MB of request_logs rows, kept 90 days). Refusals that carry no valid key (401 no-key, 404

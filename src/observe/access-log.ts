@@ -1,5 +1,5 @@
 import { writeSync } from "node:fs";
-import type { LogRow } from "../logs/request-log.ts";
+import type { LogRow } from "../store/request-log/contract.ts";
 import { nanoToUsd } from "../core/money.ts";
 
 /** Lines go out when this much is buffered, or at the latest every FLUSH_MS. */

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { LogRow } from "../logs/request-log.ts";
+import type { LogRow } from "../store/request-log/contract.ts";
 import { nanoToUsd } from "../core/money.ts";
 import type { CalibrationView } from "../ledger/calibration.ts";
 

@@ -1,7 +1,7 @@
 import Stripe from "stripe";
 import type { StripeConfig } from "../config/load.ts";
 import { GatewayError } from "../core/errors.ts";
-import { events } from "../logs/events.ts";
+import { events } from "../core/events.ts";
 import { redactSecrets, rememberSecretValues } from "../wire/scrub.ts";
 import { MalformedEvent, readEvent, type VerifiedEvent } from "./stripe-event.ts";
 

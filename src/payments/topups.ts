@@ -1,10 +1,7 @@
 import { GatewayError } from "../core/errors.ts";
 import { formatUsd, NANO_PER_USD } from "../core/money.ts";
-import type { Db } from "../db/client.ts";
-import type { GroupCommit } from "../db/group-commit.ts";
-import type { Ledger } from "../ledger/ledger.ts";
-import { events } from "../logs/events.ts";
-import { findCheckout, markCredited, type CheckoutSession, type CheckoutStore } from "./checkout-sessions.ts";
+import { events } from "../core/events.ts";
+import { creditedAlready, type CheckoutSession, type CheckoutStore, type TopUpCredit } from "../store/checkouts/contract.ts";
 import type { StripeCheckout } from "./stripe-checkout.ts";
 import type { PaidSession } from "./stripe-event.ts";
 
@@ -39,39 +36,6 @@ export function topUpNano(usd: number): number {
   const cents = Number(m[1]) * 100 + Number((m[2] ?? "").padEnd(2, "0"));
   if (cents * NANO_PER_CENT > MAXIMUM_TOP_UP_NANO) throw new GatewayError("invalid_request", `amount_usd: the largest top-up Stripe takes is 999999.99 USD (got ${usd}).`);
   return cents * NANO_PER_CENT;
-}
-
-/**
- * A paid session's credit, in one transaction: the session read again, the top_up entry, the session
- * marked credited. A second delivery, even one that passed the webhook's checks at the same time,
- * finds the session credited; the payment's id as external_ref (a unique index) stops a second entry
- * for one payment. Null when credited, else why not. `SqliteTopUpCredit` below; `PgTopUpCredit` in
- * pg-topups.ts.
- */
-export interface TopUpCredit {
-  credit(row: CheckoutSession, paymentRef: string): Promise<string | null>;
-}
-
-export const creditedAlready = "credited already";
-export const paymentCreditedAlready = (paymentRef: string) => `payment ${paymentRef} is credited already`;
-export const topUpNote = (row: CheckoutSession) => `Stripe Checkout ${row.id}`;
-
-/** On SQLite: one of the group commit's transactions, whose batch the webhook joins. */
-export class SqliteTopUpCredit implements TopUpCredit {
-  constructor(
-    private readonly db: Db,
-    private readonly ledger: Ledger,
-    private readonly commits: GroupCommit,
-  ) {}
-
-  credit(row: CheckoutSession, paymentRef: string): Promise<string | null> {
-    return this.commits.run(() => {
-      if (findCheckout(this.db, row.id)?.status !== "pending") return creditedAlready;
-      if (!this.ledger.credit(row.accountId, row.amountNano, "top_up", topUpNote(row), paymentRef)) return paymentCreditedAlready(paymentRef);
-      markCredited(this.db, row.id);
-      return null;
-    });
-  }
 }
 
 export class Payments {

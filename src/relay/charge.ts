@@ -1,7 +1,7 @@
 import type { RelayCall } from "./context.ts";
 import type { Alongside } from "../ledger/hold.ts";
-import { boundedCost, type Hold } from "../ledger/ledger.ts";
-import { balanceRefused } from "../ledger/money-ledger.ts";
+import { boundedCost, type Hold } from "../ledger/hold.ts";
+import { balanceRefused } from "../store/ledger/contract.ts";
 import { promptTokens, type TokenUsage } from "../core/money.ts";
 import { bodySize, type TextSize } from "../ledger/estimate.ts";
 

@@ -1,12 +1,12 @@
-import type { KeyRecord } from "../auth/keys.ts";
+import type { KeyRecord } from "../store/keys/contract.ts";
 import type { Catalog } from "../catalog/catalog.ts";
 import type { Config } from "../config/load.ts";
-import type { Commits } from "../db/commits.ts";
+import type { Commits } from "../store/commits/contract.ts";
 import type { Calibration } from "../ledger/calibration.ts";
 import type { TextSize } from "../ledger/estimate.ts";
 import type { Hold } from "../ledger/hold.ts";
-import type { MoneyLedger } from "../ledger/money-ledger.ts";
-import type { LogRow, RequestLogStore } from "../logs/request-log.ts";
+import type { MoneyLedger } from "../store/ledger/contract.ts";
+import type { LogRow, RequestLogStore } from "../store/request-log/contract.ts";
 import type { Provider } from "../upstreams/types.ts";
 import type { Cutoff } from "./cutoff.ts";
 import type { Health } from "./health.ts";

@@ -5,11 +5,11 @@ import { nanoToUsd } from "../core/money.ts";
 import { attemptRoutes, readJsonAnswer } from "./routes.ts";
 import { resolveModel } from "./text.ts";
 import { post, reserve } from "./charge.ts";
-import { describe } from "../logs/events.ts";
+import { describe } from "../core/events.ts";
 import { checkEnumerated, readEditForm } from "./image-fields.ts";
 import { billImages, imageHoldNano, readImageUsage, usageShown, type ImageAsk } from "./image-billing.ts";
 import type { ImageUsage } from "../catalog/image-prices.ts";
-import type { LogRow } from "../logs/request-log.ts";
+import type { LogRow } from "../store/request-log/contract.ts";
 
 /** The row keeps the images kept and, when billed by tokens, each class's count (gateway logs show rebuilds the cost from them). */
 function logImages(log: LogRow, images: number, u: ImageUsage | null): void {

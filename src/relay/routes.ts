@@ -1,8 +1,8 @@
 import type { Model, Route } from "../catalog/catalog.ts";
 import type { JsonObject } from "../wire/shapes.ts";
 import { GatewayError } from "../core/errors.ts";
-import { describe, events } from "../logs/events.ts";
-import type { LogRow } from "../logs/request-log.ts";
+import { describe, events } from "../core/events.ts";
+import type { LogRow } from "../store/request-log/contract.ts";
 import type { RelayServices } from "./context.ts";
 import type { Provider } from "../upstreams/types.ts";
 import { SseSizeGuard } from "../wire/sse.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { setAdmin } from "../../src/ledger/accounts.ts";
+import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { postWithApiKey, sqlAll } from "../support/keyed.ts";
 import { body, Browser, dashboardGateway, registeredBrowser, refusedWith } from "./support.ts";

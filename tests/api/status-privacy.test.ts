@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { setAdmin } from "../../src/ledger/accounts.ts";
+import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { body, dashboardGateway, refusedWith, registeredBrowser } from "./support.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { startTestRedis, type TestRedis } from "../support/redis-server.ts";
 import { body, Browser, dashboardGateway, freshEmail, refusedWith } from "./support.ts";

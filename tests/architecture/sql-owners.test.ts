@@ -4,8 +4,8 @@ import { join, relative, resolve } from "node:path";
 import { getTableName, is } from "drizzle-orm";
 import { PgTable } from "drizzle-orm/pg-core";
 import { SQLiteTable } from "drizzle-orm/sqlite-core";
-import * as pgSchema from "../../src/db/pg-schema.ts";
-import * as schema from "../../src/db/schema.ts";
+import * as pgSchema from "../../src/store/schema/postgres.ts";
+import * as schema from "../../src/store/schema/sqlite.ts";
 
 // docs/architecture.md, "Who owns which table's SQL": one module owns each table group's SQL, so a
 // reader finds every statement on a table in one place. A text scan of src/: raw SQL naming a table,
@@ -14,43 +14,43 @@ import * as schema from "../../src/db/schema.ts";
 /** The files that may write SQL or query-builder calls on each table. */
 const OWNERS: Record<string, string[]> = {
   // The ledger's share of api_keys is spent_nano, the key's money column (and the quota beside it).
-  // The lease (ledger/pg-lease.ts) releases a silent instance's holds: their sums on the key and the account.
-  api_keys: ["auth/keys.ts", "auth/pg-keys.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
-  accounts: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
-  ledger_entries: ["ledger/accounts.ts", "ledger/pg-accounts.ts", "ledger/ledger.ts", "ledger/pg-ledger.ts"],
-  request_logs: ["logs/request-log.ts", "logs/pg-request-log.ts", "logs/queries.ts", "logs/pg-queries.ts"],
-  idempotency_records: ["limits/idempotency.ts", "limits/pg-idempotency.ts"],
-  settings: ["settings.ts", "pg-settings.ts"],
-  sessions: ["auth/sessions.ts", "auth/pg-sessions.ts"],
-  audit_log: ["logs/audit.ts", "logs/pg-audit.ts"],
-  checkout_sessions: ["payments/checkout-sessions.ts", "payments/pg-checkout-sessions.ts"],
-  // PostgreSQL only (db/pg-schema.ts): the holds of running requests as rows, and the instances that
-  // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (ledger/holds.ts).
-  holds: ["ledger/pg-ledger.ts", "ledger/pg-lease.ts"],
-  instances: ["ledger/pg-lease.ts"],
+  // The lease (store/ledger/postgres-lease.ts) releases a silent instance's holds: their sums on the key and the account.
+  api_keys: ["store/keys/sqlite.ts", "store/keys/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-lease.ts"],
+  accounts: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-lease.ts"],
+  ledger_entries: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts"],
+  request_logs: ["store/request-log/sqlite.ts", "store/request-log/postgres.ts", "store/reports/sqlite.ts", "store/reports/postgres.ts"],
+  idempotency_records: ["store/idempotency/sqlite.ts", "store/idempotency/postgres.ts"],
+  settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
+  sessions: ["store/sessions/sqlite.ts", "store/sessions/postgres.ts"],
+  audit_log: ["store/audit/sqlite.ts", "store/audit/postgres.ts"],
+  checkout_sessions: ["store/checkouts/sqlite.ts", "store/checkouts/postgres.ts"],
+  // PostgreSQL only (store/schema/postgres.ts): the holds of running requests as rows, and the instances that
+  // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (store/ledger/holds.ts).
+  holds: ["store/ledger/postgres.ts", "store/ledger/postgres-lease.ts"],
+  instances: ["store/ledger/postgres-lease.ts"],
 };
 
 /** Reads of another group's table, never writes. */
 const JOINED_READS: Record<string, string[]> = {
   // The key lookup carries the account's disabled switch: one statement on the hot path (bench/RESULTS.md).
-  "auth/keys.ts": ["accounts"],
+  "store/keys/rows.ts": ["accounts"],
   // A capped key create locks its account's row (FOR UPDATE, no write), so racing creates count in turn.
-  "auth/pg-keys.ts": ["accounts"],
+  "store/keys/postgres.ts": ["accounts"],
   // A session's lookup carries its account's disabled switch, as the key lookup does.
-  "auth/sessions.ts": ["accounts"],
-  "auth/pg-sessions.ts": ["accounts"],
+  "store/sessions/sqlite.ts": ["accounts"],
+  "store/sessions/postgres.ts": ["accounts"],
   // An in-flight claim is live while its instance heartbeats (the ledger deletes a silent one's row).
-  "limits/pg-idempotency.ts": ["instances"],
+  "store/idempotency/postgres.ts": ["instances"],
   // Reports name the account's email and the key's prefix.
-  "logs/queries.ts": ["accounts", "api_keys"],
-  "logs/pg-queries.ts": ["accounts", "api_keys"],
+  "store/reports/sqlite.ts": ["accounts", "api_keys"],
+  "store/reports/postgres.ts": ["accounts", "api_keys"],
   // migrate-db's proof on the target: database.md's reconciliation query and the held sums. Its copy
   // writes every table, but through the schema's table objects (copyPlan), never by name: the one
   // writer outside the owners, into an empty database before any owner runs on it.
-  "db/copy-to-postgres.ts": ["accounts", "api_keys", "ledger_entries"],
+  "store/engine/copy-to-postgres.ts": ["accounts", "api_keys", "ledger_entries"],
 };
 
-const NOT_SCANNED = new Set(["db/schema.ts", "db/migrations.gen.ts", "db/pg-schema.ts", "db/pg-migrations.gen.ts"]);
+const NOT_SCANNED = new Set(["store/schema/sqlite.ts", "store/engine/sqlite/migrations.gen.ts", "store/schema/postgres.ts", "store/engine/postgres/migrations.gen.ts"]);
 
 const SRC = resolve(import.meta.dir, "../../src");
 
@@ -76,16 +76,17 @@ const CODE = new Map(
     .filter(([file]) => !NOT_SCANNED.has(file)),
 );
 
-/** The tables of db/schema.ts or db/pg-schema.ts a file imports for the query builder, by export name. */
+/** The tables of store/schema/sqlite.ts or store/schema/postgres.ts a file imports for the query builder, by export name. */
 function importedTables(code: string): string[] {
   const found: string[] = [];
-  for (const m of code.matchAll(/^import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+"[^"]*\/db\/(?:pg-)?schema\.ts"/gm)) {
+  // A type-only import (a contract naming a row's type, `typeof table.$inferSelect`) writes no SQL.
+  for (const m of code.matchAll(/^import\s+\{([^}]*)\}\s+from\s+"(?:[^"]*\/)?schema\/(?:sqlite|postgres)\.ts"/gm)) {
     for (const part of m[1]!.split(",")) {
       const name = part.replace(/^\s*type\s+/, "").split(/\s+as\s+/)[0]!.trim();
       if (TABLES.has(name)) found.push(name);
     }
   }
-  for (const m of code.matchAll(/^import\s+\*\s+as\s+(\w+)\s+from\s+"[^"]*\/db\/(?:pg-)?schema\.ts"/gm)) {
+  for (const m of code.matchAll(/^import\s+\*\s+as\s+(\w+)\s+from\s+"(?:[^"]*\/)?schema\/(?:sqlite|postgres)\.ts"/gm)) {
     for (const use of code.matchAll(new RegExp(`\\b${m[1]}\\.(\\w+)`, "g"))) if (TABLES.has(use[1]!)) found.push(use[1]!);
   }
   return found;
@@ -108,7 +109,7 @@ function writes(code: string, table: string): boolean {
 }
 
 describe("the SQL of each table", () => {
-  it("has owners named for every table of src/db/schema.ts and src/db/pg-schema.ts", () => {
+  it("has owners named for every table of src/store/schema/sqlite.ts and src/store/schema/postgres.ts", () => {
     expect([...TABLES.values()].sort()).toEqual(Object.keys(OWNERS).sort());
   });
 
@@ -140,7 +141,7 @@ describe("statements on the database connection (SQLite, or Bun's SQL for Postgr
   it("run only in db/ and in the tables' owners", () => {
     const owners = new Set(Object.values(OWNERS).flat());
     const strays = [...CODE]
-      .filter(([file, code]) => !file.startsWith("db/") && !owners.has(file) && STATEMENT.test(code))
+      .filter(([file, code]) => !file.startsWith("store/engine/") && !file.startsWith("store/commits/") && !owners.has(file) && STATEMENT.test(code))
       .map(([file]) => file);
     expect(strays).toEqual([]);
   });
@@ -148,7 +149,7 @@ describe("statements on the database connection (SQLite, or Bun's SQL for Postgr
   it("never come from the CLI, which calls the owners", () => {
     const strays = [...CODE]
       .filter(([file]) => file.startsWith("cli/"))
-      .filter(([, code]) => STATEMENT.test(code) || /from\s+"(?:drizzle-orm[^"]*|[^"]*\/db\/(?:pg-)?schema\.ts)"/.test(code))
+      .filter(([, code]) => STATEMENT.test(code) || /from\s+"(?:drizzle-orm[^"]*|[^"]*\/store\/schema\/(?:sqlite|postgres)\.ts)"/.test(code))
       .map(([file]) => file);
     expect(strays).toEqual([]);
   });

@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "bun:test";
-import { KEY_PREFIX, Keys } from "../../src/auth/keys.ts";
-import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
-import { createAccount } from "../../src/ledger/accounts.ts";
-import { Ledger } from "../../src/ledger/ledger.ts";
+import { KEY_PREFIX } from "../../src/store/keys/contract.ts";
+import { Keys } from "../../src/store/keys/sqlite.ts";
+import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
+import { createAccount } from "../../src/store/accounts/sqlite.ts";
+import { Ledger } from "../../src/store/ledger/sqlite.ts";
 
 // The keys' cold reads that the CLI calls (auth/keys.ts owns api_keys: docs/architecture.md).
 

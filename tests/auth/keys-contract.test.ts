@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { hashKey, KEY_PREFIX, Keys, type KeyStore } from "../../src/auth/keys.ts";
-import { PgKeys } from "../../src/auth/pg-keys.ts";
+import { hashKey, KEY_PREFIX, type KeyStore } from "../../src/store/keys/contract.ts";
+import { Keys } from "../../src/store/keys/sqlite.ts";
+import { PgKeys } from "../../src/store/keys/postgres.ts";
 import { GatewayError } from "../../src/core/errors.ts";
 import { ENGINES, stopEngines, newAccount, pgOf, POSTGRES, run, type Opened } from "../support/engines.ts";
 

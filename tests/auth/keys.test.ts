@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { openDatabase } from "../../src/db/client.ts";
-import { generateKey, hashKey, KEY_PREFIX, presentedKey } from "../../src/auth/keys.ts";
+import { openDatabase } from "../../src/store/engine/sqlite/client.ts";
+import { generateKey } from "../../src/store/keys/rows.ts";
+import { hashKey, KEY_PREFIX } from "../../src/store/keys/contract.ts";
+import { presentedKey } from "../../src/auth/presented-key.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey, sqlGet } from "../support/keyed.ts";
 import { errorOf, type WireError } from "../support/errors.ts";

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { PgSessions } from "../../src/auth/pg-sessions.ts";
-import { Sessions, type SessionStore } from "../../src/auth/sessions.ts";
+import { PgSessions } from "../../src/store/sessions/postgres.ts";
+import type { SessionStore } from "../../src/store/sessions/contract.ts";
+import { Sessions } from "../../src/store/sessions/sqlite.ts";
 import { accountStore, ENGINES, stopEngines, type Opened } from "../support/ledger-engines.ts";
 
 // One SessionStore, two implementations (auth/sessions.ts on SQLite, auth/pg-sessions.ts on

@@ -2,7 +2,7 @@
 // answers, written to and read from the shared database (a running instance is not needed).
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { SQL } from "bun";
-import { migratePostgres } from "../../src/db/pg-client.ts";
+import { migratePostgres } from "../../src/store/engine/postgres/client.ts";
 import { gateway, tempInstallation, type CliResult } from "../support/cli.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bu
 import { SQL } from "bun";
 import { existsSync } from "node:fs";
 import { ConfigError, parseConfig } from "../../src/config/load.ts";
-import { embeddedMigrations } from "../../src/db/pg-migrations.gen.ts";
+import { embeddedMigrations } from "../../src/store/engine/postgres/migrations.gen.ts";
 import { expectOneLineFailure, gateway, tempInstallation } from "../support/cli.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { migrate, openDatabase } from "../../src/db/client.ts";
+import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
 
 // docs/database.md, Invariants: what the schema itself refuses, whoever writes (the server, the CLI,
 // an operator's sqlite3).

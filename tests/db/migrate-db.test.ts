@@ -4,11 +4,11 @@ import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bu
 import { SQL } from "bun";
 import { getTableName, is } from "drizzle-orm";
 import { integer, sqliteTable, SQLiteTable } from "drizzle-orm/sqlite-core";
-import { migrate, openDatabase } from "../../src/db/client.ts";
-import { copyPlan } from "../../src/db/copy-to-postgres.ts";
-import { migratePostgres } from "../../src/db/pg-client.ts";
-import { acquireServeLock } from "../../src/db/serve-lock.ts";
-import * as schema from "../../src/db/schema.ts";
+import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
+import { copyPlan } from "../../src/store/engine/copy-to-postgres.ts";
+import { migratePostgres } from "../../src/store/engine/postgres/client.ts";
+import { acquireServeLock } from "../../src/store/engine/sqlite/serve-lock.ts";
+import * as schema from "../../src/store/schema/sqlite.ts";
 import { expectOneLineFailure, gateway, tempInstallation } from "../support/cli.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 

@@ -5,8 +5,8 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { migrate, openDatabase } from "../../src/db/client.ts";
-import { embeddedMigrations } from "../../src/db/migrations.gen.ts";
+import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
+import { embeddedMigrations } from "../../src/store/engine/sqlite/migrations.gen.ts";
 import { renderEmbeddedMigrations } from "../../scripts/embed-migrations.ts";
 import { ROOT } from "../support/cli.ts";
 import { loadDashboardPage } from "../support/dashboard-page.ts";
@@ -16,7 +16,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("embedded migrations", () => {
   it("are exactly drizzle/ (run `bun run db:generate` after changing the schema)", () => {
-    expect(readFileSync(join(ROOT, "src/db/migrations.gen.ts"), "utf8")).toBe(renderEmbeddedMigrations(ROOT));
+    expect(readFileSync(join(ROOT, "src/store/engine/sqlite/migrations.gen.ts"), "utf8")).toBe(renderEmbeddedMigrations(ROOT));
   });
 });
 

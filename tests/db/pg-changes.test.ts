@@ -1,9 +1,9 @@
-// The change notices of PostgreSQL (drizzle-pg/0002, src/db/pg-changes.ts): what an instance keeps a
+// The change notices of PostgreSQL (drizzle-pg/0002, src/store/engine/postgres/changes.ts): what an instance keeps a
 // copy of announces its changes at commit, whoever writes; what every request writes (money) does not.
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { SQL } from "bun";
-import { migratePostgres } from "../../src/db/pg-client.ts";
-import { listenForChanges, type ChangedTable, type ChangeFeed } from "../../src/db/pg-changes.ts";
+import { migratePostgres } from "../../src/store/engine/postgres/client.ts";
+import { listenForChanges, type ChangedTable, type ChangeFeed } from "../../src/store/engine/postgres/changes.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 
 setDefaultTimeout(60_000);

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bu
 import { SQL } from "bun";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { migratePostgres } from "../../src/db/pg-client.ts";
-import { embeddedMigrations } from "../../src/db/pg-migrations.gen.ts";
+import { migratePostgres } from "../../src/store/engine/postgres/client.ts";
+import { embeddedMigrations } from "../../src/store/engine/postgres/migrations.gen.ts";
 import { renderEmbeddedMigrations } from "../../scripts/embed-migrations.ts";
 import { ROOT } from "../support/cli.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
@@ -47,7 +47,7 @@ async function refusal(statement: Promise<unknown>): Promise<string | null> {
 
 describe("embedded PostgreSQL migrations", () => {
   it("are exactly drizzle-pg/ (run `bun run db:generate` after changing the schema)", () => {
-    expect(readFileSync(join(ROOT, "src/db/pg-migrations.gen.ts"), "utf8")).toBe(renderEmbeddedMigrations(ROOT, "drizzle-pg"));
+    expect(readFileSync(join(ROOT, "src/store/engine/postgres/migrations.gen.ts"), "utf8")).toBe(renderEmbeddedMigrations(ROOT, "drizzle-pg"));
   });
 
   it("apply every migration to an empty database", () => {

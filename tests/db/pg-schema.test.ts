@@ -5,8 +5,8 @@ import { describe, expect, it } from "bun:test";
 import { getTableName, is } from "drizzle-orm";
 import { getTableConfig as pgTableConfig, PgTable } from "drizzle-orm/pg-core";
 import { getTableConfig as sqliteTableConfig, SQLiteTable } from "drizzle-orm/sqlite-core";
-import * as pg from "../../src/db/pg-schema.ts";
-import * as sqlite from "../../src/db/schema.ts";
+import * as pg from "../../src/store/schema/postgres.ts";
+import * as sqlite from "../../src/store/schema/sqlite.ts";
 
 /** PostgreSQL's own, for the holds of several instances (DESIGN.md "Scaling past one machine"). */
 const PG_ONLY_TABLES = ["holds", "instances"];

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { acquireServeLock, ServeLockError } from "../../src/db/serve-lock.ts";
+import { acquireServeLock, ServeLockError } from "../../src/store/engine/sqlite/serve-lock.ts";
 import { ROOT } from "../support/cli.ts";
 
 // One `gateway serve` per database: the lock is held by a process and dies with it.
@@ -14,7 +14,7 @@ afterEach(() => {
 /** Another process that takes the lock, says so, and holds it for `ms`. */
 async function holdElsewhere(database: string, ms: number) {
   const proc = Bun.spawn(
-    ["bun", "-e", `const { acquireServeLock } = await import(${JSON.stringify(join(ROOT, "src/db/serve-lock.ts"))}); acquireServeLock(${JSON.stringify(database)}); console.log("held"); await Bun.sleep(${ms});`],
+    ["bun", "-e", `const { acquireServeLock } = await import(${JSON.stringify(join(ROOT, "src/store/engine/sqlite/serve-lock.ts"))}); acquireServeLock(${JSON.stringify(database)}); console.log("held"); await Bun.sleep(${ms});`],
     { stdout: "pipe", stderr: "inherit" },
   );
   const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();

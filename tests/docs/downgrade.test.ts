@@ -2,8 +2,8 @@ import { afterAll, describe, expect, it } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { migrate, openDatabase } from "../../src/db/client.ts";
-import { embeddedMigrations } from "../../src/db/migrations.gen.ts";
+import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
+import { embeddedMigrations } from "../../src/store/engine/sqlite/migrations.gen.ts";
 import { OperatorError } from "../../src/core/operator-error.ts";
 import { expectOneLineFailure, gateway } from "../support/cli.ts";
 

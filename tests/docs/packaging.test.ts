@@ -67,7 +67,7 @@ describe("the Docker image", () => {
   });
 
   it("keeps in the build context what the build needs (sources, tests for the type check, migrations, lockfile)", () => {
-    for (const path of ["package.json", "bun.lock", "tsconfig.json", "src/cli/main.ts", "src/db/client.ts", "tests/docs/packaging.test.ts", "bench/run.ts", "drizzle/0000_init.sql", "scripts/embed-migrations.ts"])
+    for (const path of ["package.json", "bun.lock", "tsconfig.json", "src/cli/main.ts", "src/store/engine/sqlite/client.ts", "tests/docs/packaging.test.ts", "bench/run.ts", "drizzle/0000_init.sql", "scripts/embed-migrations.ts"])
       expect({ path, ignored: ignored(path) }).toEqual({ path, ignored: false });
   });
 });

@@ -1,10 +1,10 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { join } from "node:path";
-import { Keys } from "../../src/auth/keys.ts";
-import { migrate, openDatabase } from "../../src/db/client.ts";
-import { createAccount } from "../../src/ledger/accounts.ts";
-import { Ledger } from "../../src/ledger/ledger.ts";
+import { Keys } from "../../src/store/keys/sqlite.ts";
+import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
+import { createAccount } from "../../src/store/accounts/sqlite.ts";
+import { Ledger } from "../../src/store/ledger/sqlite.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import { startServe, tempInstallation, type Served } from "../support/cli.ts";
 import { accountBooks, booksDrift, rng } from "./support/books.ts";

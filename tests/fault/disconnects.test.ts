@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import type { MockUpstream, RecordedRequest } from "../support/mock-upstream.ts";
 import { accountBooks, booksDrift, pool, rng } from "./support/books.ts";

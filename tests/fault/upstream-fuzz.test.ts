@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import fc from "fast-check";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import type { Behaviour, MockUpstream } from "../support/mock-upstream.ts";
 import { LONG, recordFigures, scale } from "./support/figures.ts";

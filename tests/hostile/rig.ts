@@ -1,5 +1,5 @@
 import { expect } from "bun:test";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 import { Health } from "../../src/relay/health.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 import { sqlGet } from "../support/keyed.ts";
 import { anthropicOpening, sseHeaders, stalledBody } from "../support/raw-upstream.ts";
 import { sse } from "../support/sse.ts";

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "bun:test";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 import { gatewayJson } from "../support/cli.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey, sqlGet } from "../support/keyed.ts";

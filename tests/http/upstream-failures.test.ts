@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "bun:test";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 import { Health } from "../../src/relay/health.ts";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { anthropicError, openaiError, type MockUpstream } from "../support/mock-upstream.ts";

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, setDefaultTimeout, setSystemTime } from "bun:test";
-import type { AccountStore } from "../../src/ledger/accounts.ts";
+import type { AccountStore } from "../../src/store/accounts/contract.ts";
 import { accountStore, ENGINES, keyOf, stopEngines, type Opened } from "../support/ledger-engines.ts";
 
 // One AccountStore, two implementations (ledger/accounts.ts on SQLite, ledger/pg-accounts.ts on

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "bun:test";
-import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
-import { createAccount, debitAccount, findAccountById, listAccounts, recentEntries } from "../../src/ledger/accounts.ts";
-import { Ledger } from "../../src/ledger/ledger.ts";
+import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
+import { createAccount, debitAccount, findAccountById, listAccounts, recentEntries } from "../../src/store/accounts/sqlite.ts";
+import { Ledger } from "../../src/store/ledger/sqlite.ts";
 
 // The accounts' cold reads and the operator's debit (ledger/accounts.ts), as the CLI calls them.
 

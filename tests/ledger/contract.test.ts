@@ -3,16 +3,16 @@ import type { SQL } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Keys } from "../../src/auth/keys.ts";
-import { migrate, openDatabase } from "../../src/db/client.ts";
-import { GroupCommit } from "../../src/db/group-commit.ts";
-import { migratePostgres } from "../../src/db/pg-client.ts";
-import { createAccount } from "../../src/ledger/accounts.ts";
+import { Keys } from "../../src/store/keys/sqlite.ts";
+import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
+import { GroupCommit } from "../../src/store/commits/sqlite.ts";
+import { migratePostgres } from "../../src/store/engine/postgres/client.ts";
+import { createAccount } from "../../src/store/accounts/sqlite.ts";
 import { HoldResolvedTwice, type Hold } from "../../src/ledger/hold.ts";
-import { Ledger } from "../../src/ledger/ledger.ts";
-import type { MoneyLedger } from "../../src/ledger/money-ledger.ts";
-import { PgLedger } from "../../src/ledger/pg-ledger.ts";
-import { events } from "../../src/logs/events.ts";
+import { Ledger } from "../../src/store/ledger/sqlite.ts";
+import type { MoneyLedger } from "../../src/store/ledger/contract.ts";
+import { PgLedger } from "../../src/store/ledger/postgres.ts";
+import { events } from "../../src/core/events.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 
 // One ledger, two implementations: every behaviour below holds on SQLite (holds in the serving

@@ -2,12 +2,13 @@ import { afterEach, beforeEach, describe, expect, it } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Keys } from "../../src/auth/keys.ts";
-import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
-import { createAccount } from "../../src/ledger/accounts.ts";
-import { Ledger, MAX_COST_NANO } from "../../src/ledger/ledger.ts";
+import { Keys } from "../../src/store/keys/sqlite.ts";
+import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
+import { createAccount } from "../../src/store/accounts/sqlite.ts";
+import { Ledger } from "../../src/store/ledger/sqlite.ts";
+import { MAX_COST_NANO } from "../../src/ledger/hold.ts";
 import { HoldResolvedTwice } from "../../src/ledger/hold.ts";
-import { GroupCommit } from "../../src/db/group-commit.ts";
+import { GroupCommit } from "../../src/store/commits/sqlite.ts";
 import { refusal } from "../support/refusal.ts";
 
 const USD = 1_000_000_000;

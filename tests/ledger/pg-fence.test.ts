@@ -4,9 +4,9 @@
 // released by another writes its row again. Its own throwaway server: one test stops it.
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { SQL } from "bun";
-import { migratePostgres } from "../../src/db/pg-client.ts";
-import { PgLedger } from "../../src/ledger/pg-ledger.ts";
-import { events } from "../../src/logs/events.ts";
+import { migratePostgres } from "../../src/store/engine/postgres/client.ts";
+import { PgLedger } from "../../src/store/ledger/postgres.ts";
+import { events } from "../../src/core/events.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 
 setDefaultTimeout(60_000);

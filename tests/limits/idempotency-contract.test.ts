@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { IDEMPOTENCY_TTL_MS, Idempotency, scopedIdempotencyKey, type IdempotencyStore } from "../../src/limits/idempotency.ts";
-import { PgIdempotency } from "../../src/limits/pg-idempotency.ts";
+import { IDEMPOTENCY_TTL_MS, scopedIdempotencyKey, type IdempotencyStore } from "../../src/store/idempotency/contract.ts";
+import { Idempotency } from "../../src/store/idempotency/sqlite.ts";
+import { PgIdempotency } from "../../src/store/idempotency/postgres.ts";
 import { ENGINES, stopEngines, POSTGRES, run, type Opened } from "../support/engines.ts";
 
 // This file's databases and PostgreSQL server (support/engines.ts).

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "bun:test";
 import { ConfigError, parseConfig } from "../../src/config/load.ts";
 import { buildServices } from "../../src/services.ts";
-import { openDatabase } from "../../src/db/client.ts";
+import { openDatabase } from "../../src/store/engine/sqlite/client.ts";
 import { RateLimiter } from "../../src/limits/rate-limit.ts";
 import { RedisRateLimiter } from "../../src/limits/redis-rate-limit.ts";
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { GatewayError } from "../../src/core/errors.ts";
 import { RedisRateLimiter } from "../../src/limits/redis-rate-limit.ts";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 import { startTestRedis, type TestRedis } from "../support/redis-server.ts";
 
 // The Redis limiter on its own: whatever the store answers that is not a bucket's answer is a 503,

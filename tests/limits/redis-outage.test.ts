@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "bun:test";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { balanceGuard } from "../support/http.ts";
 import { getWithKey, postWithApiKey, sqlGet } from "../support/keyed.ts";

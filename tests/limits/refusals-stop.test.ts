@@ -1,5 +1,5 @@
 import { expect, it } from "bun:test";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 import { startTestGateway } from "../support/gateway.ts";
 
 // Issue 14 item 11: refusals past the per-address budget are counted into one summary event a

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 import { REFUSALS_PER_MINUTE, RefusalGate } from "../../src/limits/refusals.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { getWithKey, postWithApiKey, sqlGet } from "../support/keyed.ts";

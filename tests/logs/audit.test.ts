@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { Audit, type AuditTrail } from "../../src/logs/audit.ts";
-import { PgAudit } from "../../src/logs/pg-audit.ts";
+import type { AuditTrail } from "../../src/store/audit/contract.ts";
+import { Audit } from "../../src/store/audit/sqlite.ts";
+import { PgAudit } from "../../src/store/audit/postgres.ts";
 import { ENGINES, stopEngines, type Opened } from "../support/ledger-engines.ts";
 
 // One AuditTrail, two implementations (logs/audit.ts on SQLite, logs/pg-audit.ts on PostgreSQL).

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "bun:test";
-import { EventLog } from "../../src/logs/events.ts";
+import { EventLog } from "../../src/core/events.ts";
 
 // The operator's event log: one JSON line per event, repeats of a kind rate-limited, stacks once.
 

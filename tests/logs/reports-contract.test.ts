@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { requestIdPrefixAt } from "../../src/core/request-id.ts";
-import { PgLogReports } from "../../src/logs/pg-queries.ts";
-import { Reports, type LogReports } from "../../src/logs/queries.ts";
+import { PgLogReports } from "../../src/store/reports/postgres.ts";
+import { Reports } from "../../src/store/reports/sqlite.ts";
+import type { LogReports } from "../../src/store/reports/contract.ts";
 import { accountStore, ENGINES, keyOf, stopEngines, type Opened } from "../support/ledger-engines.ts";
 
 // The reports over request_logs (logs/queries.ts on SQLite, logs/pg-queries.ts on PostgreSQL), one

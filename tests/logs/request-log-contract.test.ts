@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import type { SQL } from "bun";
 import { requestIdPrefixAt } from "../../src/core/request-id.ts";
-import { events } from "../../src/logs/events.ts";
-import { PgRequestLog } from "../../src/logs/pg-request-log.ts";
-import { RequestLog, type LogRow, type RequestLogStore } from "../../src/logs/request-log.ts";
+import { events } from "../../src/core/events.ts";
+import { PgRequestLog } from "../../src/store/request-log/postgres.ts";
+import { RequestLog } from "../../src/store/request-log/sqlite.ts";
+import type { LogRow, RequestLogStore } from "../../src/store/request-log/contract.ts";
 import { ENGINES, stopEngines, pgOf, POSTGRES, run, type Opened } from "../support/engines.ts";
 
 // This file's databases and PostgreSQL server (support/engines.ts).

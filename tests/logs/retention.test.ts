@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { requestIdPrefixAt } from "../../src/core/request-id.ts";
-import { findLog } from "../../src/logs/queries.ts";
+import { findLog } from "../../src/store/reports/sqlite.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 // [logs] retention_days (default 90): how long the server keeps request log rows.

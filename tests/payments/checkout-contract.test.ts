@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { Checkouts, type CheckoutStore } from "../../src/payments/checkout-sessions.ts";
-import { PgCheckouts } from "../../src/payments/pg-checkout-sessions.ts";
-import { PgTopUpCredit } from "../../src/payments/pg-topups.ts";
-import { SqliteTopUpCredit, type TopUpCredit } from "../../src/payments/topups.ts";
-import type { AccountStore } from "../../src/ledger/accounts.ts";
+import type { CheckoutStore, TopUpCredit } from "../../src/store/checkouts/contract.ts";
+import { Checkouts, SqliteTopUpCredit } from "../../src/store/checkouts/sqlite.ts";
+import { PgCheckouts, PgTopUpCredit } from "../../src/store/checkouts/postgres.ts";
+import type { AccountStore } from "../../src/store/accounts/contract.ts";
 import { accountStore, ENGINES, stopEngines, type Opened } from "../support/ledger-engines.ts";
 
-// The checkout sessions (payments/checkout-sessions.ts, pg-checkout-sessions.ts) and a paid
-// session's credit (topups.ts, pg-topups.ts), one suite on both engines: the credit and the session
+// The checkout sessions and a paid session's credit (store/checkouts/), one suite on both engines: the credit and the session
 // marked credited are one transaction, once per session and per payment however the deliveries come.
 
 setDefaultTimeout(30_000);

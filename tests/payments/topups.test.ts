@@ -3,7 +3,7 @@ import { body, Browser, dashboardGateway, freshEmail, registeredBrowser } from "
 import type { TestGateway } from "../support/gateway.ts";
 import { expectError } from "../support/errors.ts";
 import { startStripeMock, type StripeMock } from "../support/stripe-mock.ts";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 
 // docs/dashboard.md, Top-ups: POST /api/topups opens a Stripe Checkout Session for the amount (a
 // loopback Stripe here); GET /api/topups lists the account's. Crediting is the webhook's

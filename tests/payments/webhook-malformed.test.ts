@@ -3,7 +3,7 @@ import { body, dashboardGateway, registeredBrowser } from "../api/support.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { expectError } from "../support/errors.ts";
 import { startStripeMock, type StripeMock } from "../support/stripe-mock.ts";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 
 // docs/dashboard.md, Top-ups (The webhook): an event that is correctly signed but whose body is not
 // the shape Stripe sends (no `data`, `data.object` not an object, a field the gateway reads of the

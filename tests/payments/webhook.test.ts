@@ -3,7 +3,7 @@ import { body, dashboardGateway, registeredBrowser, type Browser } from "../api/
 import type { TestGateway } from "../support/gateway.ts";
 import { expectError } from "../support/errors.ts";
 import { startStripeMock, type StripeMock } from "../support/stripe-mock.ts";
-import { events } from "../../src/logs/events.ts";
+import { events } from "../../src/core/events.ts";
 
 // docs/dashboard.md, Top-ups: the balance is credited only by a `checkout.session.completed` (or
 // `async_payment_succeeded`) webhook that Stripe signed, for the amount the gateway stored when it

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "bun:test";
 import { chmodSync, existsSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openDatabase } from "../../src/db/client.ts";
+import { openDatabase } from "../../src/store/engine/sqlite/client.ts";
 import { startServe, tempInstallation } from "../support/cli.ts";
 
 // The database holds password, key and session hashes and stored answers: the files the gateway

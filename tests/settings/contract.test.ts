@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { PgSettings } from "../../src/pg-settings.ts";
-import { Settings, type SettingsStore } from "../../src/settings.ts";
+import { PgSettings } from "../../src/store/settings/postgres.ts";
+import type { SettingsStore } from "../../src/store/settings/contract.ts";
+import { Settings } from "../../src/store/settings/sqlite.ts";
 import { ENGINES, stopEngines, pgOf, POSTGRES, run, type Opened } from "../support/engines.ts";
 
 // This file's databases and PostgreSQL server (support/engines.ts).

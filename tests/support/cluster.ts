@@ -5,7 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig, type Config } from "../../src/config/load.ts";
-import { migratePostgres } from "../../src/db/pg-client.ts";
+import { migratePostgres } from "../../src/store/engine/postgres/client.ts";
 import { freePort, gateway, startServe, tempInstallation, type CliResult, type Served } from "./cli.ts";
 import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";
 import { startPostgres, type TestPostgres } from "./postgres.ts";

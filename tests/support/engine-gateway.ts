@@ -6,8 +6,8 @@
 // by that file's `afterAll(stopEngines)`: stop the gateway in a describe's afterAll, which runs first.
 import { parseConfig } from "../../src/config/load.ts";
 import { usdToNano } from "../../src/core/money.ts";
-import type { NewKey } from "../../src/auth/keys.ts";
-import { closePostgres, openPostgres } from "../../src/db/pg-client.ts";
+import type { NewKey } from "../../src/store/keys/contract.ts";
+import { closePostgres, openPostgres } from "../../src/store/engine/postgres/client.ts";
 import { startGateway, startGatewayOnPostgres, type RunningGateway } from "../../src/server.ts";
 import type { Services, SqliteServices } from "../../src/services.ts";
 import { freshPostgresUrl, run, type Opened } from "./engines.ts";

@@ -8,8 +8,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
-import { closePostgres, migratePostgres, openPostgres, type PgDb } from "../../src/db/pg-client.ts";
+import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
+import { closePostgres, migratePostgres, openPostgres, type PgDb } from "../../src/store/engine/postgres/client.ts";
 import { startPostgres, type TestPostgres } from "./postgres.ts";
 
 export type Opened = { kind: "sqlite"; db: Db } | { kind: "pg"; db: PgDb };

@@ -5,14 +5,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Keys } from "../../src/auth/keys.ts";
-import { migrate, openDatabase, type Db } from "../../src/db/client.ts";
-import { GroupCommit } from "../../src/db/group-commit.ts";
-import { closePostgres, migratePostgres, openPostgres, type PgDb } from "../../src/db/pg-client.ts";
-import { Accounts, type AccountStore } from "../../src/ledger/accounts.ts";
-import { Ledger } from "../../src/ledger/ledger.ts";
-import { PgAccounts } from "../../src/ledger/pg-accounts.ts";
-import { PgLedger } from "../../src/ledger/pg-ledger.ts";
+import { Keys } from "../../src/store/keys/sqlite.ts";
+import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
+import { GroupCommit } from "../../src/store/commits/sqlite.ts";
+import { closePostgres, migratePostgres, openPostgres, type PgDb } from "../../src/store/engine/postgres/client.ts";
+import { Accounts } from "../../src/store/accounts/sqlite.ts";
+import type { AccountStore } from "../../src/store/accounts/contract.ts";
+import { Ledger } from "../../src/store/ledger/sqlite.ts";
+import { PgAccounts } from "../../src/store/accounts/postgres.ts";
+import { PgLedger } from "../../src/store/ledger/postgres.ts";
 import { startPostgres, type TestPostgres } from "./postgres.ts";
 
 export type Opened =

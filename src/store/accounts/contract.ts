@@ -1,0 +1,77 @@
+import type { accounts, ledgerEntries } from "../schema/sqlite.ts";
+import type { CreditKind } from "../ledger/contract.ts";
+
+// The accounts' rows and their ledger history, for the CLI, the dashboard and first start: cold
+// paths. The per-request money (reserve, charge, credit) is store/ledger/'s.
+
+/** A value now (SQLite) or later (PostgreSQL). */
+type Answer<T> = T | Promise<T>;
+
+export const STARTING_BALANCE_NANO = 1_000_000_000; // spec: registration credits 1 USD
+
+/** An account as stored, without its password hash; disabledAt is set while its keys are refused (403 inactive). */
+export type Account = Omit<typeof accounts.$inferSelect, "passwordHash">;
+
+export type LedgerEntry = typeof ledgerEntries.$inferSelect;
+
+export interface NewAccount {
+  balanceNano?: number;
+  passwordHash?: string | null;
+  kind?: CreditKind;
+  admin?: boolean;
+  /**
+   * A registration's: the opening balance counts against the registrations' credits of the UTC day,
+   * at most this many nano-dollars on every instance together; past it the account opens at 0.
+   * Accounts the operator creates leave it out and are not counted.
+   */
+  dailyLimitNano?: number;
+}
+
+/**
+ * The accounts' rows and their ledger history, whichever database holds them. On SQLite the answers
+ * come at once (the operator's first start and the suite read them as values); on PostgreSQL they
+ * are promised. Callers await them all.
+ */
+export interface AccountStore {
+  find(email: string): Answer<Account | null>;
+  findById(id: number): Answer<Account | null>;
+  /** A new account, its opening balance credited through the ledger. */
+  create(email: string, opts?: NewAccount): Answer<Account>;
+  count(): Answer<number>;
+  list(): Answer<Account[]>;
+  recentEntries(accountId: number, limit: number): Answer<LedgerEntry[]>;
+  /** An operator_debit; the balance after it. */
+  debit(accountId: number, amountNano: number, note: string): Answer<number>;
+  setDisabled(accountId: number, disabled: boolean, now?: number): Answer<boolean>;
+  setAdmin(accountId: number, admin: boolean): Answer<boolean>;
+  chargedSince(accountIds: number[], since: number): Answer<Map<number, number>>;
+  findLogin(email: string): Answer<AccountLogin | null>;
+  loginOf(accountId: number): Answer<AccountLogin | null>;
+  profileOf(accountId: number): Answer<AccountProfile | null>;
+  setPasswordHash(accountId: number, hash: string): Answer<void>;
+  setLowBalanceThreshold(accountId: number, nano: number | null): Answer<void>;
+  statementPage(accountId: number, upTo: number, before: StatementPosition | null, limit: number): Answer<StatementItem[]>;
+  newestLedgerId(): Answer<number>;
+}
+
+export interface AccountLogin {
+  id: number;
+  passwordHash: string | null;
+  disabledAt: number | null;
+}
+
+export interface AccountProfile extends Account {
+  admin: boolean;
+  lowBalanceNano: number | null;
+}
+
+
+
+export interface StatementPosition {
+  createdAt: number;
+  id: number;
+}
+
+export type StatementItem =
+  | { kind: CreditKind | "operator_debit"; amountNano: number; note: string | null; externalRef: string | null; createdAt: number; at: StatementPosition }
+  | { kind: "charges"; day: string; amountNano: number; count: number; createdAt: number; at: StatementPosition };

@@ -1,0 +1,56 @@
+import { GatewayError } from "../../core/errors.ts";
+import { formatUsd } from "../../core/money.ts";
+import type { StatementItem, StatementPosition } from "./contract.ts";
+
+// The accounts' rules both engines apply alike: the email's form, the refusals, the statement's order.
+
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+
+/** The email as stored (trimmed, lower case); refuses what is not an address. */
+export function normalizedEmail(email: string): string {
+  const normalized = email.trim().toLowerCase();
+  if (!EMAIL.test(normalized)) throw new GatewayError("invalid_request", `not an email address: ${email}`);
+  return normalized;
+}
+
+export const accountExists = (email: string) => new GatewayError("invalid_request", `an account with email ${email} already exists`);
+
+export function checkDebitAmount(amountNano: number): void {
+  if (!Number.isSafeInteger(amountNano) || amountNano <= 0) throw new RangeError("a debit must be a positive whole number of nano-dollars");
+}
+
+export const noAccount = (accountId: number) => new GatewayError("invalid_request", `no account with id ${accountId}`);
+
+export function checkThreshold(nano: number | null): void {
+  if (nano !== null && !(Number.isSafeInteger(nano) && nano >= 0)) throw new RangeError("a threshold is a whole, non-negative number of nano-dollars");
+}
+
+export function debitRefused(amountNano: number, balanceNano: number, heldNano: number): GatewayError {
+  const floor = heldNano > 0 ? `the ${formatUsd(heldNano)} USD held by running requests` : "zero";
+  return new GatewayError("invalid_request", `a debit of ${formatUsd(amountNano)} USD would take the balance of ${formatUsd(balanceNano)} USD below ${floor}`);
+}
+
+/** Disables (refusing its keys) or enables an account; false when it already was so. */
+export const DAY_MS = 24 * 3600 * 1000;
+
+/** A place in the statement's order, newest first by (created_at, id); a day's charges sit at their latest. */
+
+/**
+ * One page of the statement: the `limit` items after `before`, among the entries up to `upTo` (the
+ * newest ledger id when the first page was read: rows are append-only and ids grow, so later pages
+ * see the same list while charges keep coming, and a day's group never changes between pages).
+ * Credits are read along ledger_account_time; each day's charges are found by stepping back along the
+ * same index one day at a time, so a page costs its days, not the account's history.
+ */
+export function newestFirst(items: StatementItem[], limit: number): StatementItem[] {
+  items.sort((a, b) => (isEarlier(a.at, b.at) ? 1 : -1));
+  return items.slice(0, limit);
+}
+
+export const isEarlier = (a: StatementPosition, b: StatementPosition) => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id);
+
+/** The UTC day (YYYY-MM-DD) of a day's start in unix ms. */
+export const dayOf = (start: number) => new Date(start).toISOString().slice(0, 10);
+
+/** The newest ledger id of the whole file: where a statement's first page pins its list. */

@@ -1,0 +1,15 @@
+import type { Awaitable } from "../../core/awaitable.ts";
+
+/**
+ * How the server's per-request writes reach the database: on SQLite, the group commit
+ * (group-commit.ts: one transaction per event-loop turn); on PostgreSQL, each write is its own
+ * statement or transaction on the pool (pg-commits.ts).
+ */
+export interface Commits {
+  /** Runs `fn`'s writes; resolves with its result once they are durable. */
+  run<T>(fn: () => Awaitable<T>): Promise<Awaitable<T>>;
+  /** Runs `fn`'s writes, whose loss in a crash would change nothing; the caller does not wait. */
+  now<T>(fn: () => T): T;
+  /** Why a write could not be taken now (GET /readyz), or null. */
+  writeRefusal(): Awaitable<unknown>;
+}

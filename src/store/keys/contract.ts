@@ -1,0 +1,93 @@
+import type { apiKeys } from "../schema/sqlite.ts";
+import { GatewayError } from "../../core/errors.ts";
+import { ipAllowed, type Cidr } from "../../core/ip.ts";
+
+// The api_keys table's owner, but for its money columns (spent_nano and, on PostgreSQL, held_nano:
+// the ledger's). tests/auth/keys-contract.test.ts holds both engines to the same results.
+
+/** A value now (SQLite) or later (PostgreSQL). */
+type Answer<T> = T | Promise<T>;
+
+export const KEY_PREFIX = "gk_sk_";
+
+export interface KeyRecord {
+  id: number;
+  accountId: number;
+  name: string;
+  prefix: string;
+  quotaNano: number | null;
+  models: string[] | null;
+  ipAllow: Cidr[] | null;
+  rpm: number | null;
+  expiresAt: number | null;
+  revokedAt: number | null;
+  /** When the key's account was disabled (`gateway account disable`); null while it is enabled. */
+  accountDisabledAt: number | null;
+}
+
+/** A key's row as stored, for listings (the hash is in it: never print the row whole). */
+export type KeyRow = typeof apiKeys.$inferSelect;
+
+export interface NewKey {
+  name?: string;
+  quotaNano?: number | null;
+  models?: string[] | null;
+  ipAllow?: string[] | null;
+  rpm?: number | null;
+  expiresAt?: number | null;
+}
+
+// Bun's own SHA-256: a quarter of node:crypto's createHash cost, on every request.
+export const hashKey = (key: string): string => Bun.SHA256.hash(key, "hex");
+
+/**
+ * The keys as every caller uses them, whichever database holds them. On SQLite every answer comes at
+ * once: the lookup runs on every request (a prepared statement, then memory), and the operator's
+ * and the suite's callers read the rest as values. On PostgreSQL they are promised, except a lookup
+ * already cached. Callers await them all.
+ */
+export interface KeyStore {
+  /**
+   * A new key. With `maxKeys` (the dashboard's `[dashboard] max_keys_per_account`; the operator's CLI
+   * gives none), refused with 409 key_limit when the account already has that many keys not revoked:
+   * counted and inserted under one lock, so concurrent creates never pass the cap.
+   */
+  create(accountId: number, opts?: NewKey, maxKeys?: number): Answer<{ key: string; record: KeyRecord }>;
+  /** Changes the restrictions given (undefined: unchanged, null: removed); false when no key has this id. */
+  update(id: number, patch: NewKey): Answer<boolean>;
+  /** Revokes the key; null when no key has this id, else whether it was active until now. */
+  revoke(id: number, now?: number): Answer<boolean | null>;
+  /** The row of the key with this id; null when there is none. */
+  row(id: number): Answer<KeyRow | null>;
+  /** The keys of an account, oldest first. */
+  ofAccount(accountId: number): Answer<KeyRow[]>;
+  /**
+   * Keys whose visible prefix matches the text (gk_sk_ may be left out), or, for a whole key, the one
+   * with its hash: which account owns a leaked key.
+   */
+  find(text: string): Answer<KeyRow[]>;
+  /** Per account that has keys: how many, and how many are neither revoked nor expired at `now`. */
+  countsByAccount(now?: number): Answer<Map<number, { keys: number; active: number }>>;
+  /** The key with this hash; null when no key has it. */
+  lookupHash(hash: string): Answer<KeyRecord | null>;
+  /** Looks the presented key up; null when none was presented or its form is not ours. */
+  lookup(presented: string | null): Answer<KeyRecord | null>;
+  check(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now?: number): KeyRecord;
+}
+
+/**
+ * The refusals of a key already looked up; the address is asked for only when the key has an
+ * allow-list. Every unknown or malformed key gets the same 401, so answers never tell which keys exist.
+ */
+export function checkKey(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now = Date.now()): KeyRecord {
+  if (!presented) throw new GatewayError("no-key", "Missing API key. Pass it in the x-api-key header or as Authorization: Bearer <key>.");
+  if (!rec) throw new GatewayError("no-key", "Invalid API key.");
+  if (rec.revokedAt !== null) throw new GatewayError("inactive", "This API key has been revoked.");
+  if (rec.accountDisabledAt !== null) throw new GatewayError("inactive", "The account of this API key is disabled by the operator.");
+  if (rec.expiresAt !== null && rec.expiresAt <= now) throw new GatewayError("expired", "This API key has expired.");
+  const clientIp = rec.ipAllow ? clientIpOf() : null;
+  if (rec.ipAllow && !(clientIp && ipAllowed(rec.ipAllow, clientIp))) {
+    throw new GatewayError("ip", `Requests from ${clientIp ?? "this address"} are not allowed for this API key.`);
+  }
+  return rec;
+}

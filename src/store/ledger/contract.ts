@@ -1,0 +1,65 @@
+import type { Awaitable } from "../../core/awaitable.ts";
+import { GatewayError } from "../../core/errors.ts";
+import { formatUsd } from "../../core/money.ts";
+import type { Hold } from "../../ledger/hold.ts";
+
+// The ledger as the relay and the account pages use it, whichever database holds the money: SQLite
+// with holds in the one serving process (ledger.ts), or PostgreSQL shared by several instances with
+// holds as rows (pg-ledger.ts). tests/ledger/contract.test.ts holds both to the same behaviour.
+
+export type { Awaitable };
+
+export type CreditKind = "registration_credit" | "top_up" | "operator_credit";
+
+export interface BalanceView {
+  balanceNano: number;
+  reservedNano: number;
+  spendableNano: number;
+}
+
+export interface KeySpendView {
+  /** Charged to the key so far (api_keys.spent_nano, the ledger's column). */
+  spentNano: number;
+  /** Held by the key's running requests. */
+  reservedNano: number;
+}
+
+/** The holds this process took and has not resolved: what a stop waits for, what the metrics show. */
+export interface OpenHolds {
+  readonly count: number;
+  readonly total: number;
+}
+
+export interface MoneyLedger {
+  readonly holds: OpenHolds;
+  /** Holds an estimate against the account balance and the key's quota, or refuses (402 insufficient_balance, 429 quota). */
+  reserve(requestId: string, accountId: number, keyId: number, amountNano: number): Awaitable<Hold>;
+  /** Adds money with its ledger row; false when `externalRef` was credited already. */
+  credit(accountId: number, amountNano: number, kind: CreditKind, note?: string | null, externalRef?: string | null): Awaitable<boolean>;
+  balance(accountId: number): Awaitable<BalanceView>;
+  /** What the key has spent and holds; null when no key has this id. */
+  keySpend(keyId: number): Awaitable<KeySpendView | null>;
+}
+
+// The two refusals of a reserve, worded once for both implementations.
+
+export function quotaRefused(quotaNano: number, spentNano: number, heldNano: number, amountNano: number): GatewayError {
+  return new GatewayError(
+    "quota",
+    `This key's quota of ${formatUsd(quotaNano)} USD would be exceeded (spent ${formatUsd(spentNano)} USD, ` +
+      `${formatUsd(heldNano)} USD held by running requests, this request needs up to ${formatUsd(amountNano)} USD). ` +
+      "Raise the key's quota or use another key.",
+  );
+}
+
+export function balanceRefused(amountNano: number, spendableNano: number): GatewayError {
+  return new GatewayError(
+    "insufficient_balance",
+    `Your credit balance is too low: this request needs up to ${formatUsd(amountNano)} USD and ${formatUsd(Math.max(spendableNano, 0))} USD is spendable. ` +
+      "Top up your balance or lower max_tokens.",
+  );
+}
+
+export function checkCreditAmount(amountNano: number): void {
+  if (!Number.isSafeInteger(amountNano) || amountNano <= 0) throw new RangeError("a credit must be a positive whole number of nano-dollars");
+}

@@ -1,0 +1,297 @@
+import type { SQL } from "bun";
+import { databaseUnavailable, GatewayError } from "../../core/errors.ts";
+import { events } from "../../core/events.ts";
+import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
+import { Holds } from "./holds.ts";
+import { InstanceLease, type LeaseOptions } from "./postgres-lease.ts";
+import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
+
+// The ledger on PostgreSQL (`[database] url`), shared by several gateway instances: every instance
+// spends the same balances, so a hold cannot live in one process's memory as on SQLite. Holds are
+// rows carrying their instance's id, summed into accounts.held_nano and api_keys.held_nano in the
+// transaction that takes them; a reserve is a conditional UPDATE of those sums, so two instances
+// can never both take the last dollar (docs/database.md, "The money path on PostgreSQL").
+//
+// Lock order, everywhere: the account's row, then the key's. Two transactions on one account then
+// queue on the account row and can never wait for each other in a cycle.
+//
+// A hold is relied upon only under this instance's lease (pg-lease.ts): once the heartbeat has
+// failed for nearly the timeout, reserves and posts are refused 503 database_unavailable, and the
+// holds taken before are never posted, since another instance may release them from then on.
+
+export type PgLedgerOptions = LeaseOptions;
+
+/** The hold insert's foreign key to this instance's row: the row was deleted by another instance's release. */
+const OWN_ROW_KEY = "holds_instance_id_instances_id_fk";
+
+/**
+ * The post's one statement: the hold row deleted (nothing when a silent-instance release took it
+ * already), the account's and the key's rows locked, the charge capped at the balance and at what
+ * the key's quota has left (the rest is shortfall), both rows and the entry written. Nothing to
+ * charge: no ledger row, as on SQLite. $1 hold, $2 account, $3 key, $4 cost, $5 request, $6 now.
+ */
+const POST_PARAMS = 6;
+const POST = `WITH h AS (DELETE FROM holds WHERE id = $1 RETURNING amount_nano),
+  a0 AS (SELECT balance_nano FROM accounts WHERE id = $2 FOR UPDATE),
+  k0 AS (SELECT quota_nano, spent_nano FROM api_keys WHERE id = $3 FOR UPDATE),
+  c AS (SELECT
+      LEAST($4::bigint, GREATEST((SELECT balance_nano FROM a0), 0),
+        (SELECT CASE WHEN quota_nano IS NULL THEN $4::bigint ELSE GREATEST(quota_nano - spent_nano, 0) END FROM k0)) AS charged,
+      coalesce((SELECT amount_nano FROM h), 0) AS released),
+  a AS (UPDATE accounts SET balance_nano = balance_nano - c.charged, held_nano = held_nano - c.released FROM c WHERE id = $2),
+  k AS (UPDATE api_keys SET spent_nano = spent_nano + c.charged, held_nano = held_nano - c.released FROM c WHERE id = $3),
+  e AS (INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, created_at)
+    SELECT $2, 'charge', -c.charged, $4::bigint - c.charged, $3, $5, $6::bigint FROM c WHERE $4::bigint > 0)
+SELECT charged FROM c`;
+
+/** The post's statement with a rider's INSERT as its first part, the rider's `$n` placed after the post's own. */
+const withRider = (text: string) => POST.replace("WITH ", `WITH log AS (${text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + POST_PARAMS}`)}),\n`);
+
+/** Built once per rider text (there is one: the log row's), not per request: the rewrite showed in the profile. */
+const ridden = new Map<string, string>();
+
+const settled = (cost: number, rows: { charged: string | number }[]): Settlement => {
+  const chargedNano = Number(rows[0]!.charged);
+  return { chargedNano, shortfallNano: cost - chargedNano };
+};
+
+export class PgLedger implements MoneyLedger, HoldOwner {
+  /** This instance's open holds (its requests in flight), as on SQLite. */
+  readonly holds = new Holds();
+  /** Each open hold's row, and the lease's epoch it was taken under. */
+  private readonly rows = new Map<Hold, { id: number; epoch: number }>();
+  /** Releases under way (voids answer at once; their statement runs behind). */
+  private readonly releasing = new Set<Promise<void>>();
+  /** Hold rows whose release failed: retried on every heartbeat, since no other instance would. */
+  private readonly unreleased = new Set<number>();
+  /** Null for the operator's ledger, which takes no holds. */
+  private readonly lease: InstanceLease | null;
+
+  private constructor(
+    private readonly sql: SQL,
+    private readonly opts: PgLedgerOptions,
+  ) {
+    this.lease = opts.instanceId ? new InstanceLease(sql, opts, () => this.retryReleases()) : null;
+  }
+
+  /**
+   * Registers this instance and starts its heartbeat. Holds left under this instance's id by an
+   * earlier run (a crash, then a restart with the same `[cluster] instance_id`) are released first:
+   * this process has taken none yet, so none of them is live.
+   */
+  static async start(sql: SQL, opts: PgLedgerOptions): Promise<PgLedger> {
+    const ledger = new PgLedger(sql, opts);
+    await ledger.lease!.start();
+    return ledger;
+  }
+
+  /**
+   * The operator's ledger (the CLI): credits and reads, never a hold, so no instance row and no
+   * heartbeat. A reserve through it is refused: a hold of a process that beats nowhere would be
+   * released by the instances as a silent one's.
+   */
+  static forOperator(sql: SQL): PgLedger {
+    return new PgLedger(sql, { instanceId: "", holdTimeoutMs: 0 });
+  }
+
+  get instanceId(): string {
+    return this.opts.instanceId;
+  }
+
+  /** `fn` runs when this instance fences itself (server: the upstream calls in flight are ended with `why`). */
+  onFence(fn: (why: GatewayError) => void): void {
+    this.lease?.onFence(fn);
+  }
+
+  /** Stops the heartbeat and waits for the releases under way. Holds still open stay until posted, voided or released by another instance. */
+  async stop(): Promise<void> {
+    this.lease?.stop();
+    await this.lease?.idle();
+    await this.settled();
+  }
+
+  /** Resolves when every void so far has reached the database (or failed and awaits its retry). */
+  async settled(): Promise<void> {
+    while (this.releasing.size > 0) await Promise.all(this.releasing);
+  }
+
+  async reserve(requestId: string, accountId: number, keyId: number, amountNano: number): Promise<Hold> {
+    const lease = this.lease;
+    if (!lease) throw new Error("the operator's ledger takes no holds: start an instance (PgLedger.start)");
+    for (let attempt = 1; ; attempt++) {
+      if (!lease.valid()) throw databaseUnavailable(new Error(`instance ${this.opts.instanceId} is fenced`));
+      const epoch = lease.epoch;
+      let id: number;
+      try {
+        id = await this.take(accountId, keyId, amountNano);
+      } catch (e) {
+        if (!isOwnRowGone(e)) throw e;
+        // Another instance took this one for silent and released its holds: none is relied upon
+        // any more; the row is written again (a beat) and the reserve tried once more.
+        lease.fence("another instance released its holds");
+        if (attempt === 2 || !(await lease.renew())) throw databaseUnavailable(e);
+        continue;
+      }
+      // A fence fell while the statement ran: the hold is let go at once, never relied upon.
+      if (epoch !== lease.epoch || !lease.valid()) {
+        this.track(this.release(id));
+        throw databaseUnavailable(new Error(`instance ${this.opts.instanceId} fenced while reserving`));
+      }
+      const hold = new Hold(this, requestId, accountId, keyId, amountNano);
+      this.holds.add(hold);
+      this.rows.set(hold, { id, epoch });
+      return hold;
+    }
+  }
+
+  /** The reserve's statement: the hold row's id, or the refusal thrown. */
+  private async take(accountId: number, keyId: number, amountNano: number): Promise<number> {
+    // One statement, outside any transaction of ours: the account's and the key's rows are locked
+    // (FOR UPDATE re-reads them as they are once a concurrent writer commits), both conditions are
+    // read off those rows, and the two sums and the hold row are written only when both hold. The
+    // rows stay locked only while the statement runs, never across a round trip, so the requests
+    // of one busy account queue for microseconds each, not milliseconds.
+    const [r] = await this.sql.unsafe(
+      `WITH ok AS (
+          SELECT a.id AS account_id, k.id AS key_id,
+            a.balance_nano - a.held_nano >= $1::bigint AS account_ok,
+            (k.quota_nano IS NULL OR k.spent_nano + k.held_nano + $1::bigint <= k.quota_nano) AS key_ok
+          FROM accounts a JOIN api_keys k ON k.account_id = a.id
+          WHERE a.id = $2 AND k.id = $3
+          FOR UPDATE OF a, k),
+        take AS (SELECT account_id, key_id FROM ok WHERE account_ok AND key_ok),
+        a AS (UPDATE accounts SET held_nano = held_nano + $1::bigint WHERE id = (SELECT account_id FROM take) RETURNING id),
+        k AS (UPDATE api_keys SET held_nano = held_nano + $1::bigint WHERE id = (SELECT key_id FROM take) RETURNING id),
+        h AS (INSERT INTO holds (account_id, key_id, amount_nano, instance_id, created_at) SELECT $2, $3, $1::bigint, $4, $5::bigint FROM take RETURNING id)
+      SELECT coalesce((SELECT account_ok FROM ok), false) AS account_ok, (SELECT id FROM h) AS hold_id`,
+      [amountNano, accountId, keyId, this.opts.instanceId, Date.now()],
+    );
+    if (r.hold_id == null) throw await this.refusal(accountId, keyId, amountNano, r.account_ok);
+    return Number(r.hold_id);
+  }
+
+  /** Why a reserve was refused, read after the fact for the message only (the decision was the UPDATE's). Quota first, as on SQLite. */
+  private async refusal(accountId: number, keyId: number, amountNano: number, accountOk: boolean): Promise<GatewayError> {
+    const [r] = await this.sql`SELECT a.balance_nano, a.held_nano AS account_held, k.quota_nano, k.spent_nano, k.held_nano AS key_held
+      FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${keyId} AND a.id = ${accountId}`;
+    if (!r) return new GatewayError("no-key", "Invalid API key.");
+    const [quota, spent, keyHeld] = [r.quota_nano === null ? null : Number(r.quota_nano), Number(r.spent_nano), Number(r.key_held)];
+    if (quota !== null && (accountOk || spent + keyHeld + amountNano > quota)) return quotaRefused(quota, spent, keyHeld, amountNano);
+    return balanceRefused(amountNano, Number(r.balance_nano) - Number(r.account_held));
+  }
+
+  /**
+   * HoldOwner: the POST statement, with `alongside` (the request's log row) riding on it as one more
+   * part when it offers a rider, else beside it in one transaction. A hold taken before a fence of
+   * this instance is not posted (another instance may have released it): the request is refused 503
+   * database_unavailable, free, and the hold let go.
+   */
+  async post(hold: Hold, costNano: number, alongside: Alongside | undefined): Promise<Settlement> {
+    const { id, epoch } = this.rows.get(hold)!;
+    try {
+      if (epoch !== this.lease!.epoch || !this.lease!.valid()) throw databaseUnavailable(new Error(`instance ${this.opts.instanceId} fenced`));
+      const cost = boundedCost(costNano);
+      const params = [id, hold.accountId, hold.keyId, cost, hold.requestId, Date.now()];
+      const rider = alongside?.rider?.();
+      let settlement: Settlement;
+      if (rider || !alongside) {
+        // The log row as one more part of the charge's statement: one round trip, no transaction.
+        let text = POST;
+        if (rider) {
+          text = ridden.get(rider.text) ?? withRider(rider.text);
+          ridden.set(rider.text, text);
+        }
+        try {
+          settlement = settled(cost, await this.sql.unsafe(text, rider ? [...params, ...rider.params] : params));
+          rider?.settled(null);
+        } catch (e) {
+          rider?.settled(e);
+          throw e;
+        }
+      } else {
+        settlement = await this.sql.begin(async (tx) => {
+          // The other write first: it locks nothing, so the account's row is held only from the
+          // money statement to the COMMIT that follows it.
+          await alongside(tx);
+          return settled(cost, await tx.unsafe(POST, params));
+        });
+      }
+      this.forget(hold);
+      return settlement;
+    } catch (e) {
+      // The request failed, so it is free: its hold is let go as a void would.
+      this.void(hold);
+      throw e;
+    }
+  }
+
+  /** HoldOwner: answers at once; the release runs behind, and is retried on each heartbeat if it fails. */
+  void(hold: Hold): void {
+    const id = this.forget(hold);
+    if (id !== undefined) this.track(this.release(id));
+  }
+
+  private forget(hold: Hold): number | undefined {
+    this.holds.remove(hold);
+    const row = this.rows.get(hold);
+    this.rows.delete(hold);
+    return row?.id;
+  }
+
+  private track(p: Promise<void>): void {
+    this.releasing.add(p);
+    void p.finally(() => this.releasing.delete(p));
+  }
+
+  /** One statement: the row deleted and its amount off both sums; nothing when it was released already. */
+  private async release(id: number): Promise<void> {
+    try {
+      await this.sql`WITH h AS (DELETE FROM holds WHERE id = ${id} RETURNING account_id, key_id, amount_nano),
+        a AS (UPDATE accounts SET held_nano = accounts.held_nano - h.amount_nano FROM h WHERE accounts.id = h.account_id RETURNING accounts.id)
+        UPDATE api_keys SET held_nano = api_keys.held_nano - h.amount_nano FROM h WHERE api_keys.id = h.key_id AND EXISTS (SELECT 1 FROM a)`;
+      this.unreleased.delete(id);
+    } catch (e) {
+      this.unreleased.add(id);
+      events.writeFailed("ledger", `hold ${id}`, e);
+    }
+  }
+
+  /** `tx`: a transaction of the caller's that the credit joins (a top-up marks its session credited in the same one). */
+  async credit(accountId: number, amountNano: number, kind: CreditKind, note: string | null = null, externalRef: string | null = null, tx: SQL = this.sql): Promise<boolean> {
+    checkCreditAmount(amountNano);
+    // The unique index on external_ref decides "at most once": a second credit inserts nothing and so adds nothing.
+    const rows = await tx`WITH e AS (
+        INSERT INTO ledger_entries (account_id, kind, amount_nano, note, external_ref, created_at)
+        VALUES (${accountId}, ${kind}, ${amountNano}::bigint, ${note}, ${externalRef}, ${Date.now()}::bigint)
+        ON CONFLICT (external_ref) WHERE external_ref IS NOT NULL DO NOTHING RETURNING amount_nano)
+      UPDATE accounts SET balance_nano = balance_nano + e.amount_nano FROM e WHERE accounts.id = ${accountId} RETURNING accounts.id`;
+    return rows.length === 1;
+  }
+
+  async balance(accountId: number): Promise<BalanceView> {
+    const [r] = await this.sql`SELECT balance_nano, held_nano FROM accounts WHERE id = ${accountId}`;
+    const [balanceNano, reservedNano] = [Number(r.balance_nano), Number(r.held_nano)];
+    return { balanceNano, reservedNano, spendableNano: balanceNano - reservedNano };
+  }
+
+  async keySpend(keyId: number): Promise<KeySpendView | null> {
+    const [r] = await this.sql`SELECT spent_nano, held_nano FROM api_keys WHERE id = ${keyId}`;
+    return r ? { spentNano: Number(r.spent_nano), reservedNano: Number(r.held_nano) } : null;
+  }
+
+  /** A heartbeat, the release of silent instances' holds, and the retry of failed releases; never two at once. Whether the beat succeeded. */
+  async tick(): Promise<boolean> {
+    return (await this.lease?.tick()) ?? false;
+  }
+
+  /** On each good beat: the releases that failed, again (no other instance releases a live instance's holds). */
+  private retryReleases(): void {
+    for (const id of this.unreleased) this.track(this.release(id));
+  }
+}
+
+/** The hold insert's foreign key failed: this instance's row is gone. */
+function isOwnRowGone(e: unknown): boolean {
+  const err = e as { errno?: unknown; constraint?: unknown; message?: unknown };
+  return err?.errno === "23503" && (err.constraint === OWN_ROW_KEY || String(err.message).includes(OWN_ROW_KEY));
+}

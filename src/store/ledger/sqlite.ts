@@ -1,0 +1,173 @@
+import type { Statement } from "bun:sqlite";
+import { eq } from "drizzle-orm";
+import { changeWatch, type ChangeWatch } from "../engine/sqlite/change-watch.ts";
+import type { Db } from "../engine/sqlite/client.ts";
+import { apiKeys } from "../schema/sqlite.ts";
+import { GatewayError } from "../../core/errors.ts";
+import type { GroupCommit } from "../commits/sqlite.ts";
+import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
+import { Holds } from "./holds.ts";
+import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
+
+/**
+ * The only writer of money. Holds of running requests live in memory (holds.ts); the balance, the
+ * key's spend and the ledger rows live in the database. A reserve is an in-memory hold checked
+ * against the balance and spend this process last read or wrote (re-read after another process
+ * commits: store/engine/sqlite/change-watch.ts), atomic because this process is the only one that takes holds and
+ * JavaScript runs it in one go; a settle is part of one write transaction (the group commit's
+ * batch) and reads the balance it charges inside that transaction.
+ */
+export class Ledger implements HoldOwner, MoneyLedger {
+  readonly holds = new Holds();
+  private readonly s: Record<string, Statement>;
+  private readonly watch: ChangeWatch;
+  // The database's values as this connection sees them, kept current by settle and credit.
+  private readonly balances = new Map<number, number>();
+  private readonly spend = new Map<number, { quotaNano: number | null; spentNano: number }>();
+  // Built once: bun:sqlite builds a new wrapper (and its properties) on every db.transaction call.
+  private readonly tx: { immediate: (fn: () => unknown) => unknown };
+
+  /** `commits`: the serving process's group commit, through which holds post; the CLI has none. */
+  constructor(
+    private readonly db: Db,
+    private readonly commits: GroupCommit | null = null,
+  ) {
+    const q = (sql: string) => db.$client.prepare(sql);
+    this.s = {
+      // A scalar subquery, not a join: the join's plan costs about 3x as much here.
+      funds: q("SELECT (SELECT balance_nano FROM accounts WHERE id = ?2) AS balance_nano, quota_nano, spent_nano FROM api_keys WHERE id = ?1"),
+      balance: q("SELECT balance_nano FROM accounts WHERE id = ?"),
+      keySpend: q("SELECT quota_nano, spent_nano FROM api_keys WHERE id = ?"),
+      charge: q("UPDATE accounts SET balance_nano = balance_nano - ? WHERE id = ?"),
+      chargeKey: q("UPDATE api_keys SET spent_nano = spent_nano + ? WHERE id = ?"),
+      entry: q("INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, note, external_ref, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+      credit: q("UPDATE accounts SET balance_nano = balance_nano + ? WHERE id = ?"),
+    };
+    this.tx = db.$client.transaction((fn: () => unknown) => fn());
+    this.watch = changeWatch(db.$client);
+    this.watch.onChange(() => {
+      this.balances.clear();
+      this.spend.clear();
+    });
+  }
+
+  /**
+   * Runs `fn` in a write transaction of its own, or as part of the one already open, whose owner
+   * rolls it back (or back to its savepoint) when `fn` throws: the group commit, the one caller that
+   * settles inside a transaction, does; a savepoint of ours would cost two statements per request.
+   */
+  private write<T>(fn: () => T): T {
+    try {
+      return (this.db.$client.inTransaction ? fn() : this.tx.immediate(fn)) as T;
+    } catch (e) {
+      // Rolled back: the copies may hold what the transaction wrote.
+      this.watch.forget();
+      throw e;
+    }
+  }
+
+  /** Holds an estimate against the account balance and the key's quota, or refuses the request. */
+  reserve(requestId: string, accountId: number, keyId: number, amountNano: number): Hold {
+    const f = this.funds(keyId, accountId);
+    if (!f) throw new GatewayError("no-key", "Invalid API key.");
+    const keyHeld = this.holds.key(keyId);
+    if (f.quota_nano !== null && f.spent_nano + keyHeld + amountNano > f.quota_nano) throw quotaRefused(f.quota_nano, f.spent_nano, keyHeld, amountNano);
+    const spendable = f.balance_nano - this.holds.account(accountId);
+    if (spendable < amountNano) throw balanceRefused(amountNano, spendable);
+    const hold = new Hold(this, requestId, accountId, keyId, amountNano);
+    this.holds.add(hold);
+    return hold;
+  }
+
+  private funds(keyId: number, accountId: number): { balance_nano: number; quota_nano: number | null; spent_nano: number } | null {
+    this.watch.sync();
+    let balance = this.balances.get(accountId);
+    let spend = this.spend.get(keyId);
+    if (balance === undefined || spend === undefined) {
+      const r = this.s.funds!.get(keyId, accountId) as { balance_nano: number | null; quota_nano: number | null; spent_nano: number } | null;
+      if (!r || r.balance_nano === null) return null;
+      this.balances.set(accountId, (balance = r.balance_nano));
+      this.spend.set(keyId, (spend = { quotaNano: r.quota_nano, spentNano: r.spent_nano }));
+    }
+    return { balance_nano: balance, quota_nano: spend.quotaNano, spent_nano: spend.spentNano };
+  }
+
+  /** HoldOwner: the charge and `alongside` in one group-committed transaction (see Hold.post). */
+  async post(hold: Hold, costNano: number, alongside: Alongside | undefined): Promise<Settlement> {
+    if (!this.commits) throw new Error("holds post through the serving process's group commit");
+    const commits = this.commits;
+    try {
+      return await commits.run(() => {
+        const s = this.charge(hold, costNano);
+        // The group commit's transaction is on this connection: the row's owner writes through its own statements.
+        alongside?.(null);
+        return s;
+      });
+    } finally {
+      // Also when the write failed: the request is over either way (it failed, so it is free),
+      // and a hold kept would only shrink the spendable balance until the next start.
+      this.holds.remove(hold);
+    }
+  }
+
+  /** HoldOwner: nothing is written; the held amount is spendable again. */
+  void(hold: Hold): void {
+    this.holds.remove(hold);
+  }
+
+  /**
+   * The charge of one request, inside the caller's transaction: capped so that the balance never goes
+   * below zero and the key never spends past its quota (concurrent requests whose estimates were too
+   * low can together reach past both); what could not be charged is recorded as shortfall.
+   */
+  charge(hold: Hold, costNano: number): Settlement {
+    const cost = boundedCost(costNano);
+    // Nothing to charge: no ledger row.
+    if (cost === 0) return { chargedNano: 0, shortfallNano: 0 };
+    return this.write((): Settlement => {
+      const acc = this.s.balance!.get(hold.accountId) as { balance_nano: number };
+      // Most keys have no quota (known from the copy the reserve read): no statement for them.
+      const known = this.spend.get(hold.keyId);
+      const key = known && known.quotaNano === null ? null : (this.s.keySpend!.get(hold.keyId) as { quota_nano: number | null; spent_nano: number } | null);
+      const quotaLeft = key?.quota_nano == null ? Infinity : Math.max(key.quota_nano - key.spent_nano, 0);
+      const chargedNano = Math.min(cost, Math.max(acc.balance_nano, 0), quotaLeft);
+      const shortfallNano = cost - chargedNano;
+      this.s.charge!.run(chargedNano, hold.accountId);
+      this.s.chargeKey!.run(chargedNano, hold.keyId);
+      this.s.entry!.run(hold.accountId, "charge", -chargedNano, shortfallNano, hold.keyId, hold.requestId, null, null, Date.now());
+      this.balances.set(hold.accountId, acc.balance_nano - chargedNano);
+      const spend = this.spend.get(hold.keyId);
+      if (spend) spend.spentNano += chargedNano;
+      return { chargedNano, shortfallNano };
+    });
+  }
+
+  /** Adds money with its ledger row. externalRef makes a payment event credit at most once. */
+  credit(accountId: number, amountNano: number, kind: CreditKind, note: string | null = null, externalRef: string | null = null): boolean {
+    checkCreditAmount(amountNano);
+    return this.write(() => {
+      try {
+        this.s.entry!.run(accountId, kind, amountNano, 0, null, null, note, externalRef, Date.now());
+      } catch (e) {
+        if (externalRef && /UNIQUE/.test(String(e))) return false;
+        throw e;
+      }
+      this.s.credit!.run(amountNano, accountId);
+      this.balances.delete(accountId);
+      return true;
+    });
+  }
+
+  balance(accountId: number): BalanceView {
+    const balanceNano = (this.s.balance!.get(accountId) as { balance_nano: number }).balance_nano;
+    const reservedNano = this.holds.account(accountId);
+    return { balanceNano, reservedNano, spendableNano: balanceNano - reservedNano };
+  }
+
+  /** What the key has spent and holds (GET /v1/me); null when no key has this id. */
+  keySpend(keyId: number): KeySpendView | null {
+    const row = this.db.select({ spentNano: apiKeys.spentNano }).from(apiKeys).where(eq(apiKeys.id, keyId)).get();
+    return row ? { spentNano: row.spentNano, reservedNano: this.holds.key(keyId) } : null;
+  }
+}
+
