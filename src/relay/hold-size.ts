@@ -52,7 +52,7 @@ function cacheAsked(v: unknown, depth = 0): "none" | "5m" | "1h" {
 }
 
 // The needles as bytes, made once: a string needle is encoded again on every search, which cost
-// more than the search itself (0.8 µs of the 1 µs a 350-byte body took; docs/reliability.md).
+// more than the search itself (0.8 µs of the 1 µs a 350-byte body took).
 const CACHE_CONTROL = Buffer.from("cache_control");
 const ESCAPE = Buffer.from("\\u");
 // Buffer's native search, on the body's own Uint8Array: no Buffer made around it per request.
