@@ -3,7 +3,7 @@ import { presentedKey } from "../auth/presented-key.ts";
 import type { KeyRecord } from "../store/keys/contract.ts";
 import { GatewayError } from "../core/errors.ts";
 import { scopedIdempotencyKey, type StoredAnswer } from "../store/idempotency/contract.ts";
-import type { Take } from "../limits/rate-limit.ts";
+import type { Bucket, Take } from "../limits/rate-limit.ts";
 import { events } from "../core/events.ts";
 import type { LogRow } from "../store/request-log/contract.ts";
 import type { Services } from "../services.ts";
@@ -34,7 +34,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   log.keyId = key.id;
   log.accountId = key.accountId;
   log.keyPrefix = key.prefix;
-  const taken = svc.limiter.takeAll(bucketsOf(svc, key, e));
+  const taken = takeBuckets(svc, key, e);
   // Only a shared store's take is awaited: the in-process buckets answer without costing a turn.
   const rate = (x.rate = taken instanceof Promise ? await taken : taken);
   let bytes: Uint8Array;
@@ -106,17 +106,22 @@ export function finishIdempotency(svc: Services, idem: { accountId: number; key:
   }
 }
 
+/** The key's own bucket (count_tokens has its own). */
+function ownBucket(svc: Services, key: KeyRecord, e: Endpoint<"key">): Take {
+  return e.bucket === "count_tokens"
+    ? { id: `${key.id}:ct`, rpm: svc.config.countTokensRpm, what: "count_tokens on this key" }
+    : { id: `${key.id}:main`, rpm: key.rpm ?? svc.config.defaultRpm, what: "this key" };
+}
+
 /**
- * The buckets a request takes from: its key's (count_tokens has its own) and, with `[limits]
- * account_rpm`, its account's, shared by all the account's keys on every key route.
+ * Takes from the request's buckets: its key's and, with `[limits] account_rpm`, its account's, shared
+ * by all the account's keys on every key route. Without it, the one bucket is taken without a list.
  */
-function bucketsOf(svc: Services, key: KeyRecord, e: Endpoint<"key">): Take[] {
-  const own: Take =
-    e.bucket === "count_tokens"
-      ? { id: `${key.id}:ct`, rpm: svc.config.countTokensRpm, what: "count_tokens on this key" }
-      : { id: `${key.id}:main`, rpm: key.rpm ?? svc.config.defaultRpm, what: "this key" };
+function takeBuckets(svc: Services, key: KeyRecord, e: Endpoint<"key">): Bucket | Promise<Bucket> {
+  const own = ownBucket(svc, key, e);
   const accountRpm = svc.config.accountRpm;
-  return accountRpm === null ? [own] : [own, { id: `acct:${key.accountId}`, rpm: accountRpm, what: "all the keys of this account together" }];
+  if (accountRpm === null) return svc.limiter.take(own.id, own.rpm, own.what);
+  return svc.limiter.takeAll([own, { id: `acct:${key.accountId}`, rpm: accountRpm, what: "all the keys of this account together" }]);
 }
 
 const pausedError = () =>

@@ -52,10 +52,17 @@ export class RateLimiter implements Limiter {
 
   /** Takes one request from the bucket and returns it (for withHeaders), or refuses with 429. */
   take(id: string, rpm: number, what: string): Bucket {
-    return this.takeAll([{ id, rpm, what }]);
+    // One bucket (every request without [limits] account_rpm): no list to build, compare or reduce.
+    const t = this.now();
+    const b = this.refilled(id, rpm, t);
+    if (t - this.sweptAt > 60_000) this.sweep(t);
+    if (b.units < UNITS_PER_TOKEN) throw refusal(b, what, this.withHeaders(new Headers(), b));
+    b.units -= UNITS_PER_TOKEN;
+    return b;
   }
 
   takeAll(takes: readonly Take[]): Bucket {
+    if (takes.length === 1) return this.take(takes[0]!.id, takes[0]!.rpm, takes[0]!.what);
     const t = this.now();
     const buckets = takes.map(({ id, rpm }) => this.refilled(id, rpm, t));
     if (t - this.sweptAt > 60_000) this.sweep(t);

@@ -51,14 +51,20 @@ function cacheAsked(v: unknown, depth = 0): "none" | "5m" | "1h" {
   return found;
 }
 
+// The needles as bytes, made once: a string needle is encoded again on every search, which cost
+// more than the search itself (0.8 µs of the 1 µs a 350-byte body took).
+const CACHE_CONTROL = Buffer.from("cache_control");
+const ESCAPE = Buffer.from("\\u");
+// Buffer's native search, on the body's own Uint8Array: no Buffer made around it per request.
+const indexOf = Buffer.prototype.indexOf;
+
 /**
  * Whether the body may ask for caching at all, from its bytes: the key as written, or an escape that
  * could spell it. Native and fast; most bodies skip the walk.
  */
 function mayAskCache(raw: Uint8Array | undefined): boolean {
   if (!raw) return true;
-  const b = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-  return b.indexOf("cache_control") !== -1 || b.indexOf("\\u") !== -1;
+  return indexOf.call(raw, CACHE_CONTROL) !== -1 || indexOf.call(raw, ESCAPE) !== -1;
 }
 
 function searchesAllowed(body: JsonObject): number {
@@ -89,7 +95,8 @@ function worstOn(p: ModelPrices, asks: PriceAsks, inputTokens: number, maxOut: n
   // The prompt may be written to the cache whole: the tier is measured on it as the provider does.
   const prices = sheetFor(service, inputTokens).prices;
   const input = asks.cache === "1h" ? Math.max(prices.input, prices.cacheWrite1h, prices.cacheWrite) : asks.cache === "5m" ? Math.max(prices.input, prices.cacheWrite) : prices.input;
-  return tokenCost({ ...prices, input }, { input: inputTokens, output: maxOut, cacheRead: 0, cacheWrite: 0, webSearches: asks.searches });
+  // The table itself when the input price stands (no cache asked, or writes priced as input): no copy per request.
+  return tokenCost(input === prices.input ? prices : { ...prices, input }, { input: inputTokens, output: maxOut, cacheRead: 0, cacheWrite: 0, webSearches: asks.searches });
 }
 
 /**

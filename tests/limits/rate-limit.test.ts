@@ -129,6 +129,15 @@ describe("RateLimiter.takeAll (a key's bucket and its account's)", () => {
     expect(e.message).toContain("2 requests per minute for all the keys of this account together");
   });
 
+  it("takes a single bucket (no account_rpm) exactly as take does: same bucket, same refusal", () => {
+    const all = new RateLimiter(() => 0);
+    const one = new RateLimiter(() => 0);
+    for (let i = 0; i < 2; i++) expect(all.takeAll([key(2)]).units).toBe(one.take("k", 2, "this key").units);
+    const a = refusalOf(() => all.takeAll([key(2)]));
+    const b = refusalOf(() => one.take("k", 2, "this key"));
+    expect([a.message, a.retryAfter]).toEqual([b.message, b.retryAfter]);
+  });
+
   it("spends nothing of the key's bucket on a request the account's refuses", () => {
     const limiter = new RateLimiter(() => 0);
     limiter.takeAll([key(3), account(1)]);

@@ -3,6 +3,7 @@ import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { expectError } from "../support/errors.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
+import { priceAsks } from "../../src/relay/hold-size.ts";
 
 // The hold covers the worst class a request can incur (docs/pricing.md, "The hold"): a balance that
 // covers the plain hold but not the dearer one the body asks for is refused before any upstream call.
@@ -101,5 +102,27 @@ describe("a request that may be answered at the priority tier is held at its pri
   });
   it("service_tier flex passes on 1.50 USD", async () => {
     expect(await statusOn(1.5, "/v1/chat/completions", chat("gptflex", "flex"))).toBe(200);
+  });
+});
+
+describe("the hold's scan of the body's bytes for cache_control", () => {
+  // The bytes a handler holds may be a view into a larger buffer (a read in chunks, a subarray).
+  const view = (text: string) => {
+    const whole = new TextEncoder().encode(`${"#".repeat(64)}${text}`);
+    return whole.subarray(64);
+  };
+  const cached = '{"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral","ttl":"1h"}}]}]}';
+
+  it("finds the key in a view that starts inside its buffer", () => {
+    expect(priceAsks(JSON.parse(cached), view(cached)).cache).toBe("1h");
+  });
+  it("finds the key spelled with a \\u escape", () => {
+    const escaped = cached.replace('"cache_control"', '"\\u0063ache_control"');
+    expect(priceAsks(JSON.parse(escaped), view(escaped)).cache).toBe("1h");
+  });
+  it("does not read the bytes before the view: a key there is no ask", () => {
+    const plain = '{"messages":[{"role":"user","content":"hi"}]}';
+    const whole = new TextEncoder().encode(`"cache_control"${plain}`);
+    expect(priceAsks(JSON.parse(plain), whole.subarray(15)).cache).toBe("none");
   });
 });
