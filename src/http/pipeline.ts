@@ -60,7 +60,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
         headers: {
           "content-type": begun.answer.contentType,
           "idempotent-replayed": "true",
-          // A stored failure is one that must not run twice (limits/idempotency.ts, replayable).
+          // A stored failure is one that must not run twice (store/idempotency/claims.ts, replayable).
           ...(begun.answer.status >= 300 ? { "x-should-retry": "false" } : {}),
           ...requestIdHeaders(requestId),
         },
