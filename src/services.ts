@@ -1,54 +1,30 @@
-import { Keys } from "./store/keys/sqlite.ts";
-import type { KeyStore } from "./store/keys/contract.ts";
-import { PgKeys } from "./store/keys/postgres.ts";
-import { PgSessions } from "./store/sessions/postgres.ts";
-import type { SessionStore } from "./store/sessions/contract.ts";
-import { Sessions } from "./store/sessions/sqlite.ts";
-import type { AuditTrail } from "./store/audit/contract.ts";
-import { Audit } from "./store/audit/sqlite.ts";
-import { PgAudit } from "./store/audit/postgres.ts";
-import { PgLogReports } from "./store/reports/postgres.ts";
-import { Reports } from "./store/reports/sqlite.ts";
-import type { LogReports } from "./store/reports/contract.ts";
 import { buildCatalog } from "./catalog/catalog.ts";
 import type { Config } from "./config/load.ts";
-import { migrate, openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from "./store/engine/sqlite/client.ts";
-import type { Commits } from "./store/commits/contract.ts";
-import { GroupCommit } from "./store/commits/sqlite.ts";
-import { listenForChanges } from "./store/engine/postgres/changes.ts";
-import { migratePostgres, openPostgres } from "./store/engine/postgres/client.ts";
-import { PgCommits } from "./store/commits/postgres.ts";
 import { Calibration, type CalibrationStore } from "./ledger/calibration.ts";
-import { Accounts } from "./store/accounts/sqlite.ts";
-import type { AccountStore } from "./store/accounts/contract.ts";
-import { Ledger } from "./store/ledger/sqlite.ts";
-import { PgAccounts } from "./store/accounts/postgres.ts";
-import type { MoneyLedger } from "./store/ledger/contract.ts";
-import { PgLedger } from "./store/ledger/postgres.ts";
 import { RateLimiter, type Limiter } from "./limits/rate-limit.ts";
 import { RedisRateLimiter } from "./limits/redis-rate-limit.ts";
 import { RedisStore } from "./limits/redis-store.ts";
 import { accountThrottles, type AccountThrottles } from "./limits/throttle.ts";
-import { events } from "./core/events.ts";
-import { RequestLog } from "./store/request-log/sqlite.ts";
-import type { LogRow } from "./store/request-log/contract.ts";
-import { PgRequestLog } from "./store/request-log/postgres.ts";
 import { AccessLog } from "./observe/access-log.ts";
 import { Metrics } from "./observe/metrics.ts";
 import { Cutoff } from "./relay/cutoff.ts";
 import { Health } from "./relay/health.ts";
 import type { RelayServices } from "./relay/context.ts";
-import type { SettingsStore } from "./store/settings/contract.ts";
-import { Settings } from "./store/settings/sqlite.ts";
-import { PgSettings } from "./store/settings/postgres.ts";
 import { buildProviders } from "./upstreams/registry.ts";
-import { Idempotency } from "./store/idempotency/sqlite.ts";
-import type { IdempotencyStore } from "./store/idempotency/contract.ts";
-import { PgIdempotency } from "./store/idempotency/postgres.ts";
 import { StripeCheckout } from "./payments/stripe-checkout.ts";
 import { Payments } from "./payments/topups.ts";
-import { Checkouts, SqliteTopUpCredit } from "./store/checkouts/sqlite.ts";
-import { PgCheckouts, PgTopUpCredit } from "./store/checkouts/postgres.ts";
+import type { AccountStore } from "./store/accounts/contract.ts";
+import type { AuditTrail } from "./store/audit/contract.ts";
+import type { Commits } from "./store/commits/contract.ts";
+import type { IdempotencyStore } from "./store/idempotency/contract.ts";
+import type { KeyStore } from "./store/keys/contract.ts";
+import type { MoneyLedger } from "./store/ledger/contract.ts";
+import type { LogReports } from "./store/reports/contract.ts";
+import type { LogRow } from "./store/request-log/contract.ts";
+import type { SessionStore } from "./store/sessions/contract.ts";
+import type { SettingsStore } from "./store/settings/contract.ts";
+import type { Db } from "./store/database.ts";
+import { openPostgresStores, openServerDatabase, openSqliteStores, type SqliteStores, type Stores } from "./store/open.ts";
 
 /** Everything a request needs, built once per process: the relay's parts and those of the routes around it. */
 export interface Services extends RelayServices {
@@ -77,18 +53,8 @@ export interface Services extends RelayServices {
   atStop: (() => unknown)[];
 }
 
-/** The parts as SQLite builds them: every answer synchronous (the embedded default, and what most tests drive). */
-export interface SqliteServices extends Services {
-  db: Db;
-  commits: GroupCommit;
-  ledger: Ledger;
-  keys: Keys;
-  accounts: Accounts;
-  sessions: Sessions;
-  logs: RequestLog;
-  settings: Settings;
-  idempotency: Idempotency;
-}
+/** The parts as SQLite builds them: every hot-path answer synchronous (the embedded default, and what most tests drive). */
+export type SqliteServices = Omit<SqliteStores, "atStop" | "checkouts" | "topUps"> & Services;
 
 export const VERSION = "0.1.0";
 
@@ -96,83 +62,35 @@ export const VERSION = "0.1.0";
  * Builds the parts once. `endpointOf` names the published endpoint of a path for the metrics' labels:
  * the endpoint table is http/'s, above this module.
  */
-export function buildServices(
-  config: Config,
-  db: Db = openDatabase(config.database, { busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS }),
-  endpointOf: (path: string) => string | null = () => null,
-): SqliteServices {
-  migrate(db);
-  const commits = new GroupCommit(db.$client);
-  const ledger = new Ledger(db, commits);
-  const settings = new Settings(db);
-  const parts = sharedParts(config, { ledger, settings, commits, endpointOf });
-  commits.onCommit = (writes) => parts.metrics.commitBatch(writes);
-  return {
-    ...parts,
-    db,
-    commits,
-    ledger,
-    keys: new Keys(db),
-    accounts: new Accounts(db, ledger),
-    sessions: new Sessions(db, config.dashboard.sessionTtlMs),
-    audit: new Audit(db),
-    reports: new Reports(db),
-    logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow: parts.onRow }),
-    settings,
-    idempotency: new Idempotency(db),
-    payments: new Payments(new Checkouts(db), new SqliteTopUpCredit(db, ledger, commits), config.stripe ? new StripeCheckout(config.stripe) : null),
-  };
+export function buildServices(config: Config, db: Db = openServerDatabase(config), endpointOf: (path: string) => string | null = () => null): SqliteServices {
+  // The request log tells the metrics of its rows, and the metrics read the ledger's holds: the hooks reach parts built after the stores.
+  let parts: SharedParts | undefined;
+  const stores = openSqliteStores(config, db, { onRow: (r) => parts!.onRow(r) });
+  parts = sharedParts(config, { ledger: stores.ledger, settings: stores.settings, commits: stores.commits, endpointOf });
+  const metrics = parts.metrics;
+  stores.commits.onCommit = (writes) => metrics.commitBatch(writes);
+  return withStores(config, parts, stores);
 }
 
 /**
- * One instance of a cluster on PostgreSQL (`[database] url`, issue 18): the same parts on the
- * PostgreSQL side of each owner. The database must be migrated (`gateway migrate`, or this instance
- * applies what is pending under an advisory lock). Copies of keys and of the pause switch are
- * dropped on the change notices of other writers (db/pg-changes.ts).
+ * One instance of a cluster on PostgreSQL (`[database] url`): the same parts on the PostgreSQL side
+ * of each owner (store/open.ts).
  */
 export async function buildPostgresServices(config: Config, endpointOf: (path: string) => string | null = () => null): Promise<Services> {
-  const url = config.databaseUrl!;
-  await migratePostgres(url);
-  const pg = openPostgres(url, { max: POOL_SIZE });
-  const commits = new PgCommits(pg.$client);
-  const [ledger, settings] = await Promise.all([
-    PgLedger.start(pg.$client, { instanceId: config.cluster.instanceId, holdTimeoutMs: config.cluster.holdTimeoutMs }),
-    PgSettings.load(pg),
-  ]);
-  const keys = new PgKeys(pg);
-  const feed = await listenForChanges(pg.$client, (table) => {
-    if (table !== "settings") keys.forget();
-    if (table !== "api_keys" && table !== "accounts") void settings.refresh().catch((e: unknown) => events.writeFailed("settings", "refresh", e));
-  });
-  const parts = sharedParts(config, { ledger, settings, commits, endpointOf });
-  ledger.onFence((why) => parts.cutoff.cut(why));
-  const logs = new PgRequestLog(pg, { retentionDays: config.logRetentionDays, onRow: parts.onRow });
-  const checkouts = new PgCheckouts(pg);
-  parts.atStop.push(
-    () => feed.stop(),
-    () => logs.flush(),
-    () => ledger.stop(),
-    () => pg.$client.close(),
-  );
-  return {
-    ...parts,
-    db: null,
-    commits,
-    ledger,
-    keys,
-    accounts: new PgAccounts(pg, ledger),
-    sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
-    audit: new PgAudit(pg),
-    reports: new PgLogReports(pg),
-    logs,
-    settings,
-    idempotency: new PgIdempotency(pg, config.cluster.instanceId),
-    payments: new Payments(checkouts, new PgTopUpCredit(ledger, checkouts), config.stripe ? new StripeCheckout(config.stripe) : null),
-  };
+  let parts: SharedParts | undefined;
+  const stores = await openPostgresStores(config, { onRow: (r) => parts!.onRow(r), onFence: (why) => parts!.cutoff.cut(why) });
+  parts = sharedParts(config, { ledger: stores.ledger, settings: stores.settings, commits: stores.commits, endpointOf });
+  return withStores(config, parts, stores);
 }
 
-/** Connections per instance: a request holds one only for its statement, never across an upstream call. */
-const POOL_SIZE = 16;
+/** The parts and the stores as one set; the stores' stop runs after the parts' (what they buffer goes out first). */
+function withStores<S extends Stores>(config: Config, parts: SharedParts, stores: S) {
+  const { checkouts, topUps, atStop, ...rest } = stores;
+  parts.atStop.push(...atStop);
+  return { ...parts, ...rest, payments: new Payments(checkouts, topUps, config.stripe ? new StripeCheckout(config.stripe) : null) };
+}
+
+type SharedParts = ReturnType<typeof sharedParts>;
 
 /** What both engines build alike: catalog, health, calibration, metrics, limiter, logs' listeners. */
 function sharedParts(

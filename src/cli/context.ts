@@ -1,51 +1,16 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { Keys } from "../store/keys/sqlite.ts";
-import type { KeyStore } from "../store/keys/contract.ts";
-import { PgKeys } from "../store/keys/postgres.ts";
 import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
 import { loadConfig, type Config, type LoadOptions } from "../config/load.ts";
-import { migrate, openDatabase, openDatabaseReadOnly, pendingMigrations, refuseNewerSchema, type Db } from "../store/engine/sqlite/client.ts";
-import { openPostgres, postgresSchemaBehind, redactUrl } from "../store/engine/postgres/client.ts";
-import { Accounts } from "../store/accounts/sqlite.ts";
-import type { AccountStore } from "../store/accounts/contract.ts";
-import { Ledger } from "../store/ledger/sqlite.ts";
-import type { MoneyLedger } from "../store/ledger/contract.ts";
-import { PgAccounts } from "../store/accounts/postgres.ts";
-import { PgLedger } from "../store/ledger/postgres.ts";
-import { Idempotency } from "../store/idempotency/sqlite.ts";
-import type { IdempotencyStore } from "../store/idempotency/contract.ts";
-import { PgIdempotency } from "../store/idempotency/postgres.ts";
-import type { AuditTrail } from "../store/audit/contract.ts";
-import { Audit } from "../store/audit/sqlite.ts";
-import { PgAudit } from "../store/audit/postgres.ts";
-import { PgLogReports } from "../store/reports/postgres.ts";
-import { PgRequestLog } from "../store/request-log/postgres.ts";
-import { Reports } from "../store/reports/sqlite.ts";
-import type { LogReports } from "../store/reports/contract.ts";
-import { RequestLog } from "../store/request-log/sqlite.ts";
-import type { RequestLogStore } from "../store/request-log/contract.ts";
-import { PgSettings } from "../store/settings/postgres.ts";
-import type { SettingsStore } from "../store/settings/contract.ts";
-import { Settings } from "../store/settings/sqlite.ts";
+import { migrate, openDatabase, openDatabaseReadOnly, openPostgres, pendingMigrations, postgresSchemaBehind, redactUrl, refuseNewerSchema, type Db } from "../store/database.ts";
+import { postgresOperatorStores, sqliteOperatorStores, type OperatorStores } from "../store/open.ts";
 import { OperatorError } from "../core/operator-error.ts";
 import { UsageError } from "./args.ts";
 
-export interface CliContext {
+export interface CliContext extends OperatorStores {
   config: Config;
   /** The database file as an absolute path, or the PostgreSQL URL without its password: every command says which one it used. */
   database: string;
-  /** The SQLite database, or null on PostgreSQL (`[database] url`). */
-  db: Db | null;
-  ledger: MoneyLedger;
-  keys: KeyStore;
-  accounts: AccountStore;
-  audit: AuditTrail;
-  reports: LogReports;
-  requestLog: RequestLogStore;
-  idempotency: IdempotencyStore;
-  /** The pause switch and the estimator's rows. */
-  settings(): Promise<SettingsStore>;
   json: boolean;
   catalog(): Catalog;
 }
@@ -95,19 +60,10 @@ export async function openInstallation(values: CommonValues, access: "read" | "w
     throw e;
   }
   let catalog: Catalog | undefined;
-  const ledger = new Ledger(db);
   return {
+    ...sqliteOperatorStores(config, db),
     config,
     database,
-    db,
-    ledger,
-    keys: new Keys(db),
-    accounts: new Accounts(db, ledger),
-    audit: new Audit(db),
-    reports: new Reports(db),
-    requestLog: new RequestLog(db, { retentionDays: config.logRetentionDays }),
-    idempotency: new Idempotency(db),
-    settings: async () => new Settings(db),
     json: values.json ?? false,
     catalog: () => (catalog ??= buildCatalog(config)),
   };
@@ -125,20 +81,11 @@ async function openPostgresInstallation(config: Config, json: boolean): Promise<
   const pg = openPostgres(url, { max: 2 });
   const pending = await postgresSchemaBehind(pg, url);
   if (pending > 0) throw new UsageError(`${database} is ${pending} migration(s) behind this gateway: run gateway migrate first`);
-  const ledger = PgLedger.forOperator(pg.$client);
   let catalog: Catalog | undefined;
   return {
+    ...postgresOperatorStores(config, pg),
     config,
     database,
-    db: null,
-    ledger,
-    keys: new PgKeys(pg),
-    accounts: new PgAccounts(pg, ledger),
-    audit: new PgAudit(pg),
-    reports: new PgLogReports(pg),
-    requestLog: new PgRequestLog(pg, { retentionDays: config.logRetentionDays }),
-    idempotency: new PgIdempotency(pg, config.cluster.instanceId),
-    settings: () => PgSettings.load(pg),
     json,
     catalog: () => (catalog ??= buildCatalog(config)),
   };

@@ -145,7 +145,7 @@ export const invalidRequest = (message: string) => new GatewayError("invalid_req
 // SQLite result codes that mean the database cannot be written now, through no fault of the request:
 // full disk (SQLITE_FULL), read-only file or mount (SQLITE_READONLY_*), I/O failure, a lock held past
 // busy_timeout, a file that cannot be opened, a write batch SQLite rolled back for one of these
-// (SQLITE_ABORT_ROLLBACK, db/group-commit.ts). They clear by themselves or by the operator's hand.
+// (SQLITE_ABORT_ROLLBACK, store/commits/sqlite.ts). They clear by themselves or by the operator's hand.
 // On PostgreSQL: the connection refused, lost or timed out (Bun's client codes), or the server's
 // SQLSTATE classes 08 (connection), 53 (out of disk, memory, connections), 57P (shut down by its
 // operator) and 25006 (a read-only server, a standby promoted to nothing).

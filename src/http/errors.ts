@@ -15,7 +15,7 @@ export interface FailureContext {
 
 /**
  * The single place that writes error bodies: exactly the spec's four fields. Every 5xx also writes
- * one line to the operator's event log (logs/events.ts), with the request id the client was given.
+ * one line to the operator's event log (core/events.ts), with the request id the client was given.
  */
 export function errorResponse(err: unknown, requestId: string, extraHeaders: Record<string, string> = {}, ctx: FailureContext = {}): Response {
   const e = toGatewayError(err);

@@ -29,14 +29,11 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   if (e.body !== "none") refuseDeclaredTooLarge(request, e.maxBodyBytes);
   const presented = presentedKey(request.headers);
   // A key known to this process answers at once; PostgreSQL's first lookup of a key is a query.
-  const found = svc.keys.lookup(presented);
-  const key = svc.keys.check(presented, found instanceof Promise ? await found : found, x.clientIp);
+  const key = svc.keys.check(presented, await svc.keys.lookup(presented), x.clientIp);
   log.keyId = key.id;
   log.accountId = key.accountId;
   log.keyPrefix = key.prefix;
-  const taken = takeBuckets(svc, key, e);
-  // Only a shared store's take is awaited: the in-process buckets answer without costing a turn.
-  const rate = (x.rate = taken instanceof Promise ? await taken : taken);
+  const rate = (x.rate = await takeBuckets(svc, key, e));
   let bytes: Uint8Array;
   try {
     bytes = e.body === "none" ? NO_BODY : await readBodyLimited(request, e.maxBodyBytes);
@@ -63,7 +60,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
         headers: {
           "content-type": begun.answer.contentType,
           "idempotent-replayed": "true",
-          // A stored failure is one that must not run twice (limits/idempotency.ts, replayable).
+          // A stored failure is one that must not run twice (store/idempotency/claims.ts, replayable).
           ...(begun.answer.status >= 300 ? { "x-should-retry": "false" } : {}),
           ...requestIdHeaders(requestId),
         },
@@ -97,13 +94,14 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
 
 /** Ends an idempotency claim; a failed write (full disk) costs only the replay, so it is reported, not thrown. */
 export function finishIdempotency(svc: Services, idem: { accountId: number; key: string }, requestId: string, answer: StoredAnswer | null): void {
-  const failed = (e: unknown) => events.writeFailed("idempotency", requestId, e);
-  try {
-    const done = svc.idempotency.finish(idem.accountId, idem.key, answer);
-    if (done instanceof Promise) done.catch(failed);
-  } catch (e) {
-    failed(e);
-  }
+  // Called at once (SQLite writes before the answer leaves), never awaited by the answer.
+  void (async () => {
+    try {
+      await svc.idempotency.finish(idem.accountId, idem.key, answer);
+    } catch (e) {
+      events.writeFailed("idempotency", requestId, e);
+    }
+  })();
 }
 
 /** The key's own bucket (count_tokens has its own). */

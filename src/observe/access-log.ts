@@ -14,7 +14,7 @@ const FLUSH_MS = 500;
  * cost about 120 µs of CPU per request at c=1 writing each line, and still 9–11 % of the CPU per
  * request at c=1 and c=16 with its writes buffered (bench/RESULTS.md). A fixed-shape object through
  * the engine's JSON.stringify, buffered to 8 KiB writes or a flush every half second, measures within
- * noise of no access log. The operator's events (logs/events.ts), a few lines at most, stay on pino.
+ * noise of no access log. The operator's events (core/events.ts), a few lines at most, stay on pino.
  */
 export class AccessLog {
   private buffer = "";

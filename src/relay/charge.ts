@@ -8,16 +8,9 @@ import { bodySize, type TextSize } from "../ledger/estimate.ts";
 // A request's hold, as the relay takes and posts it: the one place where a request's money meets its
 // log row (the JSON relays and the stream both post through here).
 
-/**
- * Takes the request's hold; the pipeline's error path closes it too, as a last resort. SQLite's hold
- * comes back at once, and the caller takes it without an await (the hot path stays synchronous);
- * PostgreSQL's is a promise.
- */
-export function reserve(call: RelayCall, amountNano: number): Hold | Promise<Hold> {
-  const held = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, amountNano);
-  if (held instanceof Promise) return held.then((hold) => (call.hold = hold));
-  call.hold = held;
-  return held;
+/** Takes the request's hold; the pipeline's error path closes it too, as a last resort. */
+export async function reserve(call: RelayCall, amountNano: number): Promise<Hold> {
+  return (call.hold = await call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, amountNano));
 }
 
 /**
@@ -27,8 +20,7 @@ export function reserve(call: RelayCall, amountNano: number): Hold | Promise<Hol
  */
 export async function refuseBelowFloor(call: RelayCall, floorNano: number): Promise<void> {
   if (floorNano <= 0) return;
-  const read = call.svc.ledger.balance(call.key.accountId);
-  const { spendableNano } = read instanceof Promise ? await read : read;
+  const { spendableNano } = await call.svc.ledger.balance(call.key.accountId);
   if (spendableNano < floorNano) throw balanceRefused(floorNano, spendableNano);
 }
 

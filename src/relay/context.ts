@@ -18,7 +18,7 @@ import type { Health } from "./health.ts";
 export interface RelayServices {
   config: Config;
   catalog: Catalog;
-  /** Per-request ledger and log writes: committed in groups on SQLite (db/group-commit.ts), one by one on PostgreSQL. */
+  /** Per-request ledger and log writes: committed in groups on SQLite (store/commits/sqlite.ts), one by one on PostgreSQL. */
   commits: Commits;
   ledger: MoneyLedger;
   /** The estimator's window per model: holds are sized on it, settled requests feed it. */

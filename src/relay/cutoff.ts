@@ -22,7 +22,7 @@ export class Cutoff {
 
   /**
    * Ends the calls in flight with `reason` (a GatewayError, answered as it is) and lets later calls
-   * run: the instance fenced itself (ledger/pg-lease.ts), so the holds of these calls are no longer
+   * run: the instance fenced itself (store/ledger/postgres-lease.ts), so the holds of these calls are no longer
    * relied upon; a heartbeat that succeeds again lets new requests take new holds.
    */
   cut(reason: unknown): void {

@@ -43,8 +43,7 @@ function readRequest(call: RelayCall, endpoint: ImageEndpoint): { model: unknown
 export async function serveImages(call: RelayCall, endpoint: ImageEndpoint): Promise<Response> {
   const { model: name, ask } = readRequest(call, endpoint);
   const model = resolveModel(call, name, endpoint);
-  const held = reserve(call, imageHoldNano(model.imagePrices, ask));
-  const hold = held instanceof Promise ? await held : held;
+  const hold = await reserve(call, imageHoldNano(model.imagePrices, ask));
   try {
     let answer: JsonObject = {};
     await attemptRoutes(call.svc, model, call, {

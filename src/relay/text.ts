@@ -121,8 +121,7 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
   const reserveNano = holdNano(model, client.body, call.bytes, heldInputTokens, client.maxOut, gatewayMayCache(model, client.dialect));
   call.log.stream = client.stream;
 
-  const held = reserve(call, reserveNano);
-  const hold = held instanceof Promise ? await held : held;
+  const hold = await reserve(call, reserveNano);
   let stream: Response | null = null;
   try {
     let dropped: string[] = [];

@@ -3,5 +3,5 @@
 // call, so that nothing above src/store/ names an engine's plumbing (tests/architecture/imports.test.ts).
 export { ensureDatabaseFolder, migrate, openDatabase, openDatabaseReadOnly, pendingMigrations, refuseNewerSchema, type Db } from "./engine/sqlite/client.ts";
 export { acquireServeLock, ServeLockError } from "./engine/sqlite/serve-lock.ts";
-export { isPostgresUrl, migratePostgres, redactUrl } from "./engine/postgres/client.ts";
+export { isPostgresUrl, migratePostgres, openPostgres, postgresSchemaBehind, redactUrl } from "./engine/postgres/client.ts";
 export { copyToPostgres } from "./engine/copy-to-postgres.ts";

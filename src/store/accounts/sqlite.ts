@@ -82,7 +82,7 @@ export function countAccounts(db: Db): number {
   return db.select({ n: count() }).from(accounts).get()!.n;
 }
 
-/** Every account, oldest first. Holds of running requests are not in the file (ledger/holds.ts). */
+/** Every account, oldest first. Holds of running requests are not in the file (store/ledger/holds.ts). */
 export function listAccounts(db: Db): Account[] {
   return db.select(ACCOUNT).from(accounts).orderBy(asc(accounts.id)).all();
 }

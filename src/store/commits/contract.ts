@@ -2,8 +2,8 @@ import type { Awaitable } from "../../core/awaitable.ts";
 
 /**
  * How the server's per-request writes reach the database: on SQLite, the group commit
- * (group-commit.ts: one transaction per event-loop turn); on PostgreSQL, each write is its own
- * statement or transaction on the pool (pg-commits.ts).
+ * (sqlite.ts: the group commit, one transaction per event-loop turn); on PostgreSQL, each write is its own
+ * statement or transaction on the pool (postgres.ts).
  */
 export interface Commits {
   /** Runs `fn`'s writes; resolves with its result once they are durable. */

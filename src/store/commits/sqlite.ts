@@ -13,7 +13,7 @@ import { databaseUnavailableCode } from "../../core/errors.ts";
  *
  * `run` is for writes a client must not see before they are durable (a charge and its log row): it
  * resolves after the COMMIT. `now` is for writes whose loss in a crash would change nothing: the
- * caller goes on at once. (Holds of running requests are not written at all: ledger/holds.ts.)
+ * caller goes on at once. (Holds of running requests are not written at all: store/ledger/holds.ts.)
  */
 /** How long a write waits for another process's lock (an operator's sqlite3, a VACUUM) before 503. */
 export const LOCK_WAIT_MS = 2000;

@@ -72,6 +72,11 @@ export interface KeyStore {
   lookupHash(hash: string): Answer<KeyRecord | null>;
   /** Looks the presented key up; null when none was presented or its form is not ours. */
   lookup(presented: string | null): Answer<KeyRecord | null>;
+  /**
+   * What this process knows of the presented key without a query: its record, null (none), or
+   * undefined while PostgreSQL's first lookup of it is on its way (started here, kept for the retry).
+   */
+  known(presented: string | null): KeyRecord | null | undefined;
   check(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now?: number): KeyRecord;
 }
 

@@ -127,6 +127,14 @@ export class PgKeys implements KeyStore {
     return presented?.startsWith(KEY_PREFIX) ? this.lookupHash(hashKey(presented)) : null;
   }
 
+  known(presented: string | null): KeyRecord | null | undefined {
+    const found = this.lookup(presented);
+    // The branch on the engine's answer stays here, below the routes.
+    if (!(found instanceof Promise)) return found;
+    found.catch(() => null);
+    return undefined;
+  }
+
   check(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now = Date.now()): KeyRecord {
     return checkKey(presented, rec, clientIpOf, now);
   }

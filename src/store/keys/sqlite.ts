@@ -98,6 +98,10 @@ export class Keys implements KeyStore {
     return presented?.startsWith(KEY_PREFIX) ? this.lookupHash(hashKey(presented)) : null;
   }
 
+  known(presented: string | null): KeyRecord | null {
+    return this.lookup(presented);
+  }
+
   check(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now = Date.now()): KeyRecord {
     return checkKey(presented, rec, clientIpOf, now);
   }

@@ -5,7 +5,7 @@ import type { Hold } from "../../ledger/hold.ts";
 
 // The ledger as the relay and the account pages use it, whichever database holds the money: SQLite
 // with holds in the one serving process (ledger.ts), or PostgreSQL shared by several instances with
-// holds as rows (pg-ledger.ts). tests/ledger/contract.test.ts holds both to the same behaviour.
+// holds as rows (postgres.ts). tests/ledger/contract.test.ts holds both to the same behaviour.
 
 export type { Awaitable };
 

@@ -15,7 +15,7 @@ import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type
 // Lock order, everywhere: the account's row, then the key's. Two transactions on one account then
 // queue on the account row and can never wait for each other in a cycle.
 //
-// A hold is relied upon only under this instance's lease (pg-lease.ts): once the heartbeat has
+// A hold is relied upon only under this instance's lease (postgres-lease.ts): once the heartbeat has
 // failed for nearly the timeout, reserves and posts are refused 503 database_unavailable, and the
 // holds taken before are never posted, since another instance may release them from then on.
 

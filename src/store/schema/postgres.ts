@@ -218,7 +218,7 @@ export const idempotencyState = pgEnum("idempotency_state", ["in_flight", "done"
 export const idempotencyRecords = pgTable(
   "idempotency_records",
   {
-    // The owning account's id: a record is the account's, whichever key sent it (limits/idempotency.ts).
+    // The owning account's id: a record is the account's, whichever key sent it (store/idempotency/contract.ts).
     keyId: id("key_id").notNull(),
     idempotencyKey: text("idempotency_key").notNull(),
     bodySha256: text("body_sha256").notNull(),

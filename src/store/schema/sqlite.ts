@@ -177,7 +177,7 @@ export const requestLogs = sqliteTable(
 export const idempotencyRecords = sqliteTable(
   "idempotency_records",
   {
-    // The owning account's id: a record is the account's, whichever key sent it (limits/idempotency.ts).
+    // The owning account's id: a record is the account's, whichever key sent it (store/idempotency/contract.ts).
     keyId: integer("key_id").notNull(),
     idempotencyKey: text("idempotency_key").notNull(),
     bodySha256: text("body_sha256").notNull(),

@@ -10,7 +10,7 @@ const WAIT_MS = 3000;
 
 /**
  * One `gateway serve` per database: the holds of running requests live in the serving process
- * (ledger/holds.ts), so a second server on the same file could spend the same balance twice. The
+ * (store/ledger/holds.ts), so a second server on the same file could spend the same balance twice. The
  * lock is an exclusive SQLite lock on a file next to the database, held by an open connection: the
  * operating system drops it when the process ends, however it ends, so a crashed server never
  * leaves a stale lock behind. The CLI's other commands do not take it.
