@@ -1,9 +1,12 @@
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { join } from "node:path";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import { anthropicConfig, startServe, tempInstallation, type Served } from "../support/cli.ts";
 import { errorOf } from "../support/errors.ts";
+
+// Each test starts and stops a gateway process with its own deadlines; a loaded 2-core machine needs more than 5 s.
+setDefaultTimeout(30_000);
 
 // Issue 13, the process: SIGTERM and SIGINT drain what is in flight up to [server] shutdown_timeout_s,
 // then end the rest with an error (free, hold released, log row written), close the database and
