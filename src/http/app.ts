@@ -90,7 +90,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
       return opened(x, e.handler(x));
     },
     key: (x, e) => {
-      // Over budget, a keyless request is turned away before its body is read (item 11).
+      // Over budget, a keyless request is turned away before its body is read (limits/refusals.ts).
       const over = gate.untouched ? null : overBudget(x);
       if (over) {
         x.logged = false;

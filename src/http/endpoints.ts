@@ -83,7 +83,7 @@ function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>)
 }
 
 export const ENDPOINTS: readonly Endpoint[] = [
-  // The spec's four public GETs carry CORS `*` (spec, CORS): browsers may call them.
+  // The four public GETs carry CORS `*` (docs/api.md#cors): browsers may call them.
   row({ method: "GET", path: "/status", auth: "public", cors: true, summary: "Gateway status and each model's availability", handler: status }),
   row({ method: "GET", path: "/v1/models", auth: "public", cors: true, summary: "Published models", handler: listModels }),
   row({ method: "GET", path: "/v1/models/{id}", auth: "public", cors: true, summary: "One model (an alias answers with the canonical id)", handler: getModel }),
@@ -165,7 +165,7 @@ export const endpointsAt = (pathname: string): Endpoint[] => PUBLISHED.filter((e
 /** The published endpoint a path belongs to (`/v1/models/{id}` for `/v1/models/x`), or undefined. */
 export const findEndpoint = (pathname: string): Endpoint | undefined => PUBLISHED.find((e) => e.pattern.test(pathname));
 
-// The 404's list is the model API's (spec, Rules 4): the dashboard's endpoints are not part of it.
+// The 404's list is the model API's (docs/api.md#rules, rule 4): the dashboard's endpoints are not part of it.
 const MODEL_API = PUBLISHED.filter((e) => !e.dashboard);
 
 export function endpointNotFound(method: string, pathname: string): GatewayError {

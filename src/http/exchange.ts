@@ -31,9 +31,9 @@ export interface KeyedCall extends RelayCall {
 export interface EndpointTraits {
   /** Matches the pathname (without query), a trailing slash allowed; `{name}` parts are named groups. */
   pattern: RegExp;
-  /** CORS `*` on every answer, the preflight included: the spec's four public GETs, which browsers may call. */
+  /** CORS `*` on every answer, the preflight included: the four public GETs, which browsers may call (docs/api.md#cors). */
   cors: boolean;
-  /** The error body: Anthropic's envelope around the spec's object on the Messages dialect's endpoints (errors.ts). */
+  /** The error body: Anthropic's envelope around the error object on the Messages dialect's endpoints (errors.ts). */
   envelope: "standard" | "messages";
   /** Its 5xx is no operator event: an orchestrator's probe asks every few seconds. */
   quiet: boolean;

@@ -13,7 +13,7 @@ export { USAGE_GRACE_MS } from "./stream-billing.ts";
  * Reads until the first event of the answer (pings aside) and checks that it opens the dialect's
  * answer. A route that drops, closes, or opens with an error or with events that are not its dialect's
  * has not sent the client anything yet, so the relay may still fall back to the next route, or answer
- * 502 before the first byte (spec Rules 8), instead of a 200 stream that can only fail.
+ * 502 before the first byte (docs/api.md#rules, rule 8), instead of a 200 stream that can only fail.
  */
 export async function firstEvents(attempt: Attempt, upstream: Dialect): Promise<Opening> {
   const reader = bodyReader(attempt.response);
