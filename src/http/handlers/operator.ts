@@ -1,9 +1,9 @@
 import { timingSafeEqual } from "node:crypto";
-import { ipAllowed, parseCidrList } from "../core/ip.ts";
-import { asGatewayError, GatewayError } from "../core/errors.ts";
-import type { Services } from "../services.ts";
-import type { OpenCall } from "./exchange.ts";
-import { json } from "./public-endpoints.ts";
+import { ipAllowed, parseCidrList } from "../../core/ip.ts";
+import { asGatewayError, GatewayError } from "../../core/errors.ts";
+import type { Services } from "../../services.ts";
+import type { OpenCall } from "../exchange.ts";
+import { json } from "./public.ts";
 
 // The operator's endpoints, outside /v1: liveness, readiness and metrics for orchestrators and
 // Prometheus. Being outside /v1 they write no request log row. (`/` is the dashboard's page,
