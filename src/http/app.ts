@@ -10,7 +10,7 @@ import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowe
 import { errorBody, errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
 import { newExchange, type Exchange } from "./exchange.ts";
 import { detailOf, openapiDocument } from "./openapi.ts";
-import { metricsRefusal } from "./handlers/operator.ts";
+import { metricsRefusal } from "./operator-guard.ts";
 import { finishIdempotency, runKeyEndpoint } from "./pipeline.ts";
 import { newDashboard, runSessionEndpoint } from "./session-guard.ts";
 

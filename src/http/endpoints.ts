@@ -30,9 +30,9 @@ export interface Calls {
   public: OpenCall;
   /** An API key, with its limits and the body checked first (pipeline.ts). */
   key: KeyedCall;
-  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-endpoints.ts). */
+  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-guard.ts). */
   operator: OpenCall;
-  /** The dashboard's browser session, required (api-guard.ts): no API key, Origin and JSON rules on writes. */
+  /** The dashboard's browser session, required (session-guard.ts): no API key, Origin and JSON rules on writes. */
   session: SessionCall;
   /** The same rules with the session optional: registering, logging in and out. */
   visitor: SessionCall;
@@ -127,7 +127,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/keys", auth: "session", body: "json", schema: KeyBody, summary: "A new key, shown once", handler: createKey }),
   row({ method: "PATCH", path: "/api/keys/{id}", auth: "session", body: "json", schema: KeyBody, summary: "Change a key's restrictions", handler: updateKey }),
   row({ method: "DELETE", path: "/api/keys/{id}", auth: "session", summary: "Revoke a key", handler: revokeKey }),
-  // account-data: the holder's figures and the operator's admin routes (api-usage.ts, api-admin.ts).
+  // account-data: the holder's figures and the operator's admin routes (handlers/dashboard-usage.ts, handlers/dashboard-admin.ts).
   row({ method: "GET", path: "/api/ledger", auth: "session", summary: "The account's ledger, charges grouped per UTC day", handler: getLedger }),
   row({ method: "GET", path: "/api/requests", auth: "session", summary: "The account's requests from the request log, filtered and paged", handler: getRequests }),
   row({ method: "GET", path: "/api/requests.csv", auth: "session", summary: "The account's requests as CSV, every matching row", handler: getRequestsCsv }),

@@ -106,3 +106,7 @@ export function pathParam(c: OpenCall, name: string): string {
     return raw;
   }
 }
+
+/** A JSON answer: every handler's success body. */
+export const json = (data: unknown, status = 200, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(data), { status, headers: { "content-type": "application/json", ...headers } });

@@ -5,8 +5,8 @@ import type { Account } from "../../store/accounts/contract.ts";
 import type { Services } from "../../services.ts";
 import type { SessionCall } from "../session-guard.ts";
 import { limitParam, queryOf } from "./dashboard-usage.ts";
-import { pathParam } from "../exchange.ts";
-import { json, routeHealth } from "./public.ts";
+import { json, pathParam } from "../exchange.ts";
+import { routeHealth } from "./public.ts";
 import { isoTime } from "../../core/time.ts";
 
 // The operator's side of the dashboard (docs/dashboard.md, Admin): a session of an account marked

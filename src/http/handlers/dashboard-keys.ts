@@ -5,8 +5,7 @@ import { GatewayError } from "../../core/errors.ts";
 import { nanoToUsd } from "../../core/money.ts";
 import type { Services } from "../../services.ts";
 import type { SessionCall } from "../session-guard.ts";
-import { json } from "./public.ts";
-import { pathParam } from "../exchange.ts";
+import { json, pathParam } from "../exchange.ts";
 import { isoTime } from "../../core/time.ts";
 
 // The account holder's keys under /api/keys: the same rules as `gateway key create|update`

@@ -4,8 +4,7 @@ import type { CheckoutSession } from "../../store/checkouts/contract.ts";
 import { MINIMUM_TOP_UP_NANO, notConfigured } from "../../payments/topups.ts";
 import type { SessionCall } from "../session-guard.ts";
 import { readBodyLimited } from "../body.ts";
-import type { OpenCall } from "../exchange.ts";
-import { json } from "./public.ts";
+import { json, type OpenCall } from "../exchange.ts";
 import { isoTime } from "../../core/time.ts";
 
 // Top-ups under /api/ (docs/dashboard.md, Top-ups): the holder's checkout sessions, a new one, and

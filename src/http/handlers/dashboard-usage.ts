@@ -5,7 +5,7 @@ import { formatUsd, nanoToUsd } from "../../core/money.ts";
 import type { StatementPosition } from "../../store/accounts/contract.ts";
 import { statusRange, type LogCursor, type LogFilter, type LogRecord } from "../../store/reports/contract.ts";
 import type { SessionCall } from "../session-guard.ts";
-import { json } from "./public.ts";
+import { json } from "../exchange.ts";
 import { isoTime, readIsoTime } from "../../core/time.ts";
 
 // The account holder's figures (docs/dashboard.md): the ledger, the request log and the daily spend
