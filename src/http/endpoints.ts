@@ -49,6 +49,8 @@ interface Row<A extends AuthKind> extends EndpointTraits {
   schema: TSchema | null;
   /** The key's token bucket a request takes (limits/rate-limit.ts). */
   bucket: "main" | "count_tokens";
+  /** Its request holds money (a generation): an account with nothing to spend cannot pass it (pipeline.ts). */
+  paid: boolean;
   /** The largest body it reads (http/body.ts): 20 MiB, less where the answer needs less. */
   maxBodyBytes: number;
   /** Registered only while this holds for the running config, otherwise the path is unknown: for the operator's rows (the lookups below do not ask it). */
@@ -71,6 +73,7 @@ function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>)
     body: "none",
     schema: null,
     bucket: "main",
+    paid: false,
     maxBodyBytes: BODY_LIMIT_BYTES,
     published: true,
     dashboard: r.auth === "session" || r.auth === "visitor",
@@ -90,7 +93,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "GET", path: "/api/pricing", auth: "public", cors: true, summary: "Public prices and the catalog version", handler: pricing }),
   // The Messages dialect's endpoints answer errors in Anthropic's envelope (errors.ts).
   row({
-    method: "POST", path: "/v1/messages", auth: "key", envelope: "messages", body: "json", schema: MessagesBody, streams: true,
+    method: "POST", path: "/v1/messages", auth: "key", paid: true, envelope: "messages", body: "json", schema: MessagesBody, streams: true,
     summary: "Messages dialect (Anthropic SDK base URL without /v1)", handler: (c) => serveText(c, "messages", c.json),
   }),
   row({
@@ -98,20 +101,20 @@ export const ENDPOINTS: readonly Endpoint[] = [
     maxBodyBytes: COUNT_TOKENS_LIMIT_BYTES, summary: "Token estimate; free, 60 per minute per key", handler: countTokens,
   }),
   row({
-    method: "POST", path: "/v1/chat/completions", auth: "key", body: "json", schema: ChatBody, streams: true,
+    method: "POST", path: "/v1/chat/completions", auth: "key", paid: true, body: "json", schema: ChatBody, streams: true,
     summary: "Chat Completions dialect", handler: (c) => serveText(c, "chat", c.json),
   }),
   row({
-    method: "POST", path: "/v1/responses", auth: "key", body: "json", schema: ResponsesBody, streams: true,
+    method: "POST", path: "/v1/responses", auth: "key", paid: true, body: "json", schema: ResponsesBody, streams: true,
     summary: "Responses dialect, on top of chat completions", handler: serveResponses,
   }),
   row({
-    method: "POST", path: "/v1/images/generations", auth: "key", body: "json", schema: ImageGenerationBody,
+    method: "POST", path: "/v1/images/generations", auth: "key", paid: true, body: "json", schema: ImageGenerationBody,
     summary: "Generate images", handler: (c) => serveImages(c, "images.generations"),
   }),
   // The form's fields are checked as relay/images.ts reads them; the schema is the document's.
   row({
-    method: "POST", path: "/v1/images/edits", auth: "key", body: "multipart", schema: ImageEditForm,
+    method: "POST", path: "/v1/images/edits", auth: "key", paid: true, body: "multipart", schema: ImageEditForm,
     summary: "Edit or combine up to 4 images", handler: (c) => serveImages(c, "images.edits"),
   }),
   row({ method: "GET", path: "/v1/me", auth: "key", summary: "The key's quota, the balance and the limits", handler: me }),
