@@ -4,16 +4,16 @@ import { GatewayError } from "../core/errors.ts";
 import { serveImages } from "../relay/images.ts";
 import { serveResponses } from "../relay/responses.ts";
 import { serveText } from "../relay/text.ts";
-import { countTokens, me } from "./account-endpoints.ts";
-import type { SessionCall } from "./api-guard.ts";
-import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./api-keys.ts";
-import { adminStatus, CreditBody, creditAccount, DebitBody, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./api-admin.ts";
-import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./api-usage.ts";
-import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./api-topups.ts";
-import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-account.ts";
+import { countTokens, me } from "./handlers/v1-account.ts";
+import type { SessionCall } from "./session-guard.ts";
+import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./handlers/dashboard-keys.ts";
+import { adminStatus, CreditBody, creditAccount, DebitBody, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./handlers/dashboard-admin.ts";
+import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./handlers/dashboard-usage.ts";
+import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
+import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./handlers/dashboard-account.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
-import { healthz, metrics, readyz } from "./operator-endpoints.ts";
-import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
+import { healthz, metrics, readyz } from "./handlers/operator.ts";
+import { getModel, listModels, pricing, status } from "./handlers/public.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
 import { BODY_LIMIT_BYTES, COUNT_TOKENS_LIMIT_BYTES } from "./body.ts";
 
@@ -30,9 +30,9 @@ export interface Calls {
   public: OpenCall;
   /** An API key, with its limits and the body checked first (pipeline.ts). */
   key: KeyedCall;
-  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-endpoints.ts). */
+  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-guard.ts). */
   operator: OpenCall;
-  /** The dashboard's browser session, required (api-guard.ts): no API key, Origin and JSON rules on writes. */
+  /** The dashboard's browser session, required (session-guard.ts): no API key, Origin and JSON rules on writes. */
   session: SessionCall;
   /** The same rules with the session optional: registering, logging in and out. */
   visitor: SessionCall;
@@ -86,7 +86,7 @@ function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>)
 }
 
 export const ENDPOINTS: readonly Endpoint[] = [
-  // The spec's four public GETs carry CORS `*` (spec, CORS): browsers may call them.
+  // The four public GETs carry CORS `*` (docs/api.md#cors): browsers may call them.
   row({ method: "GET", path: "/status", auth: "public", cors: true, summary: "Gateway status and each model's availability", handler: status }),
   row({ method: "GET", path: "/v1/models", auth: "public", cors: true, summary: "Published models", handler: listModels }),
   row({ method: "GET", path: "/v1/models/{id}", auth: "public", cors: true, summary: "One model (an alias answers with the canonical id)", handler: getModel }),
@@ -130,7 +130,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/keys", auth: "session", body: "json", schema: KeyBody, summary: "A new key, shown once", handler: createKey }),
   row({ method: "PATCH", path: "/api/keys/{id}", auth: "session", body: "json", schema: KeyBody, summary: "Change a key's restrictions", handler: updateKey }),
   row({ method: "DELETE", path: "/api/keys/{id}", auth: "session", summary: "Revoke a key", handler: revokeKey }),
-  // account-data: the holder's figures and the operator's admin routes (api-usage.ts, api-admin.ts).
+  // account-data: the holder's figures and the operator's admin routes (handlers/dashboard-usage.ts, handlers/dashboard-admin.ts).
   row({ method: "GET", path: "/api/ledger", auth: "session", summary: "The account's ledger, charges grouped per UTC day", handler: getLedger }),
   row({ method: "GET", path: "/api/requests", auth: "session", summary: "The account's requests from the request log, filtered and paged", handler: getRequests }),
   row({ method: "GET", path: "/api/requests.csv", auth: "session", summary: "The account's requests as CSV, every matching row", handler: getRequestsCsv }),
@@ -168,7 +168,7 @@ export const endpointsAt = (pathname: string): Endpoint[] => PUBLISHED.filter((e
 /** The published endpoint a path belongs to (`/v1/models/{id}` for `/v1/models/x`), or undefined. */
 export const findEndpoint = (pathname: string): Endpoint | undefined => PUBLISHED.find((e) => e.pattern.test(pathname));
 
-// The 404's list is the model API's (spec, Rules 4): the dashboard's endpoints are not part of it.
+// The 404's list is the model API's (docs/api.md#rules, rule 4): the dashboard's endpoints are not part of it.
 const MODEL_API = PUBLISHED.filter((e) => !e.dashboard);
 
 export function endpointNotFound(method: string, pathname: string): GatewayError {

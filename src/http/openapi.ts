@@ -3,7 +3,7 @@ import type { TSchema } from "@sinclair/typebox";
 import type { Endpoint } from "./endpoints.ts";
 
 // GET /openapi.json: Elysia's OpenAPI plugin over the endpoint table. The key endpoints validate
-// their bodies inside the pipeline (in the spec's order: pause, size, key, limits, then the body), so
+// their bodies inside the pipeline (in the documented order: pause, size, key, limits, then the body; docs/api.md#limits), so
 // their schemas are given to the document as `detail` rather than as route schemas Elysia would
 // enforce first.
 

@@ -1,13 +1,13 @@
 import { Type as T } from "@sinclair/typebox";
-import { GatewayError, invalidRequest } from "../core/errors.ts";
-import { formatUsd, nanoToUsd, usdToNano } from "../core/money.ts";
-import type { Account } from "../store/accounts/contract.ts";
-import type { Services } from "../services.ts";
-import type { SessionCall } from "./api-guard.ts";
-import { limitParam, queryOf } from "./api-usage.ts";
-import { pathParam } from "./exchange.ts";
-import { json, routeHealth } from "./public-endpoints.ts";
-import { isoTime } from "../core/time.ts";
+import { GatewayError, invalidRequest } from "../../core/errors.ts";
+import { formatUsd, nanoToUsd, usdToNano } from "../../core/money.ts";
+import type { Account } from "../../store/accounts/contract.ts";
+import type { Services } from "../../services.ts";
+import type { SessionCall } from "../session-guard.ts";
+import { limitParam, queryOf } from "./dashboard-usage.ts";
+import { json, pathParam } from "../exchange.ts";
+import { routeHealth } from "./public.ts";
+import { isoTime } from "../../core/time.ts";
 
 // The operator's side of the dashboard (docs/dashboard.md, Admin): a session of an account marked
 // admin (`gateway account create --admin`). Every action leaves who did it behind: money as a ledger

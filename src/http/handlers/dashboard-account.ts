@@ -1,17 +1,17 @@
 import { Type as T } from "@sinclair/typebox";
-import { changePassword, checkLogin, register as registerAccount } from "../auth/credentials.ts";
-import { GatewayError } from "../core/errors.ts";
-import { nanoToUsd, usdToNano } from "../core/money.ts";
-import { throttleAddress } from "../core/ip.ts";
-import type { Attempt, Throttle } from "../limits/throttle.ts";
-import type { Services } from "../services.ts";
-import { lowBalanceView } from "./account-endpoints.ts";
-import { sessionCookie, type SessionCall } from "./api-guard.ts";
-import { json } from "./public-endpoints.ts";
+import { changePassword, checkLogin, register as registerAccount } from "../../auth/credentials.ts";
+import { GatewayError } from "../../core/errors.ts";
+import { nanoToUsd, usdToNano } from "../../core/money.ts";
+import { throttleAddress } from "../../core/ip.ts";
+import type { Attempt, Throttle } from "../../limits/throttle.ts";
+import type { Services } from "../../services.ts";
+import { lowBalanceView } from "./v1-account.ts";
+import { sessionCookie, type SessionCall } from "../session-guard.ts";
+import { json } from "../exchange.ts";
 
 // The account holder's /api/ (docs/dashboard.md): register, log in and out, the password, the
-// account's money. The keys are api-keys.ts's; the guard every dashboard endpoint passes is
-// api-guard.ts, and the rows are in endpoints.ts.
+// account's money. The keys are dashboard-keys.ts's; the guard every dashboard endpoint passes is
+// ../session-guard.ts, and the rows are in ../endpoints.ts.
 
 export const Credentials = T.Object({ email: T.String({ minLength: 1, maxLength: 320 }), password: T.String() });
 export const PasswordChange = T.Object({ current_password: T.String(), new_password: T.String() });

@@ -1,12 +1,11 @@
 import { Type as T } from "@sinclair/typebox";
-import { nanoToUsd } from "../core/money.ts";
-import type { CheckoutSession } from "../store/checkouts/contract.ts";
-import { MINIMUM_TOP_UP_NANO, notConfigured } from "../payments/topups.ts";
-import type { SessionCall } from "./api-guard.ts";
-import { readBodyLimited } from "./body.ts";
-import type { OpenCall } from "./exchange.ts";
-import { json } from "./public-endpoints.ts";
-import { isoTime } from "../core/time.ts";
+import { nanoToUsd } from "../../core/money.ts";
+import type { CheckoutSession } from "../../store/checkouts/contract.ts";
+import { MINIMUM_TOP_UP_NANO, notConfigured } from "../../payments/topups.ts";
+import type { SessionCall } from "../session-guard.ts";
+import { readBodyLimited } from "../body.ts";
+import { json, type OpenCall } from "../exchange.ts";
+import { isoTime } from "../../core/time.ts";
 
 // Top-ups under /api/ (docs/dashboard.md, Top-ups): the holder's checkout sessions, a new one, and
 // Stripe's webhook, which is the only thing that credits. The rules are payments/topups.ts's.

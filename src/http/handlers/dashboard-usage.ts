@@ -1,12 +1,12 @@
-import type { KeyRow } from "../store/keys/contract.ts";
-import { csv } from "../core/csv.ts";
-import { GatewayError, invalidRequest } from "../core/errors.ts";
-import { formatUsd, nanoToUsd } from "../core/money.ts";
-import type { StatementPosition } from "../store/accounts/contract.ts";
-import { statusRange, type LogCursor, type LogFilter, type LogRecord } from "../store/reports/contract.ts";
-import type { SessionCall } from "./api-guard.ts";
-import { json } from "./public-endpoints.ts";
-import { isoTime, readIsoTime } from "../core/time.ts";
+import type { KeyRow } from "../../store/keys/contract.ts";
+import { csv } from "../../core/csv.ts";
+import { GatewayError, invalidRequest } from "../../core/errors.ts";
+import { formatUsd, nanoToUsd } from "../../core/money.ts";
+import type { StatementPosition } from "../../store/accounts/contract.ts";
+import { statusRange, type LogCursor, type LogFilter, type LogRecord } from "../../store/reports/contract.ts";
+import type { SessionCall } from "../session-guard.ts";
+import { json } from "../exchange.ts";
+import { isoTime, readIsoTime } from "../../core/time.ts";
 
 // The account holder's figures (docs/dashboard.md): the ledger, the request log and the daily spend
 // of the session's own account, read by the owners' queries the CLI's `gateway account show`,

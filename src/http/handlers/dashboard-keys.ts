@@ -1,13 +1,12 @@
 import { Type as T } from "@sinclair/typebox";
-import type { KeyRow, NewKey } from "../store/keys/contract.ts";
-import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
-import { GatewayError } from "../core/errors.ts";
-import { nanoToUsd } from "../core/money.ts";
-import type { Services } from "../services.ts";
-import type { SessionCall } from "./api-guard.ts";
-import { json } from "./public-endpoints.ts";
-import { pathParam } from "./exchange.ts";
-import { isoTime } from "../core/time.ts";
+import type { KeyRow, NewKey } from "../../store/keys/contract.ts";
+import { keyRules, KeyRuleError, type KeyRulesInput } from "../../auth/key-rules.ts";
+import { GatewayError } from "../../core/errors.ts";
+import { nanoToUsd } from "../../core/money.ts";
+import type { Services } from "../../services.ts";
+import type { SessionCall } from "../session-guard.ts";
+import { json, pathParam } from "../exchange.ts";
+import { isoTime } from "../../core/time.ts";
 
 // The account holder's keys under /api/keys: the same rules as `gateway key create|update`
 // (auth/key-rules.ts keyRules, one implementation), on the session's own account only.

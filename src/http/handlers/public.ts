@@ -1,10 +1,10 @@
-import type { Model } from "../catalog/catalog.ts";
-import type { ModelConfig } from "../config/schema.ts";
-import { modelNotFound } from "../core/errors.ts";
-import type { Services } from "../services.ts";
-import { pathParam, type OpenCall } from "./exchange.ts";
-import { CONFIG_NAME, PRICE_CLASSES, type ModelPrices, type PriceSheet } from "../catalog/prices.ts";
-import { nanoToUsd } from "../core/money.ts";
+import type { Model } from "../../catalog/catalog.ts";
+import type { ModelConfig } from "../../config/schema.ts";
+import { modelNotFound } from "../../core/errors.ts";
+import type { Services } from "../../services.ts";
+import { json, pathParam, type OpenCall } from "../exchange.ts";
+import { CONFIG_NAME, PRICE_CLASSES, type ModelPrices, type PriceSheet } from "../../catalog/prices.ts";
+import { nanoToUsd } from "../../core/money.ts";
 
 // The four public endpoints: no key, read-only views of the catalog and health (their CORS is the
 // endpoint table's).
@@ -27,9 +27,6 @@ export function modelObject(m: Model) {
     max_tokens: m.endpoints.includes("messages") || m.endpoints.includes("chat.completions") ? m.maxOutputTokens : null,
   };
 }
-
-export const json = (data: unknown, status = 200, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify(data), { status, headers: { "content-type": "application/json", ...headers } });
 
 export function listModels({ svc }: OpenCall): Response {
   const data = svc.catalog.models.map(modelObject);
