@@ -50,7 +50,8 @@ export function openapiDocument(version: string) {
     provider: null,
     path: "/openapi",
     specPath: SPEC_PATH,
-    exclude: { paths: [SPEC_PATH] },
+    // A path with a dot is not a static file here: /api/requests.csv is an endpoint.
+    exclude: { paths: [SPEC_PATH], staticFile: false },
     documentation: {
       info: { title: "gateway", version, description: "A prepaid LLM API gateway: the model API under /v1 (docs/api.md)." },
       components: {
