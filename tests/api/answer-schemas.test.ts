@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
-import { ErrorEnvelope } from "../../src/http/api-schemas.ts";
+import { ErrorEnvelope, Pricing } from "../../src/http/api-schemas.ts";
 import { ENDPOINTS, type Endpoint } from "../../src/http/endpoints.ts";
 import { setAdmin } from "../../src/store/accounts/sqlite.ts";
-import type { TestGateway } from "../support/gateway.ts";
+import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { startStripeMock, type StripeMock } from "../support/stripe-mock.ts";
 import { body, Browser, dashboardGateway } from "./support.ts";
@@ -109,5 +109,33 @@ describe("the answers of a flow that calls each /api/ endpoint once", () => {
     const res = await fetch(`${gw.url}/api/me`);
     expect(res.status).toBe(401);
     expect(Value.Check(ErrorEnvelope, await res.json())).toBe(true);
+  });
+});
+
+describe("GET /api/pricing of a catalog with every kind of price", () => {
+  it("validates against its schema: long-context and service tiers, per-image and token-priced images", async () => {
+    const text = (id: string, provider: string, prices: object) => ({ id, modalities: ["text"], endpoints: ["chat.completions"], ...prices, routes: [{ provider, model: id }] });
+    const image = (id: string, pricing: object) => ({ id, modalities: ["image"], endpoints: ["images.generations"], pricing, routes: [{ provider: "openai", model: "gpt-image-1" }] });
+    const mock = await startGatewayOnMock({
+      openai: true,
+      models: [
+        text("tiered", "anthropic", { pricing: { input: 3, output: 15 }, pricing_tiers: [{ above_input_tokens: 200000, input: 6, output: 22.5 }] }),
+        text("served", "openai", { pricing: { input: 1.25, output: 10 }, service_tiers: { flex: { input: 0.625, output: 5 } } }),
+        image("by-tokens", { input: 5, image_input: 10, image_output: 40, per_image: 0.167 }),
+        image("flat", { per_image: 0.04 }),
+      ],
+    });
+    try {
+      const prices = (await (await fetch(`${mock.gw.url}/api/pricing`)).json()) as Pricing;
+      expect([...Value.Errors(Pricing, prices)].map((x) => `${x.path}: ${x.message}`)).toEqual([]);
+      expect(prices.models.map((m) => Object.keys(m).filter((k) => /tiers|image/.test(k)))).toEqual([
+        ["pricing_tiers"],
+        ["service_tiers"],
+        ["per_image", "image_input", "image_output"],
+        ["per_image"],
+      ]);
+    } finally {
+      await mock.stop();
+    }
   });
 });
