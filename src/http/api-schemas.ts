@@ -32,7 +32,7 @@ export const AccountView = T.Object({
   balance_usd: Usd,
   held_usd: Usd,
   spendable_usd: Usd,
-  /** The holder's threshold (null: none set) and whether spendable is under it (docs/dashboard.md#low-balance). */
+  /** The holder's threshold (null: none set) and whether spendable is under it (docs/dashboard.md#the-accounts-figures). */
   low_balance: T.Object({ threshold_usd: Nullable(Usd), below: T.Boolean() }),
 });
 export type AccountView = Static<typeof AccountView>;
