@@ -16,6 +16,7 @@ import { healthz, metrics, readyz } from "./handlers/operator.ts";
 import { getModel, listModels, pricing, status } from "./handlers/public.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
 import { BODY_LIMIT_BYTES, COUNT_TOKENS_LIMIT_BYTES } from "./body.ts";
+import * as A from "./api-schemas.ts";
 
 // The endpoints as data, one row per method and path. Everything else reads this table: Elysia's
 // routes and the OpenAPI document (app.ts, openapi.ts), the answers to unknown paths, other methods,
@@ -55,6 +56,8 @@ interface Row<A extends AuthKind> extends EndpointTraits {
   maxBodyBytes: number;
   /** Registered only while this holds for the running config, otherwise the path is unknown: for the operator's rows (the lookups below do not ask it). */
   when: ((config: Config) => boolean) | null;
+  /** The success's status and body schema (api-schemas.ts), for the OpenAPI document; null: a key route's, described there. */
+  response: A.Answer | null;
   /** The OpenAPI document's summary; `streams` when the answer may be SSE. */
   summary: string;
   streams: boolean;
@@ -72,6 +75,7 @@ function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>)
     envelope: "standard",
     body: "none",
     schema: null,
+    response: null,
     bucket: "main",
     paid: false,
     maxBodyBytes: BODY_LIMIT_BYTES,
@@ -90,7 +94,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "GET", path: "/status", auth: "public", cors: true, summary: "Gateway status and each model's availability", handler: status }),
   row({ method: "GET", path: "/v1/models", auth: "public", cors: true, summary: "Published models", handler: listModels }),
   row({ method: "GET", path: "/v1/models/{id}", auth: "public", cors: true, summary: "One model (an alias answers with the canonical id)", handler: getModel }),
-  row({ method: "GET", path: "/api/pricing", auth: "public", cors: true, summary: "Public prices and the catalog version", handler: pricing }),
+  row({ method: "GET", path: "/api/pricing", auth: "public", cors: true, response: A.ok(A.Pricing), summary: "Public prices and the catalog version", handler: pricing }),
   // The Messages dialect's endpoints answer errors in Anthropic's envelope (errors.ts).
   row({
     method: "POST", path: "/v1/messages", auth: "key", paid: true, envelope: "messages", body: "json", schema: MessagesBody, streams: true,
@@ -119,36 +123,36 @@ export const ENDPOINTS: readonly Endpoint[] = [
   }),
   row({ method: "GET", path: "/v1/me", auth: "key", summary: "The key's quota, the balance and the limits", handler: me }),
   // The dashboard's endpoints (docs/dashboard.md): a browser session, never an API key; not the model API.
-  row({ method: "POST", path: "/api/register", auth: "visitor", body: "json", schema: Credentials, summary: "Register: an account with the starting credit, logged in", handler: register }),
-  row({ method: "POST", path: "/api/login", auth: "visitor", body: "json", schema: Credentials, summary: "Log in", handler: login }),
-  row({ method: "POST", path: "/api/logout", auth: "visitor", summary: "Log out this browser", handler: logout }),
-  row({ method: "POST", path: "/api/logout-all", auth: "session", summary: "Log out every session of the account", handler: logoutAll }),
-  row({ method: "POST", path: "/api/password", auth: "session", body: "json", schema: PasswordChange, summary: "Change the password; other sessions end", handler: newPassword }),
-  row({ method: "GET", path: "/api/me", auth: "session", summary: "The account, its balance, holds and low-balance notice", handler: getMe }),
-  row({ method: "PUT", path: "/api/me/low-balance", auth: "session", body: "json", schema: LowBalance, summary: "The low-balance threshold", handler: putLowBalance }),
-  row({ method: "GET", path: "/api/keys", auth: "session", summary: "The account's keys", handler: listKeys }),
-  row({ method: "POST", path: "/api/keys", auth: "session", body: "json", schema: KeyBody, summary: "A new key, shown once", handler: createKey }),
-  row({ method: "PATCH", path: "/api/keys/{id}", auth: "session", body: "json", schema: KeyBody, summary: "Change a key's restrictions", handler: updateKey }),
-  row({ method: "DELETE", path: "/api/keys/{id}", auth: "session", summary: "Revoke a key", handler: revokeKey }),
+  row({ method: "POST", path: "/api/register", auth: "visitor", body: "json", schema: Credentials, response: A.created(A.Registered), summary: "Register: an account with the starting credit, logged in", handler: register }),
+  row({ method: "POST", path: "/api/login", auth: "visitor", body: "json", schema: Credentials, response: A.ok(A.AccountView), summary: "Log in", handler: login }),
+  row({ method: "POST", path: "/api/logout", auth: "visitor", response: A.ok(A.LoggedOut), summary: "Log out this browser", handler: logout }),
+  row({ method: "POST", path: "/api/logout-all", auth: "session", response: A.ok(A.LoggedOutAll), summary: "Log out every session of the account", handler: logoutAll }),
+  row({ method: "POST", path: "/api/password", auth: "session", body: "json", schema: PasswordChange, response: A.ok(A.PasswordChanged), summary: "Change the password; other sessions end", handler: newPassword }),
+  row({ method: "GET", path: "/api/me", auth: "session", response: A.ok(A.AccountView), summary: "The account, its balance, holds and low-balance notice", handler: getMe }),
+  row({ method: "PUT", path: "/api/me/low-balance", auth: "session", body: "json", schema: LowBalance, response: A.ok(A.AccountView), summary: "The low-balance threshold", handler: putLowBalance }),
+  row({ method: "GET", path: "/api/keys", auth: "session", response: A.ok(A.KeyList), summary: "The account's keys", handler: listKeys }),
+  row({ method: "POST", path: "/api/keys", auth: "session", body: "json", schema: KeyBody, response: A.created(A.NewKeyView), summary: "A new key, shown once", handler: createKey }),
+  row({ method: "PATCH", path: "/api/keys/{id}", auth: "session", body: "json", schema: KeyBody, response: A.ok(A.KeyView), summary: "Change a key's restrictions", handler: updateKey }),
+  row({ method: "DELETE", path: "/api/keys/{id}", auth: "session", response: A.ok(A.KeyView), summary: "Revoke a key", handler: revokeKey }),
   // account-data: the holder's figures and the operator's admin routes (handlers/dashboard-usage.ts, handlers/dashboard-admin.ts).
-  row({ method: "GET", path: "/api/ledger", auth: "session", summary: "The account's ledger, charges grouped per UTC day", handler: getLedger }),
-  row({ method: "GET", path: "/api/requests", auth: "session", summary: "The account's requests from the request log, filtered and paged", handler: getRequests }),
-  row({ method: "GET", path: "/api/requests.csv", auth: "session", summary: "The account's requests as CSV, every matching row", handler: getRequestsCsv }),
-  row({ method: "GET", path: "/api/usage/daily", auth: "session", summary: "Daily spend per key or per model", handler: getDailyUsage }),
-  row({ method: "GET", path: "/api/admin/accounts", auth: "session", summary: "Admin: every account and its money", handler: listAdminAccounts }),
-  row({ method: "POST", path: "/api/admin/accounts/{id}/credit", auth: "session", body: "json", schema: CreditBody, summary: "Admin: credit an account", handler: creditAccount }),
-  row({ method: "POST", path: "/api/admin/accounts/{id}/debit", auth: "session", body: "json", schema: DebitBody, summary: "Admin: debit an account, with a note", handler: debitAccountRoute }),
-  row({ method: "POST", path: "/api/admin/accounts/{id}/disable", auth: "session", summary: "Admin: disable an account", handler: disableAccount }),
-  row({ method: "POST", path: "/api/admin/accounts/{id}/enable", auth: "session", summary: "Admin: enable an account", handler: enableAccount }),
-  row({ method: "POST", path: "/api/admin/pause", auth: "session", summary: "Admin: pause the product", handler: pauseProduct }),
-  row({ method: "POST", path: "/api/admin/resume", auth: "session", summary: "Admin: resume the product", handler: resumeProduct }),
-  row({ method: "GET", path: "/api/admin/status", auth: "session", summary: "Admin: the pause switch and route health", handler: adminStatus }),
-  row({ method: "GET", path: "/api/admin/audit", auth: "session", summary: "Admin: the audit log, newest first", handler: listAudit }),
+  row({ method: "GET", path: "/api/ledger", auth: "session", response: A.ok(A.LedgerPage), summary: "The account's ledger, charges grouped per UTC day", handler: getLedger }),
+  row({ method: "GET", path: "/api/requests", auth: "session", response: A.ok(A.RequestPage), summary: "The account's requests from the request log, filtered and paged", handler: getRequests }),
+  row({ method: "GET", path: "/api/requests.csv", auth: "session", response: A.csvFile, summary: "The account's requests as CSV, every matching row", handler: getRequestsCsv }),
+  row({ method: "GET", path: "/api/usage/daily", auth: "session", response: A.ok(A.DailyUsage), summary: "Daily spend per key or per model", handler: getDailyUsage }),
+  row({ method: "GET", path: "/api/admin/accounts", auth: "session", response: A.ok(A.AdminAccountList), summary: "Admin: every account and its money", handler: listAdminAccounts }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/credit", auth: "session", body: "json", schema: CreditBody, response: A.ok(A.AdminAccount), summary: "Admin: credit an account", handler: creditAccount }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/debit", auth: "session", body: "json", schema: DebitBody, response: A.ok(A.AdminAccount), summary: "Admin: debit an account, with a note", handler: debitAccountRoute }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/disable", auth: "session", response: A.ok(A.AdminAccount), summary: "Admin: disable an account", handler: disableAccount }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/enable", auth: "session", response: A.ok(A.AdminAccount), summary: "Admin: enable an account", handler: enableAccount }),
+  row({ method: "POST", path: "/api/admin/pause", auth: "session", response: A.ok(A.PauseState), summary: "Admin: pause the product", handler: pauseProduct }),
+  row({ method: "POST", path: "/api/admin/resume", auth: "session", response: A.ok(A.PauseState), summary: "Admin: resume the product", handler: resumeProduct }),
+  row({ method: "GET", path: "/api/admin/status", auth: "session", response: A.ok(A.AdminStatus), summary: "Admin: the pause switch and route health", handler: adminStatus }),
+  row({ method: "GET", path: "/api/admin/audit", auth: "session", response: A.ok(A.AuditList), summary: "Admin: the audit log, newest first", handler: listAudit }),
   // payments: top-ups through Stripe Checkout (docs/dashboard.md, Top-ups). The webhook is Stripe's
   // call, not a browser's: no session and no Origin rule, its signature checked instead.
-  row({ method: "GET", path: "/api/topups", auth: "session", summary: "The account's top-ups and whether card top-ups are on", handler: listTopUps }),
-  row({ method: "POST", path: "/api/topups", auth: "session", body: "json", schema: TopUpBody, summary: "A Stripe Checkout Session for a top-up", handler: createTopUp }),
-  row({ method: "POST", path: "/api/stripe/webhook", auth: "public", dashboard: true, summary: "Stripe's signed webhook: credits a paid top-up once", handler: stripeWebhook }),
+  row({ method: "GET", path: "/api/topups", auth: "session", response: A.ok(A.TopUps), summary: "The account's top-ups and whether card top-ups are on", handler: listTopUps }),
+  row({ method: "POST", path: "/api/topups", auth: "session", body: "json", schema: TopUpBody, response: A.created(A.CheckoutOpened), summary: "A Stripe Checkout Session for a top-up", handler: createTopUp }),
+  row({ method: "POST", path: "/api/stripe/webhook", auth: "public", dashboard: true, response: A.ok(A.WebhookReceived), summary: "Stripe's signed webhook: credits a paid top-up once", handler: stripeWebhook }),
   // The operator's paths: no request log row (a probe every few seconds would fill it), no CORS.
   row({ method: "GET", path: "/healthz", auth: "public", published: false, summary: "Liveness", handler: healthz }),
   row({ method: "GET", path: "/readyz", auth: "public", published: false, quiet: true, summary: "Readiness", handler: readyz }),

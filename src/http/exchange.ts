@@ -107,6 +107,6 @@ export function pathParam(c: OpenCall, name: string): string {
   }
 }
 
-/** A JSON answer: every handler's success body. */
-export const json = (data: unknown, status = 200, headers: Record<string, string> = {}) =>
+/** A JSON answer, every handler's success body; `T` is its schema's type (api-schemas.ts) where it has one, so the body cannot drift from it. */
+export const json = <T = unknown>(data: T, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(data), { status, headers: { "content-type": "application/json", ...headers } });
