@@ -10,7 +10,8 @@ import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./api-keys.t
 import { adminStatus, CreditBody, creditAccount, DebitBody, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./api-admin.ts";
 import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./api-usage.ts";
 import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./api-topups.ts";
-import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-account.ts";
+import { CodeBatchBody, createCodeBatch, listCodeBatches, redeem, RedeemBody } from "./api-codes.ts";
+import { Credentials, Registration, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-account.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
 import { healthz, metrics, readyz } from "./operator-endpoints.ts";
 import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
@@ -116,7 +117,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   }),
   row({ method: "GET", path: "/v1/me", auth: "key", summary: "The key's quota, the balance and the limits", handler: me }),
   // The dashboard's endpoints (docs/dashboard.md): a browser session, never an API key; not the model API.
-  row({ method: "POST", path: "/api/register", auth: "visitor", body: "json", schema: Credentials, summary: "Register: an account with the starting credit, logged in", handler: register }),
+  row({ method: "POST", path: "/api/register", auth: "visitor", body: "json", schema: Registration, summary: "Register: an account with the starting credit, logged in", handler: register }),
   row({ method: "POST", path: "/api/login", auth: "visitor", body: "json", schema: Credentials, summary: "Log in", handler: login }),
   row({ method: "POST", path: "/api/logout", auth: "visitor", summary: "Log out this browser", handler: logout }),
   row({ method: "POST", path: "/api/logout-all", auth: "session", summary: "Log out every session of the account", handler: logoutAll }),
@@ -145,6 +146,9 @@ export const ENDPOINTS: readonly Endpoint[] = [
   // call, not a browser's: no session and no Origin rule, its signature checked instead.
   row({ method: "GET", path: "/api/topups", auth: "session", summary: "The account's top-ups and whether card top-ups are on", handler: listTopUps }),
   row({ method: "POST", path: "/api/topups", auth: "session", body: "json", schema: TopUpBody, summary: "A Stripe Checkout Session for a top-up", handler: createTopUp }),
+  row({ method: "POST", path: "/api/redeem", auth: "session", body: "json", schema: RedeemBody, summary: "Redeem a code: its value credited once", handler: redeem }),
+  row({ method: "GET", path: "/api/admin/codes", auth: "session", summary: "Admin: redemption code batches and their use", handler: listCodeBatches }),
+  row({ method: "POST", path: "/api/admin/codes", auth: "session", body: "json", schema: CodeBatchBody, summary: "Admin: mint a batch of codes, shown once", handler: createCodeBatch }),
   row({ method: "POST", path: "/api/stripe/webhook", auth: "public", dashboard: true, summary: "Stripe's signed webhook: credits a paid top-up once", handler: stripeWebhook }),
   // The operator's paths: no request log row (a probe every few seconds would fill it), no CORS.
   row({ method: "GET", path: "/healthz", auth: "public", published: false, summary: "Liveness", handler: healthz }),
