@@ -109,6 +109,8 @@ export interface Topups {
   object: "topups";
   enabled: boolean;
   minimum_usd: number;
+  /** Whom to ask for credit (`[dashboard] support_contact`): an email or a URL; null when not set. */
+  support_contact: string | null;
   data: Topup[];
 }
 
@@ -125,6 +127,18 @@ export interface AdminAccount {
   created_at: string;
 }
 
+
+export interface CodeBatch {
+  id: number;
+  usd: number;
+  count: number;
+  used: number;
+  unused: number;
+  note: string | null;
+  expires_at: string | null;
+  expired: boolean;
+  created_at: string;
+}
 
 export interface AdminStatus {
   paused: boolean;
