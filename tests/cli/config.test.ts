@@ -88,8 +88,8 @@ describe("parseConfig", () => {
     expect(refusal({ limits: { account_rpm: bad } })).toStartWith("gateway.toml: limits.account_rpm: ");
   });
 
-  it("lists the allowed words when [dashboard] registration is neither open nor closed", () => {
-    expect(refusal({ dashboard: { registration: "invite" } })).toBe('gateway.toml: dashboard.registration: expected one of open, closed (got "invite")');
+  it("lists the allowed words when [dashboard] registration is neither open, invite nor closed", () => {
+    expect(refusal({ dashboard: { registration: "invitation" } })).toBe('gateway.toml: dashboard.registration: expected one of open, invite, closed (got "invitation")');
   });
 
   it("names dashboard.starting_credit_usd when it is negative", () => {

@@ -1,13 +1,20 @@
 import { api } from "../api.ts";
-import type { Ctx } from "../context.ts";
 import { copyBlock, field, h, input, messages, onSubmit, table, usd, when } from "../dom.ts";
 import type { CodeBatch, List } from "../types.ts";
 
 // The admin page's redemption codes: the batches and their use, and a form that mints a batch whose
 // codes are shown here once (the gateway keeps only their hashes).
 
-export async function codesSection(ctx: Ctx): Promise<HTMLElement> {
-  const batches = await api<List<CodeBatch>>("GET", "/api/admin/codes");
+const batchTable = (batches: List<CodeBatch>) =>
+  table(
+    "Code batches",
+    ["Batch", "Value", "Used", "Unused", "Expires", "Note", "Created"],
+    batches.data.map((b) => [String(b.id), usd(b.usd), `${b.used} of ${b.count}`, String(b.unused), b.expires_at ? `${when(b.expires_at)}${b.expired ? " (expired)" : ""}` : "never", b.note ?? "", when(b.created_at)]),
+    "No codes yet.",
+  );
+
+export async function codesSection(): Promise<HTMLElement> {
+  const list = h("div", {}, batchTable(await api<List<CodeBatch>>("GET", "/api/admin/codes")));
   const msg = messages();
   const shown = h("div", {});
   const form = h(
@@ -28,6 +35,8 @@ export async function codesSection(ctx: Ctx): Promise<HTMLElement> {
     });
     form.reset();
     shown.replaceChildren(h("p", { role: "status" }, `Batch ${made.id}: ${made.count} codes of ${usd(made.usd)}, shown only now.`), copyBlock(made.codes.join("\n"), "Copy codes"));
+    // The list again, in place: a reload of the view would take the codes off the screen.
+    list.replaceChildren(batchTable(await api<List<CodeBatch>>("GET", "/api/admin/codes")));
   });
   return h(
     "div",
@@ -36,11 +45,6 @@ export async function codesSection(ctx: Ctx): Promise<HTMLElement> {
     form,
     msg.el,
     shown,
-    table(
-      "Code batches",
-      ["Batch", "Value", "Used", "Unused", "Expires", "Note", "Created"],
-      batches.data.map((b) => [String(b.id), usd(b.usd), `${b.used} of ${b.count}`, String(b.unused), b.expires_at ? `${when(b.expires_at)}${b.expired ? " (expired)" : ""}` : "never", b.note ?? "", when(b.created_at)]),
-      "No codes yet.",
-    ),
+    list,
   );
 }

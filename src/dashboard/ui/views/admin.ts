@@ -77,7 +77,7 @@ export async function adminView(ctx: Ctx): Promise<HTMLElement> {
     api<List<AdminAccount>>("GET", "/api/admin/accounts"),
     api<AdminStatus>("GET", "/api/admin/status"),
     api<List<AuditRow>>("GET", "/api/admin/audit?limit=50"),
-    codesSection(ctx),
+    codesSection(),
   ]);
   const msg = messages();
   const rows = accounts.data.map((a) => [
