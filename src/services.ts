@@ -15,6 +15,7 @@ import { StripeCheckout } from "./payments/stripe-checkout.ts";
 import { Payments } from "./payments/topups.ts";
 import type { AccountStore } from "./store/accounts/contract.ts";
 import type { AuditTrail } from "./store/audit/contract.ts";
+import type { CodeStore } from "./store/codes/contract.ts";
 import type { Commits } from "./store/commits/contract.ts";
 import type { IdempotencyStore } from "./store/idempotency/contract.ts";
 import type { KeyStore } from "./store/keys/contract.ts";
@@ -43,6 +44,8 @@ export interface Services extends RelayServices {
   throttles: AccountThrottles;
   settings: SettingsStore;
   idempotency: IdempotencyStore;
+  /** Redemption codes (docs/dashboard.md#redemption-codes). */
+  codes: CodeStore;
   /** Top-ups through Stripe Checkout; `enabled` is false without [payments.stripe]. */
   payments: Payments;
   version: string;

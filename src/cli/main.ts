@@ -13,6 +13,7 @@ import { serveCommand } from "./serve.ts";
 import { MIGRATE_DB_USAGE, migrateDbCommand } from "./migrate-db.ts";
 import { healthcheckCommand } from "./healthcheck.ts";
 import { PRICES_USAGE, pricesCommand } from "./prices.ts";
+import { CODE_USAGE, codeCommand } from "./code.ts";
 
 const COMMON = `Every command takes --json (one JSON document on stdout; money as numbers of USD), --config FILE
 (or GATEWAY_CONFIG) and --db FILE (or GATEWAY_DB; the flag wins, then the variable, then the config's
@@ -34,6 +35,8 @@ Usage:
   gateway key create --email E [--name N] [--quota USD] [--models a,b] [--expires ISO8601] [--ip CIDR,…] [--rpm N]
   gateway key list --email E | key find PREFIX|KEY | key revoke ID
   gateway key update ID [--name N] [--quota USD|none] [--models a,b|none] [--expires ISO8601|none] [--ip CIDR,…|none] [--rpm N|none]
+  gateway code create --usd N [--count K] [--expires ISO8601] [--note T]   # redemption codes, printed once
+  gateway code list
   gateway pause | resume
   gateway logs show REQUEST_ID | logs prune
   gateway logs list [--account EMAIL] [--key ID|PREFIX] [--model M] [--status N|4xx|5xx] [--since ISO8601|24h] [--limit N] [--csv]
@@ -62,6 +65,7 @@ With [database] url set, applies the PostgreSQL migrations to that database inst
   "migrate-db": MIGRATE_DB_USAGE,
   account: ACCOUNT_USAGE,
   key: KEY_USAGE,
+  code: CODE_USAGE,
   pause: `Usage:
   gateway pause | gateway resume
 
@@ -84,6 +88,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number | void> | numb
   "migrate-db": migrateDbCommand,
   account: accountCommand,
   key: keyCommand,
+  code: codeCommand,
   pause: (argv) => pauseCommand(argv, true),
   resume: (argv) => pauseCommand(argv, false),
   logs: logsCommand,

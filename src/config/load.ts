@@ -47,13 +47,15 @@ export interface ClusterConfig {
 }
 
 export interface DashboardConfig {
-  registration: "open" | "closed";
+  registration: "open" | "invite" | "closed";
   startingCreditNano: number;
   /** `starting_credit_daily_usd`: the registrations' starting credits of one UTC day, all instances together. */
   startingCreditDailyNano: number;
   sessionTtlMs: number;
   /** `[dashboard] max_keys_per_account`: POST /api/keys refuses past this many keys not revoked. */
   maxKeysPerAccount: number;
+  /** `[dashboard] support_contact`: an email or URL the top-up page names for credit; null: none given. */
+  supportContact: string | null;
 }
 
 export interface StripeConfig {
@@ -183,6 +185,7 @@ function dashboard(d: ConfigFile["dashboard"], source: string): DashboardConfig 
     startingCreditDailyNano: nano("starting_credit_daily_usd", 50),
     sessionTtlMs: Math.round((d?.session_days ?? 30) * 24 * 3600 * 1000),
     maxKeysPerAccount: d?.max_keys_per_account ?? 50,
+    supportContact: d?.support_contact?.trim() || null,
   };
 }
 

@@ -197,8 +197,11 @@ export const ConfigSchema = T.Object(
     dashboard: T.Optional(
       T.Object(
         {
-          /** "closed": only the operator creates accounts (`gateway account create`); POST /api/register answers 403. */
-          registration: T.Optional(T.Union([T.Literal("open"), T.Literal("closed")])),
+          /**
+           * "closed": only the operator creates accounts (`gateway account create`); POST /api/register answers 403.
+           * "invite": a registration needs an unused redemption code, whose value is its starting credit.
+           */
+          registration: T.Optional(T.Union([T.Literal("open"), T.Literal("invite"), T.Literal("closed")])),
           /** Credited to a new registration as one registration_credit ledger entry (1 USD by default, docs/dashboard.md#registration). */
           starting_credit_usd: T.Optional(T.Number({ minimum: 0 })),
           /** All registrations' starting credits of a UTC day, across instances; past it a registration starts at 0. */
@@ -207,6 +210,8 @@ export const ConfigSchema = T.Object(
           session_days: T.Optional(T.Number({ exclusiveMinimum: 0, maximum: 366 })),
           /** Keys not revoked that a holder may have when making one at POST /api/keys; 0: holders make none. The CLI is not limited. */
           max_keys_per_account: T.Optional(T.Integer({ minimum: 0 })),
+          /** Whom a holder asks for credit (an email or a URL), shown on the top-up page. */
+          support_contact: T.Optional(T.String({ minLength: 1, maxLength: 300 })),
         },
         { additionalProperties: false },
       ),

@@ -37,7 +37,11 @@ export type ErrorCode =
   | "invalid_signature"
   | "payment_mismatch"
   | "admin"
-  | "account_not_found";
+  | "account_not_found"
+  // Redemption codes (docs/dashboard.md#redemption-codes).
+  | "code_invalid"
+  | "code_expired"
+  | "code_required";
 
 // error.type decides retry or not (docs/api.md#retry-rules). Gateway errors carry type = code; the key
 // refusals share the vendors' class names so SDK users see familiar types. `kept`: the answer stays
@@ -91,6 +95,12 @@ const TABLE: Record<ErrorCode, { status: number; type: string; kept?: true }> = 
   // The operator's routes under /api/admin/ refuse a session of an account not marked admin.
   admin: { status: 403, type: "permission_error" },
   account_not_found: { status: 404, type: "account_not_found" },
+  // A redemption code: an unknown one and a used one get the same answer, so that a guess learns
+  // nothing; an expired one says so (it is worth nothing to a guesser). `[dashboard] registration =
+  // "invite"` refuses a registration without a code.
+  code_invalid: { status: 400, type: "code_invalid" },
+  code_expired: { status: 400, type: "code_expired" },
+  code_required: { status: 400, type: "code_required" },
 };
 
 // The only types a client may retry (docs/api.md#retry-rules, 1). The official SDKs retry 408, 409,

@@ -135,7 +135,14 @@ export const TopUpView = T.Object({
   credited_at: Nullable(Time),
 });
 export type TopUpView = Static<typeof TopUpView>;
-export const TopUps = T.Object({ object: T.Literal("topups"), enabled: T.Boolean(), minimum_usd: Usd, data: T.Array(TopUpView) });
+export const TopUps = T.Object({
+  object: T.Literal("topups"),
+  enabled: T.Boolean(),
+  minimum_usd: Usd,
+  /** Whom to ask for credit (`[dashboard] support_contact`): an email or a URL; null when not set. */
+  support_contact: T.Union([T.String(), T.Null()]),
+  data: T.Array(TopUpView),
+});
 export type TopUps = Static<typeof TopUps>;
 /** POST /api/topups: the Checkout Session to send the browser to. */
 export const CheckoutOpened = T.Object({ object: T.Literal("topup"), id: T.String(), url: T.String(), amount_usd: Usd });
@@ -239,3 +246,28 @@ export interface Answer {
 export const ok = (schema: TSchema): Answer => ({ status: 200, type: "application/json", schema });
 export const created = (schema: TSchema): Answer => ({ status: 201, type: "application/json", schema });
 export const csvFile: Answer = { status: 200, type: "text/csv", schema: T.String({ description: "CSV with a header row" }) };
+
+/** A batch of redemption codes and its use (GET /api/admin/codes); the codes themselves are never listed. */
+export const CodeBatch = T.Object({
+  id: T.Integer(),
+  usd: Usd,
+  count: T.Integer(),
+  used: T.Integer(),
+  unused: T.Integer(),
+  note: T.Union([T.String(), T.Null()]),
+  expires_at: T.Union([T.String(), T.Null()]),
+  expired: T.Boolean(),
+  created_at: T.String(),
+});
+export type CodeBatch = Static<typeof CodeBatch>;
+
+export const CodeBatchList = T.Object({ object: T.Literal("list"), data: T.Array(CodeBatch) });
+export type CodeBatchList = Static<typeof CodeBatchList>;
+
+/** POST /api/admin/codes: the batch and its codes, shown in this answer only. */
+export const NewCodeBatch = T.Composite([T.Object({ object: T.Literal("code_batch") }), CodeBatch, T.Object({ codes: T.Array(T.String()) })]);
+export type NewCodeBatch = Static<typeof NewCodeBatch>;
+
+/** POST /api/redeem: the account after the credit, and the code's value. */
+export const Redeemed = T.Composite([AccountView, T.Object({ redeemed_usd: Usd })]);
+export type Redeemed = Static<typeof Redeemed>;

@@ -10,7 +10,8 @@ import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./handlers/d
 import { adminStatus, CreditBody, creditAccount, DebitBody, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./handlers/dashboard-admin.ts";
 import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./handlers/dashboard-usage.ts";
 import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
-import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./handlers/dashboard-account.ts";
+import { Credentials, Registration, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./handlers/dashboard-account.ts";
+import { CodeBatchBody, createCodeBatch, listCodeBatches, redeem, RedeemBody } from "./handlers/dashboard-codes.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
 import { healthz, metrics, readyz } from "./handlers/operator.ts";
 import { getModel, listModels, pricing, status } from "./handlers/public.ts";
@@ -123,7 +124,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   }),
   row({ method: "GET", path: "/v1/me", auth: "key", summary: "The key's quota, the balance and the limits", handler: me }),
   // The dashboard's endpoints (docs/dashboard.md): a browser session, never an API key; not the model API.
-  row({ method: "POST", path: "/api/register", auth: "visitor", body: "json", schema: Credentials, response: A.created(A.Registered), summary: "Register: an account with the starting credit, logged in", handler: register }),
+  row({ method: "POST", path: "/api/register", auth: "visitor", body: "json", schema: Registration, response: A.created(A.Registered), summary: "Register: an account with the starting credit, logged in", handler: register }),
   row({ method: "POST", path: "/api/login", auth: "visitor", body: "json", schema: Credentials, response: A.ok(A.AccountView), summary: "Log in", handler: login }),
   row({ method: "POST", path: "/api/logout", auth: "visitor", response: A.ok(A.LoggedOut), summary: "Log out this browser", handler: logout }),
   row({ method: "POST", path: "/api/logout-all", auth: "session", response: A.ok(A.LoggedOutAll), summary: "Log out every session of the account", handler: logoutAll }),
@@ -152,6 +153,9 @@ export const ENDPOINTS: readonly Endpoint[] = [
   // call, not a browser's: no session and no Origin rule, its signature checked instead.
   row({ method: "GET", path: "/api/topups", auth: "session", response: A.ok(A.TopUps), summary: "The account's top-ups and whether card top-ups are on", handler: listTopUps }),
   row({ method: "POST", path: "/api/topups", auth: "session", body: "json", schema: TopUpBody, response: A.created(A.CheckoutOpened), summary: "A Stripe Checkout Session for a top-up", handler: createTopUp }),
+  row({ method: "POST", path: "/api/redeem", auth: "session", body: "json", schema: RedeemBody, response: A.ok(A.Redeemed), summary: "Redeem a code: its value credited once", handler: redeem }),
+  row({ method: "GET", path: "/api/admin/codes", auth: "session", response: A.ok(A.CodeBatchList), summary: "Admin: redemption code batches and their use", handler: listCodeBatches }),
+  row({ method: "POST", path: "/api/admin/codes", auth: "session", body: "json", schema: CodeBatchBody, response: A.created(A.NewCodeBatch), summary: "Admin: mint a batch of codes, shown once", handler: createCodeBatch }),
   row({ method: "POST", path: "/api/stripe/webhook", auth: "public", dashboard: true, response: A.ok(A.WebhookReceived), summary: "Stripe's signed webhook: credits a paid top-up once", handler: stripeWebhook }),
   // The operator's paths: no request log row (a probe every few seconds would fill it), no CORS.
   row({ method: "GET", path: "/healthz", auth: "public", published: false, summary: "Liveness", handler: healthz }),

@@ -154,6 +154,10 @@ export interface AccountThrottles {
   registerPerIp: Throttle;
   /** Registration attempts per email. */
   registerPerEmail: Throttle;
+  /** Refused redemption codes per account (a code that credits gives its attempt back). */
+  redeemPerAccount: Throttle;
+  /** Refused redemption codes per address (an IPv6 /64), redemptions and invited registrations alike. */
+  redeemPerIp: Throttle;
 }
 
 const LIMITS: Record<keyof AccountThrottles, [limit: number, windowMs: number]> = {
@@ -161,6 +165,8 @@ const LIMITS: Record<keyof AccountThrottles, [limit: number, windowMs: number]> 
   loginPerAccount: [5, 15 * MINUTE],
   registerPerIp: [10, 60 * MINUTE],
   registerPerEmail: [5, 60 * MINUTE],
+  redeemPerAccount: [10, 60 * MINUTE],
+  redeemPerIp: [20, 60 * MINUTE],
 };
 
 /** The throttles in `store` when `[limits] store` is set, shared by the instances; else in this process. */
@@ -169,5 +175,12 @@ export function accountThrottles(store: RedisStore | null, prefix?: string): Acc
     const [limit, windowMs] = LIMITS[name];
     return store ? new RedisThrottle(store, name, limit, windowMs, prefix) : new MemoryThrottle(limit, windowMs);
   };
-  return { loginPerIp: one("loginPerIp"), loginPerAccount: one("loginPerAccount"), registerPerIp: one("registerPerIp"), registerPerEmail: one("registerPerEmail") };
+  return {
+    loginPerIp: one("loginPerIp"),
+    loginPerAccount: one("loginPerAccount"),
+    registerPerIp: one("registerPerIp"),
+    registerPerEmail: one("registerPerEmail"),
+    redeemPerAccount: one("redeemPerAccount"),
+    redeemPerIp: one("redeemPerIp"),
+  };
 }

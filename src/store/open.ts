@@ -10,6 +10,9 @@ import type { AuditTrail } from "./audit/contract.ts";
 import { Checkouts, SqliteTopUpCredit } from "./checkouts/sqlite.ts";
 import { PgCheckouts, PgTopUpCredit } from "./checkouts/postgres.ts";
 import type { CheckoutStore, TopUpCredit } from "./checkouts/contract.ts";
+import { Codes } from "./codes/sqlite.ts";
+import { PgCodes } from "./codes/postgres.ts";
+import type { CodeStore } from "./codes/contract.ts";
 import type { Commits } from "./commits/contract.ts";
 import { GroupCommit } from "./commits/sqlite.ts";
 import { PgCommits } from "./commits/postgres.ts";
@@ -52,6 +55,7 @@ export interface OperatorStores {
   reports: LogReports;
   requestLog: RequestLogStore;
   idempotency: IdempotencyStore;
+  codes: CodeStore;
   /** The pause switch and the estimator's rows (PostgreSQL's are read when asked). */
   settings(): Promise<SettingsStore>;
 }
@@ -71,6 +75,7 @@ export interface Stores {
   idempotency: IdempotencyStore;
   checkouts: CheckoutStore;
   topUps: TopUpCredit;
+  codes: CodeStore;
   /** Run in order at stop, after the last request: what is buffered goes out, then the database closes. */
   atStop: (() => unknown)[];
 }
@@ -118,6 +123,7 @@ export function openSqliteStores(config: Config, db: Db, hooks: Pick<StoreHooks,
     idempotency: new Idempotency(db),
     checkouts: new Checkouts(db),
     topUps: new SqliteTopUpCredit(db, ledger, commits),
+    codes: new Codes(db, ledger, commits),
     atStop: [],
   };
 }
@@ -160,6 +166,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     idempotency: new PgIdempotency(pg, config.cluster.instanceId),
     checkouts,
     topUps: new PgTopUpCredit(ledger, checkouts),
+    codes: new PgCodes(pg, ledger),
     atStop: [() => feed.stop(), () => logs.flush(), () => ledger.stop(), () => pg.$client.close()],
   };
 }
@@ -176,6 +183,7 @@ export function sqliteOperatorStores(config: Config, db: Db): OperatorStores {
     reports: new Reports(db),
     requestLog: new RequestLog(db, { retentionDays: config.logRetentionDays }),
     idempotency: new Idempotency(db),
+    codes: new Codes(db, ledger),
     settings: async () => new Settings(db),
   };
 }
@@ -192,6 +200,7 @@ export function postgresOperatorStores(config: Config, pg: PgDb): OperatorStores
     reports: new PgLogReports(pg),
     requestLog: new PgRequestLog(pg, { retentionDays: config.logRetentionDays }),
     idempotency: new PgIdempotency(pg, config.cluster.instanceId),
+    codes: new PgCodes(pg, ledger),
     settings: () => PgSettings.load(pg),
   };
 }

@@ -76,6 +76,9 @@ beforeAll(async () => {
   await hit(visitor, "POST", "/api/admin/resume");
   await hit(visitor, "GET", "/api/admin/status");
   await hit(visitor, "GET", "/api/admin/audit");
+  const batch = await hit(visitor, "POST", "/api/admin/codes", undefined, { usd: 1, count: 1, note: "flow" });
+  await hit(visitor, "GET", "/api/admin/codes");
+  await hit(visitor, "POST", "/api/redeem", undefined, { code: batch.codes[0] });
   await hit(visitor, "POST", "/api/logout-all");
 });
 

@@ -24,6 +24,8 @@ const OWNERS: Record<string, string[]> = {
   sessions: ["store/sessions/sqlite.ts", "store/sessions/postgres.ts"],
   audit_log: ["store/audit/sqlite.ts", "store/audit/postgres.ts"],
   checkout_sessions: ["store/checkouts/sqlite.ts", "store/checkouts/postgres.ts"],
+  code_batches: ["store/codes/sqlite.ts", "store/codes/postgres.ts"],
+  redemption_codes: ["store/codes/sqlite.ts", "store/codes/postgres.ts"],
   // PostgreSQL only (store/schema/postgres.ts): the holds of running requests as rows, and the instances that
   // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (store/ledger/holds.ts).
   holds: ["store/ledger/postgres.ts", "store/ledger/postgres-lease.ts"],

@@ -128,7 +128,7 @@ describe("the account holder's dashboard", () => {
   it("says without Stripe that the operator credits balances", async () => {
     const { page } = tab;
     await visit(page, gw.url, "topup", "Top up");
-    expect(await page.getByTestId("payments-off").textContent()).toContain("gateway account credit");
+    expect(await page.getByTestId("payments-off").textContent()).toContain("the operator credits balances");
     await tab.shot("topup");
   });
 

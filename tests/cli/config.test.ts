@@ -54,8 +54,20 @@ describe("parseConfig", () => {
     expect(refusal(raw)).toContain("models[0].endpoints[0]: expected one of messages, chat.completions, images.generations, images.edits");
   });
 
-  it("reads [dashboard] with its defaults: registration open, 1 USD starting credit, 50 USD of them a day, 30-day sessions", () => {
-    expect(parseConfig({}, "t").dashboard).toEqual({ registration: "open", startingCreditNano: 1_000_000_000, startingCreditDailyNano: 50_000_000_000, sessionTtlMs: 30 * 86_400_000, maxKeysPerAccount: 50 });
+  it("reads [dashboard] with its defaults: registration open, 1 USD starting credit, 50 USD of them a day, 30-day sessions, no support contact", () => {
+    expect(parseConfig({}, "t").dashboard).toEqual({
+      registration: "open",
+      startingCreditNano: 1_000_000_000,
+      startingCreditDailyNano: 50_000_000_000,
+      sessionTtlMs: 30 * 86_400_000,
+      maxKeysPerAccount: 50,
+      supportContact: null,
+    });
+  });
+
+  it("reads dashboard.registration = \"invite\" and dashboard.support_contact", () => {
+    const d = parseConfig({ dashboard: { registration: "invite", support_contact: "billing@example.com" } }, "t").dashboard;
+    expect([d.registration, d.supportContact]).toEqual(["invite", "billing@example.com"]);
   });
 
   it("reads dashboard.max_keys_per_account, 0 included (holders make no keys)", () => {
@@ -76,8 +88,8 @@ describe("parseConfig", () => {
     expect(refusal({ limits: { account_rpm: bad } })).toStartWith("gateway.toml: limits.account_rpm: ");
   });
 
-  it("lists the allowed words when [dashboard] registration is neither open nor closed", () => {
-    expect(refusal({ dashboard: { registration: "invite" } })).toBe('gateway.toml: dashboard.registration: expected one of open, closed (got "invite")');
+  it("lists the allowed words when [dashboard] registration is neither open, invite nor closed", () => {
+    expect(refusal({ dashboard: { registration: "invitation" } })).toBe('gateway.toml: dashboard.registration: expected one of open, invite, closed (got "invitation")');
   });
 
   it("names dashboard.starting_credit_usd when it is negative", () => {

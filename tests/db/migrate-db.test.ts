@@ -74,6 +74,8 @@ const expectedRows: Record<string, number> = {
   idempotency_records: 2,
   settings: 2,
   request_logs: REQUEST_LOGS,
+  code_batches: 0,
+  redemption_codes: 0,
 };
 
 const migrateDb = (to: string, from = install.db) => gateway(["migrate-db", "--from", from, "--to", to, "--json"]);

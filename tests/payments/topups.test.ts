@@ -157,9 +157,9 @@ describe("without [payments.stripe]", () => {
   });
   afterAll(() => plain.stop());
 
-  it("says that top-ups are off, with the account's list", async () => {
+  it("says that top-ups are off, with the account's list and no support contact when none is set", async () => {
     const b = await registeredBrowser({ url: plain.url });
-    expect(await body(await b.call("GET", "/api/topups"))).toEqual({ object: "topups", enabled: false, minimum_usd: 1, data: [] });
+    expect(await body(await b.call("GET", "/api/topups"))).toEqual({ object: "topups", enabled: false, minimum_usd: 1, support_contact: null, data: [] });
   });
 
   it("refuses a top-up with payments_not_configured, saying that the operator credits balances", async () => {

@@ -81,6 +81,8 @@ function ctx(params = new URLSearchParams()): Ctx {
     reload: () => void render(),
     signedIn(account) {
       me = account;
+      // A view that changed the money (a redeemed code) shows it in the shell at once, without re-rendering itself.
+      if (nav.childElementCount > 0) drawShell(parseHash().name);
     },
   };
 }

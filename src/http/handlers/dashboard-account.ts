@@ -1,7 +1,8 @@
 import { Type as T } from "@sinclair/typebox";
 import { changePassword, checkLogin, register as registerAccount } from "../../auth/credentials.ts";
-import { GatewayError } from "../../core/errors.ts";
-import { nanoToUsd, usdToNano } from "../../core/money.ts";
+import { GatewayError, invalidRequest } from "../../core/errors.ts";
+import { formatUsd, nanoToUsd, usdToNano } from "../../core/money.ts";
+import { hashOrRefuse } from "../../payments/codes.ts";
 import { throttleAddress } from "../../core/ip.ts";
 import type { Attempt, Throttle } from "../../limits/throttle.ts";
 import type { Services } from "../../services.ts";
@@ -15,11 +16,13 @@ import type { AccountView, LoggedOut, LoggedOutAll, PasswordChanged, Registered 
 // ../session-guard.ts, and the rows are in ../endpoints.ts.
 
 export const Credentials = T.Object({ email: T.String({ minLength: 1, maxLength: 320 }), password: T.String() });
+/** A registration: with `[dashboard] registration = "invite"`, an unused redemption code too. */
+export const Registration = T.Object({ email: T.String({ minLength: 1, maxLength: 320 }), password: T.String(), code: T.Optional(T.String({ maxLength: 100 })) });
 export const PasswordChange = T.Object({ current_password: T.String(), new_password: T.String() });
 export const LowBalance = T.Object({ threshold_usd: T.Union([T.Number(), T.String(), T.Null()]) });
 
 /** GET /api/me's answer: the account and its money, as the ledger and the running requests' holds have it. */
-async function meView(svc: Services, accountId: number): Promise<AccountView> {
+export async function meView(svc: Services, accountId: number): Promise<AccountView> {
   const [p, b] = await Promise.all([svc.accounts.profileOf(accountId), svc.ledger.balance(accountId)]);
   if (!p) throw new GatewayError("no-session", "Log in to use the dashboard.");
   const spendable = Math.max(b.spendableNano, 0);
@@ -82,11 +85,31 @@ export async function register(c: SessionCall): Promise<Response> {
   const { email, password, ip, who } = credentialsOf(c);
   await t.registerPerIp.take(ip, "registrations from this address");
   await t.registerPerEmail.take(who, "registrations of this email");
+  const code = (c.json as { code?: string }).code?.trim() || null;
+  if (svc.config.dashboard.registration === "invite") return invitedRegistration(c, email, password, ip, code);
+  if (code !== null) throw invalidRequest("code: registration on this gateway needs no code; register without it and redeem the code on the top-up page.");
   const { startingCreditNano, startingCreditDailyNano } = svc.config.dashboard;
   const acc = await registerAccount(svc.accounts, email, password, startingCreditNano, startingCreditDailyNano);
   // The new account's balance is its starting credit: 0 when the day's registration credits are spent.
   const limited = startingCreditNano > 0 && acc.balanceNano === 0;
   return loggedIn(c, acc.id, 201, { starting_credit_usd: nanoToUsd(acc.balanceNano), starting_credit_limited: limited });
+}
+
+/**
+ * `[dashboard] registration = "invite"`: the code is counted against the address's redemption
+ * throttle before it is looked up (a refused code keeps the count, a good one gives it back), and
+ * is redeemed in the new account's transaction: its value is the starting credit, one redemption
+ * entry, outside the day's ceiling on starting credits (the operator minted it). A refused code
+ * creates no account.
+ */
+async function invitedRegistration(c: SessionCall, email: string, password: string, ip: string, code: string | null): Promise<Response> {
+  if (code === null) throw new GatewayError("code_required", "Registration on this gateway needs an invite code: ask the operator for one.");
+  const t = c.dash.throttles;
+  const attempt = await t.redeemPerIp.take(ip, "refused codes from this address");
+  const acc = await registerAccount(c.svc.accounts, email, password, 0, 0, c.svc.codes.inviteClaim(hashOrRefuse(code)));
+  await t.redeemPerIp.refund(attempt);
+  await c.svc.audit.record({ actorAccountId: acc.id, action: "code_redeemed", targetAccountId: acc.id, detail: `invite: ${formatUsd(acc.balanceNano)} USD` });
+  return loggedIn(c, acc.id, 201, { starting_credit_usd: nanoToUsd(acc.balanceNano), starting_credit_limited: false });
 }
 
 export async function login(c: SessionCall): Promise<Response> {

@@ -27,7 +27,7 @@ export const DebitBody = moneyBody("debit");
 type Handler = (c: SessionCall, adminId: number) => Promise<Response>;
 
 /** The handler, for an admin's session only: any other session is 403 admin, and nothing happens. */
-const adminOnly =
+export const adminOnly =
   (h: Handler) =>
   async (c: SessionCall): Promise<Response> => {
     const accountId = c.session!.accountId;

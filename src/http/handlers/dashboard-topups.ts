@@ -29,6 +29,8 @@ export const listTopUps = async (c: SessionCall): Promise<Response> =>
   json<TopUps>({
     object: "topups",
     enabled: c.svc.payments.enabled,
+    // Whom to ask for credit (`[dashboard] support_contact`): the page names it beside the code form.
+    support_contact: c.svc.config.dashboard.supportContact,
     minimum_usd: nanoToUsd(MINIMUM_TOP_UP_NANO),
     data: (await c.svc.payments.list(c.session!.accountId)).map(topUpView),
   });

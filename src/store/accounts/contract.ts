@@ -1,5 +1,6 @@
 import type { accounts, ledgerEntries } from "../schema/sqlite.ts";
 import type { CreditKind } from "../ledger/contract.ts";
+import type { InviteClaim } from "../codes/contract.ts";
 
 // The accounts' rows and their ledger history, for the CLI, the dashboard and first start: cold
 // paths. The per-request money (reserve, charge, credit) is store/ledger/'s.
@@ -25,6 +26,12 @@ export interface NewAccount {
    * Accounts the operator creates leave it out and are not counted.
    */
   dailyLimitNano?: number;
+  /**
+   * An invited registration's code (`[dashboard] registration = "invite"`): claimed inside the
+   * account's transaction, its value the opening balance as one redemption entry (balanceNano,
+   * kind and dailyLimitNano are not used). A refused code creates no account.
+   */
+  invite?: InviteClaim;
 }
 
 /**

@@ -42,6 +42,11 @@ export class PgAccounts implements AccountStore {
         VALUES (${normalized}, ${opts.passwordHash ?? null}, ${opts.admin ?? false}, ${Date.now()}::bigint)
         ON CONFLICT (email) DO NOTHING RETURNING id`;
       if (!row) throw accountExists(normalized);
+      if (opts.invite) {
+        const claim = await opts.invite(Number(row.id), tx);
+        await this.ledger.credit(Number(row.id), claim.amountNano, "redemption", claim.note, claim.externalRef, tx);
+        return Number(row.id);
+      }
       const granted = opening > 0 && (opts.dailyLimitNano === undefined || (await countRegistrationCredit(tx, opening, opts.dailyLimitNano, Date.now())));
       if (granted) await this.ledger.credit(Number(row.id), opening, opts.kind ?? "registration_credit", "starting balance", null, tx);
       return Number(row.id);

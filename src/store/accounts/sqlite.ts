@@ -4,6 +4,7 @@ import type { Db } from "../engine/sqlite/client.ts";
 import { accounts, ledgerEntries } from "../schema/sqlite.ts";
 import { countRegistrationCredit } from "../settings/sqlite.ts";
 import type { Ledger } from "../ledger/sqlite.ts";
+import type { Claim } from "../codes/contract.ts";
 import { STARTING_BALANCE_NANO, type Account, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type StatementItem, type StatementPosition } from "./contract.ts";
 import { accountExists, checkDebitAmount, checkThreshold, DAY_MS, dayOf, debitRefused, isEarlier, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
 
@@ -71,6 +72,12 @@ export function createAccount(
       .values({ email: normalized, passwordHash: opts.passwordHash ?? null, admin: opts.admin ?? false, createdAt: now })
       .returning({ id: accounts.id })
       .get();
+    if (opts.invite) {
+      // SQLite's claim answers at once, inside this transaction.
+      const claim = opts.invite(row.id) as Claim;
+      ledger.credit(row.id, claim.amountNano, "redemption", claim.note, claim.externalRef);
+      return findAccount(db, normalized)!;
+    }
     let opening = opts.balanceNano ?? STARTING_BALANCE_NANO;
     if (opening > 0 && opts.dailyLimitNano !== undefined && !countRegistrationCredit(db, opening, opts.dailyLimitNano, now)) opening = 0;
     if (opening > 0) ledger.credit(row.id, opening, opts.kind ?? "registration_credit", "starting balance");

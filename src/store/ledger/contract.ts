@@ -9,7 +9,7 @@ import type { Hold } from "../../ledger/hold.ts";
 
 export type { Awaitable };
 
-export type CreditKind = "registration_credit" | "top_up" | "operator_credit";
+export type CreditKind = "registration_credit" | "top_up" | "operator_credit" | "redemption";
 
 export interface BalanceView {
   balanceNano: number;

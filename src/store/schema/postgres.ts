@@ -92,7 +92,7 @@ export const apiKeys = pgTable(
 );
 
 // An enum where SQLite has a text column and a CHECK: an unknown kind is refused by the type itself.
-export const ledgerKind = pgEnum("ledger_kind", ["registration_credit", "top_up", "operator_credit", "charge", "operator_debit"]);
+export const ledgerKind = pgEnum("ledger_kind", ["registration_credit", "top_up", "operator_credit", "charge", "operator_debit", "redemption"]);
 
 // Append-only as on SQLite: the migration's triggers refuse UPDATE, DELETE and also TRUNCATE (a
 // statement SQLite does not have).
@@ -116,7 +116,8 @@ export const ledgerEntries = pgTable(
     uniqueIndex("ledger_external_ref").on(t.externalRef).where(sql`${t.externalRef} IS NOT NULL`),
     check(
       "ledger_kind_sign",
-      sql`(${t.kind} IN ('registration_credit', 'top_up', 'operator_credit') AND ${t.amountNano} > 0)
+      // kind as text: a value added to the enum cannot be cast to in the transaction that adds it (migrations run in one).
+      sql`(${t.kind}::text IN ('registration_credit', 'top_up', 'operator_credit', 'redemption') AND ${t.amountNano} > 0)
         OR (${t.kind} = 'charge' AND ${t.amountNano} <= 0)
         OR (${t.kind} = 'operator_debit' AND ${t.amountNano} < 0)`,
     ),
@@ -142,6 +143,34 @@ export const checkoutSessions = pgTable(
     // session says when (SQLite leaves it to the code).
     check("checkout_sessions_status", sql`(${t.status} = 'pending') = (${t.creditedAt} IS NULL)`),
     check("checkout_sessions_amount_positive", sql`${t.amountNano} > 0`),
+  ],
+);
+
+export const codeBatches = pgTable(
+  "code_batches",
+  {
+    id: id("id").primaryKey().generatedByDefaultAsIdentity(),
+    amountNano: money("amount_nano").notNull(),
+    count: integer("count").notNull(),
+    note: text("note"),
+    expiresAt: time("expires_at"),
+    createdByAccountId: id("created_by_account_id"),
+    createdAt: time("created_at").notNull(),
+  },
+  (t) => [check("code_batches_amount_positive", sql`${t.amountNano} > 0`), check("code_batches_count_positive", sql`${t.count} > 0`)],
+);
+
+export const redemptionCodes = pgTable(
+  "redemption_codes",
+  {
+    codeHash: text("code_hash").primaryKey(),
+    batchId: id("batch_id").notNull().references(() => codeBatches.id),
+    redeemedByAccountId: id("redeemed_by_account_id").references(() => accounts.id),
+    redeemedAt: time("redeemed_at"),
+  },
+  (t) => [
+    index("redemption_codes_batch").on(t.batchId),
+    check("redemption_codes_redeemed", sql`(${t.redeemedByAccountId} IS NULL) = (${t.redeemedAt} IS NULL)`),
   ],
 );
 

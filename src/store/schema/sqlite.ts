@@ -72,8 +72,8 @@ export const apiKeys = sqliteTable(
 );
 
 // Append-only: a row is never updated or deleted. kind is one of
-// registration_credit, top_up, operator_credit (positive), charge, operator_debit (negative: a
-// correction by `gateway account debit`, never below a zero balance).
+// registration_credit, top_up, operator_credit, redemption (positive: a redemption code's value),
+// charge, operator_debit (negative: a correction by `gateway account debit`, never below a zero balance).
 // Every index here is written by every charge, so only the ones an operator needs exist: the rowid
 // grows without AUTOINCREMENT (rows are never deleted, so ids are never reused) and external_ref is
 // indexed only where it is set (payments), not on the millions of charge rows.
@@ -102,7 +102,7 @@ export const ledgerEntries = sqliteTable(
     // a charge may be 0 (all shortfall), never positive; shortfall is never negative.
     check(
       "ledger_kind_sign",
-      sql`(${t.kind} IN ('registration_credit', 'top_up', 'operator_credit') AND ${t.amountNano} > 0)
+      sql`(${t.kind} IN ('registration_credit', 'top_up', 'operator_credit', 'redemption') AND ${t.amountNano} > 0)
         OR (${t.kind} = 'charge' AND ${t.amountNano} <= 0)
         OR (${t.kind} = 'operator_debit' AND ${t.amountNano} < 0)`,
     ),
@@ -128,6 +128,38 @@ export const checkoutSessions = sqliteTable(
     index("checkout_sessions_account_time").on(t.accountId, t.createdAt),
     check("checkout_sessions_status", sql`${t.status} IN ('pending', 'credited')`),
     check("checkout_sessions_amount_positive", sql`${t.amountNano} > 0`),
+  ],
+);
+
+// Redemption codes (docs/dashboard.md#redemption-codes): a batch the operator minted, each code kept
+// only as the SHA-256 of its text (a copy of the file redeems nothing). A code is redeemed once: its
+// row marked in the same transaction as the redemption ledger entry (external_ref `code:<hash>`).
+export const codeBatches = sqliteTable(
+  "code_batches",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    amountNano: integer("amount_nano").notNull(),
+    count: integer("count").notNull(),
+    note: text("note"),
+    expiresAt: integer("expires_at"),
+    // The admin account that minted it in the dashboard; null for the operator's CLI.
+    createdByAccountId: integer("created_by_account_id"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [check("code_batches_amount_positive", sql`${t.amountNano} > 0`), check("code_batches_count_positive", sql`${t.count} > 0`)],
+);
+
+export const redemptionCodes = sqliteTable(
+  "redemption_codes",
+  {
+    codeHash: text("code_hash").primaryKey(),
+    batchId: integer("batch_id").notNull().references(() => codeBatches.id),
+    redeemedByAccountId: integer("redeemed_by_account_id").references(() => accounts.id),
+    redeemedAt: integer("redeemed_at"),
+  },
+  (t) => [
+    index("redemption_codes_batch").on(t.batchId),
+    check("redemption_codes_redeemed", sql`(${t.redeemedByAccountId} IS NULL) = (${t.redeemedAt} IS NULL)`),
   ],
 );
 

@@ -2,6 +2,7 @@ import { api } from "../api.ts";
 import type { Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit, table, usd, when } from "../dom.ts";
 import type { AdminAccount, AdminAccountList, AdminStatus, AuditList, AuditRow } from "../../../http/api-schemas.ts";
+import { codesSection } from "./admin-codes.ts";
 
 // The operator's page: accounts with their money and activity, credit or debit with a note (after a
 // confirmation), disable, pause and resume, route health, and the audit trail of these actions.
@@ -72,10 +73,11 @@ function routeRows(status: AdminStatus) {
 }
 
 export async function adminView(ctx: Ctx): Promise<HTMLElement> {
-  const [accounts, status, audit] = await Promise.all([
+  const [accounts, status, audit, codes] = await Promise.all([
     api<AdminAccountList>("GET", "/api/admin/accounts"),
     api<AdminStatus>("GET", "/api/admin/status"),
     api<AuditList>("GET", "/api/admin/audit?limit=50"),
+    codesSection(),
   ]);
   const msg = messages();
   const rows = accounts.data.map((a) => [
@@ -108,6 +110,7 @@ export async function adminView(ctx: Ctx): Promise<HTMLElement> {
       status.paused ? switchButton(ctx, "Resume", "/api/admin/resume", msg) : switchButton(ctx, "Pause", "/api/admin/pause", msg, true),
     ),
     table("Accounts", ["Email", "Balance", "Held", "Keys", "Spent this month", "Last activity", "State", "Actions"], rows, "No accounts."),
+    codes,
     table("Route health", ["Model", "Route", "State", "Calls", "Last error", "Last failure"], routeRows(status), "No routes."),
     table(
       "Audit",

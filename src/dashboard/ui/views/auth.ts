@@ -16,10 +16,12 @@ function credentialsForm(ctx: Ctx, path: "/api/login" | "/api/register", submit:
       input({ type: "password", name: "password", required: true, minlength: 8, autocomplete: path === "/api/login" ? "current-password" : "new-password" }),
       path === "/api/register" ? "At least 8 characters." : undefined,
     ),
+    path === "/api/register" ? field("Invite code", input({ name: "code", autocomplete: "off", spellcheck: "false", maxlength: 100 }), "Only if this gateway gave you one: its value is your starting credit.") : null,
     h("button", { type: "submit" }, submit),
   );
   onSubmit(form, msg, async (d) => {
-    const me = await api<AccountView | Registered>("POST", path, { email: d.get("email"), password: d.get("password") });
+    const code = String(d.get("code") ?? "").trim();
+    const me = await api<AccountView | Registered>("POST", path, { email: d.get("email"), password: d.get("password"), ...(code ? { code } : {}) });
     ctx.signedIn(me);
     // The overview says why a new account has no starting credit (the day's are given out).
     ctx.go("starting_credit_limited" in me && me.starting_credit_limited ? "?starting_credit=limited" : "");

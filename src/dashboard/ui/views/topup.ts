@@ -1,12 +1,38 @@
 import { api, ApiError } from "../api.ts";
 import type { Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit, table, usd, when } from "../dom.ts";
-import type { TopUps } from "../../../http/api-schemas.ts";
+import type { AccountView, Redeemed, TopUps } from "../../../http/api-schemas.ts";
 
 // Top-ups through Stripe Checkout: the amount, then the browser goes to Stripe's page and comes back
 // to #/topup. The balance is credited by Stripe's signed webhook, never by this page coming back.
 
-const OPERATOR_CREDITS = "Payments are not set up on this gateway: the operator credits balances (gateway account credit). Ask them to top up your account.";
+const NO_CARDS = "Card payments are not set up on this gateway: the operator credits balances, or gives redemption codes.";
+
+/** Whom to ask for credit: `[dashboard] support_contact` as a link (mailto: for an email), else the operator. */
+function askWhom(contact: string | null): HTMLElement {
+  if (!contact) return h("p", { "data-testid": "support-contact" }, "Ask the operator of this gateway for credit or a code.");
+  const href = /^https?:\/\//i.test(contact) ? contact : /^[^\s@]+@[^\s@]+$/.test(contact) ? `mailto:${contact}` : null;
+  return h("p", { "data-testid": "support-contact" }, "For credit or a code, ask ", href ? h("a", { href, rel: "noopener" }, contact) : h("strong", {}, contact), ".");
+}
+
+/** A redemption code's form: its value credited once; the balance in the header follows. */
+function redeemForm(ctx: Ctx, balance: HTMLElement): HTMLElement {
+  const msg = messages();
+  const form = h(
+    "form",
+    { "aria-label": "Redeem a code" },
+    field("Code", input({ name: "code", required: true, autocomplete: "off", spellcheck: "false", placeholder: "GW-XXXX-XXXX-XXXX-XXXX", maxlength: 100 })),
+    h("button", { type: "submit" }, "Redeem"),
+  );
+  onSubmit(form, msg, async (d) => {
+    const me = await api<Redeemed>("POST", "/api/redeem", { code: String(d.get("code")) });
+    form.reset();
+    ctx.signedIn(me);
+    balance.textContent = usd(me.balance_usd);
+    msg.ok(`Redeemed: ${usd(me.redeemed_usd)} added. Your balance is ${usd(me.balance_usd)}.`);
+  });
+  return h("div", { class: "narrow" }, h("h2", {}, "Redeem a code"), form, msg.el);
+}
 
 async function topups(): Promise<TopUps | null> {
   try {
@@ -45,8 +71,9 @@ function returned(ctx: Ctx, t: TopUps | null): HTMLElement | null {
 
 export async function topupView(ctx: Ctx): Promise<HTMLElement> {
   const t = await topups();
-  const head = [heading("Top up"), returned(ctx, t)];
-  if (!t?.enabled) return h("section", {}, ...head, h("p", { "data-testid": "payments-off" }, OPERATOR_CREDITS));
+  const balance = h("strong", { "data-testid": "topup-balance" }, usd(ctx.me?.balance_usd));
+  const head = [heading("Top up"), h("p", {}, "Balance: ", balance), returned(ctx, t)];
+  if (!t?.enabled) return h("section", {}, ...head, h("p", { "data-testid": "payments-off" }, NO_CARDS), askWhom(t?.support_contact ?? null), redeemForm(ctx, balance));
   const msg = messages();
   const form = h(
     "form",
@@ -63,6 +90,7 @@ export async function topupView(ctx: Ctx): Promise<HTMLElement> {
     {},
     ...head,
     h("div", { class: "narrow" }, form, msg.el),
+    redeemForm(ctx, balance),
     table(
       "Your top-ups",
       ["Started", "Amount", "Status", "Credited"],

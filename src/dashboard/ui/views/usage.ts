@@ -13,6 +13,7 @@ const KIND: Record<string, string> = {
   registration_credit: "Starting credit",
   top_up: "Top-up",
   operator_credit: "Credit from the operator",
+  redemption: "Redeemed code",
   operator_debit: "Debit by the operator",
   charges: "Charges",
 };
