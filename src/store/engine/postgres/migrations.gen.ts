@@ -35,5 +35,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795734472294,
     "breakpoints": true,
     "sql": "ALTER TABLE \"request_logs\" ADD COLUMN \"image_input_tokens\" bigint;--> statement-breakpoint\nALTER TABLE \"request_logs\" ADD COLUMN \"image_output_tokens\" bigint;"
+  },
+  {
+    "tag": "0006_key_budgets",
+    "when": 1795736724434,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"api_keys\" ADD COLUMN \"budget_nano\" bigint;--> statement-breakpoint\nALTER TABLE \"api_keys\" ADD COLUMN \"budget_period\" text;--> statement-breakpoint\nALTER TABLE \"api_keys\" ADD COLUMN \"period_start\" bigint DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE \"api_keys\" ADD COLUMN \"period_spent_nano\" bigint DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE \"api_keys\" ADD COLUMN \"budget_reached_at\" bigint;--> statement-breakpoint\nALTER TABLE \"api_keys\" ADD CONSTRAINT \"api_keys_budget\" CHECK ((\"api_keys\".\"budget_nano\" IS NULL) = (\"api_keys\".\"budget_period\" IS NULL) AND (\"api_keys\".\"budget_period\" IS NULL OR \"api_keys\".\"budget_period\" IN ('day', 'week', 'month')));"
   }
 ];

@@ -65,5 +65,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795734471386,
     "breakpoints": true,
     "sql": "ALTER TABLE `request_logs` ADD `image_input_tokens` integer;--> statement-breakpoint\nALTER TABLE `request_logs` ADD `image_output_tokens` integer;"
+  },
+  {
+    "tag": "0011_key_budgets",
+    "when": 1795736721382,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `api_keys` ADD `budget_nano` integer;--> statement-breakpoint\nALTER TABLE `api_keys` ADD `budget_period` text;--> statement-breakpoint\nALTER TABLE `api_keys` ADD `period_start` integer DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE `api_keys` ADD `period_spent_nano` integer DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE `api_keys` ADD `budget_reached_at` integer;"
   }
 ];
