@@ -5,12 +5,31 @@ import { bodySizeOf } from "../relay/charge.ts";
 import { BODY_LIMIT_BYTES } from "./body.ts";
 import type { KeyedCall } from "./exchange.ts";
 import { json } from "./public-endpoints.ts";
+import type { BudgetSpend } from "../store/ledger/contract.ts";
+import { isoTime } from "../core/time.ts";
 
 /** The low-balance notice of GET /v1/me and GET /api/me: `below` while spendable is under the holder's threshold. */
 export function lowBalanceView(thresholdNano: number | null, spendableNano: number) {
   return {
     threshold_usd: thresholdNano === null ? null : nanoToUsd(thresholdNano),
     below: thresholdNano !== null && spendableNano < thresholdNano,
+  };
+}
+
+/**
+ * A key's budget that resets, in GET /v1/me and the dashboard: its spend in the current UTC period,
+ * what running requests hold, what is left, when it resets, and `reached` (a request was refused for
+ * it in this period: the "budget reached" notice).
+ */
+export function budgetView(b: BudgetSpend, reservedNano: number) {
+  return {
+    limit_usd: nanoToUsd(b.nano),
+    period: b.period,
+    spent_usd: nanoToUsd(b.spentNano),
+    reserved_usd: nanoToUsd(reservedNano),
+    remaining_usd: nanoToUsd(Math.max(b.nano - b.spentNano - reservedNano, 0)),
+    resets_at: isoTime(b.resetsAt),
+    reached: b.reached,
   };
 }
 
@@ -36,6 +55,7 @@ export async function me(call: KeyedCall): Promise<Response> {
         reserved_usd: nanoToUsd(spend.reservedNano),
         remaining_usd: quota === null ? null : nanoToUsd(Math.max(quota - spend.spentNano - spend.reservedNano, 0)),
       },
+      budget: spend.budget ? budgetView(spend.budget, spend.reservedNano) : null,
     },
     balance: {
       balance_usd: nanoToUsd(b.balanceNano),

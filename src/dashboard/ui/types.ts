@@ -36,6 +36,9 @@ export interface Key {
   quota_usd: number | null;
   spent_usd: number;
   held_usd: number;
+  budget_usd: number | null;
+  budget_period: "day" | "week" | "month" | null;
+  budget: Budget | null;
   models: string[] | null;
   ip_allow: string[] | null;
   rpm: number | null;
@@ -45,6 +48,18 @@ export interface Key {
   last_used_at?: string | null;
   /** The whole key: only in the answer that created it. */
   key?: string;
+}
+
+/** A key's budget that resets, in its current UTC period (as GET /v1/me shows it). */
+export interface Budget {
+  limit_usd: number;
+  period: "day" | "week" | "month";
+  spent_usd: number;
+  reserved_usd: number;
+  remaining_usd: number;
+  resets_at: string;
+  /** A request was refused for it in this period. */
+  reached: boolean;
 }
 
 export interface PricedModel {
