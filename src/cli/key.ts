@@ -90,7 +90,7 @@ export function keyView(r: KeyRow, now = Date.now()) {
 
 export const keyLine = (r: KeyRow) => {
   const b = budgetOf(r, Date.now());
-  const budget = b ? `\tbudget ${formatUsd(b.spentNano)} of ${formatUsd(b.nano)} USD this ${b.period}` : "";
+  const budget = b ? `\tbudget ${formatUsd(b.spentNano)} of ${formatUsd(b.nano)} USD ${{ day: "today", week: "this week", month: "this month" }[b.period]}` : "";
   return `${r.id}\t${r.prefix}…\t${keyView(r).status}\t${r.name || "-"}\tspent ${formatUsd(r.spentNano)} USD${r.quotaNano !== null ? ` of ${formatUsd(r.quotaNano)}` : ""}${budget}`;
 };
 
