@@ -1,10 +1,9 @@
-import { KEY_PREFIX, type KeyRow, type NewKey } from "../store/keys/contract.ts";
+import { KEY_PREFIX, storedBudget, type KeyRow, type NewKey } from "../store/keys/contract.ts";
 import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
 import type { Account } from "../store/accounts/contract.ts";
 import { parse, required, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, type CliContext } from "./context.ts";
 import { formatUsd, iso, table, usd, usdOrNull } from "./format.ts";
-import { storedBudget } from "../store/keys/rows.ts";
 import { budgetSpend } from "../store/ledger/contract.ts";
 
 export const KEY_USAGE = `Usage:

@@ -33,6 +33,11 @@ export interface KeyRecord {
   accountDisabledAt: number | null;
 }
 
+/** The budget of a stored row (both columns set, or none). */
+export function storedBudget(nano: unknown, period: unknown): KeyBudget | null {
+  return nano == null || period == null ? null : { nano: Number(nano), period: period as BudgetPeriod };
+}
+
 /** A key's row as stored, for listings (the hash is in it: never print the row whole). */
 export type KeyRow = typeof apiKeys.$inferSelect;
 

@@ -2,8 +2,9 @@ import { randomBytes } from "node:crypto";
 import { or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { GatewayError } from "../../core/errors.ts";
 import { parseCidrList, storedCidrList } from "../../core/ip.ts";
-import { isBudgetPeriod, type BudgetPeriod } from "../../ledger/budget.ts";
-import { hashKey, KEY_PREFIX, type KeyBudget, type KeyRecord, type NewKey } from "./contract.ts";
+import { isBudgetPeriod } from "../../ledger/budget.ts";
+import { hashKey, KEY_PREFIX, storedBudget, type KeyBudget, type KeyRecord, type NewKey } from "./contract.ts";
+
 
 // What both engines' key stores share: the stored form of a key, and the SQL both read alike.
 
@@ -130,9 +131,4 @@ export function keyRecord(r: Record<string, unknown>): KeyRecord {
     revokedAt: orNull(r.revoked_at),
     accountDisabledAt: orNull(r.account_disabled_at),
   });
-}
-
-/** The budget of a stored row (both columns set, or none). */
-export function storedBudget(nano: unknown, period: unknown): KeyBudget | null {
-  return nano == null || period == null ? null : { nano: Number(nano), period: period as BudgetPeriod };
 }

@@ -3,7 +3,7 @@ import { databaseUnavailable, GatewayError } from "../../core/errors.ts";
 import { events } from "../../core/events.ts";
 import { systemClock, type Clock } from "../../core/time.ts";
 import { budgetRefused, periodEnd, periodStart, periodStarts, spentInPeriod } from "../../ledger/budget.ts";
-import { storedBudget } from "../keys/rows.ts";
+import { storedBudget } from "../keys/contract.ts";
 import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
 import { Holds } from "./holds.ts";
 import { InstanceLease, type LeaseOptions } from "./postgres-lease.ts";
