@@ -216,7 +216,7 @@ describe("the copy's plan", () => {
 
   it("fails loudly on a SQLite table that has no PostgreSQL twin", () => {
     const widgets = sqliteTable("widgets", { id: integer("id").primaryKey() });
-    expect(() => copyPlan([...SQLITE_TABLES, widgets])).toThrow("the table widgets has no PostgreSQL twin in db/pg-schema.ts");
+    expect(() => copyPlan([...SQLITE_TABLES, widgets])).toThrow("the table widgets has no PostgreSQL twin in store/schema/postgres.ts");
   });
 
   it("fails loudly on a SQLite column that has no PostgreSQL twin", () => {

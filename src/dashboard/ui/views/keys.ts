@@ -1,7 +1,7 @@
 import { api } from "../api.ts";
 import type { Ctx } from "../context.ts";
 import { copyButton, h, heading, messages, onSubmit, table, usd, when } from "../dom.ts";
-import type { Key, List, Pricing } from "../types.ts";
+import type { KeyList, KeyView, NewKeyView, Pricing } from "../../../http/api-schemas.ts";
 import { keyBody, keyFields } from "./key-form.ts";
 
 // The account's keys: create (the whole key shown once, with a copy button), list, edit, revoke.
@@ -9,7 +9,7 @@ import { keyBody, keyFields } from "./key-form.ts";
 const PER = { day: "today", week: "this week", month: "this month" } as const;
 
 /** Spent against the quota and, with a budget, against the budget of the current UTC period. */
-function spending(k: Key): HTMLElement {
+function spending(k: KeyView): HTMLElement {
   const b = k.budget;
   return h(
     "span",
@@ -21,7 +21,7 @@ function spending(k: Key): HTMLElement {
 }
 
 /** The "budget reached" notice: keys refused for their budget in this period, and when each resets. */
-function budgetNotice(keys: Key[]): HTMLElement | null {
+function budgetNotice(keys: KeyView[]): HTMLElement | null {
   const reached = keys.filter((k) => k.status === "active" && k.budget?.reached);
   if (!reached.length) return null;
   return h(
@@ -31,7 +31,7 @@ function budgetNotice(keys: Key[]): HTMLElement | null {
   );
 }
 
-function restrictions(k: Key): string {
+function restrictions(k: KeyView): string {
   const parts = [
     k.models ? `models: ${k.models.join(", ")}` : null,
     k.ip_allow ? `IPs: ${k.ip_allow.join(", ")}` : null,
@@ -42,7 +42,7 @@ function restrictions(k: Key): string {
 }
 
 /** The panel that shows a new key: the only time its whole text exists outside the caller's hands. */
-function shownOnce(k: Key): HTMLElement {
+function shownOnce(k: NewKeyView): HTMLElement {
   return h(
     "div",
     { class: "once", role: "region", "aria-label": "Your new key" },
@@ -52,7 +52,7 @@ function shownOnce(k: Key): HTMLElement {
   );
 }
 
-function revokeButton(ctx: Ctx, k: Key, msg: ReturnType<typeof messages>): HTMLElement {
+function revokeButton(ctx: Ctx, k: KeyView, msg: ReturnType<typeof messages>): HTMLElement {
   // Two steps instead of a confirm() dialog: the second press is the decision.
   const b = h("button", { type: "button", class: "danger" }, "Revoke");
   b.addEventListener("click", async () => {
@@ -62,7 +62,7 @@ function revokeButton(ctx: Ctx, k: Key, msg: ReturnType<typeof messages>): HTMLE
       return;
     }
     try {
-      await api<Key>("DELETE", `/api/keys/${k.id}`);
+      await api<KeyView>("DELETE", `/api/keys/${k.id}`);
       ctx.reload();
     } catch (e) {
       msg.fail(e);
@@ -71,7 +71,7 @@ function revokeButton(ctx: Ctx, k: Key, msg: ReturnType<typeof messages>): HTMLE
   return b;
 }
 
-function editor(ctx: Ctx, k: Key, pricing: Pricing, slot: HTMLElement): void {
+function editor(ctx: Ctx, k: KeyView, pricing: Pricing, slot: HTMLElement): void {
   const msg = messages();
   const form = h(
     "form",
@@ -83,7 +83,7 @@ function editor(ctx: Ctx, k: Key, pricing: Pricing, slot: HTMLElement): void {
     h("button", { type: "button", class: "link", onclick: () => slot.replaceChildren() }, "Cancel"),
   );
   onSubmit(form, msg, async (d) => {
-    await api<Key>("PATCH", `/api/keys/${k.id}`, keyBody(d, true));
+    await api<KeyView>("PATCH", `/api/keys/${k.id}`, keyBody(d, true));
     ctx.reload();
   });
   slot.replaceChildren(form, msg.el);
@@ -91,13 +91,13 @@ function editor(ctx: Ctx, k: Key, pricing: Pricing, slot: HTMLElement): void {
 }
 
 export async function keysView(ctx: Ctx): Promise<HTMLElement> {
-  const [keys, pricing] = await Promise.all([api<List<Key>>("GET", "/api/keys"), api<Pricing>("GET", "/api/pricing")]);
+  const [keys, pricing] = await Promise.all([api<KeyList>("GET", "/api/keys"), api<Pricing>("GET", "/api/pricing")]);
   const msg = messages();
   const created = h("div", {});
   const editSlot = h("div", {});
   const form = h("form", { "aria-label": "Create a key", class: "wide" }, ...keyFields(pricing.models, null), h("button", { type: "submit" }, "Create key"));
   const list = h("div", {});
-  const drawList = (data: Key[]) =>
+  const drawList = (data: KeyView[]) =>
     list.replaceChildren(
       budgetNotice(data) ?? "",
       table(
@@ -118,10 +118,10 @@ export async function keysView(ctx: Ctx): Promise<HTMLElement> {
       ),
     );
   onSubmit(form, msg, async (d) => {
-    const k = await api<Key>("POST", "/api/keys", keyBody(d, false));
+    const k = await api<NewKeyView>("POST", "/api/keys", keyBody(d, false));
     form.reset();
     created.replaceChildren(shownOnce(k));
-    drawList((await api<List<Key>>("GET", "/api/keys")).data);
+    drawList((await api<KeyList>("GET", "/api/keys")).data);
     created.querySelector<HTMLButtonElement>("button")?.focus();
   });
   drawList(keys.data);

@@ -1,14 +1,15 @@
 import { Type as T } from "@sinclair/typebox";
-import type { KeyRow, NewKey } from "../store/keys/contract.ts";
-import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
-import { GatewayError } from "../core/errors.ts";
-import { nanoToUsd } from "../core/money.ts";
-import type { Services } from "../services.ts";
-import type { SessionCall } from "./api-guard.ts";
-import { json } from "./public-endpoints.ts";
-import { budgetView } from "./account-endpoints.ts";
-import { pathParam } from "./exchange.ts";
-import { isoTime } from "../core/time.ts";
+import type { KeyRow, NewKey } from "../../store/keys/contract.ts";
+import { keyRules, KeyRuleError, type KeyRulesInput } from "../../auth/key-rules.ts";
+import { GatewayError } from "../../core/errors.ts";
+import { nanoToUsd } from "../../core/money.ts";
+import type { Services } from "../../services.ts";
+import type { SessionCall } from "../session-guard.ts";
+import { json, pathParam } from "../exchange.ts";
+import { isoTime } from "../../core/time.ts";
+import { budgetView } from "./v1-account.ts";
+import { isBudgetPeriod } from "../../ledger/budget.ts";
+import type { KeyList, KeyView, NewKeyView } from "../api-schemas.ts";
 
 // The account holder's keys under /api/keys: the same rules as `gateway key create|update`
 // (auth/key-rules.ts keyRules, one implementation), on the session's own account only.
@@ -85,7 +86,7 @@ function sharedRules(svc: Services, body: Record<string, unknown>): NewKey {
 }
 
 /** A key as the dashboard shows it: its prefix, never the key or its hash; money in USD. */
-async function keyView(svc: Services, r: KeyRow, lastUsed?: Map<number, number>, now = Date.now()) {
+async function keyView(svc: Services, r: KeyRow, lastUsed?: Map<number, number>, now = Date.now()): Promise<KeyView> {
   const [used, spend] = await Promise.all([lastUsed ?? svc.reports.lastUsedByKey([r.id]), svc.ledger.keySpend(r.id)]);
   return {
     object: "key",
@@ -98,7 +99,8 @@ async function keyView(svc: Services, r: KeyRow, lastUsed?: Map<number, number>,
     // What the key's running requests hold, on every instance.
     held_usd: nanoToUsd(spend?.reservedNano ?? 0),
     budget_usd: r.budgetNano === null ? null : nanoToUsd(r.budgetNano),
-    budget_period: r.budgetPeriod,
+    // The stores write only the three periods (rows.ts checks them); the guard gives the column its type.
+    budget_period: isBudgetPeriod(r.budgetPeriod) ? r.budgetPeriod : null,
     // The budget in its current UTC period, as GET /v1/me shows it; `reached` is the page's notice.
     budget: spend?.budget ? budgetView(spend.budget, spend.reservedNano) : null,
     models: r.models ? (JSON.parse(r.models) as string[]) : null,
@@ -123,7 +125,7 @@ async function ownKey(c: SessionCall): Promise<KeyRow> {
 export async function listKeys(c: SessionCall): Promise<Response> {
   const rows = await c.svc.keys.ofAccount(c.session!.accountId);
   const lastUsed = await c.svc.reports.lastUsedByKey(rows.map((r) => r.id));
-  return json({ object: "list", data: await Promise.all(rows.map((r) => keyView(c.svc, r, lastUsed))) });
+  return json<KeyList>({ object: "list", data: await Promise.all(rows.map((r) => keyView(c.svc, r, lastUsed))) });
 }
 
 /** The key's row as it is now, in the dashboard's view. */
@@ -134,7 +136,7 @@ export async function createKey(c: SessionCall): Promise<Response> {
   // The holder's keys are capped (`[dashboard] max_keys_per_account`); the operator's CLI is not.
   const { key, record } = await c.svc.keys.create(c.session!.accountId, rules, c.svc.config.dashboard.maxKeysPerAccount);
   // The only time the key is shown: the table keeps its hash.
-  return json({ ...(await rowView(c.svc, record.id)), key }, 201);
+  return json<NewKeyView>({ ...(await rowView(c.svc, record.id)), key }, 201);
 }
 
 export async function updateKey(c: SessionCall): Promise<Response> {
@@ -142,11 +144,11 @@ export async function updateKey(c: SessionCall): Promise<Response> {
   const rules = rulesOf(c.svc, c.json, row.rpm);
   if (Object.keys(rules).length === 0) throw new GatewayError("invalid_request", "Nothing to change: give at least one of name, quota_usd, budget_usd, models, ip_allow, rpm, expires_at.");
   await c.svc.keys.update(row.id, rules);
-  return json(await rowView(c.svc, row.id));
+  return json<KeyView>(await rowView(c.svc, row.id));
 }
 
 export async function revokeKey(c: SessionCall): Promise<Response> {
   const row = await ownKey(c);
   await c.svc.keys.revoke(row.id);
-  return json(await rowView(c.svc, row.id));
+  return json<KeyView>(await rowView(c.svc, row.id));
 }
