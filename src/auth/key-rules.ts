@@ -2,6 +2,7 @@ import { GatewayError } from "../core/errors.ts";
 import { parseCidrList } from "../core/ip.ts";
 import { usdToNano } from "../core/money.ts";
 import { readIsoTime } from "../core/time.ts";
+import { BUDGET_PERIODS, isBudgetPeriod } from "../ledger/budget.ts";
 import type { NewKey } from "../store/keys/contract.ts";
 
 // What a person types for a key (CLI flags, the dashboard's form), checked once for both.
@@ -14,6 +15,10 @@ export interface KeyRulesInput {
   name?: string;
   /** USD, as text ("0.5") or a number. */
   quota?: string | number | null;
+  /** USD per `budgetPeriod`, given with it; null removes the budget (and takes no period). */
+  budget?: string | number | null;
+  /** day, week or month (UTC calendar periods). */
+  budgetPeriod?: string | null;
   /** Model ids or aliases of the installation's catalog. */
   models?: string[] | null;
   /** IP addresses or CIDRs, IPv4 or IPv6. */
@@ -51,6 +56,7 @@ export function keyRules(input: KeyRulesInput, opts: { resolveModel: (name: stri
       throw new KeyRuleError("quota", (e as Error).message);
     }
   }
+  if (input.budget !== undefined || input.budgetPeriod !== undefined) out.budget = budgetRule(input.budget, input.budgetPeriod);
   if (input.models !== undefined) {
     if (input.models === null) out.models = null;
     else {
@@ -103,3 +109,19 @@ export function keyRules(input: KeyRulesInput, opts: { resolveModel: (name: stri
   return out;
 }
 
+
+/** A budget is its amount and its period together, or neither (null: removed). */
+function budgetRule(amount: string | number | null | undefined, period: string | null | undefined): NewKey["budget"] {
+  if (amount === undefined) throw new KeyRuleError("budget", "give the budget's amount in USD with its period (or none to remove the budget)");
+  if (amount === null) {
+    if (period != null) throw new KeyRuleError("budgetPeriod", "a budget removed takes no period");
+    return null;
+  }
+  if (period == null) throw new KeyRuleError("budgetPeriod", `give the budget's period with its amount: one of ${BUDGET_PERIODS.join(", ")}`);
+  if (!isBudgetPeriod(period)) throw new KeyRuleError("budgetPeriod", `a budget resets each day, week or month (UTC), not each ${period}`);
+  try {
+    return { nano: usdToNano(amount), period };
+  } catch (e) {
+    throw new KeyRuleError("budget", (e as Error).message);
+  }
+}

@@ -1,16 +1,21 @@
-import { KEY_PREFIX, type KeyRow, type NewKey } from "../store/keys/contract.ts";
+import { KEY_PREFIX, storedBudget, type KeyRow, type NewKey } from "../store/keys/contract.ts";
 import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
 import type { Account } from "../store/accounts/contract.ts";
 import { parse, required, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, type CliContext } from "./context.ts";
 import { formatUsd, iso, table, usd, usdOrNull } from "./format.ts";
+import { budgetSpend } from "../store/ledger/contract.ts";
 
 export const KEY_USAGE = `Usage:
-  gateway key create --email E [--name N] [--quota USD] [--models a,b] [--expires ISO8601] [--ip CIDR,…] [--rpm N]
+  gateway key create --email E [--name N] [--quota USD] [--budget USD --budget-period day|week|month] [--models a,b] [--expires ISO8601] [--ip CIDR,…] [--rpm N]
   gateway key list --email E
   gateway key find PREFIX|KEY
-  gateway key update ID [--name N] [--quota USD|none] [--models a,b|none] [--expires ISO8601|none] [--ip CIDR,…|none] [--rpm N|none]
+  gateway key update ID [--name N] [--quota USD|none] [--budget USD|none --budget-period day|week|month] [--models a,b|none] [--expires ISO8601|none] [--ip CIDR,…|none] [--rpm N|none]
   gateway key revoke ID
+
+--quota caps what the key spends in its lifetime; --budget with --budget-period caps what it spends
+per UTC day, week (from Monday) or month (from the 1st), refusing with 429 until the period ends
+("--budget none" removes it).
 
 create prints the new key once. --models takes model ids or aliases of this installation's catalog;
 --ip takes addresses or CIDRs (IPv4, IPv6; no zone id such as %eth0); --expires takes an ISO 8601
@@ -23,6 +28,8 @@ const KEY_FLAGS = {
   email: { type: "string" },
   name: { type: "string" },
   quota: { type: "string" },
+  budget: { type: "string" },
+  "budget-period": { type: "string" },
   models: { type: "string" },
   expires: { type: "string" },
   ip: { type: "string" },
@@ -38,6 +45,8 @@ function rulesOf(ctx: CliContext, flags: Flags): NewKey {
   const input: KeyRulesInput = {
     name: flags.name,
     quota: none(flags.quota, String),
+    budget: none(flags.budget, String),
+    budgetPeriod: flags["budget-period"],
     models: none(flags.models, list),
     ip: none(flags.ip, list),
     rpm: none(flags.rpm, String),
@@ -46,13 +55,18 @@ function rulesOf(ctx: CliContext, flags: Flags): NewKey {
   try {
     return keyRules(input, { resolveModel: (n) => ctx.catalog().lookup(n)?.id });
   } catch (e) {
-    if (e instanceof KeyRuleError) throw new UsageError(`--${e.field}: ${e.message}`);
+    if (e instanceof KeyRuleError) throw new UsageError(`--${e.field === "budgetPeriod" ? "budget-period" : e.field}: ${e.message}`);
     throw e;
   }
 }
 
 /** A key as the CLI shows it: prefix, never the key; money in USD numbers. */
+/** The key's budget and its spend in the period that contains `now`; null without a budget. */
+const budgetOf = (r: KeyRow, now: number) =>
+  budgetSpend({ budget: storedBudget(r.budgetNano, r.budgetPeriod), periodStart: r.periodStart, periodSpentNano: r.periodSpentNano, reachedAt: r.budgetReachedAt }, now);
+
 export function keyView(r: KeyRow, now = Date.now()) {
+  const budget = budgetOf(r, now);
   return {
     id: r.id,
     name: r.name,
@@ -60,6 +74,11 @@ export function keyView(r: KeyRow, now = Date.now()) {
     status: r.revokedAt !== null ? "revoked" : r.expiresAt !== null && r.expiresAt <= now ? "expired" : "active",
     quota_usd: usdOrNull(r.quotaNano),
     spent_usd: usd(r.spentNano),
+    budget_usd: usdOrNull(r.budgetNano),
+    budget_period: r.budgetPeriod,
+    // The budget's spend in the current UTC period, and when the period ends.
+    budget_spent_usd: budget ? usd(budget.spentNano) : null,
+    budget_resets_at: budget ? iso(budget.resetsAt) : null,
     models: r.models ? (JSON.parse(r.models) as string[]) : null,
     ip: r.ipAllow ? (JSON.parse(r.ipAllow) as string[]) : null,
     rpm: r.rpm,
@@ -68,8 +87,11 @@ export function keyView(r: KeyRow, now = Date.now()) {
   };
 }
 
-export const keyLine = (r: KeyRow) =>
-  `${r.id}\t${r.prefix}…\t${keyView(r).status}\t${r.name || "-"}\tspent ${formatUsd(r.spentNano)} USD${r.quotaNano !== null ? ` of ${formatUsd(r.quotaNano)}` : ""}`;
+export const keyLine = (r: KeyRow) => {
+  const b = budgetOf(r, Date.now());
+  const budget = b ? `\tbudget ${formatUsd(b.spentNano)} of ${formatUsd(b.nano)} USD ${{ day: "today", week: "this week", month: "this month" }[b.period]}` : "";
+  return `${r.id}\t${r.prefix}…\t${keyView(r).status}\t${r.name || "-"}\tspent ${formatUsd(r.spentNano)} USD${r.quotaNano !== null ? ` of ${formatUsd(r.quotaNano)}` : ""}${budget}`;
+};
 
 export async function accountOf(ctx: CliContext, email: string): Promise<Account> {
   const acc = await ctx.accounts.find(email);
@@ -88,7 +110,7 @@ async function create(ctx: CliContext, flags: Flags): Promise<void> {
 async function update(ctx: CliContext, id: number, flags: Flags): Promise<void> {
   if (flags.email !== undefined) throw new UsageError("--email: a key stays with its account; update takes the key's ID");
   const rules = rulesOf(ctx, flags);
-  if (Object.keys(rules).length === 0) throw new UsageError("nothing to update: give at least one of --name --quota --models --expires --ip --rpm");
+  if (Object.keys(rules).length === 0) throw new UsageError("nothing to update: give at least one of --name --quota --budget --models --expires --ip --rpm");
   if (!(await ctx.keys.update(id, rules))) throw new UsageError(`no key with id ${id}`);
   const row = (await ctx.keys.row(id))!;
   output(ctx, keyView(row), `key ${id} updated\n${keyLine(row)}`);

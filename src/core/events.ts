@@ -47,6 +47,16 @@ export interface GatewayErrorEvent {
   cause?: unknown;
 }
 
+/** A key's budget refused its first request of a period (once per key and period, across instances). */
+export interface BudgetReached {
+  accountId: number;
+  keyId: number;
+  budgetNano: number;
+  period: "day" | "week" | "month";
+  /** When the period ends (unix ms). */
+  resetsAt: number;
+}
+
 export interface EventLogOptions {
   windowMs?: number;
   perWindow?: number;
@@ -61,6 +71,7 @@ export class EventLog {
   private readonly windowMs: number;
   private readonly perWindow: number;
   private readonly now: () => number;
+  private readonly budgetListeners = new Set<(b: BudgetReached) => void>();
 
   constructor(write: (line: string) => void, opts: EventLogOptions = {}) {
     this.write = write;
@@ -213,6 +224,35 @@ export class EventLog {
   instanceResumed(r: { instance: string; holds: number; nano: number }): void {
     this.emit("warn", "instance_resumed", "", { instance: r.instance, holds: r.holds, held_nano: r.nano },
       `instance ${r.instance} serves again; ${r.holds} hold(s) it had left released`);
+  }
+
+  /**
+   * A key's budget that resets was reached: a request was refused for it, the first of its period.
+   * The line is the operator's; `onBudgetReached` is the hook for notices sent elsewhere (email, a
+   * webhook), told once per key and period whoever refuses, never on a request's path (a listener's
+   * error is logged, not thrown).
+   */
+  budgetReached(b: BudgetReached): void {
+    this.emit("warn", "budget_reached", String(b.keyId), {
+      account_id: b.accountId,
+      key_id: b.keyId,
+      budget_nano: b.budgetNano,
+      period: b.period,
+      resets_at: new Date(b.resetsAt).toISOString(),
+    }, `key ${b.keyId} reached its ${{ day: "daily", week: "weekly", month: "monthly" }[b.period]} budget; it resets at ${new Date(b.resetsAt).toISOString()}`);
+    for (const fn of this.budgetListeners) {
+      try {
+        fn(b);
+      } catch (e) {
+        this.emit("error", "budget_notice_failed", "", { key_id: b.keyId, reason: describe(e) }, `a budget_reached listener failed: ${describe(e)}`);
+      }
+    }
+  }
+
+  /** Calls `fn` on every budgetReached until the returned function is called. */
+  onBudgetReached(fn: (b: BudgetReached) => void): () => void {
+    this.budgetListeners.add(fn);
+    return () => this.budgetListeners.delete(fn);
   }
 
   private firstStackOf(message: string): boolean {

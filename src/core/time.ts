@@ -31,3 +31,10 @@ export function readIsoTime(text: string): { ms: number } | { why: string } {
   if (!Number.isSafeInteger(ms)) return { why: `not an ISO 8601 date or time (such as 2099-01-31 or 2099-01-31T08:00:00Z): ${text}` };
   return { ms };
 }
+
+/** What tells the money path the time: budgets reset by it. One per ledger, so a test can move it (tests/ledger/budget.test.ts). */
+export interface Clock {
+  now: () => number;
+}
+
+export const systemClock = (): Clock => ({ now: () => Date.now() });

@@ -49,6 +49,21 @@ export const PasswordChanged = T.Object({ password_changed: T.Literal(true), ses
 export type PasswordChanged = Static<typeof PasswordChanged>;
 
 const Names = Nullable(T.Array(T.String()));
+const Period = T.Union([T.Literal("day"), T.Literal("week"), T.Literal("month")]);
+/**
+ * A key's budget that resets, in its current UTC period (as GET /v1/me shows it too): `reached` is
+ * true once a request was refused for it in this period, the page's "budget reached" notice.
+ */
+export const BudgetView = T.Object({
+  limit_usd: Usd,
+  period: Period,
+  spent_usd: Usd,
+  reserved_usd: Usd,
+  remaining_usd: Usd,
+  resets_at: Time,
+  reached: T.Boolean(),
+});
+export type BudgetView = Static<typeof BudgetView>;
 /** A key as the dashboard shows it: its prefix, never the key or its hash. */
 export const KeyView = T.Object({
   object: T.Literal("key"),
@@ -59,6 +74,9 @@ export const KeyView = T.Object({
   quota_usd: Nullable(Usd),
   spent_usd: Usd,
   held_usd: Usd,
+  budget_usd: Nullable(Usd),
+  budget_period: Nullable(Period),
+  budget: Nullable(BudgetView),
   models: Names,
   ip_allow: Names,
   rpm: Nullable(T.Integer()),

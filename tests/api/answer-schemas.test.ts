@@ -45,7 +45,7 @@ beforeAll(async () => {
   await hit(visitor, "POST", "/api/login", undefined, { email, password: "correct horse" });
   const me = await hit(visitor, "GET", "/api/me");
   await hit(visitor, "PUT", "/api/me/low-balance", undefined, { threshold_usd: 0.5 });
-  const key = await hit(visitor, "POST", "/api/keys", undefined, { name: "ci", models: ["demo"], rpm: 10 });
+  const key = await hit(visitor, "POST", "/api/keys", undefined, { name: "ci", models: ["demo"], rpm: 10, budget_usd: 5, budget_period: "week" });
   await hit(visitor, "PATCH", "/api/keys/{id}", `/api/keys/${key.id}`, { name: "ci-2" });
   await hit(visitor, "GET", "/api/keys");
   // One request on the key, so the figures have a charge, a log row and a day of spend.

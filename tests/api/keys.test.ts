@@ -176,3 +176,47 @@ describe("DELETE /api/keys/:id", () => {
     expect((await (await holder()).call("DELETE", "/api/keys/abc")).status).toBe(404);
   });
 });
+
+describe("a key's budget in /api/keys", () => {
+  it("creates a key with budget_usd and budget_period, shown in the list with its spend this period", async () => {
+    const b = await holder();
+    const res = await b.call("POST", "/api/keys", { budget_usd: "2.5", budget_period: "week" });
+    expect(res.status).toBe(201);
+    const k = await body(res);
+    expect(k).toMatchObject({ budget_usd: 2.5, budget_period: "week", budget: { limit_usd: 2.5, period: "week", spent_usd: 0, reached: false } });
+    expect((await chat(k.key)).status).toBe(200);
+    const listed = (await body(await b.call("GET", "/api/keys"))).data.find((x: { id: number }) => x.id === k.id);
+    expect(listed.budget.spent_usd).toBeGreaterThan(0);
+    expect(listed.budget.spent_usd).toBe(listed.spent_usd);
+  });
+
+  it("updates the budget, removes it with budget_usd null, and shows the page's notice once a call is refused", async () => {
+    const b = await holder();
+    const k = await body(await b.call("POST", "/api/keys", {}));
+    const set = await body(await b.call("PATCH", `/api/keys/${k.id}`, { budget_usd: 0, budget_period: "day" }));
+    expect(set).toMatchObject({ budget_usd: 0, budget_period: "day", budget: { reached: false } });
+    expect((await chat(k.key)).status).toBe(429);
+    expect((await body(await b.call("GET", "/api/keys"))).data.find((x: { id: number }) => x.id === k.id).budget.reached).toBe(true);
+    const removed = await body(await b.call("PATCH", `/api/keys/${k.id}`, { budget_usd: null }));
+    expect(removed).toMatchObject({ budget_usd: null, budget_period: null, budget: null });
+    expect((await chat(k.key)).status).toBe(200);
+  });
+
+  it("refuses a negative budget, a period it does not know and an amount without its period, naming the field, and writes nothing", async () => {
+    const b = await holder();
+    const cases: [Record<string, unknown>, string][] = [
+      [{ budget_usd: -1, budget_period: "day" }, "budget_usd: "],
+      [{ budget_usd: 5, budget_period: "year" }, "budget_period: a budget resets each day, week or month (UTC), not each year"],
+      [{ budget_usd: 5 }, "budget_period: give the budget's period with its amount"],
+      [{ budget_period: "day" }, "budget_usd: give the budget's amount"],
+    ];
+    for (const [sent, why] of cases) {
+      const res = await b.call("POST", "/api/keys", sent);
+      expect(res.status).toBe(400);
+      const e = (await body(res)).error;
+      expect([e.type, e.code]).toEqual(["invalid_request", "invalid_request"]);
+      expect(e.message).toStartWith(why);
+    }
+    expect((await body(await b.call("GET", "/api/keys"))).data).toHaveLength(0);
+  });
+});

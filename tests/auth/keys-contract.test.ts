@@ -110,10 +110,39 @@ for (const engine of ENGINES) {
       const accountId = await newAccount(o);
       const { key, record } = await keys.create(accountId, { name: "r", quotaNano: 9 });
       const row = (await keys.row(record.id))!;
-      expect(Object.keys(row).sort()).toEqual(["accountId", "createdAt", "expiresAt", "id", "ipAllow", "keyHash", "models", "name", "prefix", "quotaNano", "revokedAt", "rpm", "spentNano"]);
+      expect(Object.keys(row).sort()).toEqual([
+        "accountId",
+        "budgetNano",
+        "budgetPeriod",
+        "budgetReachedAt",
+        "createdAt",
+        "expiresAt",
+        "id",
+        "ipAllow",
+        "keyHash",
+        "models",
+        "name",
+        "periodSpentNano",
+        "periodStart",
+        "prefix",
+        "quotaNano",
+        "revokedAt",
+        "rpm",
+        "spentNano",
+      ]);
       expect(row).toMatchObject({ id: record.id, accountId, name: "r", keyHash: hashKey(key), quotaNano: 9, spentNano: 0, models: null, revokedAt: null });
       expect(typeof row.createdAt).toBe("number");
       expect(await keys.row(987_654_321)).toBeNull();
+    });
+
+    it("stores a budget with its period, gives it in the looked-up record, and removes it with null", async () => {
+      const accountId = await newAccount(o);
+      const { record } = await keys.create(accountId, { budget: { nano: 5, period: "week" } });
+      expect(record.budget).toEqual({ nano: 5, period: "week" });
+      expect(await keys.row(record.id)).toMatchObject({ budgetNano: 5, budgetPeriod: "week", periodStart: 0, periodSpentNano: 0, budgetReachedAt: null });
+      expect(await keys.update(record.id, { budget: null })).toBe(true);
+      expect(await keys.row(record.id)).toMatchObject({ budgetNano: null, budgetPeriod: null });
+      await expect(Promise.resolve().then(() => keys.create(accountId, { budget: { nano: -1, period: "day" } }))).rejects.toThrow(RangeError);
     });
 
     it("lists an account's keys oldest first, and none of another account's", async () => {

@@ -48,6 +48,8 @@ describe("the account holder's dashboard", () => {
     const form = page.getByRole("form", { name: "Create a key" });
     await form.getByLabel("Name").fill("laptop");
     await form.getByLabel("Quota (USD)").fill("0.5");
+    await form.getByLabel("Budget (USD)").fill("0.25");
+    await form.getByLabel("Budget resets").selectOption("week");
     await form.getByRole("checkbox", { name: /demo-text-1/ }).check();
     await form.getByLabel("IP allow-list").fill("127.0.0.1, ::1");
     await form.getByLabel("Requests per minute").fill("15");
@@ -61,6 +63,7 @@ describe("the account holder's dashboard", () => {
     const row = page.getByRole("row").filter({ hasText: "laptop" });
     expect(await row.textContent()).toContain("models: demo-text-1; IPs: 127.0.0.1, ::1; 15 rpm");
     expect(await row.textContent()).toContain("$0.00 / $0.50");
+    expect(await row.textContent()).toContain("$0.00 / $0.25 this week");
     await tab.shot("keys");
   });
 

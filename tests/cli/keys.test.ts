@@ -115,3 +115,55 @@ describe("key update", () => {
     await expectError(await chat(k.key), 403, "model", "permission_error");
   });
 });
+
+describe("key budgets", () => {
+  const nextUtcMidnight = () => {
+    const d = new Date();
+    return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1)).toISOString();
+  };
+
+  it("create sets a daily budget, shown by create, list and list --json, and by the running server's /v1/me", async () => {
+    const before = nextUtcMidnight();
+    const k = await newKey("--budget", "5", "--budget-period", "day");
+    expect(k).toMatchObject({ budget_usd: 5, budget_period: "day", budget_spent_usd: 0 });
+    // The run may cross a UTC midnight.
+    expect([before, nextUtcMidnight()]).toContain((k as unknown as { budget_resets_at: string }).budget_resets_at);
+    const listed = await run<Record<string, unknown>[]>("key", "list", "--email", owner);
+    expect(listed.find((r) => r.id === k.id)).toMatchObject({ budget_usd: 5, budget_period: "day" });
+    const human = await gateway(["key", "list", "--email", owner, "--db", db]);
+    expect(human.stdout.split("\n").find((l) => l.startsWith(`${k.id}\t`))).toContain("budget 0 of 5 USD today");
+    expect((await me(k.key)).key.budget).toMatchObject({ limit_usd: 5, period: "day", spent_usd: 0, remaining_usd: 5 });
+  });
+
+  it("update changes a budget's amount and period, and none removes it", async () => {
+    const k = await newKey("--budget", "5", "--budget-period", "day");
+    expect(await run("key", "update", String(k.id), "--budget", "2.5", "--budget-period", "week")).toMatchObject({ budget_usd: 2.5, budget_period: "week" });
+    expect(await run("key", "update", String(k.id), "--budget", "none")).toMatchObject({ budget_usd: null, budget_period: null, budget_spent_usd: null });
+    expect((await me(k.key)).key.budget).toBeNull();
+  });
+
+  it("a spent budget makes the running server refuse the key with 429 quota and Retry-After to the reset", async () => {
+    const k = await newKey("--budget", "0", "--budget-period", "month");
+    const res = await chat(k.key);
+    const err = await expectError(res, 429, "quota", "insufficient_quota");
+    expect(err.message).toContain("monthly budget of 0.00 USD is spent; it resets at ");
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(res.headers.get("x-should-retry")).toBe("false");
+  });
+
+  it("refuses a negative budget, an unknown period, and an amount or a period alone", async () => {
+    const k = await newKey();
+    const cases: [string[], string][] = [
+      [["--budget", "-1", "--budget-period", "day"], "--budget: not a USD amount"],
+      [["--budget", "5", "--budget-period", "year"], "--budget-period: a budget resets each day, week or month (UTC), not each year"],
+      [["--budget", "5"], "--budget-period: give the budget's period with its amount"],
+      [["--budget-period", "day"], "--budget: give the budget's amount in USD with its period"],
+      [["--budget", "none", "--budget-period", "day"], "--budget-period: a budget removed takes no period"],
+    ];
+    for (const [flags, why] of cases) {
+      expect(expectOneLineFailure(await gateway(["key", "update", String(k.id), ...flags, "--db", db]))).toContain(why);
+      if (flags[1] !== "none") expect(expectOneLineFailure(await gateway(["key", "create", "--email", owner, ...flags, "--db", db]))).toContain(why);
+    }
+    expect(await run("key", "list", "--email", owner).then((rows) => (rows as unknown as { id: number; budget_usd: unknown }[]).find((r) => r.id === k.id)?.budget_usd)).toBeNull();
+  });
+});

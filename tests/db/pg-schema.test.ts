@@ -12,7 +12,14 @@ import * as sqlite from "../../src/store/schema/sqlite.ts";
 const PG_ONLY_TABLES = ["holds", "instances"];
 const PG_ONLY_COLUMNS = ["accounts.held_nano", "api_keys.held_nano", "idempotency_records.instance_id"];
 /** CHECKs where SQLite has a trigger on UPDATE (migration 0005), which PostgreSQL also applies to INSERT. */
-const PG_ONLY_CHECKS = ["accounts.accounts_balance_not_negative", "accounts.accounts_held_not_negative", "api_keys.api_keys_spent_not_negative", "api_keys.api_keys_held_not_negative"];
+// api_keys_budget: a CHECK added to SQLite's existing table would rebuild it; keys/rows.ts refuses the same there.
+const PG_ONLY_CHECKS = [
+  "accounts.accounts_balance_not_negative",
+  "accounts.accounts_held_not_negative",
+  "api_keys.api_keys_spent_not_negative",
+  "api_keys.api_keys_held_not_negative",
+  "api_keys.api_keys_budget",
+];
 
 interface Shape {
   columns: Record<string, { notNull: boolean; hasDefault: boolean; primary: boolean; unique: boolean }>;

@@ -113,7 +113,7 @@ function contract(name: string, open: () => Promise<{ subject: Subject; close():
       const a = await s.account(1);
       await ledger.reserve("gw_c1", a.accountId, a.keyId, 300_000_000);
       expect(await ledger.balance(a.accountId)).toEqual({ balanceNano: USD, reservedNano: 300_000_000, spendableNano: 700_000_000 });
-      expect(await ledger.keySpend(a.keyId)).toEqual({ spentNano: 0, reservedNano: 300_000_000 });
+      expect(await ledger.keySpend(a.keyId)).toEqual({ spentNano: 0, reservedNano: 300_000_000, budget: null });
       expect(await s.openHolds(a.accountId)).toBe(1);
     });
 
@@ -141,7 +141,7 @@ function contract(name: string, open: () => Promise<{ subject: Subject; close():
       const h = await ledger.reserve("gw_c1", a.accountId, a.keyId, 300_000_000);
       expect(await h.post(123_456_789)).toEqual({ chargedNano: 123_456_789, shortfallNano: 0 });
       expect(await ledger.balance(a.accountId)).toEqual({ balanceNano: USD - 123_456_789, reservedNano: 0, spendableNano: USD - 123_456_789 });
-      expect(await ledger.keySpend(a.keyId)).toEqual({ spentNano: 123_456_789, reservedNano: 0 });
+      expect(await ledger.keySpend(a.keyId)).toEqual({ spentNano: 123_456_789, reservedNano: 0, budget: null });
       expect((await s.entries(a.accountId)).at(-1)).toEqual({ kind: "charge", amount: -123_456_789, shortfall: 0 });
       expect(await s.openHolds(a.accountId)).toBe(0);
     });

@@ -293,7 +293,7 @@ describe("a key's spend (GET /v1/me)", () => {
     const a = account(1);
     await ledger.reserve("gw_ks1", a.accountId, a.keyId, 100_000_000).post(40_000_000);
     ledger.reserve("gw_ks2", a.accountId, a.keyId, 30_000_000);
-    expect(ledger.keySpend(a.keyId)).toEqual({ spentNano: 40_000_000, reservedNano: 30_000_000 });
+    expect(ledger.keySpend(a.keyId)).toEqual({ spentNano: 40_000_000, reservedNano: 30_000_000, budget: null });
   });
 
   it("is null for a key that does not exist", () => {

@@ -7,6 +7,8 @@ import type { Services } from "../../services.ts";
 import type { SessionCall } from "../session-guard.ts";
 import { json, pathParam } from "../exchange.ts";
 import { isoTime } from "../../core/time.ts";
+import { budgetView } from "./v1-account.ts";
+import { isBudgetPeriod } from "../../ledger/budget.ts";
 import type { KeyList, KeyView, NewKeyView } from "../api-schemas.ts";
 
 // The account holder's keys under /api/keys: the same rules as `gateway key create|update`
@@ -17,6 +19,9 @@ export const KeyBody = T.Object(
   {
     name: T.Optional(T.String()),
     quota_usd: T.Optional(T.Union([T.Number(), T.String(), T.Null()])),
+    // Both together, or budget_usd null (and no period) to remove the budget.
+    budget_usd: T.Optional(T.Union([T.Number(), T.String(), T.Null()])),
+    budget_period: T.Optional(T.Union([T.String(), T.Null()])),
     models: T.Optional(ListOrNull),
     ip_allow: T.Optional(ListOrNull),
     rpm: T.Optional(T.Union([T.Integer(), T.Null()])),
@@ -26,7 +31,16 @@ export const KeyBody = T.Object(
 );
 
 // The body's name of each field of the shared rules, so a refusal names what the client sent.
-const FIELD: Record<keyof KeyRulesInput, string> = { name: "name", quota: "quota_usd", models: "models", ip: "ip_allow", rpm: "rpm", expires: "expires_at" };
+const FIELD: Record<keyof KeyRulesInput, string> = {
+  name: "name",
+  quota: "quota_usd",
+  budget: "budget_usd",
+  budgetPeriod: "budget_period",
+  models: "models",
+  ip: "ip_allow",
+  rpm: "rpm",
+  expires: "expires_at",
+};
 
 /**
  * A key's rules as the holder may set them: the CLI's rules, and an rpm no higher than the gateway's
@@ -43,8 +57,26 @@ function rulesOf(svc: Services, body: Record<string, unknown>, currentRpm: numbe
 }
 
 function sharedRules(svc: Services, body: Record<string, unknown>): NewKey {
-  const b = body as { name?: string; quota_usd?: number | string | null; models?: string[] | null; ip_allow?: string[] | null; rpm?: number | null; expires_at?: string | null };
-  const input: KeyRulesInput = { name: b.name, quota: b.quota_usd, models: b.models, ip: b.ip_allow, rpm: b.rpm, expires: b.expires_at };
+  const b = body as {
+    name?: string;
+    quota_usd?: number | string | null;
+    budget_usd?: number | string | null;
+    budget_period?: string | null;
+    models?: string[] | null;
+    ip_allow?: string[] | null;
+    rpm?: number | null;
+    expires_at?: string | null;
+  };
+  const input: KeyRulesInput = {
+    name: b.name,
+    quota: b.quota_usd,
+    budget: b.budget_usd,
+    budgetPeriod: b.budget_period,
+    models: b.models,
+    ip: b.ip_allow,
+    rpm: b.rpm,
+    expires: b.expires_at,
+  };
   try {
     return keyRules(input, { resolveModel: (n) => svc.catalog.lookup(n)?.id });
   } catch (e) {
@@ -66,6 +98,11 @@ async function keyView(svc: Services, r: KeyRow, lastUsed?: Map<number, number>,
     spent_usd: nanoToUsd(r.spentNano),
     // What the key's running requests hold, on every instance.
     held_usd: nanoToUsd(spend?.reservedNano ?? 0),
+    budget_usd: r.budgetNano === null ? null : nanoToUsd(r.budgetNano),
+    // The stores write only the three periods (rows.ts checks them); the guard gives the column its type.
+    budget_period: isBudgetPeriod(r.budgetPeriod) ? r.budgetPeriod : null,
+    // The budget in its current UTC period, as GET /v1/me shows it; `reached` is the page's notice.
+    budget: spend?.budget ? budgetView(spend.budget, spend.reservedNano) : null,
     models: r.models ? (JSON.parse(r.models) as string[]) : null,
     ip_allow: r.ipAllow ? (JSON.parse(r.ipAllow) as string[]) : null,
     rpm: r.rpm,
@@ -105,7 +142,7 @@ export async function createKey(c: SessionCall): Promise<Response> {
 export async function updateKey(c: SessionCall): Promise<Response> {
   const row = await ownKey(c);
   const rules = rulesOf(c.svc, c.json, row.rpm);
-  if (Object.keys(rules).length === 0) throw new GatewayError("invalid_request", "Nothing to change: give at least one of name, quota_usd, models, ip_allow, rpm, expires_at.");
+  if (Object.keys(rules).length === 0) throw new GatewayError("invalid_request", "Nothing to change: give at least one of name, quota_usd, budget_usd, models, ip_allow, rpm, expires_at.");
   await c.svc.keys.update(row.id, rules);
   return json<KeyView>(await rowView(c.svc, row.id));
 }

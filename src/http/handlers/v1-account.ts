@@ -4,6 +4,9 @@ import { resolveModel } from "../../relay/text.ts";
 import { bodySizeOf } from "../../relay/charge.ts";
 import { BODY_LIMIT_BYTES } from "../body.ts";
 import { json, type KeyedCall } from "../exchange.ts";
+import type { BudgetSpend } from "../../store/ledger/contract.ts";
+import { isoTime } from "../../core/time.ts";
+import type { BudgetView } from "../api-schemas.ts";
 
 // The key's own answers under /v1 that reach no upstream: GET /v1/me (what the key may still spend)
 // and POST /v1/messages/count_tokens (the free estimate). The dashboard's login and account, under
@@ -14,6 +17,23 @@ export function lowBalanceView(thresholdNano: number | null, spendableNano: numb
   return {
     threshold_usd: thresholdNano === null ? null : nanoToUsd(thresholdNano),
     below: thresholdNano !== null && spendableNano < thresholdNano,
+  };
+}
+
+/**
+ * A key's budget that resets, in GET /v1/me and the dashboard: its spend in the current UTC period,
+ * what running requests hold, what is left, when it resets, and `reached` (a request was refused for
+ * it in this period: the "budget reached" notice).
+ */
+export function budgetView(b: BudgetSpend, reservedNano: number): BudgetView {
+  return {
+    limit_usd: nanoToUsd(b.nano),
+    period: b.period,
+    spent_usd: nanoToUsd(b.spentNano),
+    reserved_usd: nanoToUsd(reservedNano),
+    remaining_usd: nanoToUsd(Math.max(b.nano - b.spentNano - reservedNano, 0)),
+    resets_at: isoTime(b.resetsAt),
+    reached: b.reached,
   };
 }
 
@@ -39,6 +59,7 @@ export async function me(call: KeyedCall): Promise<Response> {
         reserved_usd: nanoToUsd(spend.reservedNano),
         remaining_usd: quota === null ? null : nanoToUsd(Math.max(quota - spend.spentNano - spend.reservedNano, 0)),
       },
+      budget: spend.budget ? budgetView(spend.budget, spend.reservedNano) : null,
     },
     balance: {
       balance_usd: nanoToUsd(b.balanceNano),

@@ -1,14 +1,21 @@
 import type { apiKeys } from "../schema/sqlite.ts";
 import { GatewayError } from "../../core/errors.ts";
 import { ipAllowed, type Cidr } from "../../core/ip.ts";
+import type { BudgetPeriod } from "../../ledger/budget.ts";
 
-// The api_keys table's owner, but for its money columns (spent_nano and, on PostgreSQL, held_nano:
-// the ledger's). tests/auth/keys-contract.test.ts holds both engines to the same results.
+// The api_keys table's owner, but for its money columns (spent_nano, the budget's period counter
+// period_start / period_spent_nano / budget_reached_at and, on PostgreSQL, held_nano: the ledger's). tests/auth/keys-contract.test.ts holds both engines to the same results.
 
 /** A value now (SQLite) or later (PostgreSQL). */
 type Answer<T> = T | Promise<T>;
 
 export const KEY_PREFIX = "gk_sk_";
+
+/** A budget that resets each UTC day, week or month (ledger/budget.ts). */
+export interface KeyBudget {
+  nano: number;
+  period: BudgetPeriod;
+}
 
 export interface KeyRecord {
   id: number;
@@ -16,6 +23,7 @@ export interface KeyRecord {
   name: string;
   prefix: string;
   quotaNano: number | null;
+  budget: KeyBudget | null;
   models: string[] | null;
   ipAllow: Cidr[] | null;
   rpm: number | null;
@@ -25,12 +33,18 @@ export interface KeyRecord {
   accountDisabledAt: number | null;
 }
 
+/** The budget of a stored row (both columns set, or none). */
+export function storedBudget(nano: unknown, period: unknown): KeyBudget | null {
+  return nano == null || period == null ? null : { nano: Number(nano), period: period as BudgetPeriod };
+}
+
 /** A key's row as stored, for listings (the hash is in it: never print the row whole). */
 export type KeyRow = typeof apiKeys.$inferSelect;
 
 export interface NewKey {
   name?: string;
   quotaNano?: number | null;
+  budget?: KeyBudget | null;
   models?: string[] | null;
   ipAllow?: string[] | null;
   rpm?: number | null;

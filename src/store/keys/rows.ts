@@ -2,7 +2,9 @@ import { randomBytes } from "node:crypto";
 import { or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { GatewayError } from "../../core/errors.ts";
 import { parseCidrList, storedCidrList } from "../../core/ip.ts";
-import { hashKey, KEY_PREFIX, type KeyRecord, type NewKey } from "./contract.ts";
+import { isBudgetPeriod } from "../../ledger/budget.ts";
+import { hashKey, KEY_PREFIX, storedBudget, type KeyBudget, type KeyRecord, type NewKey } from "./contract.ts";
+
 
 // What both engines' key stores share: the stored form of a key, and the SQL both read alike.
 
@@ -17,7 +19,14 @@ function assertStorable(opts: NewKey): void {
   if (opts.quotaNano != null && !(Number.isSafeInteger(opts.quotaNano) && opts.quotaNano >= 0)) {
     throw new RangeError(`a quota must be a whole, non-negative number of nano-dollars, not ${opts.quotaNano}`);
   }
+  const b = opts.budget;
+  if (b != null && !(Number.isSafeInteger(b.nano) && b.nano >= 0 && isBudgetPeriod(b.period))) {
+    throw new RangeError(`a budget is a whole, non-negative number of nano-dollars per day, week or month, not ${b.nano} per ${b.period}`);
+  }
 }
+
+/** The budget's two columns. */
+const budgetValues = (b: KeyBudget | null | undefined) => ({ budgetNano: b?.nano ?? null, budgetPeriod: b?.period ?? null });
 
 export function generateKey(): string {
   // 40 characters of base62 ≈ 238 bits; rejection sampling keeps the alphabet uniform.
@@ -39,6 +48,7 @@ export function newKeyValues(accountId: number, key: string, opts: NewKey) {
     prefix: key.slice(0, PREFIX_LENGTH),
     keyHash: hashKey(key),
     quotaNano: opts.quotaNano ?? null,
+    ...budgetValues(opts.budget),
     models: opts.models ? JSON.stringify(opts.models) : null,
     ipAllow: opts.ipAllow ? JSON.stringify(opts.ipAllow) : null,
     rpm: opts.rpm ?? null,
@@ -48,11 +58,16 @@ export function newKeyValues(accountId: number, key: string, opts: NewKey) {
 }
 
 /** The columns a patch changes, in the stored form; empty when it changes none. */
-export function keyPatchValues(patch: NewKey): Partial<Omit<ReturnType<typeof newKeyValues>, "accountId" | "prefix" | "keyHash" | "createdAt">> {
+export function keyPatchValues(
+  patch: NewKey,
+): Partial<Omit<ReturnType<typeof newKeyValues>, "accountId" | "prefix" | "keyHash" | "createdAt"> & { budgetReachedAt: null }> {
   assertStorable(patch);
   const set: ReturnType<typeof keyPatchValues> = {};
   if (patch.name !== undefined) set.name = patch.name;
   if (patch.quotaNano !== undefined) set.quotaNano = patch.quotaNano;
+  // A changed budget ends its "budget reached" notice (the ledger's column, written with the budget
+  // it is about); the period's spend stays counted: a raised budget is not a fresh one.
+  if (patch.budget !== undefined) Object.assign(set, budgetValues(patch.budget), { budgetReachedAt: null });
   if (patch.models !== undefined) set.models = patch.models && JSON.stringify(patch.models);
   if (patch.ipAllow !== undefined) set.ipAllow = patch.ipAllow && JSON.stringify(patch.ipAllow);
   if (patch.rpm !== undefined) set.rpm = patch.rpm;
@@ -95,7 +110,7 @@ export const activeCount = (revokedAt: SQLWrapper, expiresAt: SQLWrapper, now: n
   sql`count(CASE WHEN ${revokedAt} IS NULL AND (${expiresAt} IS NULL OR ${expiresAt} > ${now}) THEN 1 END)`;
 
 // The account's switch rides along, so a disabled account costs the hot path nothing extra.
-export const LOOKUP_COLUMNS = `id, account_id, name, prefix, quota_nano, models, ip_allow, rpm, expires_at, revoked_at,
+export const LOOKUP_COLUMNS = `id, account_id, name, prefix, quota_nano, budget_nano, budget_period, models, ip_allow, rpm, expires_at, revoked_at,
   (SELECT disabled_at FROM accounts WHERE accounts.id = api_keys.account_id) AS account_disabled_at`;
 
 const orNull = (v: unknown): number | null => (v == null ? null : Number(v));
@@ -108,6 +123,7 @@ export function keyRecord(r: Record<string, unknown>): KeyRecord {
     name: r.name as string,
     prefix: r.prefix as string,
     quotaNano: orNull(r.quota_nano),
+    budget: storedBudget(r.budget_nano, r.budget_period),
     models: r.models ? (JSON.parse(r.models as string) as string[]) : null,
     ipAllow: r.ip_allow ? storedCidrList(JSON.parse(r.ip_allow as string) as string[]) : null,
     rpm: orNull(r.rpm),

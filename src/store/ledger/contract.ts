@@ -2,6 +2,9 @@ import type { Awaitable } from "../../core/awaitable.ts";
 import { GatewayError } from "../../core/errors.ts";
 import { formatUsd } from "../../core/money.ts";
 import type { Hold } from "../../ledger/hold.ts";
+import { periodEnd, periodStart, spentInPeriod, type BudgetPeriod } from "../../ledger/budget.ts";
+import type { Clock } from "../../core/time.ts";
+import type { KeyBudget } from "../keys/contract.ts";
 
 // The ledger as the relay and the account pages use it, whichever database holds the money: SQLite
 // with holds in the one serving process (ledger.ts), or PostgreSQL shared by several instances with
@@ -22,6 +25,35 @@ export interface KeySpendView {
   spentNano: number;
   /** Held by the key's running requests. */
   reservedNano: number;
+  /** The key's budget that resets, and its spend in the current period; null when it has none. */
+  budget: BudgetSpend | null;
+}
+
+export interface BudgetSpend {
+  nano: number;
+  period: BudgetPeriod;
+  /** Charged to the key since the current period started. */
+  spentNano: number;
+  /** When the period ends and the budget is whole again (unix ms). */
+  resetsAt: number;
+  /** A request was refused for this budget in the current period (the "budget reached" notice). */
+  reached: boolean;
+}
+
+/** The budget columns of a key's row as both engines read them (ledger/budget.ts). */
+export interface BudgetColumns {
+  budget: KeyBudget | null;
+  periodStart: number;
+  periodSpentNano: number;
+  reachedAt: number | null;
+}
+
+/** The spend of the budget in the period that contains `now`; null when the key has no budget. */
+export function budgetSpend(c: BudgetColumns, now: number): BudgetSpend | null {
+  const b = c.budget;
+  if (!b) return null;
+  const spentNano = spentInPeriod(b.period, c.periodStart, c.periodSpentNano, now);
+  return { nano: b.nano, period: b.period, spentNano, resetsAt: periodEnd(b.period, now), reached: c.reachedAt !== null && c.reachedAt >= periodStart(b.period, now) };
 }
 
 /** The holds this process took and has not resolved: what a stop waits for, what the metrics show. */
@@ -32,6 +64,8 @@ export interface OpenHolds {
 
 export interface MoneyLedger {
   readonly holds: OpenHolds;
+  /** The time the budgets are read at: the system's, or a test's. */
+  readonly clock: Clock;
   /** Holds an estimate against the account balance and the key's quota, or refuses (402 insufficient_balance, 429 quota). */
   reserve(requestId: string, accountId: number, keyId: number, amountNano: number): Awaitable<Hold>;
   /** Adds money with its ledger row; false when `externalRef` was credited already. */

@@ -1,10 +1,13 @@
 import type { SQL } from "bun";
 import { databaseUnavailable, GatewayError } from "../../core/errors.ts";
 import { events } from "../../core/events.ts";
+import { systemClock, type Clock } from "../../core/time.ts";
+import { budgetRefused, periodEnd, periodStart, periodStarts, spentInPeriod } from "../../ledger/budget.ts";
+import { storedBudget } from "../keys/contract.ts";
 import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
 import { Holds } from "./holds.ts";
 import { InstanceLease, type LeaseOptions } from "./postgres-lease.ts";
-import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
+import { balanceRefused, budgetSpend, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
 
 // The ledger on PostgreSQL (`[database] url`), shared by several gateway instances: every instance
 // spends the same balances, so a hold cannot live in one process's memory as on SQLite. Holds are
@@ -25,21 +28,35 @@ export type PgLedgerOptions = LeaseOptions;
 const OWN_ROW_KEY = "holds_instance_id_instances_id_fk";
 
 /**
- * The post's one statement: the hold row deleted (nothing when a silent-instance release took it
- * already), the account's and the key's rows locked, the charge capped at the balance and at what
- * the key's quota has left (the rest is shortfall), both rows and the entry written. Nothing to
- * charge: no ledger row, as on SQLite. $1 hold, $2 account, $3 key, $4 cost, $5 request, $6 now.
+ * The start of the key's budget period now, from the three starts passed as `$first`… (day, week,
+ * month: ledger/budget.ts periodStarts), so that the statement needs no calendar of its own.
  */
-const POST_PARAMS = 6;
+const currentStart = (k: string, first: number) =>
+  `(CASE ${k}budget_period WHEN 'day' THEN $${first}::bigint WHEN 'week' THEN $${first + 1}::bigint ELSE $${first + 2}::bigint END)`;
+
+/**
+ * The post's one statement: the hold row deleted (nothing when a silent-instance release took it
+ * already), the account's and the key's rows locked, the charge capped at the balance, at what the
+ * key's quota has left and at what its budget has left in the period (the rest is shortfall), both
+ * rows (the lifetime spend and the period's counter, restarted when the period changed) and the entry
+ * written. Nothing to charge: no ledger row, as on SQLite. $1 hold, $2 account, $3 key, $4 cost,
+ * $5 request, $6 now, $7-$9 the periods' starts.
+ */
+const POST_PARAMS = 9;
 const POST = `WITH h AS (DELETE FROM holds WHERE id = $1 RETURNING amount_nano),
   a0 AS (SELECT balance_nano FROM accounts WHERE id = $2 FOR UPDATE),
-  k0 AS (SELECT quota_nano, spent_nano FROM api_keys WHERE id = $3 FOR UPDATE),
+  k0 AS (SELECT quota_nano, spent_nano, budget_nano, period_start, period_spent_nano, ${currentStart("", 7)} AS cur FROM api_keys WHERE id = $3 FOR UPDATE),
   c AS (SELECT
       LEAST($4::bigint, GREATEST((SELECT balance_nano FROM a0), 0),
-        (SELECT CASE WHEN quota_nano IS NULL THEN $4::bigint ELSE GREATEST(quota_nano - spent_nano, 0) END FROM k0)) AS charged,
+        (SELECT CASE WHEN quota_nano IS NULL THEN $4::bigint ELSE GREATEST(quota_nano - spent_nano, 0) END FROM k0),
+        (SELECT CASE WHEN budget_nano IS NULL THEN $4::bigint
+          ELSE GREATEST(budget_nano - CASE WHEN period_start = cur THEN period_spent_nano ELSE 0 END, 0) END FROM k0)) AS charged,
       coalesce((SELECT amount_nano FROM h), 0) AS released),
   a AS (UPDATE accounts SET balance_nano = balance_nano - c.charged, held_nano = held_nano - c.released FROM c WHERE id = $2),
-  k AS (UPDATE api_keys SET spent_nano = spent_nano + c.charged, held_nano = held_nano - c.released FROM c WHERE id = $3),
+  k AS (UPDATE api_keys SET spent_nano = api_keys.spent_nano + c.charged, held_nano = held_nano - c.released,
+      period_spent_nano = CASE WHEN k0.budget_nano IS NULL THEN k0.period_spent_nano WHEN k0.period_start = k0.cur THEN k0.period_spent_nano + c.charged ELSE c.charged END,
+      period_start = CASE WHEN k0.budget_nano IS NULL THEN k0.period_start ELSE k0.cur END
+    FROM c, k0 WHERE api_keys.id = $3),
   e AS (INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, created_at)
     SELECT $2, 'charge', -c.charged, $4::bigint - c.charged, $3, $5, $6::bigint FROM c WHERE $4::bigint > 0)
 SELECT charged FROM c`;
@@ -66,6 +83,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   private readonly unreleased = new Set<number>();
   /** Null for the operator's ledger, which takes no holds. */
   private readonly lease: InstanceLease | null;
+  readonly clock: Clock = systemClock();
 
   private constructor(
     private readonly sql: SQL,
@@ -146,6 +164,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
 
   /** The reserve's statement: the hold row's id, or the refusal thrown. */
   private async take(accountId: number, keyId: number, amountNano: number): Promise<number> {
+    const now = this.clock.now();
     // One statement, outside any transaction of ours: the account's and the key's rows are locked
     // (FOR UPDATE re-reads them as they are once a concurrent writer commits), both conditions are
     // read off those rows, and the two sums and the hold row are written only when both hold. The
@@ -155,29 +174,52 @@ export class PgLedger implements MoneyLedger, HoldOwner {
       `WITH ok AS (
           SELECT a.id AS account_id, k.id AS key_id,
             a.balance_nano - a.held_nano >= $1::bigint AS account_ok,
-            (k.quota_nano IS NULL OR k.spent_nano + k.held_nano + $1::bigint <= k.quota_nano) AS key_ok
+            (k.quota_nano IS NULL OR k.spent_nano + k.held_nano + $1::bigint <= k.quota_nano) AS key_ok,
+            (k.budget_nano IS NULL OR CASE WHEN k.period_start = ${currentStart("k.", 6)} THEN k.period_spent_nano ELSE 0 END
+              + k.held_nano + $1::bigint <= k.budget_nano) AS budget_ok
           FROM accounts a JOIN api_keys k ON k.account_id = a.id
           WHERE a.id = $2 AND k.id = $3
           FOR UPDATE OF a, k),
-        take AS (SELECT account_id, key_id FROM ok WHERE account_ok AND key_ok),
+        take AS (SELECT account_id, key_id FROM ok WHERE account_ok AND key_ok AND budget_ok),
         a AS (UPDATE accounts SET held_nano = held_nano + $1::bigint WHERE id = (SELECT account_id FROM take) RETURNING id),
         k AS (UPDATE api_keys SET held_nano = held_nano + $1::bigint WHERE id = (SELECT key_id FROM take) RETURNING id),
         h AS (INSERT INTO holds (account_id, key_id, amount_nano, instance_id, created_at) SELECT $2, $3, $1::bigint, $4, $5::bigint FROM take RETURNING id)
-      SELECT coalesce((SELECT account_ok FROM ok), false) AS account_ok, (SELECT id FROM h) AS hold_id`,
-      [amountNano, accountId, keyId, this.opts.instanceId, Date.now()],
+      SELECT (SELECT key_ok FROM ok) AS key_ok, (SELECT budget_ok FROM ok) AS budget_ok, (SELECT id FROM h) AS hold_id`,
+      [amountNano, accountId, keyId, this.opts.instanceId, Date.now(), ...periodStarts(now)],
     );
-    if (r.hold_id == null) throw await this.refusal(accountId, keyId, amountNano, r.account_ok);
+    if (r.hold_id == null) throw await this.refusal(accountId, keyId, amountNano, r, now);
     return Number(r.hold_id);
   }
 
-  /** Why a reserve was refused, read after the fact for the message only (the decision was the UPDATE's). Quota first, as on SQLite. */
-  private async refusal(accountId: number, keyId: number, amountNano: number, accountOk: boolean): Promise<GatewayError> {
-    const [r] = await this.sql`SELECT a.balance_nano, a.held_nano AS account_held, k.quota_nano, k.spent_nano, k.held_nano AS key_held
+  /**
+   * Why a reserve was refused, the statement's verdict, with figures read after the fact for the
+   * message only. Quota first, then the budget, then the balance, as on SQLite.
+   */
+  private async refusal(accountId: number, keyId: number, amountNano: number, verdict: { key_ok: boolean | null; budget_ok: boolean | null }, now: number): Promise<GatewayError> {
+    const [r] = await this.sql`SELECT a.balance_nano, a.held_nano AS account_held, k.quota_nano, k.spent_nano, k.held_nano AS key_held,
+        k.budget_nano, k.budget_period, k.period_start, k.period_spent_nano
       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${keyId} AND a.id = ${accountId}`;
-    if (!r) return new GatewayError("no-key", "Invalid API key.");
+    if (!r || verdict.key_ok === null) return new GatewayError("no-key", "Invalid API key.");
     const [quota, spent, keyHeld] = [r.quota_nano === null ? null : Number(r.quota_nano), Number(r.spent_nano), Number(r.key_held)];
-    if (quota !== null && (accountOk || spent + keyHeld + amountNano > quota)) return quotaRefused(quota, spent, keyHeld, amountNano);
+    if (!verdict.key_ok && quota !== null) return quotaRefused(quota, spent, keyHeld, amountNano);
+    const budget = storedBudget(r.budget_nano, r.budget_period);
+    if (!verdict.budget_ok && budget) {
+      await this.markReached(accountId, keyId, budget, now);
+      return budgetRefused(budget, spentInPeriod(budget.period, Number(r.period_start), Number(r.period_spent_nano), now), keyHeld, amountNano, now);
+    }
     return balanceRefused(amountNano, Number(r.balance_nano) - Number(r.account_held));
+  }
+
+  /** The "budget reached" notice: the instance whose UPDATE writes it first in the period tells it (events.budgetReached). */
+  private async markReached(accountId: number, keyId: number, budget: { nano: number; period: "day" | "week" | "month" }, now: number): Promise<void> {
+    try {
+      const rows = await this.sql`UPDATE api_keys SET budget_reached_at = ${now}::bigint
+        WHERE id = ${keyId} AND (budget_reached_at IS NULL OR budget_reached_at < ${periodStart(budget.period, now)}::bigint) RETURNING id`;
+      if (rows.length === 1) events.budgetReached({ accountId, keyId, budgetNano: budget.nano, period: budget.period, resetsAt: periodEnd(budget.period, now) });
+    } catch (e) {
+      // The refusal stands without its notice.
+      events.writeFailed("ledger", `budget of key ${keyId}`, e);
+    }
   }
 
   /**
@@ -191,7 +233,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     try {
       if (epoch !== this.lease!.epoch || !this.lease!.valid()) throw databaseUnavailable(new Error(`instance ${this.opts.instanceId} fenced`));
       const cost = boundedCost(costNano);
-      const params = [id, hold.accountId, hold.keyId, cost, hold.requestId, Date.now()];
+      const params = [id, hold.accountId, hold.keyId, cost, hold.requestId, Date.now(), ...periodStarts(this.clock.now())];
       const rider = alongside?.rider?.();
       let settlement: Settlement;
       if (rider || !alongside) {
@@ -275,8 +317,18 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   }
 
   async keySpend(keyId: number): Promise<KeySpendView | null> {
-    const [r] = await this.sql`SELECT spent_nano, held_nano FROM api_keys WHERE id = ${keyId}`;
-    return r ? { spentNano: Number(r.spent_nano), reservedNano: Number(r.held_nano) } : null;
+    const [r] = await this.sql`SELECT spent_nano, held_nano, budget_nano, budget_period, period_start, period_spent_nano, budget_reached_at FROM api_keys WHERE id = ${keyId}`;
+    if (!r) return null;
+    const budget = budgetSpend(
+      {
+        budget: storedBudget(r.budget_nano, r.budget_period),
+        periodStart: Number(r.period_start),
+        periodSpentNano: Number(r.period_spent_nano),
+        reachedAt: r.budget_reached_at === null ? null : Number(r.budget_reached_at),
+      },
+      this.clock.now(),
+    );
+    return { spentNano: Number(r.spent_nano), reservedNano: Number(r.held_nano), budget };
   }
 
   /** A heartbeat, the release of silent instances' holds, and the retry of failed releases; never two at once. Whether the beat succeeded. */

@@ -4,10 +4,43 @@ import { changeWatch, type ChangeWatch } from "../engine/sqlite/change-watch.ts"
 import type { Db } from "../engine/sqlite/client.ts";
 import { apiKeys } from "../schema/sqlite.ts";
 import { GatewayError } from "../../core/errors.ts";
+import { events } from "../../core/events.ts";
+import { systemClock, type Clock } from "../../core/time.ts";
+import { budgetRefused, periodEnd, periodStart, spentInPeriod } from "../../ledger/budget.ts";
+import { storedBudget } from "../keys/contract.ts";
 import type { GroupCommit } from "../commits/sqlite.ts";
 import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
 import { Holds } from "./holds.ts";
-import { balanceRefused, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
+import {
+  balanceRefused,
+  budgetSpend,
+  checkCreditAmount,
+  quotaRefused,
+  type BalanceView,
+  type BudgetColumns,
+  type CreditKind,
+  type KeySpendView,
+  type MoneyLedger,
+} from "./contract.ts";
+
+/** A key's money columns as the reserve and the post read them. */
+interface KeyMoney extends BudgetColumns {
+  quotaNano: number | null;
+  spentNano: number;
+}
+
+const KEY_MONEY = "quota_nano, spent_nano, budget_nano, budget_period, period_start, period_spent_nano, budget_reached_at";
+
+function keyMoney(r: Record<string, unknown>): KeyMoney {
+  return {
+    quotaNano: r.quota_nano as number | null,
+    spentNano: r.spent_nano as number,
+    budget: storedBudget(r.budget_nano, r.budget_period),
+    periodStart: r.period_start as number,
+    periodSpentNano: r.period_spent_nano as number,
+    reachedAt: r.budget_reached_at as number | null,
+  };
+}
 
 /**
  * The only writer of money. Holds of running requests live in memory (holds.ts); the balance, the
@@ -23,7 +56,7 @@ export class Ledger implements HoldOwner, MoneyLedger {
   private readonly watch: ChangeWatch;
   // The database's values as this connection sees them, kept current by settle and credit.
   private readonly balances = new Map<number, number>();
-  private readonly spend = new Map<number, { quotaNano: number | null; spentNano: number }>();
+  private readonly spend = new Map<number, KeyMoney>();
   // Built once: bun:sqlite builds a new wrapper (and its properties) on every db.transaction call.
   private readonly tx: { immediate: (fn: () => unknown) => unknown };
 
@@ -31,15 +64,21 @@ export class Ledger implements HoldOwner, MoneyLedger {
   constructor(
     private readonly db: Db,
     private readonly commits: GroupCommit | null = null,
+    readonly clock: Clock = systemClock(),
   ) {
     const q = (sql: string) => db.$client.prepare(sql);
     this.s = {
       // A scalar subquery, not a join: the join's plan costs about 3x as much here.
-      funds: q("SELECT (SELECT balance_nano FROM accounts WHERE id = ?2) AS balance_nano, quota_nano, spent_nano FROM api_keys WHERE id = ?1"),
+      funds: q(`SELECT (SELECT balance_nano FROM accounts WHERE id = ?2) AS balance_nano, ${KEY_MONEY} FROM api_keys WHERE id = ?1`),
       balance: q("SELECT balance_nano FROM accounts WHERE id = ?"),
-      keySpend: q("SELECT quota_nano, spent_nano FROM api_keys WHERE id = ?"),
+      keySpend: q(`SELECT ${KEY_MONEY} FROM api_keys WHERE id = ?`),
       charge: q("UPDATE accounts SET balance_nano = balance_nano - ? WHERE id = ?"),
       chargeKey: q("UPDATE api_keys SET spent_nano = spent_nano + ? WHERE id = ?"),
+      // A key with a budget: the period's counter with the lifetime spend, restarted when the period has changed.
+      chargeBudget: q(`UPDATE api_keys SET spent_nano = spent_nano + ?1,
+        period_spent_nano = CASE WHEN period_start = ?3 THEN period_spent_nano + ?1 ELSE ?1 END, period_start = ?3 WHERE id = ?2`),
+      // The first budget refusal of a period only: one write per key and period, however many are refused.
+      reached: q("UPDATE api_keys SET budget_reached_at = ?2 WHERE id = ?1 AND (budget_reached_at IS NULL OR budget_reached_at < ?3)"),
       entry: q("INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, note, external_ref, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
       credit: q("UPDATE accounts SET balance_nano = balance_nano + ? WHERE id = ?"),
     };
@@ -71,7 +110,16 @@ export class Ledger implements HoldOwner, MoneyLedger {
     const f = this.funds(keyId, accountId);
     if (!f) throw new GatewayError("no-key", "Invalid API key.");
     const keyHeld = this.holds.key(keyId);
-    if (f.quota_nano !== null && f.spent_nano + keyHeld + amountNano > f.quota_nano) throw quotaRefused(f.quota_nano, f.spent_nano, keyHeld, amountNano);
+    const k = f.key;
+    if (k.quotaNano !== null && k.spentNano + keyHeld + amountNano > k.quotaNano) throw quotaRefused(k.quotaNano, k.spentNano, keyHeld, amountNano);
+    if (k.budget) {
+      const now = this.clock.now();
+      const spent = spentInPeriod(k.budget.period, k.periodStart, k.periodSpentNano, now);
+      if (spent + keyHeld + amountNano > k.budget.nano) {
+        this.markReached(accountId, keyId, k, now);
+        throw budgetRefused(k.budget, spent, keyHeld, amountNano, now);
+      }
+    }
     const spendable = f.balance_nano - this.holds.account(accountId);
     if (spendable < amountNano) throw balanceRefused(amountNano, spendable);
     const hold = new Hold(this, requestId, accountId, keyId, amountNano);
@@ -79,17 +127,31 @@ export class Ledger implements HoldOwner, MoneyLedger {
     return hold;
   }
 
-  private funds(keyId: number, accountId: number): { balance_nano: number; quota_nano: number | null; spent_nano: number } | null {
+  private funds(keyId: number, accountId: number): { balance_nano: number; key: KeyMoney } | null {
     this.watch.sync();
     let balance = this.balances.get(accountId);
     let spend = this.spend.get(keyId);
     if (balance === undefined || spend === undefined) {
-      const r = this.s.funds!.get(keyId, accountId) as { balance_nano: number | null; quota_nano: number | null; spent_nano: number } | null;
+      const r = this.s.funds!.get(keyId, accountId) as (Record<string, unknown> & { balance_nano: number | null }) | null;
       if (!r || r.balance_nano === null) return null;
       this.balances.set(accountId, (balance = r.balance_nano));
-      this.spend.set(keyId, (spend = { quotaNano: r.quota_nano, spentNano: r.spent_nano }));
+      this.spend.set(keyId, (spend = keyMoney(r)));
     }
-    return { balance_nano: balance, quota_nano: spend.quotaNano, spent_nano: spend.spentNano };
+    return { balance_nano: balance, key: spend };
+  }
+
+  /** The "budget reached" notice: written, and told (events.budgetReached), on the period's first refusal only. */
+  private markReached(accountId: number, keyId: number, k: KeyMoney, now: number): void {
+    const start = periodStart(k.budget!.period, now);
+    if (k.reachedAt !== null && k.reachedAt >= start) return;
+    k.reachedAt = now;
+    try {
+      const first = this.write(() => this.s.reached!.run(keyId, now, start).changes === 1);
+      if (first) events.budgetReached({ accountId, keyId, budgetNano: k.budget!.nano, period: k.budget!.period, resetsAt: periodEnd(k.budget!.period, now) });
+    } catch (e) {
+      // The refusal stands without its notice.
+      events.writeFailed("ledger", `budget of key ${keyId}`, e);
+    }
   }
 
   /** HoldOwner: the charge and `alongside` in one group-committed transaction (see Hold.post). */
@@ -126,18 +188,30 @@ export class Ledger implements HoldOwner, MoneyLedger {
     if (cost === 0) return { chargedNano: 0, shortfallNano: 0 };
     return this.write((): Settlement => {
       const acc = this.s.balance!.get(hold.accountId) as { balance_nano: number };
-      // Most keys have no quota (known from the copy the reserve read): no statement for them.
+      // Most keys have neither quota nor budget (known from the copy the reserve read): no statement for them.
       const known = this.spend.get(hold.keyId);
-      const key = known && known.quotaNano === null ? null : (this.s.keySpend!.get(hold.keyId) as { quota_nano: number | null; spent_nano: number } | null);
-      const quotaLeft = key?.quota_nano == null ? Infinity : Math.max(key.quota_nano - key.spent_nano, 0);
-      const chargedNano = Math.min(cost, Math.max(acc.balance_nano, 0), quotaLeft);
+      const row = known && known.quotaNano === null && known.budget === null ? null : (this.s.keySpend!.get(hold.keyId) as Record<string, unknown> | null);
+      const key = row ? keyMoney(row) : null;
+      const quotaLeft = key?.quotaNano == null ? Infinity : Math.max(key.quotaNano - key.spentNano, 0);
+      const now = this.clock.now();
+      const budget = key?.budget ?? null;
+      const start = budget ? periodStart(budget.period, now) : 0;
+      const budgetLeft = budget ? Math.max(budget.nano - spentInPeriod(budget.period, key!.periodStart, key!.periodSpentNano, now), 0) : Infinity;
+      const chargedNano = Math.min(cost, Math.max(acc.balance_nano, 0), quotaLeft, budgetLeft);
       const shortfallNano = cost - chargedNano;
       this.s.charge!.run(chargedNano, hold.accountId);
-      this.s.chargeKey!.run(chargedNano, hold.keyId);
+      if (budget) this.s.chargeBudget!.run(chargedNano, hold.keyId, start);
+      else this.s.chargeKey!.run(chargedNano, hold.keyId);
       this.s.entry!.run(hold.accountId, "charge", -chargedNano, shortfallNano, hold.keyId, hold.requestId, null, null, Date.now());
       this.balances.set(hold.accountId, acc.balance_nano - chargedNano);
       const spend = this.spend.get(hold.keyId);
-      if (spend) spend.spentNano += chargedNano;
+      if (spend) {
+        spend.spentNano += chargedNano;
+        if (budget) {
+          spend.periodSpentNano = (spend.periodStart === start ? spend.periodSpentNano : 0) + chargedNano;
+          spend.periodStart = start;
+        }
+      }
       return { chargedNano, shortfallNano };
     });
   }
@@ -166,8 +240,21 @@ export class Ledger implements HoldOwner, MoneyLedger {
 
   /** What the key has spent and holds (GET /v1/me); null when no key has this id. */
   keySpend(keyId: number): KeySpendView | null {
-    const row = this.db.select({ spentNano: apiKeys.spentNano }).from(apiKeys).where(eq(apiKeys.id, keyId)).get();
-    return row ? { spentNano: row.spentNano, reservedNano: this.holds.key(keyId) } : null;
+    const row = this.db
+      .select({
+        spentNano: apiKeys.spentNano,
+        budgetNano: apiKeys.budgetNano,
+        budgetPeriod: apiKeys.budgetPeriod,
+        periodStart: apiKeys.periodStart,
+        periodSpentNano: apiKeys.periodSpentNano,
+        reachedAt: apiKeys.budgetReachedAt,
+      })
+      .from(apiKeys)
+      .where(eq(apiKeys.id, keyId))
+      .get();
+    if (!row) return null;
+    const budget = budgetSpend({ ...row, budget: storedBudget(row.budgetNano, row.budgetPeriod) }, this.clock.now());
+    return { spentNano: row.spentNano, reservedNano: this.holds.key(keyId), budget };
   }
 }
 

@@ -82,12 +82,19 @@ export const apiKeys = pgTable(
     expiresAt: time("expires_at"),
     revokedAt: time("revoked_at"),
     createdAt: time("created_at").notNull(),
+    // As on SQLite (schema/sqlite.ts): the budget, and the ledger's counter of the period's spend.
+    budgetNano: money("budget_nano"),
+    budgetPeriod: text("budget_period"),
+    periodStart: time("period_start").notNull().default(0),
+    periodSpentNano: money("period_spent_nano").notNull().default(0),
+    budgetReachedAt: time("budget_reached_at"),
   },
   (t) => [
     uniqueIndex("api_keys_key_hash").on(t.keyHash),
     index("api_keys_account").on(t.accountId),
     check("api_keys_spent_not_negative", sql`${t.spentNano} >= 0`),
     check("api_keys_held_not_negative", sql`${t.heldNano} >= 0`),
+    check("api_keys_budget", sql`(${t.budgetNano} IS NULL) = (${t.budgetPeriod} IS NULL) AND (${t.budgetPeriod} IS NULL OR ${t.budgetPeriod} IN ('day', 'week', 'month'))`),
   ],
 );
 

@@ -67,7 +67,17 @@ export const apiKeys = sqliteTable(
     expiresAt: integer("expires_at"),
     revokedAt: integer("revoked_at"),
     createdAt: integer("created_at").notNull(),
+    // A budget that resets (ledger/budget.ts): both set or both null.
+    budgetNano: integer("budget_nano"),
+    budgetPeriod: text("budget_period"),
+    // The ledger's: what the key spent since period_start (a period's start, unix ms; 0: never),
+    // written with spent_nano; a counter of an earlier period reads as 0.
+    periodStart: integer("period_start").notNull().default(0),
+    periodSpentNano: integer("period_spent_nano").notNull().default(0),
+    // The ledger's: when a request was first refused for the budget in its period (the "budget reached" notice).
+    budgetReachedAt: integer("budget_reached_at"),
   },
+  // No CHECK on the budget here: adding one rebuilds SQLite's table; keys/rows.ts refuses what PostgreSQL's CHECK refuses.
   (t) => [uniqueIndex("api_keys_key_hash").on(t.keyHash), index("api_keys_account").on(t.accountId)],
 );
 

@@ -1,4 +1,4 @@
-import { field, h, input } from "../dom.ts";
+import { field, h, input, select } from "../dom.ts";
 import type { KeyView, PricedModel } from "../../../http/api-schemas.ts";
 
 // The form of a key's restrictions, for creating and for editing. The server applies the CLI's rules
@@ -35,6 +35,8 @@ export function keyFields(models: PricedModel[], key: KeyView | null): HTMLEleme
   return [
     field("Name", input({ name: "name", maxlength: 100, value: key?.name ?? "", autocomplete: "off" })),
     field("Quota (USD)", input({ type: "number", name: "quota_usd", min: 0, step: "0.01", inputmode: "decimal", value: key?.quota_usd ?? "" }), "Empty: no quota; the balance is the limit."),
+    field("Budget (USD)", input({ type: "number", name: "budget_usd", min: 0, step: "0.01", inputmode: "decimal", value: key?.budget_usd ?? "" }), "With a period: refused until it resets. Empty: no budget."),
+    field("Budget resets", select("budget_period", [["day", "each day (UTC)"], ["week", "each week (Monday, UTC)"], ["month", "each month (the 1st, UTC)"]], key?.budget_period ?? "day")),
     modelChoices(models, key?.models ?? null),
     field("Expires", input({ type: "datetime-local", name: "expires_at", value: localValue(key?.expires_at ?? null) }), "Empty: never."),
     field("IP allow-list", input({ name: "ip_allow", value: key?.ip_allow?.join(", ") ?? "", placeholder: "203.0.113.7, 10.0.0.0/8", autocomplete: "off" }), "Addresses or CIDRs, comma-separated. Empty: any address."),
@@ -54,6 +56,9 @@ export function keyBody(d: FormData, editing: boolean): Record<string, unknown> 
   const body: Record<string, unknown> = {
     name: text("name") || (editing ? "" : undefined),
     quota_usd: text("quota_usd") === "" ? empty : text("quota_usd"),
+    // Amount and period together; emptied in an edit, the budget is removed (null, no period).
+    budget_usd: text("budget_usd") === "" ? empty : text("budget_usd"),
+    budget_period: text("budget_usd") === "" ? undefined : text("budget_period"),
     models: models.length ? models : empty,
     expires_at: text("expires_at") === "" ? empty : new Date(text("expires_at")).toISOString(),
     ip_allow: text("ip_allow") === "" ? empty : list(text("ip_allow")),

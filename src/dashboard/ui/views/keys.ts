@@ -6,6 +6,31 @@ import { keyBody, keyFields } from "./key-form.ts";
 
 // The account's keys: create (the whole key shown once, with a copy button), list, edit, revoke.
 
+const PER = { day: "today", week: "this week", month: "this month" } as const;
+
+/** Spent against the quota and, with a budget, against the budget of the current UTC period. */
+function spending(k: KeyView): HTMLElement {
+  const b = k.budget;
+  return h(
+    "span",
+    {},
+    `${usd(k.spent_usd)} / ${k.quota_usd === null ? "no quota" : usd(k.quota_usd)}`,
+    b ? h("br", {}) : null,
+    b ? `${usd(b.spent_usd)} / ${usd(b.limit_usd)} ${PER[b.period]}` : null,
+  );
+}
+
+/** The "budget reached" notice: keys refused for their budget in this period, and when each resets. */
+function budgetNotice(keys: KeyView[]): HTMLElement | null {
+  const reached = keys.filter((k) => k.status === "active" && k.budget?.reached);
+  if (!reached.length) return null;
+  return h(
+    "div",
+    { class: "low", role: "status", "data-testid": "budget-reached" },
+    ...reached.map((k) => h("p", {}, `Budget reached: key ${k.name || k.prefix} has spent its ${usd(k.budget!.limit_usd)} ${PER[k.budget!.period]}; it resets at ${when(k.budget!.resets_at)}.`)),
+  );
+}
+
 function restrictions(k: KeyView): string {
   const parts = [
     k.models ? `models: ${k.models.join(", ")}` : null,
@@ -74,6 +99,7 @@ export async function keysView(ctx: Ctx): Promise<HTMLElement> {
   const list = h("div", {});
   const drawList = (data: KeyView[]) =>
     list.replaceChildren(
+      budgetNotice(data) ?? "",
       table(
         "Your keys",
         ["Prefix", "Name", "Status", "Restrictions", "Spent / quota", "Last used", "Actions"],
@@ -82,7 +108,7 @@ export async function keysView(ctx: Ctx): Promise<HTMLElement> {
           k.name ?? "",
           k.status,
           restrictions(k),
-          `${usd(k.spent_usd)} / ${k.quota_usd === null ? "no quota" : usd(k.quota_usd)}`,
+          spending(k),
           when(k.last_used_at ?? null),
           k.status === "revoked"
             ? ""
