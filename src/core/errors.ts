@@ -37,7 +37,10 @@ export type ErrorCode =
   | "invalid_signature"
   | "payment_mismatch"
   | "admin"
-  | "account_not_found";
+  | "account_not_found"
+  // Address verification under [email] (docs/dashboard.md#address-verification).
+  | "invalid_verification"
+  | "already_verified";
 
 // error.type decides retry or not (docs/api.md#retry-rules). Gateway errors carry type = code; the key
 // refusals share the vendors' class names so SDK users see familiar types. `kept`: the answer stays
@@ -91,6 +94,10 @@ const TABLE: Record<ErrorCode, { status: number; type: string; kept?: true }> = 
   // The operator's routes under /api/admin/ refuse a session of an account not marked admin.
   admin: { status: 403, type: "permission_error" },
   account_not_found: { status: 404, type: "account_not_found" },
+  // A verification link unknown, used, replaced by a newer one, or past its 24 h: nothing changes.
+  invalid_verification: { status: 400, type: "invalid_verification" },
+  // A resend for an account with no pending verification.
+  already_verified: { status: 409, type: "already_verified" },
 };
 
 // The only types a client may retry (docs/api.md#retry-rules, 1). The official SDKs retry 408, 409,

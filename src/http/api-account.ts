@@ -1,5 +1,6 @@
 import { Type as T } from "@sinclair/typebox";
 import { changePassword, checkLogin, register as registerAccount } from "../auth/credentials.ts";
+import { newVerification } from "../auth/email-verification.ts";
 import { GatewayError } from "../core/errors.ts";
 import { nanoToUsd, usdToNano } from "../core/money.ts";
 import { throttleAddress } from "../core/ip.ts";
@@ -19,7 +20,7 @@ export const LowBalance = T.Object({ threshold_usd: T.Union([T.Number(), T.Strin
 
 /** GET /api/me's answer: the account and its money, as the ledger and the running requests' holds have it. */
 async function meView(svc: Services, accountId: number) {
-  const [p, b] = await Promise.all([svc.accounts.profileOf(accountId), svc.ledger.balance(accountId)]);
+  const [p, b, v] = await Promise.all([svc.accounts.profileOf(accountId), svc.ledger.balance(accountId), svc.accounts.verificationOf(accountId)]);
   if (!p) throw new GatewayError("no-session", "Log in to use the dashboard.");
   const spendable = Math.max(b.spendableNano, 0);
   return {
@@ -31,6 +32,8 @@ async function meView(svc: Services, accountId: number) {
     held_usd: nanoToUsd(b.reservedNano),
     spendable_usd: nanoToUsd(spendable),
     low_balance: lowBalanceView(p.lowBalanceNano, spendable),
+    // False until the emailed link is opened, for a registration under [email]; the starting credit waits for it.
+    email_verified: v === null || v.verified,
   };
 }
 
@@ -82,10 +85,14 @@ export async function register(c: SessionCall): Promise<Response> {
   await t.registerPerIp.take(ip, "registrations from this address");
   await t.registerPerEmail.take(who, "registrations of this email");
   const { startingCreditNano, startingCreditDailyNano } = svc.config.dashboard;
-  const acc = await registerAccount(svc.accounts, email, password, startingCreditNano, startingCreditDailyNano);
+  // Under [email] the starting credit waits for the address to be verified: a throwaway address gets nothing.
+  const pending = svc.notices.verifiesEmail ? newVerification() : null;
+  const acc = await registerAccount(svc.accounts, email, password, startingCreditNano, startingCreditDailyNano, pending?.stored);
+  if (pending) svc.notices.verificationLink(acc.id, acc.email, pending.token, startingCreditNano);
+  svc.notices.registered(acc.id, acc.email, acc.balanceNano, pending !== null);
   // The new account's balance is its starting credit: 0 when the day's registration credits are spent.
-  const limited = startingCreditNano > 0 && acc.balanceNano === 0;
-  return loggedIn(c, acc.id, 201, { starting_credit_usd: nanoToUsd(acc.balanceNano), starting_credit_limited: limited });
+  const limited = !pending && startingCreditNano > 0 && acc.balanceNano === 0;
+  return loggedIn(c, acc.id, 201, { starting_credit_usd: nanoToUsd(acc.balanceNano), starting_credit_limited: limited, verification_sent: pending !== null });
 }
 
 export async function login(c: SessionCall): Promise<Response> {

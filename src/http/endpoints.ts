@@ -10,6 +10,7 @@ import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./api-keys.t
 import { adminStatus, CreditBody, creditAccount, DebitBody, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./api-admin.ts";
 import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./api-usage.ts";
 import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./api-topups.ts";
+import { resendVerification, verify, VerifyBody } from "./api-verify.ts";
 import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-account.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
 import { healthz, metrics, readyz } from "./operator-endpoints.ts";
@@ -121,6 +122,8 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/logout", auth: "visitor", summary: "Log out this browser", handler: logout }),
   row({ method: "POST", path: "/api/logout-all", auth: "session", summary: "Log out every session of the account", handler: logoutAll }),
   row({ method: "POST", path: "/api/password", auth: "session", body: "json", schema: PasswordChange, summary: "Change the password; other sessions end", handler: newPassword }),
+  row({ method: "POST", path: "/api/verify", auth: "visitor", body: "json", schema: VerifyBody, summary: "Verify the address with the emailed link's token: the starting credit, once", handler: verify }),
+  row({ method: "POST", path: "/api/verify/resend", auth: "session", summary: "Email a new verification link (at most once a minute)", handler: resendVerification }),
   row({ method: "GET", path: "/api/me", auth: "session", summary: "The account, its balance, holds and low-balance notice", handler: getMe }),
   row({ method: "PUT", path: "/api/me/low-balance", auth: "session", body: "json", schema: LowBalance, summary: "The low-balance threshold", handler: putLowBalance }),
   row({ method: "GET", path: "/api/keys", auth: "session", summary: "The account's keys", handler: listKeys }),
