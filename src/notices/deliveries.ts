@@ -19,9 +19,13 @@ export class Deliveries {
 
   /** Starts `attempt` now and returns at once; `onGiveUp` hears of the last failure. */
   start(attempt: () => Promise<void>, onGiveUp: (g: GiveUp) => void): void {
-    const run = this.run(attempt, onGiveUp);
-    this.running.add(run);
-    void run.finally(() => this.running.delete(run));
+    this.track(this.run(attempt, onGiveUp));
+  }
+
+  /** Work that leads to sends (reading whom to tell): a drain waits for it too. It must not reject. */
+  track(work: Promise<void>): void {
+    this.running.add(work);
+    void work.finally(() => this.running.delete(work));
   }
 
   /** Waits for the sends under way, at most `timeoutMs` (a stop does not wait on a mail server for long). */

@@ -96,18 +96,18 @@ export class Notices {
     this.budgetsSent.add(sent);
     const resets = new Date(b.resetsAt).toISOString();
     this.event("budget.reached", { account_id: b.accountId, key_id: b.keyId, key_prefix: b.keyPrefix, budget_usd: nanoToUsd(b.budgetNano), period: b.period, resets_at: resets });
-    void this.emailAccount(b.accountId, "budget.reached", (email) => ({
+    this.deliveries.track(this.emailAccount(b.accountId, "budget.reached", (email) => ({
       to: email,
       subject: `Key ${b.keyPrefix}… reached its budget`,
       text: `The key ${b.keyPrefix}… reached its ${b.period} budget of ${formatUsd(b.budgetNano)} USD. It is refused until the budget resets at ${resets}.\n\n${this.site}/\n`,
-    }));
+    })).catch((e) => this.log.noticeFailed({ channel: "email", type: "budget.reached", accountId: b.accountId, attempts: 0, reason: (e as Error).message })));
   }
 
   /** Waits for what is being sent, at most `timeoutMs`; balance checks queued are run first. */
   async drain(timeoutMs: number): Promise<void> {
     if (this.checkTimer) {
       clearTimeout(this.checkTimer);
-      await this.runChecks();
+      this.deliveries.track(this.runChecks());
     }
     await this.deliveries.drain(timeoutMs);
   }
@@ -119,7 +119,7 @@ export class Notices {
   private balanceChanged(accountId: number): void {
     if (!this.on) return;
     this.toCheck.add(accountId);
-    this.checkTimer ??= setTimeout(() => void this.runChecks(), CHECK_DELAY_MS);
+    this.checkTimer ??= setTimeout(() => this.deliveries.track(this.runChecks()), CHECK_DELAY_MS);
   }
 
   private async runChecks(): Promise<void> {

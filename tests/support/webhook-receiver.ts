@@ -17,8 +17,8 @@ export interface WebhookReceiver {
   deliveries: Delivery[];
   /** Answer the next `n` deliveries with 503 (a receiver down). */
   failNext: number;
-  /** The first delivery of `type`, waited for up to `timeoutMs`. */
-  waitFor(type: string, timeoutMs?: number): Promise<Delivery>;
+  /** The first delivery of `type` (whose data has `data`'s fields), waited for up to `timeoutMs`. */
+  waitFor(type: string, data?: Record<string, unknown>, timeoutMs?: number): Promise<Delivery>;
   config(): { notifications: { webhook_url: string; webhook_secret: string } };
   stop(): void;
 }
@@ -40,10 +40,11 @@ export function startWebhookReceiver(secret = "whsec_loopback_0123456789"): Webh
     secret,
     deliveries,
     failNext: 0,
-    async waitFor(type, timeoutMs = 10_000) {
+    async waitFor(type, data = {}, timeoutMs = 10_000) {
       const until = Date.now() + timeoutMs;
+      const fits = (x: Delivery) => x.event.type === type && Object.entries(data).every(([k, v]) => x.event.data[k] === v);
       for (;;) {
-        const d = deliveries.find((x) => x.event.type === type);
+        const d = deliveries.find(fits);
         if (d) return d;
         if (Date.now() > until) throw new Error(`no ${type} event within ${timeoutMs} ms (got ${deliveries.map((x) => x.event.type).join(", ") || "none"})`);
         await Bun.sleep(20);
