@@ -9,7 +9,9 @@ import { parseCidr, type Cidr } from "../core/ip.ts";
 import { usdToNano } from "../core/money.ts";
 import { emailConfig, notificationsConfig, type EmailConfig, type NotificationsConfig } from "./notices.ts";
 
-export class ConfigError extends Error {}
+import { ConfigError } from "./error.ts";
+
+export { ConfigError };
 
 export interface Config {
   port: number;

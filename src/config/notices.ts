@@ -1,4 +1,4 @@
-import { ConfigError } from "./load.ts";
+import { ConfigError } from "./error.ts";
 import type { ConfigFile } from "./schema.ts";
 
 // `[email]` and `[notifications]` (docs/operations.md#email, #notifications), checked at load so that a
