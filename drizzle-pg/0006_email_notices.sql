@@ -1,9 +1,10 @@
 CREATE TABLE "email_verifications" (
-	"account_id" bigint PRIMARY KEY NOT NULL,
+	"account_id" bigint NOT NULL,
 	"token_hash" text NOT NULL,
 	"expires_at" bigint NOT NULL,
 	"sent_at" bigint NOT NULL,
-	"verified_at" bigint
+	"verified_at" bigint,
+	CONSTRAINT "email_verifications_account_id_pk" PRIMARY KEY("account_id")
 );
 --> statement-breakpoint
 ALTER TABLE "accounts" ADD COLUMN "low_balance_notified_at" bigint;--> statement-breakpoint

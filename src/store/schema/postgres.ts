@@ -42,13 +42,13 @@ export const accounts = pgTable(
 export const emailVerifications = pgTable(
   "email_verifications",
   {
-    accountId: id("account_id").primaryKey().references(() => accounts.id),
+    accountId: id("account_id").notNull().references(() => accounts.id),
     tokenHash: text("token_hash").notNull(),
     expiresAt: time("expires_at").notNull(),
     sentAt: time("sent_at").notNull(),
     verifiedAt: time("verified_at"),
   },
-  (t) => [uniqueIndex("email_verifications_token").on(t.tokenHash)],
+  (t) => [primaryKey({ columns: [t.accountId] }), uniqueIndex("email_verifications_token").on(t.tokenHash)],
 );
 
 export const sessions = pgTable(

@@ -29,13 +29,13 @@ export const accounts = sqliteTable("accounts", {
 export const emailVerifications = sqliteTable(
   "email_verifications",
   {
-    accountId: integer("account_id").primaryKey().references(() => accounts.id),
+    accountId: integer("account_id").notNull().references(() => accounts.id),
     tokenHash: text("token_hash").notNull(),
     expiresAt: integer("expires_at").notNull(),
     sentAt: integer("sent_at").notNull(),
     verifiedAt: integer("verified_at"),
   },
-  (t) => [uniqueIndex("email_verifications_token").on(t.tokenHash)],
+  (t) => [primaryKey({ columns: [t.accountId] }), uniqueIndex("email_verifications_token").on(t.tokenHash)],
 );
 
 // Dashboard sessions. The id is the SHA-256 of the cookie's random token, so a copy of the file
