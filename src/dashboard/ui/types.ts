@@ -19,6 +19,8 @@ export interface Account {
   held_usd: number;
   spendable_usd: number;
   low_balance: { threshold_usd: number; below: boolean } | null;
+  /** False until the emailed link is opened (a registration under [email]). */
+  email_verified: boolean;
 }
 
 /** What POST /api/register adds to the account: the starting credit given, and whether the day's ceiling withheld it. */
