@@ -1,8 +1,10 @@
-import nodemailer, { type Transporter } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { EmailConfig } from "../config/notices.ts";
 
-// Email over SMTP (`[email]`, docs/operations.md#email), through nodemailer (docs/decisions.md):
-// smtp:// upgrades with STARTTLS when the server offers it, smtps:// is TLS from the first byte.
+// Email over SMTP (`[email]`, docs/operations.md#email-and-notifications), through nodemailer
+// (docs/decisions.md): smtp:// upgrades with STARTTLS when the server offers it, smtps:// is TLS from
+// the first byte. Loaded at the first send: its ~100 ms of loading is not paid by every start and
+// every CLI command, most of which send nothing.
 
 export interface Mail {
   to: string;
@@ -11,20 +13,22 @@ export interface Mail {
 }
 
 export class Mailer {
-  private readonly transport: Transporter;
-  private readonly from: string;
+  private transport: Promise<Transporter> | null = null;
 
-  constructor(config: EmailConfig) {
-    // Timeouts short enough that a dead server fails an attempt, not a minute of each.
-    this.transport = nodemailer.createTransport(config.smtpUrl, { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 } as never);
-    this.from = config.from;
-  }
+  constructor(private readonly config: EmailConfig) {}
 
   async send(mail: Mail): Promise<void> {
-    await this.transport.sendMail({ from: this.from, to: mail.to, subject: mail.subject, text: mail.text });
+    const transport = await this.open();
+    await transport.sendMail({ from: this.config.from, to: mail.to, subject: mail.subject, text: mail.text });
   }
 
   close(): void {
-    this.transport.close();
+    void this.transport?.then((t) => t.close(), () => {});
+  }
+
+  private open(): Promise<Transporter> {
+    // Timeouts short enough that a dead server fails an attempt, not minutes of each.
+    const options = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 };
+    return (this.transport ??= import("nodemailer").then((m) => m.default.createTransport(this.config.smtpUrl, options as never)));
   }
 }
