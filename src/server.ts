@@ -84,7 +84,7 @@ function listen<S extends Services>(svc: S, config: Config, opts: { port?: numbe
       // Elysia turns it on; with it a second server on the same port silently takes half the traffic.
       reusePort: false,
       development: false,
-      // The gateway enforces the spec's 20 MiB limit itself, while the body streams in, with the spec's error body.
+      // The gateway enforces the 20 MiB limit itself, while the body streams in, with its own error body (docs/api.md#limits).
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       idleTimeout: 255,
     });

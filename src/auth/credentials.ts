@@ -3,7 +3,7 @@ import type { Account, AccountStore, NewVerification } from "../store/accounts/c
 import { checkNewPassword, hashPassword, verifyPassword } from "./passwords.ts";
 
 // What the dashboard's register, login and password change do to an account, below HTTP: the
-// throttles and the session cookie are the http layer's (http/api-account.ts).
+// throttles and the session cookie are the http layer's (http/handlers/dashboard-account.ts).
 
 // One text for an unknown email and a wrong password, so that a login tells nobody which emails exist.
 export const badCredentials = () => new GatewayError("invalid_credentials", "Incorrect email or password.");

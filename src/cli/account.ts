@@ -15,7 +15,7 @@ export const ACCOUNT_USAGE = `Usage:
   gateway account disable --email E
   gateway account enable --email E
 
-create without --balance credits the spec's starting balance of ${formatUsd(STARTING_BALANCE_NANO)} USD (--balance 0 for none).
+create without --balance credits the starting balance of ${formatUsd(STARTING_BALANCE_NANO)} USD (--balance 0 for none).
 --admin marks the account admin: its dashboard session may use the admin page and /api/admin/
 (accounts, credits and debits, disable, pause); update --no-admin takes that away. Both are
 written to the audit log as the operator's (no admin account) action.

@@ -11,14 +11,14 @@ export const COMMON_OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
-type Spec = Record<string, { type: "string" | "boolean"; short?: string }>;
+type OptionTable = Record<string, { type: "string" | "boolean"; short?: string }>;
 
 /**
  * Parses flags strictly: an unknown flag, a missing value or a word too many is a one-line error,
  * not a guess. `words` names the positional arguments the command takes, in order.
  */
-export function parse<S extends Spec>(argv: string[], spec: S, words: string[] = []) {
-  const options = { ...COMMON_OPTIONS, ...spec };
+export function parse<S extends OptionTable>(argv: string[], table: S, words: string[] = []) {
+  const options = { ...COMMON_OPTIONS, ...table };
   let parsed;
   try {
     parsed = parseArgs({ args: joinNegativeValues(argv, options), options, allowPositionals: true, strict: true });
@@ -32,7 +32,7 @@ export function parse<S extends Spec>(argv: string[], spec: S, words: string[] =
 
 // parseArgs takes `--usd -1` for two flags; joined as `--usd=-1`, the value reaches its own check,
 // which says what is wrong with it (negative amounts are refused there, by name).
-function joinNegativeValues(argv: string[], options: Spec): string[] {
+function joinNegativeValues(argv: string[], options: OptionTable): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;

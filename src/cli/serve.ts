@@ -11,7 +11,7 @@ export const DEMO_EMAIL = "demo@gateway.local";
 export async function serveCommand(argv: string[]): Promise<void> {
   const { values } = parse(argv, { port: { type: "string" } });
   const config = loadInstallation(values);
-  // --port beats PORT, which beats the config file (DESIGN: flags beat the config).
+  // --port beats PORT, which beats the config file (docs/operations.md#start).
   const portText = values.port ?? process.env.PORT;
   let port = config.port;
   if (portText !== undefined) {
@@ -116,7 +116,7 @@ function firstAccountHint(): string {
   return `
 No accounts yet, and the catalog uses real providers, so no demo key was made. Create the first one:
 
-  gateway account create --email you@example.com            # starts with the spec's 1 USD
+  gateway account create --email you@example.com            # starts with the starting balance, 1 USD
   gateway key create --email you@example.com --name first   # prints the key once
 `;
 }

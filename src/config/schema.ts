@@ -161,7 +161,7 @@ export const ConfigSchema = T.Object(
     database: T.Optional(
       T.Object(
         {
-          /** postgres:// or postgresql://: the shared database of several instances (DESIGN.md "Scaling past one machine"); absent: SQLite at server.database. */
+          /** postgres:// or postgresql://: the shared database of several instances (docs/scaling.md); absent: SQLite at server.database. */
           url: T.Optional(T.String({ minLength: 1 })),
         },
         { additionalProperties: false },
@@ -199,7 +199,7 @@ export const ConfigSchema = T.Object(
         {
           /** "closed": only the operator creates accounts (`gateway account create`); POST /api/register answers 403. */
           registration: T.Optional(T.Union([T.Literal("open"), T.Literal("closed")])),
-          /** Credited to a new registration as one registration_credit ledger entry (spec: 1 USD). */
+          /** Credited to a new registration as one registration_credit ledger entry (1 USD by default, docs/dashboard.md#registration). */
           starting_credit_usd: T.Optional(T.Number({ minimum: 0 })),
           /** All registrations' starting credits of a UTC day, across instances; past it a registration starts at 0. */
           starting_credit_daily_usd: T.Optional(T.Number({ minimum: 0 })),

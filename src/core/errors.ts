@@ -63,19 +63,19 @@ const TABLE: Record<ErrorCode, { status: number; type: string; kept?: true }> = 
   rate_limit: { status: 429, type: "rate_limit" },
   quota: { status: 429, type: "insufficient_quota" },
   upstream_unavailable: { status: 502, type: "upstream_unavailable" },
-  // spec Retry rules 4: a media request the provider may have accepted; not retried automatically.
+  // docs/api.md#retry-rules, rule 4: a media request the provider may have accepted; not retried automatically.
   ambiguous_upstream_result: { status: 502, type: "ambiguous_upstream_result", kept: true },
   product_paused: { status: 503, type: "product_paused" },
   no_eligible_route: { status: 503, type: "no_eligible_route" },
-  // Not in the spec's table: a full disk or a read-only file is the gateway's availability, so 5xx,
-  // and 503 with Retry-After because it clears without the client changing anything.
+  // A full disk or a read-only file is the gateway's availability, so 5xx, and 503 with
+  // Retry-After because it clears without the client changing anything.
   database_unavailable: { status: 503, type: "database_unavailable" },
-  // Not in the spec's table: the shared rate limit store (`[limits] store`) did not answer, so the
-  // request could not be counted and is refused rather than let through unlimited. Its type is
-  // rate_limit, one the spec's retry rules name as safe to retry: nothing ran, nothing was charged.
+  // The shared rate limit store (`[limits] store`) did not answer, so the request could not be
+  // counted and is refused rather than let through unlimited. Its type is rate_limit, one the retry
+  // rules name as safe to retry (docs/api.md#retry-rules): nothing ran, nothing was charged.
   rate_limit_unavailable: { status: 503, type: "rate_limit" },
   internal_error: { status: 500, type: "internal_error" },
-  // Not in the spec's table: the spec leaves /api/ "not shown". Its refusals of who is asking share
+  // The dashboard's /api/ (docs/dashboard.md#errors-of-api): its refusals of who is asking share
   // the classes of the key refusals (authentication_error, permission_error); the rest have type = code.
   "no-session": { status: 401, type: "authentication_error" },
   invalid_credentials: { status: 401, type: "authentication_error" },

@@ -6,8 +6,8 @@ import pino from "pino";
 // ids, route keys, provider ids, statuses and short reasons: never content, never a key, never a
 // vendor's error text (OpenAI's 401 text quotes part of the key).
 //
-// A failure that repeats per request must not flood the disk it may be filling (issue 13: a full
-// disk printed 35 000 stack traces, 17 MB in 6 s): each kind of event writes at most
+// A failure that repeats per request must not flood the disk it may be filling (a full
+// disk once printed 35 000 stack traces, 17 MB in 6 s): each kind of event writes at most
 // EVENTS_PER_WINDOW lines per EVENT_WINDOW_MS, then one line saying how many more were suppressed;
 // a stack trace is written once per distinct message, not per request.
 

@@ -1,4 +1,4 @@
-// Text-only gate (spec Rules 7): find the first non-text block of a request before any translation,
+// Text-only gate (docs/api.md#rules, rule 7): find the first non-text block of a request before any translation,
 // so the refusal names the block's position in the client's own request.
 import { GatewayError } from "../core/errors.ts";
 import { isObject } from "./fields.ts";

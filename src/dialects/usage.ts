@@ -15,7 +15,7 @@ const whole = (v: unknown): boolean => typeof v === "number" && Number.isSafeInt
 /**
  * A usage the ledger may bill: every count present is a whole, non-negative number and the `required`
  * ones are there. Anything else (missing, negative, fractional, strings) is no usage: the caller bills
- * its estimate, never zero (issue 14: a usage of "-5" or {} made answers free).
+ * its estimate, never zero (a usage of "-5" or {} once made answers free).
  */
 function countsValid(u: unknown, names: readonly string[], required: readonly string[]): boolean {
   if (!u || typeof u !== "object" || Array.isArray(u)) return false;

@@ -10,9 +10,9 @@ import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowe
 import { errorBody, errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
 import { newExchange, type Exchange } from "./exchange.ts";
 import { detailOf, openapiDocument } from "./openapi.ts";
-import { metricsRefusal } from "./operator-endpoints.ts";
+import { metricsRefusal } from "./operator-guard.ts";
 import { finishIdempotency, runKeyEndpoint } from "./pipeline.ts";
-import { newDashboard, runSessionEndpoint } from "./api-guard.ts";
+import { newDashboard, runSessionEndpoint } from "./session-guard.ts";
 
 // The machinery over the endpoint table (endpoints.ts): Elysia's routes, a runner per kind of
 // caller, the answers to paths and methods no endpoint takes, and the one place where a failure
@@ -90,7 +90,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
       return opened(x, e.handler(x));
     },
     key: (x, e) => {
-      // Over budget, a keyless request is turned away before its body is read (item 11).
+      // Over budget, a keyless request is turned away before its body is read (limits/refusals.ts).
       const over = gate.untouched ? null : overBudget(x);
       if (over) {
         x.logged = false;

@@ -80,7 +80,7 @@ export async function readBodyLimited(request: Request, limit = BODY_LIMIT_BYTES
 
 const decoder = new TextDecoder();
 
-/** Parses a JSON object body; anything else is the spec's 400 invalid_request. */
+/** Parses a JSON object body; anything else is 400 invalid_request (docs/api.md#errors). */
 export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
   if (bytes.byteLength === 0) throw new GatewayError("invalid_request", "Request body is empty; expected a JSON object.");
   let value: unknown;

@@ -4,19 +4,20 @@ import { GatewayError } from "../core/errors.ts";
 import { serveImages } from "../relay/images.ts";
 import { serveResponses } from "../relay/responses.ts";
 import { serveText } from "../relay/text.ts";
-import { countTokens, me } from "./account-endpoints.ts";
-import type { SessionCall } from "./api-guard.ts";
-import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./api-keys.ts";
-import { adminStatus, CreditBody, creditAccount, DebitBody, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./api-admin.ts";
-import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./api-usage.ts";
-import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./api-topups.ts";
-import { resendVerification, verify, VerifyBody } from "./api-verify.ts";
-import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./api-account.ts";
+import { countTokens, me } from "./handlers/v1-account.ts";
+import type { SessionCall } from "./session-guard.ts";
+import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./handlers/dashboard-keys.ts";
+import { adminStatus, CreditBody, creditAccount, DebitBody, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./handlers/dashboard-admin.ts";
+import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./handlers/dashboard-usage.ts";
+import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
+import { resendVerification, verify, VerifyBody } from "./handlers/dashboard-verify.ts";
+import { Credentials, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./handlers/dashboard-account.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
-import { healthz, metrics, readyz } from "./operator-endpoints.ts";
-import { getModel, listModels, pricing, status } from "./public-endpoints.ts";
+import { healthz, metrics, readyz } from "./handlers/operator.ts";
+import { getModel, listModels, pricing, status } from "./handlers/public.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
 import { BODY_LIMIT_BYTES, COUNT_TOKENS_LIMIT_BYTES } from "./body.ts";
+import * as A from "./api-schemas.ts";
 
 // The endpoints as data, one row per method and path. Everything else reads this table: Elysia's
 // routes and the OpenAPI document (app.ts, openapi.ts), the answers to unknown paths, other methods,
@@ -31,9 +32,9 @@ export interface Calls {
   public: OpenCall;
   /** An API key, with its limits and the body checked first (pipeline.ts). */
   key: KeyedCall;
-  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-endpoints.ts). */
+  /** The operator's scraper: callers on this machine, or the [server] metrics token (operator-guard.ts). */
   operator: OpenCall;
-  /** The dashboard's browser session, required (api-guard.ts): no API key, Origin and JSON rules on writes. */
+  /** The dashboard's browser session, required (session-guard.ts): no API key, Origin and JSON rules on writes. */
   session: SessionCall;
   /** The same rules with the session optional: registering, logging in and out. */
   visitor: SessionCall;
@@ -50,10 +51,14 @@ interface Row<A extends AuthKind> extends EndpointTraits {
   schema: TSchema | null;
   /** The key's token bucket a request takes (limits/rate-limit.ts). */
   bucket: "main" | "count_tokens";
+  /** Its request holds money (a generation): an account with nothing to spend cannot pass it (pipeline.ts). */
+  paid: boolean;
   /** The largest body it reads (http/body.ts): 20 MiB, less where the answer needs less. */
   maxBodyBytes: number;
   /** Registered only while this holds for the running config, otherwise the path is unknown: for the operator's rows (the lookups below do not ask it). */
   when: ((config: Config) => boolean) | null;
+  /** The success's status and body schema (api-schemas.ts), for the OpenAPI document; null: a key route's, described there. */
+  response: A.Answer | null;
   /** The OpenAPI document's summary; `streams` when the answer may be SSE. */
   summary: string;
   streams: boolean;
@@ -71,7 +76,9 @@ function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>)
     envelope: "standard",
     body: "none",
     schema: null,
+    response: null,
     bucket: "main",
+    paid: false,
     maxBodyBytes: BODY_LIMIT_BYTES,
     published: true,
     dashboard: r.auth === "session" || r.auth === "visitor",
@@ -84,14 +91,14 @@ function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>)
 }
 
 export const ENDPOINTS: readonly Endpoint[] = [
-  // The spec's four public GETs carry CORS `*` (spec, CORS): browsers may call them.
+  // The four public GETs carry CORS `*` (docs/api.md#cors): browsers may call them.
   row({ method: "GET", path: "/status", auth: "public", cors: true, summary: "Gateway status and each model's availability", handler: status }),
   row({ method: "GET", path: "/v1/models", auth: "public", cors: true, summary: "Published models", handler: listModels }),
   row({ method: "GET", path: "/v1/models/{id}", auth: "public", cors: true, summary: "One model (an alias answers with the canonical id)", handler: getModel }),
-  row({ method: "GET", path: "/api/pricing", auth: "public", cors: true, summary: "Public prices and the catalog version", handler: pricing }),
+  row({ method: "GET", path: "/api/pricing", auth: "public", cors: true, response: A.ok(A.Pricing), summary: "Public prices and the catalog version", handler: pricing }),
   // The Messages dialect's endpoints answer errors in Anthropic's envelope (errors.ts).
   row({
-    method: "POST", path: "/v1/messages", auth: "key", envelope: "messages", body: "json", schema: MessagesBody, streams: true,
+    method: "POST", path: "/v1/messages", auth: "key", paid: true, envelope: "messages", body: "json", schema: MessagesBody, streams: true,
     summary: "Messages dialect (Anthropic SDK base URL without /v1)", handler: (c) => serveText(c, "messages", c.json),
   }),
   row({
@@ -99,56 +106,56 @@ export const ENDPOINTS: readonly Endpoint[] = [
     maxBodyBytes: COUNT_TOKENS_LIMIT_BYTES, summary: "Token estimate; free, 60 per minute per key", handler: countTokens,
   }),
   row({
-    method: "POST", path: "/v1/chat/completions", auth: "key", body: "json", schema: ChatBody, streams: true,
+    method: "POST", path: "/v1/chat/completions", auth: "key", paid: true, body: "json", schema: ChatBody, streams: true,
     summary: "Chat Completions dialect", handler: (c) => serveText(c, "chat", c.json),
   }),
   row({
-    method: "POST", path: "/v1/responses", auth: "key", body: "json", schema: ResponsesBody, streams: true,
+    method: "POST", path: "/v1/responses", auth: "key", paid: true, body: "json", schema: ResponsesBody, streams: true,
     summary: "Responses dialect, on top of chat completions", handler: serveResponses,
   }),
   row({
-    method: "POST", path: "/v1/images/generations", auth: "key", body: "json", schema: ImageGenerationBody,
+    method: "POST", path: "/v1/images/generations", auth: "key", paid: true, body: "json", schema: ImageGenerationBody,
     summary: "Generate images", handler: (c) => serveImages(c, "images.generations"),
   }),
   // The form's fields are checked as relay/images.ts reads them; the schema is the document's.
   row({
-    method: "POST", path: "/v1/images/edits", auth: "key", body: "multipart", schema: ImageEditForm,
+    method: "POST", path: "/v1/images/edits", auth: "key", paid: true, body: "multipart", schema: ImageEditForm,
     summary: "Edit or combine up to 4 images", handler: (c) => serveImages(c, "images.edits"),
   }),
   row({ method: "GET", path: "/v1/me", auth: "key", summary: "The key's quota, the balance and the limits", handler: me }),
   // The dashboard's endpoints (docs/dashboard.md): a browser session, never an API key; not the model API.
-  row({ method: "POST", path: "/api/register", auth: "visitor", body: "json", schema: Credentials, summary: "Register: an account with the starting credit, logged in", handler: register }),
-  row({ method: "POST", path: "/api/login", auth: "visitor", body: "json", schema: Credentials, summary: "Log in", handler: login }),
-  row({ method: "POST", path: "/api/logout", auth: "visitor", summary: "Log out this browser", handler: logout }),
-  row({ method: "POST", path: "/api/logout-all", auth: "session", summary: "Log out every session of the account", handler: logoutAll }),
-  row({ method: "POST", path: "/api/password", auth: "session", body: "json", schema: PasswordChange, summary: "Change the password; other sessions end", handler: newPassword }),
-  row({ method: "POST", path: "/api/verify", auth: "visitor", body: "json", schema: VerifyBody, summary: "Verify the address with the emailed link's token: the starting credit, once", handler: verify }),
-  row({ method: "POST", path: "/api/verify/resend", auth: "session", summary: "Email a new verification link (at most once a minute)", handler: resendVerification }),
-  row({ method: "GET", path: "/api/me", auth: "session", summary: "The account, its balance, holds and low-balance notice", handler: getMe }),
-  row({ method: "PUT", path: "/api/me/low-balance", auth: "session", body: "json", schema: LowBalance, summary: "The low-balance threshold", handler: putLowBalance }),
-  row({ method: "GET", path: "/api/keys", auth: "session", summary: "The account's keys", handler: listKeys }),
-  row({ method: "POST", path: "/api/keys", auth: "session", body: "json", schema: KeyBody, summary: "A new key, shown once", handler: createKey }),
-  row({ method: "PATCH", path: "/api/keys/{id}", auth: "session", body: "json", schema: KeyBody, summary: "Change a key's restrictions", handler: updateKey }),
-  row({ method: "DELETE", path: "/api/keys/{id}", auth: "session", summary: "Revoke a key", handler: revokeKey }),
-  // account-data: the holder's figures and the operator's admin routes (api-usage.ts, api-admin.ts).
-  row({ method: "GET", path: "/api/ledger", auth: "session", summary: "The account's ledger, charges grouped per UTC day", handler: getLedger }),
-  row({ method: "GET", path: "/api/requests", auth: "session", summary: "The account's requests from the request log, filtered and paged", handler: getRequests }),
-  row({ method: "GET", path: "/api/requests.csv", auth: "session", summary: "The account's requests as CSV, every matching row", handler: getRequestsCsv }),
-  row({ method: "GET", path: "/api/usage/daily", auth: "session", summary: "Daily spend per key or per model", handler: getDailyUsage }),
-  row({ method: "GET", path: "/api/admin/accounts", auth: "session", summary: "Admin: every account and its money", handler: listAdminAccounts }),
-  row({ method: "POST", path: "/api/admin/accounts/{id}/credit", auth: "session", body: "json", schema: CreditBody, summary: "Admin: credit an account", handler: creditAccount }),
-  row({ method: "POST", path: "/api/admin/accounts/{id}/debit", auth: "session", body: "json", schema: DebitBody, summary: "Admin: debit an account, with a note", handler: debitAccountRoute }),
-  row({ method: "POST", path: "/api/admin/accounts/{id}/disable", auth: "session", summary: "Admin: disable an account", handler: disableAccount }),
-  row({ method: "POST", path: "/api/admin/accounts/{id}/enable", auth: "session", summary: "Admin: enable an account", handler: enableAccount }),
-  row({ method: "POST", path: "/api/admin/pause", auth: "session", summary: "Admin: pause the product", handler: pauseProduct }),
-  row({ method: "POST", path: "/api/admin/resume", auth: "session", summary: "Admin: resume the product", handler: resumeProduct }),
-  row({ method: "GET", path: "/api/admin/status", auth: "session", summary: "Admin: the pause switch and route health", handler: adminStatus }),
-  row({ method: "GET", path: "/api/admin/audit", auth: "session", summary: "Admin: the audit log, newest first", handler: listAudit }),
+  row({ method: "POST", path: "/api/register", auth: "visitor", body: "json", schema: Credentials, response: A.created(A.Registered), summary: "Register: an account with the starting credit, logged in", handler: register }),
+  row({ method: "POST", path: "/api/login", auth: "visitor", body: "json", schema: Credentials, response: A.ok(A.AccountView), summary: "Log in", handler: login }),
+  row({ method: "POST", path: "/api/logout", auth: "visitor", response: A.ok(A.LoggedOut), summary: "Log out this browser", handler: logout }),
+  row({ method: "POST", path: "/api/logout-all", auth: "session", response: A.ok(A.LoggedOutAll), summary: "Log out every session of the account", handler: logoutAll }),
+  row({ method: "POST", path: "/api/password", auth: "session", body: "json", schema: PasswordChange, response: A.ok(A.PasswordChanged), summary: "Change the password; other sessions end", handler: newPassword }),
+  row({ method: "POST", path: "/api/verify", auth: "visitor", body: "json", schema: VerifyBody, response: A.ok(A.Verified), summary: "Verify the address with the emailed link's token: the starting credit, once", handler: verify }),
+  row({ method: "POST", path: "/api/verify/resend", auth: "session", response: A.ok(A.VerificationSent), summary: "Email a new verification link (at most once a minute)", handler: resendVerification }),
+  row({ method: "GET", path: "/api/me", auth: "session", response: A.ok(A.AccountView), summary: "The account, its balance, holds and low-balance notice", handler: getMe }),
+  row({ method: "PUT", path: "/api/me/low-balance", auth: "session", body: "json", schema: LowBalance, response: A.ok(A.AccountView), summary: "The low-balance threshold", handler: putLowBalance }),
+  row({ method: "GET", path: "/api/keys", auth: "session", response: A.ok(A.KeyList), summary: "The account's keys", handler: listKeys }),
+  row({ method: "POST", path: "/api/keys", auth: "session", body: "json", schema: KeyBody, response: A.created(A.NewKeyView), summary: "A new key, shown once", handler: createKey }),
+  row({ method: "PATCH", path: "/api/keys/{id}", auth: "session", body: "json", schema: KeyBody, response: A.ok(A.KeyView), summary: "Change a key's restrictions", handler: updateKey }),
+  row({ method: "DELETE", path: "/api/keys/{id}", auth: "session", response: A.ok(A.KeyView), summary: "Revoke a key", handler: revokeKey }),
+  // account-data: the holder's figures and the operator's admin routes (handlers/dashboard-usage.ts, handlers/dashboard-admin.ts).
+  row({ method: "GET", path: "/api/ledger", auth: "session", response: A.ok(A.LedgerPage), summary: "The account's ledger, charges grouped per UTC day", handler: getLedger }),
+  row({ method: "GET", path: "/api/requests", auth: "session", response: A.ok(A.RequestPage), summary: "The account's requests from the request log, filtered and paged", handler: getRequests }),
+  row({ method: "GET", path: "/api/requests.csv", auth: "session", response: A.csvFile, summary: "The account's requests as CSV, every matching row", handler: getRequestsCsv }),
+  row({ method: "GET", path: "/api/usage/daily", auth: "session", response: A.ok(A.DailyUsage), summary: "Daily spend per key or per model", handler: getDailyUsage }),
+  row({ method: "GET", path: "/api/admin/accounts", auth: "session", response: A.ok(A.AdminAccountList), summary: "Admin: every account and its money", handler: listAdminAccounts }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/credit", auth: "session", body: "json", schema: CreditBody, response: A.ok(A.AdminAccount), summary: "Admin: credit an account", handler: creditAccount }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/debit", auth: "session", body: "json", schema: DebitBody, response: A.ok(A.AdminAccount), summary: "Admin: debit an account, with a note", handler: debitAccountRoute }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/disable", auth: "session", response: A.ok(A.AdminAccount), summary: "Admin: disable an account", handler: disableAccount }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/enable", auth: "session", response: A.ok(A.AdminAccount), summary: "Admin: enable an account", handler: enableAccount }),
+  row({ method: "POST", path: "/api/admin/pause", auth: "session", response: A.ok(A.PauseState), summary: "Admin: pause the product", handler: pauseProduct }),
+  row({ method: "POST", path: "/api/admin/resume", auth: "session", response: A.ok(A.PauseState), summary: "Admin: resume the product", handler: resumeProduct }),
+  row({ method: "GET", path: "/api/admin/status", auth: "session", response: A.ok(A.AdminStatus), summary: "Admin: the pause switch and route health", handler: adminStatus }),
+  row({ method: "GET", path: "/api/admin/audit", auth: "session", response: A.ok(A.AuditList), summary: "Admin: the audit log, newest first", handler: listAudit }),
   // payments: top-ups through Stripe Checkout (docs/dashboard.md, Top-ups). The webhook is Stripe's
   // call, not a browser's: no session and no Origin rule, its signature checked instead.
-  row({ method: "GET", path: "/api/topups", auth: "session", summary: "The account's top-ups and whether card top-ups are on", handler: listTopUps }),
-  row({ method: "POST", path: "/api/topups", auth: "session", body: "json", schema: TopUpBody, summary: "A Stripe Checkout Session for a top-up", handler: createTopUp }),
-  row({ method: "POST", path: "/api/stripe/webhook", auth: "public", dashboard: true, summary: "Stripe's signed webhook: credits a paid top-up once", handler: stripeWebhook }),
+  row({ method: "GET", path: "/api/topups", auth: "session", response: A.ok(A.TopUps), summary: "The account's top-ups and whether card top-ups are on", handler: listTopUps }),
+  row({ method: "POST", path: "/api/topups", auth: "session", body: "json", schema: TopUpBody, response: A.created(A.CheckoutOpened), summary: "A Stripe Checkout Session for a top-up", handler: createTopUp }),
+  row({ method: "POST", path: "/api/stripe/webhook", auth: "public", dashboard: true, response: A.ok(A.WebhookReceived), summary: "Stripe's signed webhook: credits a paid top-up once", handler: stripeWebhook }),
   // The operator's paths: no request log row (a probe every few seconds would fill it), no CORS.
   row({ method: "GET", path: "/healthz", auth: "public", published: false, summary: "Liveness", handler: healthz }),
   row({ method: "GET", path: "/readyz", auth: "public", published: false, quiet: true, summary: "Readiness", handler: readyz }),
@@ -168,7 +175,7 @@ export const endpointsAt = (pathname: string): Endpoint[] => PUBLISHED.filter((e
 /** The published endpoint a path belongs to (`/v1/models/{id}` for `/v1/models/x`), or undefined. */
 export const findEndpoint = (pathname: string): Endpoint | undefined => PUBLISHED.find((e) => e.pattern.test(pathname));
 
-// The 404's list is the model API's (spec, Rules 4): the dashboard's endpoints are not part of it.
+// The 404's list is the model API's (docs/api.md#rules, rule 4): the dashboard's endpoints are not part of it.
 const MODEL_API = PUBLISHED.filter((e) => !e.dashboard);
 
 export function endpointNotFound(method: string, pathname: string): GatewayError {

@@ -14,7 +14,7 @@ export interface FailureContext {
 }
 
 /**
- * The single place that writes error bodies: exactly the spec's four fields. Every 5xx also writes
+ * The single place that writes error bodies: exactly the four fields of docs/api.md#errors. Every 5xx also writes
  * one line to the operator's event log (core/events.ts), with the request id the client was given.
  */
 export function errorResponse(err: unknown, requestId: string, extraHeaders: Record<string, string> = {}, ctx: FailureContext = {}): Response {
@@ -33,7 +33,7 @@ export function errorResponse(err: unknown, requestId: string, extraHeaders: Rec
 }
 
 /**
- * The spec's error object. On the Messages dialect's endpoints it sits beside Anthropic's top-level
+ * The error object (docs/api.md#errors). On the Messages dialect's endpoints it sits beside Anthropic's top-level
  * `"type": "error"`: the Vercel AI SDK's Anthropic provider parses error bodies with
  * z.object({ type: z.literal("error"), error: { type, message } }) (vercel/ai
  * packages/anthropic/src/anthropic-error.ts) and, when that fails, shows only the status text.
@@ -47,7 +47,7 @@ export function errorBody(e: GatewayError, requestId: string, envelope: "standar
 export const toGatewayError = asGatewayError;
 
 /**
- * x-gateway-request-id is the spec's header; request-id and x-request-id carry the same value so
+ * x-gateway-request-id is the documented header (docs/api.md#rules, rule 6); request-id and x-request-id carry the same value so
  * the Anthropic and OpenAI SDKs show it as err.requestID / _request_id.
  */
 export function requestIdHeaders(requestId: string): Record<string, string> {

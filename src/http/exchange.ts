@@ -31,9 +31,9 @@ export interface KeyedCall extends RelayCall {
 export interface EndpointTraits {
   /** Matches the pathname (without query), a trailing slash allowed; `{name}` parts are named groups. */
   pattern: RegExp;
-  /** CORS `*` on every answer, the preflight included: the spec's four public GETs, which browsers may call. */
+  /** CORS `*` on every answer, the preflight included: the four public GETs, which browsers may call (docs/api.md#cors). */
   cors: boolean;
-  /** The error body: Anthropic's envelope around the spec's object on the Messages dialect's endpoints (errors.ts). */
+  /** The error body: Anthropic's envelope around the error object on the Messages dialect's endpoints (errors.ts). */
   envelope: "standard" | "messages";
   /** Its 5xx is no operator event: an orchestrator's probe asks every few seconds. */
   quiet: boolean;
@@ -106,3 +106,7 @@ export function pathParam(c: OpenCall, name: string): string {
     return raw;
   }
 }
+
+/** A JSON answer, every handler's success body; `T` is its schema's type (api-schemas.ts) where it has one, so the body cannot drift from it. */
+export const json = <T = unknown>(data: T, status = 200, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(data), { status, headers: { "content-type": "application/json", ...headers } });

@@ -55,7 +55,7 @@ export const ImageEditForm = T.Object({
 
 const compiled = new Map<TSchema, ReturnType<typeof TypeCompiler.Compile>>();
 
-/** Checks a parsed body against its schema; the first problem becomes the spec's 400 invalid_request. */
+/** Checks a parsed body against its schema; the first problem becomes 400 invalid_request (docs/api.md#errors). */
 /**
  * A top-level key that is `model` in another case ("Model", "MODEL") beside the one the gateway
  * routes and prices: Go's encoding/json matches keys case-insensitively (last one wins), so a Go

@@ -18,7 +18,7 @@ import { BYTES_PER_TOKEN, estimateTokens } from "./estimate.ts";
 
 /** Requests kept per model: the oldest is dropped when a new one comes. */
 export const WINDOW = 500;
-/** Below this many samples the plain estimate stands (the spec's null error). */
+/** Below this many samples the plain estimate stands (`typical_error_pct: null`, docs/api.md#rules). */
 export const MIN_SAMPLES = 20;
 /**
  * The window describes past requests, not the next one: a different body, a fallback route with

@@ -1,6 +1,6 @@
 import { isAscii } from "node:buffer";
 
-// The spec's byte estimator: it answers count_tokens, sizes reservations and counts the output of an
+// The byte estimator (docs/database.md#the-plain-rule): it answers count_tokens, sizes reservations and counts the output of an
 // answer without usage (or a cancelled stream, before its model is calibrated, ledger/calibration.ts).
 // It is not a tokenizer, and the real usage settles the bill.
 //

@@ -1,8 +1,8 @@
 import { GatewayError } from "../core/errors.ts";
 import { events } from "../core/events.ts";
 
-// Issue 14, item 11: an unauthenticated flood filled the database (158 k bad-key requests in 20 s
-// added 23 MB of request_logs rows, kept 90 days). Refusals that carry no valid key (401 no-key, 404
+// An unauthenticated flood once filled the database (158 k bad-key requests in 20 s added 23 MB
+// of request_logs rows, kept 90 days). Refusals that carry no valid key (401 no-key, 404
 // on /v1) are answered and logged as before while the client's address has budget; past it they get
 // 429 rate_limit at once, before the body is read, with no row: they are counted, and the count is
 // one operator event per minute. Keys that are valid never touch this budget.

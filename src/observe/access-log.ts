@@ -10,7 +10,7 @@ const FLUSH_MS = 500;
  * The access log: one JSON line per /v1 request on stdout, from the same row the request log keeps
  * (so the two never disagree), plus the key's visible prefix. Never content, never a key.
  *
- * Not pino, on purpose (issue 13 allows a logger only where it costs no measurable throughput): pino
+ * Not pino, on purpose (a logger belongs only where it costs no measurable throughput): pino
  * cost about 120 µs of CPU per request at c=1 writing each line, and still 9–11 % of the CPU per
  * request at c=1 and c=16 with its writes buffered (bench/RESULTS.md). A fixed-shape object through
  * the engine's JSON.stringify, buffered to 8 KiB writes or a flush every half second, measures within

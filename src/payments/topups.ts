@@ -9,7 +9,7 @@ import type { PaidSession } from "./stripe-event.ts";
 // and the balance credited only from Stripe's signed word that it was paid. The browser's return
 // credits nothing; the webhook may come before it, twice, or twice at once.
 
-/** spec, Limits: a top-up starts from 1 USD. */
+/** A top-up starts from 1 USD (docs/api.md#limits). */
 export const MINIMUM_TOP_UP_NANO = 1_000_000_000;
 const NANO_PER_CENT = 10_000_000;
 /** Stripe's ceiling for one charge in USD, 999 999.99. */

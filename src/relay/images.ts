@@ -23,7 +23,7 @@ function logImages(log: LogRow, images: number, u: ImageUsage | null): void {
 
 type ImageEndpoint = "images.generations" | "images.edits";
 
-/** Reads the model and what the price depends on from either body kind, with the spec's 400s (image-fields.ts). */
+/** Reads the model and what the price depends on from either body kind, with the documented 400s (image-fields.ts, docs/api.md#rules). */
 function readRequest(call: RelayCall, endpoint: ImageEndpoint): { model: unknown; ask: ImageAsk } {
   const bytes = (prompt: unknown) => (typeof prompt === "string" ? Buffer.byteLength(prompt) : 0);
   if (endpoint === "images.edits") {
@@ -63,7 +63,7 @@ export async function serveImages(call: RelayCall, endpoint: ImageEndpoint): Pro
           answer = (await readJsonAnswer(a)).json;
         } catch (e) {
           // Headers came, so the provider took the request and may bill it: trying another route
-          // could make two images charged to us for one asked (spec: not retried, not charged).
+          // could make two images charged to us for one asked (docs/api.md#retry-rules: not retried, not charged).
           throw new GatewayError(
             "ambiguous_upstream_result",
             `The image provider accepted the request but its answer was lost (${describe(e)}). It was not charged; do not retry automatically: the provider may have generated it.`,

@@ -18,7 +18,7 @@ import { bodySizeOf, post, reserve } from "./charge.ts";
 
 const ENDPOINT: Record<Dialect, "messages" | "chat.completions"> = { messages: "messages", chat: "chat.completions" };
 
-/** Model name → catalog model sold on this endpoint and allowed for this key, or the spec's refusal. */
+/** Model name → catalog model sold on this endpoint and allowed for this key, or its documented refusal (docs/api.md#errors). */
 /** `route` names the dialect asked for when it differs from what is sold (responses rides on chat.completions). */
 export function resolveModel(call: RelayCall, name: unknown, endpoint: Model["endpoints"][number], route: string = endpoint): Model {
   const model = typeof name === "string" ? call.svc.catalog.lookup(name) : undefined;

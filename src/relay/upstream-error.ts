@@ -1,7 +1,7 @@
 import { GatewayError } from "../core/errors.ts";
 import { redactSecrets } from "../wire/scrub.ts";
 
-// Vendor errors the spec passes through with their own texts, in the gateway's error shape.
+// Vendor errors that pass through with their own texts (docs/api.md#errors), in the gateway's error shape.
 
 interface VendorError {
   type: string;
@@ -26,7 +26,7 @@ export function readVendorError(text: string): VendorError | null {
   return { type, code, message: e.message };
 }
 
-// OpenAI marks region blocks with type request_forbidden; the spec names the error by its code.
+// OpenAI marks region blocks with type request_forbidden; the gateway names the error by its code (docs/api.md#errors).
 const TYPE_FROM_CODE = new Set(["unsupported_country_region_territory", "insufficient_quota"]);
 
 export function passThrough(status: number, v: VendorError): GatewayError {

@@ -47,7 +47,7 @@ describe("help", () => {
   });
 
   it("account --help says that create without --balance credits 1 USD", async () => {
-    expect((await gateway(["account", "--help"])).stdout).toContain("create without --balance credits the spec's starting balance of 1 USD");
+    expect((await gateway(["account", "--help"])).stdout).toContain("create without --balance credits the starting balance of 1 USD");
   });
 
   it("gateway --version prints the version of package.json", async () => {

@@ -34,6 +34,11 @@ describe("the dashboard's page", () => {
     expect(gz).toBeLessThan(60 * 1024);
   });
 
+  it("keeps TypeBox out of its script: the /api/ answers' types are imported type-only", () => {
+    const js = [...page.assets.values()].filter((a) => a.type.startsWith("text/javascript"));
+    expect(js.filter((a) => a.body.includes("TypeBox.Kind")).length).toBe(0);
+  });
+
   it("forbids framing by another site: X-Frame-Options DENY and CSP frame-ancestors 'none' on /", async () => {
     const res = await fetch(`${gw.url}/`);
     expect(res.status).toBe(200);

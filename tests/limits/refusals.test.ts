@@ -1,9 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { events } from "../../src/core/events.ts";
 import { REFUSALS_PER_MINUTE, RefusalGate } from "../../src/limits/refusals.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { getWithKey, postWithApiKey, sqlGet } from "../support/keyed.ts";
 import { errorOf } from "../support/errors.ts";
+
+// The floods below send hundreds of requests; a loaded 2-core machine needs more than 5 s for them.
+setDefaultTimeout(30_000);
 
 // Issue 14, item 11: refusals without a valid key (401, 404 on /v1) write a request_logs row only
 // while their address has budget; past it they get 429 rate_limit with Retry-After and no row.

@@ -47,12 +47,8 @@ async function worstHealthzMs<T>(work: () => Promise<T>): Promise<{ result: T; w
 
 describe("work before the reserve", () => {
   it("answers a 0 USD key's 100,000 function_call items with 402 in under a second, /healthz answering meanwhile", async () => {
+    // Before the fix the translation alone took 13 to 28 s; the body is now refused before it is read.
     const body = JSON.stringify({ model, input: functionCalls(100_000) });
-    // What the body's own JSON.parse costs here: no gateway answers it faster, and a loaded machine
-    // slows both alike. Before the fix the translation alone took 13 to 28 s.
-    const parseStart = performance.now();
-    JSON.parse(body);
-    const parseMs = performance.now() - parseStart;
     const poor = rig.gw.account(0);
     const { result, worstMs } = await worstHealthzMs(async () => {
       const t = performance.now();
@@ -62,7 +58,7 @@ describe("work before the reserve", () => {
     });
     expect(result).toMatchObject({ status: 402, code: "insufficient_balance" });
     expect(result.ms).toBeLessThan(1000);
-    expect(worstMs).toBeLessThan(Math.max(100, 3 * parseMs));
+    expect(worstMs).toBeLessThan(100);
   }, 120_000);
 });
 

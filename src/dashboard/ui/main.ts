@@ -2,7 +2,7 @@ import "uplot/dist/uPlot.min.css";
 import { api, ApiError } from "./api.ts";
 import type { Ctx, View } from "./context.ts";
 import { errorText, h, usd } from "./dom.ts";
-import type { Account } from "./types.ts";
+import type { AccountView } from "../../http/api-schemas.ts";
 import { adminView } from "./views/admin.ts";
 import { accountView, loginView, logout, registerView } from "./views/auth.ts";
 import { keysView } from "./views/keys.ts";
@@ -41,7 +41,7 @@ const NAV = ["", "keys", "usage", "models", "topup", "account", "admin"];
 const view = document.getElementById("view")!;
 const nav = document.getElementById("nav")!;
 const banner = document.getElementById("banner")!;
-let me: Account | null = null;
+let me: AccountView | null = null;
 
 function parseHash(): { name: string; params: URLSearchParams } {
   const [path = "", q = ""] = location.hash.replace(/^#\/?/, "").split("?");
@@ -67,8 +67,8 @@ function drawShell(current: string) {
     );
   }
   banner.replaceChildren();
-  if (me && me.email_verified === false) banner.append(unverifiedBanner());
-  if (me?.low_balance?.below) {
+  if (me && !me.email_verified) banner.append(unverifiedBanner());
+  if (me?.low_balance.below) {
     banner.append(
       h("p", { role: "alert", class: "low" }, `Your spendable balance (${usd(me.spendable_usd)}) is below your alert of ${usd(me.low_balance.threshold_usd)}. `, h("a", { href: "#/topup" }, "Top up")),
     );
@@ -94,7 +94,7 @@ async function render(): Promise<void> {
   const route = ROUTES[name]!;
   try {
     if (route.visitor) me = null;
-    else me = await api<Account>("GET", "/api/me");
+    else me = await api<AccountView>("GET", "/api/me");
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) return go("login");
     view.replaceChildren(h("p", { role: "alert", class: "error" }, errorText(e)));

@@ -7,7 +7,7 @@ import type { SourcedTool, ToolNamer } from "./tools.ts";
 
 
 const TEXT_PARTS = new Set(["input_text", "output_text"]);
-/** Spec, Rules 7: text requests take text only; these get 400 unsupported_content_type, not invalid_request. */
+/** Text requests take text only (docs/api.md#rules, rule 7); these get 400 unsupported_content_type, not invalid_request. */
 const MEDIA_PARTS = new Set(["input_image", "input_file", "input_audio", "input_video"]);
 const ROLES = new Set(["user", "assistant", "system", "developer"]);
 

@@ -155,7 +155,7 @@ export class ResponsesViaChatStream {
         out.push(...this.closeAll());
       }
     }
-    // Counts that are not counts are no usage: the estimate is shown and billed (issue 14 item 8).
+    // Counts that are not counts are no usage: the estimate is shown and billed (dialects/usage.ts).
     if (typeof chunk.service_tier === "string") this.serviceTier = chunk.service_tier;
     if (chunk.usage && billableChatUsage(chunk.usage)) {
       this.lastUsage = chunk.usage;

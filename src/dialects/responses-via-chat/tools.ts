@@ -221,7 +221,7 @@ export function mapToolChoice(choice: unknown, namer: ToolNamer, hasTools: boole
 
 function declaredName(ref: JsonObject, path: string, namer: ToolNamer): string {
   if (typeof ref.name !== "string" || ref.name === "") refuse(`${path}.name`, "required");
-  // No namespace field exists on ToolChoiceFunction in the spec; accept one anyway for namespace tools.
+  // No namespace field exists on OpenAI's ToolChoiceFunction; accept one anyway for namespace tools.
   const namespace = typeof ref.namespace === "string" ? ref.namespace : undefined;
   const chat = namer.find(namespace, ref.name);
   if (!chat) refuse(`${path}.name`, `no ${String(ref.type)} tool named '${ref.name}' in tools`);

@@ -7,7 +7,7 @@ import type { CreditKind } from "../ledger/contract.ts";
 /** A value now (SQLite) or later (PostgreSQL). */
 type Answer<T> = T | Promise<T>;
 
-export const STARTING_BALANCE_NANO = 1_000_000_000; // spec: registration credits 1 USD
+export const STARTING_BALANCE_NANO = 1_000_000_000; // a registration credits 1 USD (docs/api.md#what-it-does)
 
 /** An account as stored, without its password hash; disabledAt is set while its keys are refused (403 inactive). */
 export type Account = Omit<typeof accounts.$inferSelect, "passwordHash" | "lowBalanceNotifiedAt">;

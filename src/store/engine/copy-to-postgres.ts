@@ -46,12 +46,12 @@ export function copyPlan(sqliteTables: SQLiteTable[] = tablesOf(schema, SQLiteTa
   for (const from of sqliteTables) {
     const name = getTableName(from);
     const to = twins.get(name);
-    if (!to) throw new OperatorError(`the table ${name} has no PostgreSQL twin in db/pg-schema.ts: migrate-db would leave it behind, so it copies nothing`);
+    if (!to) throw new OperatorError(`the table ${name} has no PostgreSQL twin in store/schema/postgres.ts: migrate-db would leave it behind, so it copies nothing`);
     const toColumns = getTableColumns(to);
     const columns = Object.entries(getTableColumns(from)).map(([key, column]) => {
       const twin = toColumns[key];
       if (!twin || twin.name !== column.name) {
-        throw new OperatorError(`the column ${name}.${column.name} has no PostgreSQL twin in db/pg-schema.ts: migrate-db would leave it behind, so it copies nothing`);
+        throw new OperatorError(`the column ${name}.${column.name} has no PostgreSQL twin in store/schema/postgres.ts: migrate-db would leave it behind, so it copies nothing`);
       }
       return { key, from: column, to: twin };
     });

@@ -8,7 +8,7 @@ export interface Hold {
 
 /**
  * The open holds, kept by the serving process in memory. A hold lives exactly as long as its
- * request, which lives no longer than the process (DESIGN: reservations outlive nothing), so a hold
+ * request, which lives no longer than the process (a reservation outlives nothing), so a hold
  * never needs to be durable: a crash takes the holds with it and the next start has nothing to
  * release. Keeping them out of the database saves a write transaction per request (bench/RESULTS.md).
  * The price is that only this process sees them: one `gateway serve` per database (src/store/engine/sqlite/serve-lock.ts).

@@ -7,7 +7,7 @@ import { events } from "../../core/events.ts";
 // reports on it are store/reports/'s. tests/logs/request-log-contract.test.ts runs both engines.
 
 export const DAY_MS = 24 * 3600 * 1000;
-/** `[logs] retention_days` when the config names none (DESIGN: kept 90 days). */
+/** `[logs] retention_days` when the config names none (kept 90 days, docs/api.md#limits). */
 export const DEFAULT_RETENTION_DAYS = 90;
 export const LOG_RETENTION_MS = DEFAULT_RETENTION_DAYS * DAY_MS;
 

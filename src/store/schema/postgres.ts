@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { bigint, boolean, check, index, integer, pgEnum, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 
-// The PostgreSQL twin of schema.ts (`[database] url`, DESIGN.md "Scaling past one machine"): the same
+// The PostgreSQL twin of schema.ts (`[database] url`, docs/scaling.md): the same
 // tables, columns, indexes and invariants, read there for the reasons; this file says only where
 // PostgreSQL differs. tests/db/pg-schema.test.ts holds the two side by side.
 //
@@ -24,7 +24,7 @@ export const accounts = pgTable(
     balanceNano: money("balance_nano").notNull().default(0),
     // PostgreSQL only: what the holds of running requests on every instance take from the balance,
     // so that a reserve is one conditional UPDATE (balance_nano - held_nano >= amount), never a
-    // read-then-write across instances (issue 18). SQLite keeps holds in the one serving process.
+    // read-then-write across instances. SQLite keeps holds in the one serving process.
     heldNano: money("held_nano").notNull().default(0),
     disabledAt: time("disabled_at"),
     createdAt: time("created_at").notNull(),

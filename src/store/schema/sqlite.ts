@@ -139,7 +139,7 @@ export const checkoutSessions = sqliteTable(
     id: text("id").primaryKey(),
     accountId: integer("account_id").notNull().references(() => accounts.id),
     amountNano: integer("amount_nano").notNull(),
-    status: text("status").notNull().default("pending"), // pending | credited
+    status: text("status", { enum: ["pending", "credited"] }).notNull().default("pending"),
     createdAt: integer("created_at").notNull(),
     creditedAt: integer("credited_at"),
   },

@@ -1,7 +1,7 @@
 import { api } from "../api.ts";
 import type { Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit, table, usd, when } from "../dom.ts";
-import type { AdminAccount, AdminStatus, AuditRow, List } from "../types.ts";
+import type { AdminAccount, AdminAccountList, AdminStatus, AuditList, AuditRow } from "../../../http/api-schemas.ts";
 
 // The operator's page: accounts with their money and activity, credit or debit with a note (after a
 // confirmation), disable, pause and resume, route health, and the audit trail of these actions.
@@ -73,9 +73,9 @@ function routeRows(status: AdminStatus) {
 
 export async function adminView(ctx: Ctx): Promise<HTMLElement> {
   const [accounts, status, audit] = await Promise.all([
-    api<List<AdminAccount>>("GET", "/api/admin/accounts"),
+    api<AdminAccountList>("GET", "/api/admin/accounts"),
     api<AdminStatus>("GET", "/api/admin/status"),
-    api<List<AuditRow>>("GET", "/api/admin/audit?limit=50"),
+    api<AuditList>("GET", "/api/admin/audit?limit=50"),
   ]);
   const msg = messages();
   const rows = accounts.data.map((a) => [

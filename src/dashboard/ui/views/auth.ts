@@ -1,7 +1,7 @@
 import { api } from "../api.ts";
 import { account, type Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit } from "../dom.ts";
-import type { Account, Registered } from "../types.ts";
+import type { AccountView, Registered } from "../../../http/api-schemas.ts";
 
 // Logging in and out, registering, the password and "log out everywhere" (docs/dashboard.md).
 
@@ -19,10 +19,10 @@ function credentialsForm(ctx: Ctx, path: "/api/login" | "/api/register", submit:
     h("button", { type: "submit" }, submit),
   );
   onSubmit(form, msg, async (d) => {
-    const me = await api<Account & Partial<Registered>>("POST", path, { email: d.get("email"), password: d.get("password") });
+    const me = await api<AccountView | Registered>("POST", path, { email: d.get("email"), password: d.get("password") });
     ctx.signedIn(me);
     // The overview says why a new account has no starting credit (the day's are given out).
-    ctx.go(me.starting_credit_limited ? "?starting_credit=limited" : "");
+    ctx.go("starting_credit_limited" in me && me.starting_credit_limited ? "?starting_credit=limited" : "");
   });
   return h("div", { class: "narrow" }, form, msg.el);
 }

@@ -1,7 +1,7 @@
 import uPlot from "uplot";
 import { api } from "../api.ts";
 import { field, h, select, usd } from "../dom.ts";
-import type { DailyUsage } from "../types.ts";
+import type { DailyUsage } from "../../../http/api-schemas.ts";
 
 // The daily spend chart (uPlot, bundled): one line per key or per model over the last 30 days, and
 // the same figures as a table for whoever cannot see the chart.

@@ -1,5 +1,5 @@
 import { field, h, input } from "../dom.ts";
-import type { Key, PricedModel } from "../types.ts";
+import type { KeyView, PricedModel } from "../../../http/api-schemas.ts";
 
 // The form of a key's restrictions, for creating and for editing. The server applies the CLI's rules
 // (one implementation); the form only turns fields into the body, and its refusals name the field.
@@ -31,7 +31,7 @@ function modelChoices(models: PricedModel[], chosen: string[] | null): HTMLEleme
   );
 }
 
-export function keyFields(models: PricedModel[], key: Key | null): HTMLElement[] {
+export function keyFields(models: PricedModel[], key: KeyView | null): HTMLElement[] {
   return [
     field("Name", input({ name: "name", maxlength: 100, value: key?.name ?? "", autocomplete: "off" })),
     field("Quota (USD)", input({ type: "number", name: "quota_usd", min: 0, step: "0.01", inputmode: "decimal", value: key?.quota_usd ?? "" }), "Empty: no quota; the balance is the limit."),

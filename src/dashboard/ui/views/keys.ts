@@ -1,12 +1,12 @@
 import { api } from "../api.ts";
 import type { Ctx } from "../context.ts";
 import { copyButton, h, heading, messages, onSubmit, table, usd, when } from "../dom.ts";
-import type { Key, List, Pricing } from "../types.ts";
+import type { KeyList, KeyView, NewKeyView, Pricing } from "../../../http/api-schemas.ts";
 import { keyBody, keyFields } from "./key-form.ts";
 
 // The account's keys: create (the whole key shown once, with a copy button), list, edit, revoke.
 
-function restrictions(k: Key): string {
+function restrictions(k: KeyView): string {
   const parts = [
     k.models ? `models: ${k.models.join(", ")}` : null,
     k.ip_allow ? `IPs: ${k.ip_allow.join(", ")}` : null,
@@ -17,7 +17,7 @@ function restrictions(k: Key): string {
 }
 
 /** The panel that shows a new key: the only time its whole text exists outside the caller's hands. */
-function shownOnce(k: Key): HTMLElement {
+function shownOnce(k: NewKeyView): HTMLElement {
   return h(
     "div",
     { class: "once", role: "region", "aria-label": "Your new key" },
@@ -27,7 +27,7 @@ function shownOnce(k: Key): HTMLElement {
   );
 }
 
-function revokeButton(ctx: Ctx, k: Key, msg: ReturnType<typeof messages>): HTMLElement {
+function revokeButton(ctx: Ctx, k: KeyView, msg: ReturnType<typeof messages>): HTMLElement {
   // Two steps instead of a confirm() dialog: the second press is the decision.
   const b = h("button", { type: "button", class: "danger" }, "Revoke");
   b.addEventListener("click", async () => {
@@ -37,7 +37,7 @@ function revokeButton(ctx: Ctx, k: Key, msg: ReturnType<typeof messages>): HTMLE
       return;
     }
     try {
-      await api<Key>("DELETE", `/api/keys/${k.id}`);
+      await api<KeyView>("DELETE", `/api/keys/${k.id}`);
       ctx.reload();
     } catch (e) {
       msg.fail(e);
@@ -46,7 +46,7 @@ function revokeButton(ctx: Ctx, k: Key, msg: ReturnType<typeof messages>): HTMLE
   return b;
 }
 
-function editor(ctx: Ctx, k: Key, pricing: Pricing, slot: HTMLElement): void {
+function editor(ctx: Ctx, k: KeyView, pricing: Pricing, slot: HTMLElement): void {
   const msg = messages();
   const form = h(
     "form",
@@ -58,7 +58,7 @@ function editor(ctx: Ctx, k: Key, pricing: Pricing, slot: HTMLElement): void {
     h("button", { type: "button", class: "link", onclick: () => slot.replaceChildren() }, "Cancel"),
   );
   onSubmit(form, msg, async (d) => {
-    await api<Key>("PATCH", `/api/keys/${k.id}`, keyBody(d, true));
+    await api<KeyView>("PATCH", `/api/keys/${k.id}`, keyBody(d, true));
     ctx.reload();
   });
   slot.replaceChildren(form, msg.el);
@@ -66,13 +66,13 @@ function editor(ctx: Ctx, k: Key, pricing: Pricing, slot: HTMLElement): void {
 }
 
 export async function keysView(ctx: Ctx): Promise<HTMLElement> {
-  const [keys, pricing] = await Promise.all([api<List<Key>>("GET", "/api/keys"), api<Pricing>("GET", "/api/pricing")]);
+  const [keys, pricing] = await Promise.all([api<KeyList>("GET", "/api/keys"), api<Pricing>("GET", "/api/pricing")]);
   const msg = messages();
   const created = h("div", {});
   const editSlot = h("div", {});
   const form = h("form", { "aria-label": "Create a key", class: "wide" }, ...keyFields(pricing.models, null), h("button", { type: "submit" }, "Create key"));
   const list = h("div", {});
-  const drawList = (data: Key[]) =>
+  const drawList = (data: KeyView[]) =>
     list.replaceChildren(
       table(
         "Your keys",
@@ -92,10 +92,10 @@ export async function keysView(ctx: Ctx): Promise<HTMLElement> {
       ),
     );
   onSubmit(form, msg, async (d) => {
-    const k = await api<Key>("POST", "/api/keys", keyBody(d, false));
+    const k = await api<NewKeyView>("POST", "/api/keys", keyBody(d, false));
     form.reset();
     created.replaceChildren(shownOnce(k));
-    drawList((await api<List<Key>>("GET", "/api/keys")).data);
+    drawList((await api<KeyList>("GET", "/api/keys")).data);
     created.querySelector<HTMLButtonElement>("button")?.focus();
   });
   drawList(keys.data);

@@ -1,7 +1,7 @@
 import { api } from "../api.ts";
 import type { Ctx } from "../context.ts";
 import { copyBlock, field, h, heading, select, table } from "../dom.ts";
-import type { Key, List, PricedModel, Pricing } from "../types.ts";
+import type { KeyList, PricedModel, Pricing } from "../../../http/api-schemas.ts";
 
 // The public catalog with prices, the base URLs, and a snippet per client filled in with the chosen
 // key's prefix (the whole key was shown once; the holder pastes it over the prefix).
@@ -33,7 +33,7 @@ export function snippets(origin: string, key: string, model: string): [title: st
 }
 
 export async function modelsView(_ctx: Ctx): Promise<HTMLElement> {
-  const [pricing, keys] = await Promise.all([api<Pricing>("GET", "/api/pricing"), api<List<Key>>("GET", "/api/keys")]);
+  const [pricing, keys] = await Promise.all([api<Pricing>("GET", "/api/pricing"), api<KeyList>("GET", "/api/keys")]);
   const origin = location.origin;
   const active = keys.data.filter((k) => k.status === "active");
   const textModels = pricing.models.filter((m) => m.per_image === undefined);

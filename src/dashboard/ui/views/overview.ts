@@ -1,7 +1,7 @@
 import { api } from "../api.ts";
 import { account, type Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit, usd } from "../dom.ts";
-import type { Account } from "../types.ts";
+import type { AccountView } from "../../../http/api-schemas.ts";
 
 // The balance at a glance and the low-balance alert's threshold.
 
@@ -10,7 +10,7 @@ const figure = (label: string, value: string, id: string) => h("div", { class: "
 export async function overviewView(ctx: Ctx): Promise<HTMLElement> {
   const me = account(ctx);
   const msg = messages();
-  const threshold = input({ type: "number", name: "threshold", min: 0, step: "0.01", inputmode: "decimal", value: me.low_balance?.threshold_usd ?? "" });
+  const threshold = input({ type: "number", name: "threshold", min: 0, step: "0.01", inputmode: "decimal", value: me.low_balance.threshold_usd ?? "" });
   const form = h(
     "form",
     { "aria-label": "Low-balance alert" },
@@ -19,7 +19,7 @@ export async function overviewView(ctx: Ctx): Promise<HTMLElement> {
   );
   onSubmit(form, msg, async (d) => {
     const v = String(d.get("threshold") ?? "").trim();
-    await api<Account>("PUT", "/api/me/low-balance", { threshold_usd: v === "" ? null : Number(v) });
+    await api<AccountView>("PUT", "/api/me/low-balance", { threshold_usd: v === "" ? null : Number(v) });
     ctx.reload();
   });
   return h(
@@ -36,7 +36,7 @@ export async function overviewView(ctx: Ctx): Promise<HTMLElement> {
     ctx.params.get("starting_credit") === "limited"
       ? h("p", { class: "low", "data-testid": "starting-credit-limited" }, "Today's starting credits for new accounts are all given out, so this account starts at 0. Top up to use the models.")
       : null,
-    me.low_balance?.below ? h("p", { class: "low" }, `Spendable is below your alert of ${usd(me.low_balance.threshold_usd)}.`) : null,
+    me.low_balance.below ? h("p", { class: "low" }, `Spendable is below your alert of ${usd(me.low_balance.threshold_usd)}.`) : null,
     h("p", {}, h("a", { href: "#/keys" }, "Create a key"), " · ", h("a", { href: "#/models" }, "Models and how to connect"), " · ", h("a", { href: "#/topup" }, "Top up")),
     h("h2", {}, "Low-balance alert"),
     h("div", { class: "narrow" }, form, msg.el),

@@ -1,16 +1,16 @@
 import { api, ApiError } from "../api.ts";
 import type { Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit, table, usd, when } from "../dom.ts";
-import type { Topups } from "../types.ts";
+import type { TopUps } from "../../../http/api-schemas.ts";
 
 // Top-ups through Stripe Checkout: the amount, then the browser goes to Stripe's page and comes back
 // to #/topup. The balance is credited by Stripe's signed webhook, never by this page coming back.
 
 const OPERATOR_CREDITS = "Payments are not set up on this gateway: the operator credits balances (gateway account credit). Ask them to top up your account.";
 
-async function topups(): Promise<Topups | null> {
+async function topups(): Promise<TopUps | null> {
   try {
-    return await api<Topups>("GET", "/api/topups");
+    return await api<TopUps>("GET", "/api/topups");
   } catch (e) {
     // A gateway without the payments routes: the same answer as one without Stripe configured.
     if (e instanceof ApiError && e.status === 404) return null;
@@ -24,7 +24,7 @@ const POLL_MS = 2000;
 const POLLS = 30;
 const polled = new Map<string, number>();
 
-function returned(ctx: Ctx, t: Topups | null): HTMLElement | null {
+function returned(ctx: Ctx, t: TopUps | null): HTMLElement | null {
   const { params } = ctx;
   if (params.get("cancelled")) return h("p", { role: "status", class: "muted" }, "Payment cancelled: nothing was charged.");
   const id = params.get("session_id");

@@ -1,7 +1,7 @@
 import { api, query } from "../api.ts";
 import type { Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit, select, table, usd, when } from "../dom.ts";
-import type { Key, LedgerEntry, List, Pricing, RequestRow } from "../types.ts";
+import type { KeyList, KeyView, LedgerEntry, LedgerPage, Pricing, RequestPage, RequestRow } from "../../../http/api-schemas.ts";
 import { spendChart } from "./chart.ts";
 
 // Recent requests (never their content) with filters, paging and a CSV export; the ledger with the
@@ -37,7 +37,7 @@ function ledgerCells(e: LedgerEntry) {
 }
 
 /** A list that pages backwards with its `next` cursor: "Older" appends the next page. */
-function paged<T>(caption: string, head: string[], cells: (row: T) => unknown[], fetchPage: (before: string | null) => Promise<List<T>>, empty: string): HTMLElement {
+function paged<T>(caption: string, head: string[], cells: (row: T) => unknown[], fetchPage: (before: string | null) => Promise<{ data: T[]; next: string | null }>, empty: string): HTMLElement {
   const box = h("div", {});
   const msg = messages();
   const rows: T[] = [];
@@ -55,7 +55,7 @@ function paged<T>(caption: string, head: string[], cells: (row: T) => unknown[],
   return box;
 }
 
-function filters(keys: Key[], pricing: Pricing, current: URLSearchParams): HTMLFormElement {
+function filters(keys: KeyView[], pricing: Pricing, current: URLSearchParams): HTMLFormElement {
   const value = (k: string) => current.get(k) ?? "";
   return h(
     "form",
@@ -70,7 +70,7 @@ function filters(keys: Key[], pricing: Pricing, current: URLSearchParams): HTMLF
 }
 
 export async function usageView(ctx: Ctx): Promise<HTMLElement> {
-  const [keys, pricing] = await Promise.all([api<List<Key>>("GET", "/api/keys"), api<Pricing>("GET", "/api/pricing")]);
+  const [keys, pricing] = await Promise.all([api<KeyList>("GET", "/api/keys"), api<Pricing>("GET", "/api/pricing")]);
   const f = Object.fromEntries(["key_id", "model", "status", "since", "until"].map((k) => [k, ctx.params.get(k)]));
   const form = filters(keys.data, pricing, ctx.params);
   const msg = messages();
@@ -80,14 +80,14 @@ export async function usageView(ctx: Ctx): Promise<HTMLElement> {
     "Recent requests",
     ["Time", "Request id", "Key", "Model", "Route", "Status", "Tokens in / out", "Cost"],
     requestCells,
-    (before) => api("GET", "/api/requests" + query({ ...f, limit: 50, before })),
+    (before) => api<RequestPage>("GET", "/api/requests" + query({ ...f, limit: 50, before })),
     "No requests match.",
   );
   const ledger = paged<LedgerEntry>(
     "Ledger",
     ["Time", "Entry", "Detail", "Amount"],
     ledgerCells,
-    (before) => api("GET", "/api/ledger" + query({ limit: 50, before })),
+    (before) => api<LedgerPage>("GET", "/api/ledger" + query({ limit: 50, before })),
     "No entries yet.",
   );
   return h(

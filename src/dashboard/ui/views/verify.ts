@@ -1,14 +1,9 @@
 import { api } from "../api.ts";
 import { h, heading, messages, onSubmit, usd } from "../dom.ts";
+import type { VerificationSent, Verified } from "../../../http/api-schemas.ts";
 
 // The page of the emailed verification link (/verify?token=…, docs/dashboard.md#address-verification).
 // Opening it changes nothing: a mail scanner or a prefetch may load it. The button POSTs the token.
-
-interface Verified {
-  verified: true;
-  starting_credit_usd: number;
-  starting_credit_limited: boolean;
-}
 
 export function verifyPage(token: string | null, done: () => void): HTMLElement {
   const msg = messages();
@@ -35,7 +30,7 @@ export function unverifiedBanner(): HTMLElement {
   const msg = messages();
   const form = h("form", { "aria-label": "Send a new link", class: "inline" }, h("button", { type: "submit", class: "link" }, "Send a new link"));
   onSubmit(form, msg, async () => {
-    await api("POST", "/api/verify/resend");
+    await api<VerificationSent>("POST", "/api/verify/resend");
     msg.ok("A new link is on its way; the old one no longer works.");
   });
   return h("div", { role: "alert", class: "low", "data-testid": "verify-banner" }, h("p", {}, "Verify your address: open the link we emailed you. Your starting credit is added then. "), form, msg.el);

@@ -9,7 +9,7 @@ import { refuseIfNewer } from "../schema-age.ts";
 
 // PostgreSQL through Drizzle on Bun's built-in SQL client (docs/decisions.md: no dependency, and it
 // does transactions, prepared statements and LISTEN/NOTIFY). Only the migrator is here for now: the
-// owners' PostgreSQL statements come with the ledger's interface (issue 18).
+// owners' PostgreSQL statements come with the ledger's interface.
 
 export type PgDb = BunSQLDatabase<typeof schema> & { $client: SQL };
 

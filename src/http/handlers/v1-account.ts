@@ -1,10 +1,13 @@
-import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
-import { nanoToUsd } from "../core/money.ts";
-import { resolveModel } from "../relay/text.ts";
-import { bodySizeOf } from "../relay/charge.ts";
-import { BODY_LIMIT_BYTES } from "./body.ts";
-import type { KeyedCall } from "./exchange.ts";
-import { json } from "./public-endpoints.ts";
+import { findNonTextContent, unsupportedContent } from "../../dialects/content-check.ts";
+import { nanoToUsd } from "../../core/money.ts";
+import { resolveModel } from "../../relay/text.ts";
+import { bodySizeOf } from "../../relay/charge.ts";
+import { BODY_LIMIT_BYTES } from "../body.ts";
+import { json, type KeyedCall } from "../exchange.ts";
+
+// The key's own answers under /v1 that reach no upstream: GET /v1/me (what the key may still spend)
+// and POST /v1/messages/count_tokens (the free estimate). The dashboard's login and account, under
+// /api/, are dashboard-account.ts's.
 
 /** The low-balance notice of GET /v1/me and GET /api/me: `below` while spendable is under the holder's threshold. */
 export function lowBalanceView(thresholdNano: number | null, spendableNano: number) {

@@ -1,9 +1,10 @@
 import { Type as T } from "@sinclair/typebox";
-import { hashVerifyToken, newVerification, RESEND_INTERVAL_MS } from "../auth/email-verification.ts";
-import { GatewayError } from "../core/errors.ts";
-import { nanoToUsd } from "../core/money.ts";
-import type { SessionCall } from "./api-guard.ts";
-import { json } from "./public-endpoints.ts";
+import { hashVerifyToken, newVerification, RESEND_INTERVAL_MS } from "../../auth/email-verification.ts";
+import { GatewayError } from "../../core/errors.ts";
+import { nanoToUsd } from "../../core/money.ts";
+import type { VerificationSent, Verified } from "../api-schemas.ts";
+import { json } from "../exchange.ts";
+import type { SessionCall } from "../session-guard.ts";
 
 // Address verification under [email] (docs/dashboard.md#address-verification). The link in the email
 // opens a page (GET /verify) whose button POSTs the token here: a mail scanner or a browser that
@@ -22,7 +23,7 @@ export async function verify(c: SessionCall): Promise<Response> {
   }
   svc.notices.verified(done);
   const limited = startingCreditNano > 0 && done.creditedNano === 0;
-  return json({ verified: true, starting_credit_usd: nanoToUsd(done.creditedNano), starting_credit_limited: limited });
+  return json<Verified>({ verified: true, starting_credit_usd: nanoToUsd(done.creditedNano), starting_credit_limited: limited });
 }
 
 /** POST /api/verify/resend: a new link replacing the last, at most once a minute. */
@@ -39,5 +40,5 @@ export async function resendVerification(c: SessionCall): Promise<Response> {
   }
   const profile = (await svc.accounts.profileOf(accountId))!;
   svc.notices.verificationLink(accountId, profile.email, token, svc.config.dashboard.startingCreditNano);
-  return json({ sent: true });
+  return json<VerificationSent>({ sent: true });
 }

@@ -1,12 +1,13 @@
-import type { KeyRow } from "../store/keys/contract.ts";
-import { csv } from "../core/csv.ts";
-import { GatewayError, invalidRequest } from "../core/errors.ts";
-import { formatUsd, nanoToUsd } from "../core/money.ts";
-import type { StatementPosition } from "../store/accounts/contract.ts";
-import { statusRange, type LogCursor, type LogFilter, type LogRecord } from "../store/reports/contract.ts";
-import type { SessionCall } from "./api-guard.ts";
-import { json } from "./public-endpoints.ts";
-import { isoTime, readIsoTime } from "../core/time.ts";
+import type { KeyRow } from "../../store/keys/contract.ts";
+import { csv } from "../../core/csv.ts";
+import { GatewayError, invalidRequest } from "../../core/errors.ts";
+import { formatUsd, nanoToUsd } from "../../core/money.ts";
+import type { StatementPosition } from "../../store/accounts/contract.ts";
+import { statusRange, type LogCursor, type LogFilter, type LogRecord } from "../../store/reports/contract.ts";
+import type { SessionCall } from "../session-guard.ts";
+import { json } from "../exchange.ts";
+import { isoTime, readIsoTime } from "../../core/time.ts";
+import type { DailyUsage, LedgerEntry, LedgerPage, RequestPage, RequestRow } from "../api-schemas.ts";
 
 // The account holder's figures (docs/dashboard.md): the ledger, the request log and the daily spend
 // of the session's own account, read by the owners' queries the CLI's `gateway account show`,
@@ -52,12 +53,12 @@ export async function getLedger(c: SessionCall): Promise<Response> {
   const { upTo, at } = given === null ? { upTo: await c.svc.accounts.newestLedgerId(), at: null } : cursorOf(given);
   const items = await c.svc.accounts.statementPage(c.session!.accountId, upTo, at, limit + 1);
   const page = items.slice(0, limit);
-  const data = page.map((e) =>
+  const data = page.map((e): LedgerEntry =>
     e.kind === "charges"
       ? { kind: e.kind, day: e.day, amount_usd: nanoToUsd(e.amountNano), count: e.count, created_at: isoTime(e.createdAt) }
       : { kind: e.kind, amount_usd: nanoToUsd(e.amountNano), note: e.note, external_ref: e.externalRef, created_at: isoTime(e.createdAt) },
   );
-  return json({ object: "list", data, next: items.length > limit ? cursorText(upTo, page.at(-1)!.at) : null });
+  return json<LedgerPage>({ object: "list", data, next: items.length > limit ? cursorText(upTo, page.at(-1)!.at) : null });
 }
 
 // GET /api/requests and /api/requests.csv: the same filters, one page or every row.
@@ -96,7 +97,7 @@ async function requestFilter(c: SessionCall, q: URLSearchParams): Promise<{ keys
 const COLUMNS = ["request_id", "created_at", "key_id", "key_prefix", "key_name", "model", "endpoint", "path", "status", "error_code", "input_tokens", "output_tokens",
   "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms"] as const;
 
-function requestView(r: LogRecord, names: Map<number, string>) {
+function requestView(r: LogRecord, names: Map<number, string>): RequestRow {
   return {
     request_id: r.requestId,
     created_at: isoTime(r.createdAt),
@@ -140,7 +141,7 @@ export async function getRequests(c: SessionCall): Promise<Response> {
   const rows = await c.svc.reports.keysPage(keys.map((k) => k.id), filter, before === null ? null : await requestCursor(c, before), limit + 1);
   const names = new Map(keys.map((k) => [k.id, k.name]));
   const page = rows.slice(0, limit);
-  return json({ object: "list", data: page.map((r) => requestView(r, names)), next: rows.length > limit ? page.at(-1)!.requestId : null });
+  return json<RequestPage>({ object: "list", data: page.map((r) => requestView(r, names)), next: rows.length > limit ? page.at(-1)!.requestId : null });
 }
 
 export async function getRequestsCsv(c: SessionCall): Promise<Response> {
@@ -182,7 +183,7 @@ export async function getDailyUsage(c: SessionCall): Promise<Response> {
     total[i]! += r.cost_nano;
     series.set(String(id), s);
   }
-  return json({
+  return json<DailyUsage>({
     object: "usage",
     by,
     days: dayList,

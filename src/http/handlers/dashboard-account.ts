@@ -1,25 +1,26 @@
 import { Type as T } from "@sinclair/typebox";
-import { changePassword, checkLogin, register as registerAccount } from "../auth/credentials.ts";
-import { newVerification } from "../auth/email-verification.ts";
-import { GatewayError } from "../core/errors.ts";
-import { nanoToUsd, usdToNano } from "../core/money.ts";
-import { throttleAddress } from "../core/ip.ts";
-import type { Attempt, Throttle } from "../limits/throttle.ts";
-import type { Services } from "../services.ts";
-import { lowBalanceView } from "./account-endpoints.ts";
-import { sessionCookie, type SessionCall } from "./api-guard.ts";
-import { json } from "./public-endpoints.ts";
+import { changePassword, checkLogin, register as registerAccount } from "../../auth/credentials.ts";
+import { newVerification } from "../../auth/email-verification.ts";
+import { GatewayError } from "../../core/errors.ts";
+import { nanoToUsd, usdToNano } from "../../core/money.ts";
+import { throttleAddress } from "../../core/ip.ts";
+import type { Attempt, Throttle } from "../../limits/throttle.ts";
+import type { Services } from "../../services.ts";
+import { lowBalanceView } from "./v1-account.ts";
+import { sessionCookie, type SessionCall } from "../session-guard.ts";
+import { json } from "../exchange.ts";
+import type { AccountView, LoggedOut, LoggedOutAll, PasswordChanged, Registered } from "../api-schemas.ts";
 
 // The account holder's /api/ (docs/dashboard.md): register, log in and out, the password, the
-// account's money. The keys are api-keys.ts's; the guard every dashboard endpoint passes is
-// api-guard.ts, and the rows are in endpoints.ts.
+// account's money. The keys are dashboard-keys.ts's; the guard every dashboard endpoint passes is
+// ../session-guard.ts, and the rows are in ../endpoints.ts.
 
 export const Credentials = T.Object({ email: T.String({ minLength: 1, maxLength: 320 }), password: T.String() });
 export const PasswordChange = T.Object({ current_password: T.String(), new_password: T.String() });
 export const LowBalance = T.Object({ threshold_usd: T.Union([T.Number(), T.String(), T.Null()]) });
 
 /** GET /api/me's answer: the account and its money, as the ledger and the running requests' holds have it. */
-async function meView(svc: Services, accountId: number) {
+async function meView(svc: Services, accountId: number): Promise<AccountView> {
   const [p, b, v] = await Promise.all([svc.accounts.profileOf(accountId), svc.ledger.balance(accountId), svc.accounts.verificationOf(accountId)]);
   if (!p) throw new GatewayError("no-session", "Log in to use the dashboard.");
   const spendable = Math.max(b.spendableNano, 0);
@@ -68,11 +69,11 @@ async function passwordCheck<T>(throttle: Throttle, failure: Attempt, attempt: (
  * A new session for the account, answered with the cookie. The request's old session, if any, ends:
  * the id changes at every login, so a token planted before it (fixation) opens nothing after.
  */
-async function loggedIn(c: SessionCall, accountId: number, status: number, extra: Record<string, unknown> = {}): Promise<Response> {
+async function loggedIn(c: SessionCall, accountId: number, status: number, extra: Omit<Registered, keyof AccountView> | null = null): Promise<Response> {
   const { sessions } = c.dash;
   if (c.token) await sessions.revoke(c.token);
   const opened = await sessions.open(accountId);
-  return json({ ...(await meView(c.svc, accountId)), ...extra }, status, { "set-cookie": sessionCookie(c.svc, c.request, opened) });
+  return json<AccountView | Registered>({ ...(await meView(c.svc, accountId)), ...extra }, status, { "set-cookie": sessionCookie(c.svc, c.request, opened) });
 }
 
 export async function register(c: SessionCall): Promise<Response> {
@@ -106,12 +107,12 @@ export async function login(c: SessionCall): Promise<Response> {
 
 export async function logout(c: SessionCall): Promise<Response> {
   if (c.token) await c.dash.sessions.revoke(c.token);
-  return json({ logged_out: true }, 200, { "set-cookie": sessionCookie(c.svc, c.request, null) });
+  return json<LoggedOut>({ logged_out: true }, 200, { "set-cookie": sessionCookie(c.svc, c.request, null) });
 }
 
 export async function logoutAll(c: SessionCall): Promise<Response> {
   const ended = await c.dash.sessions.revokeAll(c.session!.accountId);
-  return json({ logged_out: true, sessions_ended: ended }, 200, { "set-cookie": sessionCookie(c.svc, c.request, null) });
+  return json<LoggedOutAll>({ logged_out: true, sessions_ended: ended }, 200, { "set-cookie": sessionCookie(c.svc, c.request, null) });
 }
 
 export async function newPassword(c: SessionCall): Promise<Response> {
@@ -122,10 +123,10 @@ export async function newPassword(c: SessionCall): Promise<Response> {
   await passwordCheck(t.loginPerAccount, failure, () => changePassword(c.svc.accounts, c.session!.accountId, current_password, new_password));
   // Whoever else knew the old password is logged out; this browser stays in.
   const ended = await c.dash.sessions.revokeAll(c.session!.accountId, c.session!.id);
-  return json({ password_changed: true, sessions_ended: ended });
+  return json<PasswordChanged>({ password_changed: true, sessions_ended: ended });
 }
 
-export const getMe = async (c: SessionCall): Promise<Response> => json(await meView(c.svc, c.session!.accountId));
+export const getMe = async (c: SessionCall): Promise<Response> => json<AccountView>(await meView(c.svc, c.session!.accountId));
 
 export async function putLowBalance(c: SessionCall): Promise<Response> {
   const given = (c.json as { threshold_usd: number | string | null }).threshold_usd;
@@ -136,5 +137,5 @@ export async function putLowBalance(c: SessionCall): Promise<Response> {
     throw new GatewayError("invalid_request", `threshold_usd: ${(e as Error).message}`);
   }
   await c.svc.accounts.setLowBalanceThreshold(c.session!.accountId, nano);
-  return json(await meView(c.svc, c.session!.accountId));
+  return json<AccountView>(await meView(c.svc, c.session!.accountId));
 }

@@ -1,12 +1,12 @@
 import { Type as T } from "@sinclair/typebox";
-import { nanoToUsd } from "../core/money.ts";
-import type { CheckoutSession } from "../store/checkouts/contract.ts";
-import { MINIMUM_TOP_UP_NANO, notConfigured } from "../payments/topups.ts";
-import type { SessionCall } from "./api-guard.ts";
-import { readBodyLimited } from "./body.ts";
-import type { OpenCall } from "./exchange.ts";
-import { json } from "./public-endpoints.ts";
-import { isoTime } from "../core/time.ts";
+import { nanoToUsd } from "../../core/money.ts";
+import type { CheckoutSession } from "../../store/checkouts/contract.ts";
+import { MINIMUM_TOP_UP_NANO, notConfigured } from "../../payments/topups.ts";
+import type { SessionCall } from "../session-guard.ts";
+import { readBodyLimited } from "../body.ts";
+import { json, type OpenCall } from "../exchange.ts";
+import { isoTime } from "../../core/time.ts";
+import type { CheckoutOpened, TopUps, TopUpView, WebhookReceived } from "../api-schemas.ts";
 
 // Top-ups under /api/ (docs/dashboard.md, Top-ups): the holder's checkout sessions, a new one, and
 // Stripe's webhook, which is the only thing that credits. The rules are payments/topups.ts's.
@@ -17,7 +17,7 @@ export const TopUpBody = T.Object({ amount_usd: T.Number() }, { additionalProper
 const WEBHOOK_BODY_LIMIT = 1024 * 1024;
 
 
-const topUpView = (s: CheckoutSession) => ({
+const topUpView = (s: CheckoutSession): TopUpView => ({
   id: s.id,
   amount_usd: nanoToUsd(s.amountNano),
   status: s.status,
@@ -26,7 +26,7 @@ const topUpView = (s: CheckoutSession) => ({
 });
 
 export const listTopUps = async (c: SessionCall): Promise<Response> =>
-  json({
+  json<TopUps>({
     object: "topups",
     enabled: c.svc.payments.enabled,
     minimum_usd: nanoToUsd(MINIMUM_TOP_UP_NANO),
@@ -45,7 +45,7 @@ export async function createTopUp(c: SessionCall): Promise<Response> {
     returnTo,
     requestId: c.requestId,
   });
-  return json({ object: "topup", id: opened.id, url: opened.url, amount_usd: nanoToUsd(opened.amountNano) }, 201);
+  return json<CheckoutOpened>({ object: "topup", id: opened.id, url: opened.url, amount_usd: nanoToUsd(opened.amountNano) }, 201);
 }
 
 /** POST /api/stripe/webhook: no session and no Origin (Stripe's servers call it); the signature is the credential. */
@@ -53,5 +53,5 @@ export async function stripeWebhook(c: OpenCall): Promise<Response> {
   if (!c.svc.payments.enabled) throw notConfigured();
   const payload = await readBodyLimited(c.request, WEBHOOK_BODY_LIMIT);
   const outcome = await c.svc.payments.webhook(payload, c.request.headers.get("stripe-signature"));
-  return json({ received: true, ...outcome }, 200, { "cache-control": "no-store" });
+  return json<WebhookReceived>({ received: true, ...outcome }, 200, { "cache-control": "no-store" });
 }

@@ -1,13 +1,13 @@
 import { Type as T } from "@sinclair/typebox";
-import type { KeyRow, NewKey } from "../store/keys/contract.ts";
-import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
-import { GatewayError } from "../core/errors.ts";
-import { nanoToUsd } from "../core/money.ts";
-import type { Services } from "../services.ts";
-import type { SessionCall } from "./api-guard.ts";
-import { json } from "./public-endpoints.ts";
-import { pathParam } from "./exchange.ts";
-import { isoTime } from "../core/time.ts";
+import type { KeyRow, NewKey } from "../../store/keys/contract.ts";
+import { keyRules, KeyRuleError, type KeyRulesInput } from "../../auth/key-rules.ts";
+import { GatewayError } from "../../core/errors.ts";
+import { nanoToUsd } from "../../core/money.ts";
+import type { Services } from "../../services.ts";
+import type { SessionCall } from "../session-guard.ts";
+import { json, pathParam } from "../exchange.ts";
+import { isoTime } from "../../core/time.ts";
+import type { KeyList, KeyView, NewKeyView } from "../api-schemas.ts";
 
 // The account holder's keys under /api/keys: the same rules as `gateway key create|update`
 // (auth/key-rules.ts keyRules, one implementation), on the session's own account only.
@@ -54,7 +54,7 @@ function sharedRules(svc: Services, body: Record<string, unknown>): NewKey {
 }
 
 /** A key as the dashboard shows it: its prefix, never the key or its hash; money in USD. */
-async function keyView(svc: Services, r: KeyRow, lastUsed?: Map<number, number>, now = Date.now()) {
+async function keyView(svc: Services, r: KeyRow, lastUsed?: Map<number, number>, now = Date.now()): Promise<KeyView> {
   const [used, spend] = await Promise.all([lastUsed ?? svc.reports.lastUsedByKey([r.id]), svc.ledger.keySpend(r.id)]);
   return {
     object: "key",
@@ -88,7 +88,7 @@ async function ownKey(c: SessionCall): Promise<KeyRow> {
 export async function listKeys(c: SessionCall): Promise<Response> {
   const rows = await c.svc.keys.ofAccount(c.session!.accountId);
   const lastUsed = await c.svc.reports.lastUsedByKey(rows.map((r) => r.id));
-  return json({ object: "list", data: await Promise.all(rows.map((r) => keyView(c.svc, r, lastUsed))) });
+  return json<KeyList>({ object: "list", data: await Promise.all(rows.map((r) => keyView(c.svc, r, lastUsed))) });
 }
 
 /** The key's row as it is now, in the dashboard's view. */
@@ -99,7 +99,7 @@ export async function createKey(c: SessionCall): Promise<Response> {
   // The holder's keys are capped (`[dashboard] max_keys_per_account`); the operator's CLI is not.
   const { key, record } = await c.svc.keys.create(c.session!.accountId, rules, c.svc.config.dashboard.maxKeysPerAccount);
   // The only time the key is shown: the table keeps its hash.
-  return json({ ...(await rowView(c.svc, record.id)), key }, 201);
+  return json<NewKeyView>({ ...(await rowView(c.svc, record.id)), key }, 201);
 }
 
 export async function updateKey(c: SessionCall): Promise<Response> {
@@ -107,11 +107,11 @@ export async function updateKey(c: SessionCall): Promise<Response> {
   const rules = rulesOf(c.svc, c.json, row.rpm);
   if (Object.keys(rules).length === 0) throw new GatewayError("invalid_request", "Nothing to change: give at least one of name, quota_usd, models, ip_allow, rpm, expires_at.");
   await c.svc.keys.update(row.id, rules);
-  return json(await rowView(c.svc, row.id));
+  return json<KeyView>(await rowView(c.svc, row.id));
 }
 
 export async function revokeKey(c: SessionCall): Promise<Response> {
   const row = await ownKey(c);
   await c.svc.keys.revoke(row.id);
-  return json(await rowView(c.svc, row.id));
+  return json<KeyView>(await rowView(c.svc, row.id));
 }

@@ -1,13 +1,14 @@
 import { Type as T } from "@sinclair/typebox";
-import { GatewayError, invalidRequest } from "../core/errors.ts";
-import { formatUsd, nanoToUsd, usdToNano } from "../core/money.ts";
-import type { Account } from "../store/accounts/contract.ts";
-import type { Services } from "../services.ts";
-import type { SessionCall } from "./api-guard.ts";
-import { limitParam, queryOf } from "./api-usage.ts";
-import { pathParam } from "./exchange.ts";
-import { json, routeHealth } from "./public-endpoints.ts";
-import { isoTime } from "../core/time.ts";
+import { GatewayError, invalidRequest } from "../../core/errors.ts";
+import { formatUsd, nanoToUsd, usdToNano } from "../../core/money.ts";
+import type { Account } from "../../store/accounts/contract.ts";
+import type { Services } from "../../services.ts";
+import type { SessionCall } from "../session-guard.ts";
+import { limitParam, queryOf } from "./dashboard-usage.ts";
+import { json, pathParam } from "../exchange.ts";
+import { routeHealth } from "./public.ts";
+import { isoTime } from "../../core/time.ts";
+import type { AdminAccount, AdminAccountList, AdminStatus, AuditList, PauseState } from "../api-schemas.ts";
 
 // The operator's side of the dashboard (docs/dashboard.md, Admin): a session of an account marked
 // admin (`gateway account create --admin`). Every action leaves who did it behind: money as a ledger
@@ -39,7 +40,7 @@ const adminOnly =
 const monthStart = (now = new Date()) => Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
 
 /** Accounts as the admin page lists them; held is what the running requests hold (on every instance). */
-async function accountViews(svc: Services, list: Account[]) {
+async function accountViews(svc: Services, list: Account[]): Promise<AdminAccount[]> {
   const [keys, charged, last, balances] = await Promise.all([
     svc.keys.countsByAccount(),
     svc.accounts.chargedSince(list.map((a) => a.id), monthStart()),
@@ -68,9 +69,9 @@ async function targetOf(c: SessionCall): Promise<Account> {
   return account;
 }
 
-const accountAnswer = async (svc: Services, id: number) => json((await accountViews(svc, [(await svc.accounts.findById(id))!]))[0]);
+const accountAnswer = async (svc: Services, id: number) => json<AdminAccount>((await accountViews(svc, [(await svc.accounts.findById(id))!]))[0]!);
 
-export const listAdminAccounts = adminOnly(async (c) => json({ object: "list", data: await accountViews(c.svc, await c.svc.accounts.list()) }));
+export const listAdminAccounts = adminOnly(async (c) => json<AdminAccountList>({ object: "list", data: await accountViews(c.svc, await c.svc.accounts.list()) }));
 
 /** The amount and note of a credit or debit; a debit must say why, as `gateway account debit` does. */
 function amountOf(c: SessionCall, noteRequired: boolean): { nano: number; note: string | null } {
@@ -124,13 +125,13 @@ const switchProduct = (paused: boolean) =>
   adminOnly(async (c, adminId) => {
     await c.svc.settings.setPaused(paused);
     await c.svc.audit.record({ actorAccountId: adminId, action: paused ? "product_paused" : "product_resumed" });
-    return json({ paused });
+    return json<PauseState>({ paused });
   });
 
 export const pauseProduct = switchProduct(true);
 export const resumeProduct = switchProduct(false);
 
-export const adminStatus = adminOnly(async (c) => json({ paused: c.svc.settings.paused, routes: routeHealth(c.svc) }));
+export const adminStatus = adminOnly(async (c) => json<AdminStatus>({ paused: c.svc.settings.paused, routes: routeHealth(c.svc) }));
 
 export const listAudit = adminOnly(async (c) => {
   const limit = limitParam(queryOf(c, ["limit"]));
@@ -147,5 +148,5 @@ export const listAudit = adminOnly(async (c) => {
     detail: a.detail,
     created_at: new Date(a.createdAt).toISOString(),
   }));
-  return json({ object: "list", data });
+  return json<AuditList>({ object: "list", data });
 });

@@ -1,10 +1,11 @@
-import type { Model } from "../catalog/catalog.ts";
-import type { ModelConfig } from "../config/schema.ts";
-import { modelNotFound } from "../core/errors.ts";
-import type { Services } from "../services.ts";
-import { pathParam, type OpenCall } from "./exchange.ts";
-import { CONFIG_NAME, PRICE_CLASSES, type ModelPrices, type PriceSheet } from "../catalog/prices.ts";
-import { nanoToUsd } from "../core/money.ts";
+import type { Model } from "../../catalog/catalog.ts";
+import type { ModelConfig } from "../../config/schema.ts";
+import { modelNotFound } from "../../core/errors.ts";
+import type { Services } from "../../services.ts";
+import { json, pathParam, type OpenCall } from "../exchange.ts";
+import { CONFIG_NAME, PRICE_CLASSES, type ModelPrices, type PriceSheet } from "../../catalog/prices.ts";
+import { nanoToUsd } from "../../core/money.ts";
+import type { PricedModel, PriceTable, Pricing } from "../api-schemas.ts";
 
 // The four public endpoints: no key, read-only views of the catalog and health (their CORS is the
 // endpoint table's).
@@ -28,9 +29,6 @@ export function modelObject(m: Model) {
   };
 }
 
-export const json = (data: unknown, status = 200, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify(data), { status, headers: { "content-type": "application/json", ...headers } });
-
 export function listModels({ svc }: OpenCall): Response {
   const data = svc.catalog.models.map(modelObject);
   return json(
@@ -49,9 +47,9 @@ export function getModel(c: OpenCall): Response {
  * The prices the first route bills (docs/pricing.md): every class, unset ones as its provider's rule
  * derives them; web_search per 1,000 searches; the long-context and service tiers when configured.
  */
-function publicTable(p: ModelPrices): Record<string, unknown> {
-  const usd = (s: PriceSheet) => Object.fromEntries(PRICE_CLASSES.map((c) => [CONFIG_NAME[c], nanoToUsd(s.prices[c])]));
-  const out: Record<string, unknown> = usd(p.standard.base);
+function publicTable(p: ModelPrices): Pick<PricedModel, keyof PriceTable | "pricing_tiers" | "service_tiers"> {
+  const usd = (s: PriceSheet) => Object.fromEntries(PRICE_CLASSES.map((c) => [CONFIG_NAME[c], nanoToUsd(s.prices[c])])) as PriceTable;
+  const out: ReturnType<typeof publicTable> = usd(p.standard.base);
   if (p.standard.tiers.length) out.pricing_tiers = [...p.standard.tiers].reverse().map((t) => ({ above_input_tokens: t.above, ...usd(t) }));
   const service = Object.entries(p.service).map(([name, s]) => [name, usd(s.base)]);
   if (service.length) out.service_tiers = Object.fromEntries(service);
@@ -59,14 +57,14 @@ function publicTable(p: ModelPrices): Record<string, unknown> {
 }
 
 /** An image model's public prices: per image, and its token prices when billed by the upstream's usage (docs/pricing.md#images). */
-function imagePricing(p: ModelConfig["pricing"]): Record<string, unknown> {
+function imagePricing(p: ModelConfig["pricing"]): Pick<PricedModel, "per_image" | "unit" | "input" | "image_input" | "image_output" | "output"> {
   const perImage = { per_image: p.per_image ?? 0 };
   if (p.image_input === undefined && p.image_output === undefined) return perImage;
   return { ...perImage, unit: "per 1M tokens", input: p.input, image_input: p.image_input, image_output: p.image_output, ...(p.output === undefined ? {} : { output: p.output }) };
 }
 
 export function pricing({ svc }: OpenCall): Response {
-  const models = svc.catalog.models.map((m) => ({
+  const models = svc.catalog.models.map((m): PricedModel => ({
     id: m.id,
     aliases: m.aliases,
     endpoints: m.endpoints,
@@ -74,11 +72,11 @@ export function pricing({ svc }: OpenCall): Response {
     ...(m.endpoints.some((e) => e.startsWith("images."))
       ? imagePricing(m.publicPricing)
       : {
-          unit: "per 1M tokens",
+          unit: "per 1M tokens" as const,
           ...publicTable(m.routes[0]!.prices),
         }),
   }));
-  return json(
+  return json<Pricing>(
     { catalog_version: svc.catalog.version, currency: "USD", minimum_top_up_usd: 1, starting_balance_usd: 1, models },
   );
 }

@@ -1,0 +1,253 @@
+import { Type as T, type Static, type TSchema } from "@sinclair/typebox";
+
+// The JSON answers of /api/ (docs/dashboard.md), one schema each. The handlers build their answers
+// as these types (a field that drifts is a type error), the endpoint table attaches each to its row
+// so GET /openapi.json shows it, and the dashboard's browser code imports the types (type-only: no
+// TypeBox in its bundle). tests/api/answer-schemas.test.ts checks the real answers against them.
+// Nothing here may import the server's modules: the browser's compiler reads this file too.
+
+const Nullable = <S extends TSchema>(s: S) => T.Union([s, T.Null()]);
+/** An amount in USD, a number of at most 9 decimals (the ledger's nano-dollars). */
+const Usd = T.Number({ description: "USD" });
+/** A time as the gateway writes them: ISO 8601 in UTC, with milliseconds. */
+const Time = T.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$" });
+const Count = T.Integer({ minimum: 0 });
+const ListOf = <S extends TSchema>(item: S) => T.Object({ object: T.Literal("list"), data: T.Array(item) });
+/** A page of a list that goes on: `next` is the `before` of the following page, null on the last. */
+const PageOf = <S extends TSchema>(item: S, next: string) => T.Object({ object: T.Literal("list"), data: T.Array(item), next: Nullable(T.String({ description: next })) });
+
+/** The one error shape of every /api/ refusal (docs/api.md#errors). */
+export const ErrorEnvelope = T.Object({
+  error: T.Object({ type: T.String(), code: T.String(), message: T.String(), request_id: T.String() }),
+});
+export type ErrorEnvelope = Static<typeof ErrorEnvelope>;
+
+// The account holder's own.
+
+export const AccountView = T.Object({
+  object: T.Literal("account"),
+  id: T.Integer(),
+  email: T.String(),
+  admin: T.Boolean(),
+  balance_usd: Usd,
+  held_usd: Usd,
+  spendable_usd: Usd,
+  /** The holder's threshold (null: none set) and whether spendable is under it (docs/dashboard.md#the-accounts-figures). */
+  low_balance: T.Object({ threshold_usd: Nullable(Usd), below: T.Boolean() }),
+  /** False until the emailed link is used, for a registration under [email] (docs/dashboard.md#address-verification). */
+  email_verified: T.Boolean(),
+});
+export type AccountView = Static<typeof AccountView>;
+
+/**
+ * POST /api/register: the account, the starting credit given, whether the day's ceiling withheld it,
+ * and whether a verification link was emailed (the credit then waits for it).
+ */
+export const Registered = T.Composite([AccountView, T.Object({ starting_credit_usd: Usd, starting_credit_limited: T.Boolean(), verification_sent: T.Boolean() })]);
+export type Registered = Static<typeof Registered>;
+
+/** POST /api/verify: the address verified and the starting credit it granted, 0 when the day's ceiling withheld it. */
+export const Verified = T.Object({ verified: T.Literal(true), starting_credit_usd: Usd, starting_credit_limited: T.Boolean() });
+export type Verified = Static<typeof Verified>;
+/** POST /api/verify/resend: a new link emailed, replacing the last. */
+export const VerificationSent = T.Object({ sent: T.Literal(true) });
+export type VerificationSent = Static<typeof VerificationSent>;
+
+export const LoggedOut = T.Object({ logged_out: T.Literal(true) });
+export type LoggedOut = Static<typeof LoggedOut>;
+export const LoggedOutAll = T.Object({ logged_out: T.Literal(true), sessions_ended: Count });
+export type LoggedOutAll = Static<typeof LoggedOutAll>;
+export const PasswordChanged = T.Object({ password_changed: T.Literal(true), sessions_ended: Count });
+export type PasswordChanged = Static<typeof PasswordChanged>;
+
+const Names = Nullable(T.Array(T.String()));
+/** A key as the dashboard shows it: its prefix, never the key or its hash. */
+export const KeyView = T.Object({
+  object: T.Literal("key"),
+  id: T.Integer(),
+  name: Nullable(T.String()),
+  prefix: T.String(),
+  status: T.Union([T.Literal("active"), T.Literal("expired"), T.Literal("revoked")]),
+  quota_usd: Nullable(Usd),
+  spent_usd: Usd,
+  held_usd: Usd,
+  models: Names,
+  ip_allow: Names,
+  rpm: Nullable(T.Integer()),
+  expires_at: Nullable(Time),
+  created_at: Time,
+  revoked_at: Nullable(Time),
+  last_used_at: Nullable(Time),
+});
+export type KeyView = Static<typeof KeyView>;
+/** POST /api/keys: the key with the whole key, shown this once. */
+export const NewKeyView = T.Composite([KeyView, T.Object({ key: T.String() })]);
+export type NewKeyView = Static<typeof NewKeyView>;
+export const KeyList = ListOf(KeyView);
+export type KeyList = Static<typeof KeyList>;
+
+// The account's figures.
+
+export const LedgerEntry = T.Union([
+  /** The day's charges, summed. */
+  T.Object({ kind: T.Literal("charges"), day: T.String(), amount_usd: Usd, count: Count, created_at: Time }),
+  /** A credit or debit: registration_credit, top_up, operator_credit, operator_debit. */
+  T.Object({ kind: T.String(), amount_usd: Usd, note: Nullable(T.String()), external_ref: Nullable(T.String()), created_at: Time }),
+]);
+export type LedgerEntry = Static<typeof LedgerEntry>;
+export const LedgerPage = PageOf(LedgerEntry, "a cursor");
+export type LedgerPage = Static<typeof LedgerPage>;
+
+const Tokens = Nullable(Count);
+export const RequestRow = T.Object({
+  request_id: T.String(),
+  created_at: Time,
+  key_id: Nullable(T.Integer()),
+  key_prefix: Nullable(T.String()),
+  key_name: Nullable(T.String()),
+  model: Nullable(T.String()),
+  endpoint: Nullable(T.String()),
+  path: T.String(),
+  status: T.Integer(),
+  error_code: Nullable(T.String()),
+  input_tokens: Tokens,
+  output_tokens: Tokens,
+  cache_read_tokens: Tokens,
+  cache_write_tokens: Tokens,
+  cache_write_1h_tokens: Tokens,
+  web_searches: Tokens,
+  service_tier: Nullable(T.String()),
+  images: Tokens,
+  image_input_tokens: Tokens,
+  image_output_tokens: Tokens,
+  cost_usd: Usd,
+  latency_ms: Nullable(T.Integer()),
+});
+export type RequestRow = Static<typeof RequestRow>;
+export const RequestPage = PageOf(RequestRow, "a request id");
+export type RequestPage = Static<typeof RequestPage>;
+
+export const DailyUsage = T.Object({
+  object: T.Literal("usage"),
+  by: T.Union([T.Literal("key"), T.Literal("model")]),
+  /** The UTC days, oldest first; each series has one amount per day. */
+  days: T.Array(T.String()),
+  series: T.Array(T.Object({ id: T.Union([T.String(), T.Integer(), T.Null()]), label: T.String(), cost_usd: T.Array(Usd) })),
+  total_usd: T.Array(Usd),
+});
+export type DailyUsage = Static<typeof DailyUsage>;
+
+// Top-ups.
+
+export const TopUpView = T.Object({
+  id: T.String(),
+  amount_usd: Usd,
+  status: T.Union([T.Literal("pending"), T.Literal("credited")]),
+  created_at: Time,
+  credited_at: Nullable(Time),
+});
+export type TopUpView = Static<typeof TopUpView>;
+export const TopUps = T.Object({ object: T.Literal("topups"), enabled: T.Boolean(), minimum_usd: Usd, data: T.Array(TopUpView) });
+export type TopUps = Static<typeof TopUps>;
+/** POST /api/topups: the Checkout Session to send the browser to. */
+export const CheckoutOpened = T.Object({ object: T.Literal("topup"), id: T.String(), url: T.String(), amount_usd: Usd });
+export type CheckoutOpened = Static<typeof CheckoutOpened>;
+/** POST /api/stripe/webhook: what the event did; `ignored` says why it credited nothing. */
+export const WebhookReceived = T.Union([
+  T.Object({ received: T.Literal(true), credited: T.Literal(true), session: T.String() }),
+  T.Object({ received: T.Literal(true), credited: T.Literal(false), session: Nullable(T.String()), ignored: T.String() }),
+]);
+export type WebhookReceived = Static<typeof WebhookReceived>;
+
+// The operator's (docs/dashboard.md#admin).
+
+export const AdminAccount = T.Object({
+  object: T.Literal("account"),
+  id: T.Integer(),
+  email: T.String(),
+  admin: T.Boolean(),
+  disabled: T.Boolean(),
+  balance_usd: Usd,
+  held_usd: Usd,
+  keys: Count,
+  spent_month_usd: Usd,
+  last_activity_at: Nullable(Time),
+  created_at: Time,
+});
+export type AdminAccount = Static<typeof AdminAccount>;
+export const AdminAccountList = ListOf(AdminAccount);
+export type AdminAccountList = Static<typeof AdminAccountList>;
+export const PauseState = T.Object({ paused: T.Boolean() });
+export type PauseState = Static<typeof PauseState>;
+
+/** A route's health and its circuit breaker (`provider/upstream model`). */
+export const RouteHealth = T.Object({
+  route: T.String(),
+  state: T.Union([T.Literal("healthy"), T.Literal("failing"), T.Literal("open")]),
+  consecutive_failures: Count,
+  successes: Count,
+  failures: Count,
+  last_error: Nullable(T.String()),
+  last_failure_at: Nullable(Time),
+  last_success_at: Nullable(Time),
+});
+export const AdminStatus = T.Object({ paused: T.Boolean(), routes: T.Array(T.Object({ id: T.String(), routes: T.Array(RouteHealth) })) });
+export type AdminStatus = Static<typeof AdminStatus>;
+
+export const AuditRow = T.Object({
+  /** Null once the account is gone, or for the CLI's actions. */
+  actor_email: Nullable(T.String()),
+  action: T.String(),
+  target: Nullable(T.String()),
+  detail: Nullable(T.String()),
+  created_at: Time,
+});
+export type AuditRow = Static<typeof AuditRow>;
+export const AuditList = ListOf(AuditRow);
+export type AuditList = Static<typeof AuditList>;
+
+// The public prices (docs/pricing.md).
+
+/** Each token class in USD per 1M tokens; web_search per 1,000 searches. */
+const PriceFields = { input: Usd, output: Usd, cache_read: Usd, cache_write: Usd, cache_write_1h: Usd, web_search: Usd };
+export const PriceTable = T.Object(PriceFields);
+export type PriceTable = Static<typeof PriceTable>;
+const Optionally = <P extends Record<string, TSchema>>(p: P) => T.Partial(T.Object(p)).properties;
+
+/**
+ * One model's prices. A text model: `unit` and every token class, its long-context tiers and service
+ * tiers when configured. An image model: `per_image`, and when billed by the upstream's usage its
+ * token prices (`input`, `image_input`, `image_output`, `output`).
+ */
+export const PricedModel = T.Object({
+  id: T.String(),
+  aliases: T.Array(T.String()),
+  endpoints: T.Array(T.String()),
+  currency: T.Literal("USD"),
+  unit: T.Optional(T.Literal("per 1M tokens")),
+  ...Optionally(PriceFields),
+  pricing_tiers: T.Optional(T.Array(T.Composite([T.Object({ above_input_tokens: Count }), PriceTable]))),
+  service_tiers: T.Optional(T.Record(T.String(), PriceTable)),
+  per_image: T.Optional(Usd),
+  image_input: T.Optional(Usd),
+  image_output: T.Optional(Usd),
+});
+export type PricedModel = Static<typeof PricedModel>;
+export const Pricing = T.Object({
+  catalog_version: T.String(),
+  currency: T.Literal("USD"),
+  minimum_top_up_usd: Usd,
+  starting_balance_usd: Usd,
+  models: T.Array(PricedModel),
+});
+export type Pricing = Static<typeof Pricing>;
+
+/** A row's success: its status, body type and schema (a CSV file is a string). */
+export interface Answer {
+  status: 200 | 201;
+  type: "application/json" | "text/csv";
+  schema: TSchema;
+}
+export const ok = (schema: TSchema): Answer => ({ status: 200, type: "application/json", schema });
+export const created = (schema: TSchema): Answer => ({ status: 201, type: "application/json", schema });
+export const csvFile: Answer = { status: 200, type: "text/csv", schema: T.String({ description: "CSV with a header row" }) };

@@ -1,0 +1,25 @@
+import { asGatewayError, GatewayError } from "../../core/errors.ts";
+import type { Services } from "../../services.ts";
+import { json, type OpenCall } from "../exchange.ts";
+
+// The operator's endpoints, outside /v1: liveness, readiness and metrics for orchestrators and
+// Prometheus. Being outside /v1 they write no request log row. (`/` is the dashboard's page,
+// served by Bun beside the table: dashboard/page.ts.) Who may read /metrics is ../operator-guard.ts's.
+
+/** GET /readyz: whether the database takes a write now (the group commit, owner of BEGIN and COMMIT, probes it). */
+async function writable(svc: Services): Promise<GatewayError | null> {
+  const refusal = await svc.commits.writeRefusal();
+  return refusal ? asGatewayError(refusal) : null;
+}
+
+export const healthz = () => json({ status: "ok" });
+
+export async function readyz({ svc }: OpenCall): Promise<Response> {
+  const refusal = svc.settings.paused ? new GatewayError("product_paused", "The service is paused by its operator.", { retryAfter: 60 }) : await writable(svc);
+  if (refusal) throw refusal;
+  return json({ status: "ready" });
+}
+
+export async function metrics({ svc }: OpenCall): Promise<Response> {
+  return new Response(await svc.metrics.render(), { headers: { "content-type": svc.metrics.registry.contentType } });
+}
