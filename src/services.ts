@@ -13,6 +13,8 @@ import type { RelayServices } from "./relay/context.ts";
 import { buildProviders } from "./upstreams/registry.ts";
 import { StripeCheckout } from "./payments/stripe-checkout.ts";
 import { Payments } from "./payments/topups.ts";
+import { Notices } from "./notices/notices.ts";
+import { events } from "./core/events.ts";
 import type { AccountStore } from "./store/accounts/contract.ts";
 import type { AuditTrail } from "./store/audit/contract.ts";
 import type { CodeStore } from "./store/codes/contract.ts";
@@ -48,6 +50,8 @@ export interface Services extends RelayServices {
   codes: CodeStore;
   /** Top-ups through Stripe Checkout; `enabled` is false without [payments.stripe]. */
   payments: Payments;
+  /** Emails to holders (`[email]`) and signed events to the operator (`[notifications]`), sent in the background. */
+  notices: Notices;
   version: string;
   /** One JSON line per request on stdout (`[server] access_log`), or null when off. */
   accessLog: AccessLog | null;
@@ -89,8 +93,18 @@ export async function buildPostgresServices(config: Config, endpointOf: (path: s
 /** The parts and the stores as one set; the stores' stop runs after the parts' (what they buffer goes out first). */
 function withStores<S extends Stores>(config: Config, parts: SharedParts, stores: S) {
   const { checkouts, topUps, atStop, ...rest } = stores;
-  parts.atStop.push(...atStop);
-  return { ...parts, ...rest, payments: new Payments(checkouts, topUps, config.stripe ? new StripeCheckout(config.stripe) : null) };
+  const notices = new Notices(config, stores);
+  // The ledger tells a key's budget reached once per period, on whichever instance refused first.
+  const unsubscribe = events.onBudgetReached((b) => notices.budgetReached(b));
+  // What is being sent gets a few seconds after the last request; the stores close after it.
+  parts.atStop.push(async () => {
+    unsubscribe();
+    await notices.drain(5_000);
+    notices.close();
+  }, ...atStop);
+  return { ...parts, ...rest, notices, payments: new Payments(checkouts, topUps, config.stripe ? new StripeCheckout(config.stripe) : null, (row) =>
+    notices.credited(row.accountId, row.amountNano, "top_up", row.id),
+  ) };
 }
 
 type SharedParts = ReturnType<typeof sharedParts>;

@@ -1,5 +1,5 @@
 import { GatewayError } from "../core/errors.ts";
-import type { Account, AccountStore } from "../store/accounts/contract.ts";
+import type { Account, AccountStore, NewVerification } from "../store/accounts/contract.ts";
 import type { InviteClaim } from "../store/codes/contract.ts";
 import { checkNewPassword, hashPassword, verifyPassword } from "./passwords.ts";
 
@@ -12,16 +12,25 @@ export const badCredentials = () => new GatewayError("invalid_credentials", "Inc
 /**
  * A new account with a password, credited `startingNano` as one registration_credit ledger entry
  * while the day's registration credits stay within `dailyNano` (0 past it); or, invited, the value
- * of the invite's code as one redemption entry. The email is checked
- * before the password is hashed, so a taken email costs no Argon2id work.
+ * of the invite's code as one redemption entry. The email is checked before the password is hashed,
+ * so a taken email costs no Argon2id work. With `verification` (under [email]) the account opens at
+ * 0 and the credit waits for the emailed link (AccountStore.verifyEmail).
  */
-export async function register(accounts: AccountStore, email: string, password: string, startingNano: number, dailyNano: number, invite?: InviteClaim): Promise<Account> {
+export async function register(
+  accounts: AccountStore,
+  email: string,
+  password: string,
+  startingNano: number,
+  dailyNano: number,
+  extra: { invite?: InviteClaim; verification?: NewVerification } = {},
+): Promise<Account> {
   checkNewPassword(password);
   if (await accounts.find(email)) throw new GatewayError("invalid_request", "An account with this email already exists; log in instead.");
   const hash = await hashPassword(password);
   // Checked again after the await: another request may have registered the email meanwhile.
   // An invite's code is claimed in the account's transaction; its value replaces the starting credit.
-  return accounts.create(email, invite ? { passwordHash: hash, invite } : { passwordHash: hash, balanceNano: startingNano, kind: "registration_credit", dailyLimitNano: dailyNano });
+  if (extra.invite) return accounts.create(email, { passwordHash: hash, invite: extra.invite });
+  return accounts.create(email, { passwordHash: hash, balanceNano: startingNano, kind: "registration_credit", dailyLimitNano: dailyNano, verification: extra.verification });
 }
 
 /** The account whose email and password these are; the same refusal whichever of the two is wrong. */

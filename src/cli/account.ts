@@ -1,3 +1,4 @@
+import { Notices } from "../notices/notices.ts";
 import { STARTING_BALANCE_NANO } from "../store/accounts/contract.ts";
 import { parse, required, usdFlag, UsageError } from "./args.ts";
 import { openInstallation, output } from "./context.ts";
@@ -133,8 +134,15 @@ export async function accountCommand(argv: string[]): Promise<void> {
   }
   if (sub === "credit" || sub === "debit") {
     const nano = usdFlag("usd", required(values, "usd"), { positive: true });
-    if (sub === "credit") await ctx.ledger.credit(acc.id, nano, "operator_credit", values.note || null);
-    else await ctx.accounts.debit(acc.id, nano, required(values, "note"));
+    if (sub === "credit") {
+      await ctx.ledger.credit(acc.id, nano, "operator_credit", values.note || null);
+      // The operator's webhook hears of it as of a credit in the dashboard; the command waits for the send.
+      const notices = new Notices(ctx.config, ctx);
+      notices.deliveries.retryDelaysMs = [1_000];
+      notices.credited(acc.id, nano, "operator_credit");
+      await notices.drain(15_000);
+      notices.close();
+    } else await ctx.accounts.debit(acc.id, nano, required(values, "note"));
     const after = (await ctx.accounts.find(acc.email))!;
     const verb = sub === "credit" ? "credited" : "debited";
     output(

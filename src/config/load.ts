@@ -7,8 +7,11 @@ import { jsonPath } from "../core/json-path.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
 import { parseCidr, type Cidr } from "../core/ip.ts";
 import { usdToNano } from "../core/money.ts";
+import { emailConfig, notificationsConfig, type EmailConfig, type NotificationsConfig } from "./notices.ts";
 
-export class ConfigError extends Error {}
+import { ConfigError } from "./error.ts";
+
+export { ConfigError };
 
 export interface Config {
   port: number;
@@ -35,6 +38,10 @@ export interface Config {
   dashboard: DashboardConfig;
   /** `[payments.stripe]`, or null: top-ups are the operator's (`gateway account credit`). */
   stripe: StripeConfig | null;
+  /** `[email]`, or null: no email is sent and addresses are not verified. */
+  email: EmailConfig | null;
+  /** `[notifications]`, or null: no webhook events. */
+  notifications: NotificationsConfig | null;
   providers: ProviderConfig[];
   models: ModelConfig[];
   /** Where it came from, for messages: a path or "built-in defaults". */
@@ -134,6 +141,8 @@ function resolve(file: ConfigFile, source: string): Config {
     catalogVersion: file.catalog?.version,
     dashboard: dashboard(file.dashboard, source),
     stripe: stripe(file.payments?.stripe, source),
+    email: emailConfig(file.email, file.server?.public_url, source),
+    notifications: notificationsConfig(file.notifications, source),
     providers,
     models,
     source,
@@ -314,7 +323,7 @@ function checkCapabilities(caps: Capabilities | undefined, provider: ProviderCon
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 /** Fields that carry only credentials: what LoadOptions.unsetSecrets may leave unresolved. */
-const SECRET_FIELD = /^(providers\[\d+\]\.(api_key|api_keys\[\d+\]|headers\..+)|payments\.stripe\.(secret_key|webhook_secret))$/;
+const SECRET_FIELD = /^(providers\[\d+\]\.(api_key|api_keys\[\d+\]|headers\..+)|payments\.stripe\.(secret_key|webhook_secret)|email\.smtp_url|notifications\.webhook_secret)$/;
 
 function interpolate(value: unknown, path: string, env: Record<string, string | undefined>, source: string, keepSecrets: boolean): unknown {
   if (typeof value === "string") {

@@ -216,6 +216,28 @@ export const ConfigSchema = T.Object(
         { additionalProperties: false },
       ),
     ),
+    email: T.Optional(
+      T.Object(
+        {
+          /** smtp://user:pass@host:587 (STARTTLS when offered) or smtps://user:pass@host:465 (TLS from the start). */
+          smtp_url: T.String({ minLength: 1 }),
+          /** The From header: "Gateway <gateway@example.com>" or a bare address. */
+          from: T.String({ minLength: 3 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    notifications: T.Optional(
+      T.Object(
+        {
+          /** Where the gateway POSTs its signed JSON events (docs/operations.md#notifications). */
+          webhook_url: T.String({ minLength: 1 }),
+          /** The HMAC-SHA256 key of the x-gateway-signature header. */
+          webhook_secret: T.String({ minLength: 16 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     payments: T.Optional(
       T.Object(
         {

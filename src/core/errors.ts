@@ -41,7 +41,10 @@ export type ErrorCode =
   // Redemption codes (docs/dashboard.md#redemption-codes).
   | "code_invalid"
   | "code_expired"
-  | "code_required";
+  | "code_required"
+  // Address verification under [email] (docs/dashboard.md#address-verification).
+  | "invalid_verification"
+  | "already_verified";
 
 // error.type decides retry or not (docs/api.md#retry-rules). Gateway errors carry type = code; the key
 // refusals share the vendors' class names so SDK users see familiar types. `kept`: the answer stays
@@ -101,6 +104,10 @@ const TABLE: Record<ErrorCode, { status: number; type: string; kept?: true }> = 
   code_invalid: { status: 400, type: "code_invalid" },
   code_expired: { status: 400, type: "code_expired" },
   code_required: { status: 400, type: "code_required" },
+  // A verification link unknown, used, replaced by a newer one, or past its 24 h: nothing changes.
+  invalid_verification: { status: 400, type: "invalid_verification" },
+  // A resend for an account with no pending verification.
+  already_verified: { status: 409, type: "already_verified" },
 };
 
 // The only types a client may retry (docs/api.md#retry-rules, 1). The official SDKs retry 408, 409,

@@ -255,6 +255,16 @@ export class EventLog {
     return () => this.budgetListeners.delete(fn);
   }
 
+  /**
+   * An email or a webhook event that could not be delivered after its retries (docs/operations.md#notifications).
+   * The request that caused it was answered as usual. Never the SMTP URL (it carries the password)
+   * nor the address: the account id says whose it was.
+   */
+  noticeFailed(n: { channel: "email" | "webhook"; type: string; accountId: number | null; attempts: number; reason: string }): void {
+    this.emit("error", "notice_failed", n.channel, { channel: n.channel, type: n.type, account_id: n.accountId, attempts: n.attempts, reason: short(n.reason) },
+      `${n.channel === "email" ? "an email" : "a webhook event"} (${n.type}) was not delivered after ${n.attempts} attempt(s): ${short(n.reason)}`);
+  }
+
   private firstStackOf(message: string): boolean {
     if (this.stacksWritten.has(message)) return false;
     // Bounded: an error whose message varies per request would otherwise grow this forever.

@@ -44,7 +44,8 @@ export function bundledPage(bundle: Bun.HTMLBundle): DashboardPage {
         // A failed build is tried again on the next request rather than remembered.
         files.catch(() => built.delete(bundle));
       }
-      const file = (await files).get(pathname);
+      // The emailed verification link's page is the dashboard's: its button POSTs the token (docs/dashboard.md#address-verification).
+      const file = (await files).get(pathname === "/verify" ? "/" : pathname);
       if (!file) return null;
       if (request.headers.get("if-none-match") === file.headers.etag) return new Response(null, { status: 304, headers: file.headers });
       return new Response(request.method === "HEAD" ? null : file.body, { headers: file.headers });

@@ -34,12 +34,24 @@ export const AccountView = T.Object({
   spendable_usd: Usd,
   /** The holder's threshold (null: none set) and whether spendable is under it (docs/dashboard.md#the-accounts-figures). */
   low_balance: T.Object({ threshold_usd: Nullable(Usd), below: T.Boolean() }),
+  /** False until the emailed link is used, for a registration under [email] (docs/dashboard.md#address-verification). */
+  email_verified: T.Boolean(),
 });
 export type AccountView = Static<typeof AccountView>;
 
-/** POST /api/register: the account, the starting credit given, and whether the day's ceiling withheld it. */
-export const Registered = T.Composite([AccountView, T.Object({ starting_credit_usd: Usd, starting_credit_limited: T.Boolean() })]);
+/**
+ * POST /api/register: the account, the starting credit given, whether the day's ceiling withheld it,
+ * and whether a verification link was emailed (the credit then waits for it).
+ */
+export const Registered = T.Composite([AccountView, T.Object({ starting_credit_usd: Usd, starting_credit_limited: T.Boolean(), verification_sent: T.Boolean() })]);
 export type Registered = Static<typeof Registered>;
+
+/** POST /api/verify: the address verified and the starting credit it granted, 0 when the day's ceiling withheld it. */
+export const Verified = T.Object({ verified: T.Literal(true), starting_credit_usd: Usd, starting_credit_limited: T.Boolean() });
+export type Verified = Static<typeof Verified>;
+/** POST /api/verify/resend: a new link emailed, replacing the last. */
+export const VerificationSent = T.Object({ sent: T.Literal(true) });
+export type VerificationSent = Static<typeof VerificationSent>;
 
 export const LoggedOut = T.Object({ logged_out: T.Literal(true) });
 export type LoggedOut = Static<typeof LoggedOut>;

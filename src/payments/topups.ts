@@ -44,6 +44,8 @@ export class Payments {
     private readonly credits: TopUpCredit,
     /** Null without [payments.stripe]: every top-up is the operator's. */
     private readonly stripe: StripeCheckout | null,
+    /** Told of each session credited (the operator's webhook, the low-balance notice re-armed). */
+    private readonly onCredited: (row: CheckoutSession) => void = () => {},
   ) {}
 
   get enabled(): boolean {
@@ -95,6 +97,7 @@ export class Payments {
       throw new GatewayError("payment_mismatch", `Checkout Session ${row.id} was not credited: ${mismatch}.`);
     }
     const why = await this.credits.credit(row, paid.paymentRef);
+    if (why === null) this.onCredited(row);
     return why === null ? { credited: true, session: row.id } : { credited: false, session: row.id, ignored: why };
   }
 }

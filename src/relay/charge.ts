@@ -63,6 +63,8 @@ export async function post(
   const alongside: Alongside = (tx) => logs.write(stamped(), tx);
   if (logs.rider) alongside.rider = () => logs.rider!(stamped());
   await hold.post(cost, alongside);
+  // The low-balance notice is looked at off this request (notices/notices.ts): a no-op without [email] or [notifications].
+  if (cost > 0) call.svc.notices?.charged(call.key.accountId);
   if (!usage || !log.model) return;
   if (inputCounted) {
     // The bytes the upstream counted, not the client's: a body that grows or shrinks in translation

@@ -5,6 +5,7 @@ import type { Commits } from "../store/commits/contract.ts";
 import type { Calibration } from "../ledger/calibration.ts";
 import type { TextSize } from "../ledger/estimate.ts";
 import type { Hold } from "../ledger/hold.ts";
+import type { Notices } from "../notices/notices.ts";
 import type { MoneyLedger } from "../store/ledger/contract.ts";
 import type { LogRow, RequestLogStore } from "../store/request-log/contract.ts";
 import type { Provider } from "../upstreams/types.ts";
@@ -31,6 +32,8 @@ export interface RelayServices {
    * that every request in flight answers, resolves its hold and writes its log row before the exit.
    */
   cutoff: Cutoff;
+  /** Told of each charge, for the low-balance notice; absent in rigs that build the relay without it. */
+  notices?: Pick<Notices, "charged">;
 }
 
 /** One request on a key route, past pause, body limit, key, rate limit, JSON and idempotency. */

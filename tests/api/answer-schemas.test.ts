@@ -6,7 +6,8 @@ import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { startStripeMock, type StripeMock } from "../support/stripe-mock.ts";
-import { body, Browser, dashboardGateway } from "./support.ts";
+import { linkIn, noticeGateway, type NoticeRig } from "../notices/support.ts";
+import { body } from "./support.ts";
 
 // The /api/ answers against their schemas (src/http/api-schemas.ts): the OpenAPI document shows each
 // one, and the real answers of a flow that calls every /api/ endpoint once validate against them.
@@ -18,13 +19,14 @@ const API = ENDPOINTS.filter((e) => e.path.startsWith("/api/"));
 const name = (e: Pick<Endpoint, "method" | "path">) => `${e.method} ${e.path}`;
 
 let gw: TestGateway;
+let rig: NoticeRig;
 let stripe: StripeMock;
 /** Each endpoint's answer in the flow, by its row's method and path. */
 const answers = new Map<string, { status: number; type: string; text: string }>();
 let openapi: { paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: Record<string, unknown> }> }> }>> };
 
 /** Calls `path` (the row's, or it with the id filled in) as `b` and keeps the answer under the row's name. */
-async function hit(b: Browser, method: string, row: string, path = row, json?: unknown): Promise<Record<string, any>> {
+async function hit(b: ReturnType<NoticeRig["browser"]>, method: string, row: string, path = row, json?: unknown): Promise<Record<string, any>> {
   const res = await b.call(method, path, json);
   const text = await res.text();
   answers.set(`${method} ${row}`, { status: res.status, type: res.headers.get("content-type") ?? "", text });
@@ -34,13 +36,21 @@ async function hit(b: Browser, method: string, row: string, path = row, json?: u
 
 beforeAll(async () => {
   stripe = startStripeMock();
-  gw = await dashboardGateway(stripe.config());
+  // Under [email], so that the address verification's routes answer too.
+  rig = await noticeGateway({ config: stripe.config() });
+  gw = rig.gw;
   openapi = (await (await fetch(`${gw.url}/openapi.json`)).json()) as typeof openapi;
 
-  const visitor = new Browser(gw.url);
+  const visitor = rig.browser();
   await hit(visitor, "GET", "/api/pricing");
   const email = `schemas${process.pid}@test.local`;
-  await hit(visitor, "POST", "/api/register", undefined, { email, password: "correct horse" });
+  const registered = await hit(visitor, "POST", "/api/register", undefined, { email, password: "correct horse" });
+  await rig.smtp.waitFor(1);
+  // A resend waits a minute after the registration's link: the link is made a minute older.
+  gw.services.db!.$client.run("UPDATE email_verifications SET sent_at = sent_at - 61000 WHERE account_id = ?", [registered.id]);
+  await hit(visitor, "POST", "/api/verify/resend");
+  const { token } = linkIn((await rig.smtp.waitFor(2))[1]!.text);
+  await hit(visitor, "POST", "/api/verify", undefined, { token });
   await hit(visitor, "POST", "/api/logout");
   await hit(visitor, "POST", "/api/login", undefined, { email, password: "correct horse" });
   const me = await hit(visitor, "GET", "/api/me");
@@ -64,7 +74,7 @@ beforeAll(async () => {
   await hit(visitor, "POST", "/api/password", undefined, { current_password: "correct horse", new_password: "correct horse battery" });
 
   setAdmin(gw.services.db, me.id, true);
-  const other = new Browser(gw.url);
+  const other = rig.browser();
   const target = (await body(await other.call("POST", "/api/register", { email: `target${process.pid}@test.local`, password: "correct horse" }))).id;
   const at = (op: string) => `/api/admin/accounts/${target}/${op}`;
   await hit(visitor, "GET", "/api/admin/accounts");
@@ -83,7 +93,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await gw.stop();
+  await rig.stop();
   stripe.stop();
 });
 

@@ -21,6 +21,8 @@ const LAYERS = [
   "upstreams",
   "payments",
   "observe",
+  // What is told outside a request: emails and the operator's webhook events, sent in the background.
+  "notices",
   "relay",
   "services",
   "http",

@@ -22,6 +22,7 @@ const OWNERS: Record<string, string[]> = {
   idempotency_records: ["store/idempotency/sqlite.ts", "store/idempotency/postgres.ts"],
   settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
   sessions: ["store/sessions/sqlite.ts", "store/sessions/postgres.ts"],
+  email_verifications: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts"],
   audit_log: ["store/audit/sqlite.ts", "store/audit/postgres.ts"],
   checkout_sessions: ["store/checkouts/sqlite.ts", "store/checkouts/postgres.ts"],
   code_batches: ["store/codes/sqlite.ts", "store/codes/postgres.ts"],

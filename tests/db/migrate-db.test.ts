@@ -52,6 +52,7 @@ function fillSource(file: string): void {
   s.run("INSERT INTO checkout_sessions (id, account_id, amount_nano, status, created_at, credited_at) VALUES ('cs_paid', 1, 10000000000, 'credited', 1040, 1050)");
   s.run("INSERT INTO checkout_sessions (id, account_id, amount_nano, created_at) VALUES ('cs_open', 2, 5000000000, 2300)");
   s.run("INSERT INTO sessions (id, account_id, created_at, expires_at, last_seen_at) VALUES ('sha-of-token', 1, 1000, 99000, 1200)");
+  s.run("INSERT INTO email_verifications (account_id, token_hash, expires_at, sent_at, verified_at) VALUES (1, 'sha-of-link', 87400, 1000, 1050), (2, 'sha-of-link-2', 88400, 2000, NULL)");
   s.run("INSERT INTO audit_log (id, actor_account_id, action, target_account_id, detail, created_at) VALUES (1, NULL, 'account.disable', 5, NULL, 9000)");
   s.run("INSERT INTO audit_log (id, actor_account_id, action, target_account_id, detail, created_at) VALUES (3, 1, 'account.admin', 2, '{\"admin\":false}', 9100)");
   s.run("INSERT INTO idempotency_records (key_id, idempotency_key, body_sha256, state, status, content_type, response_body, request_id, created_at) VALUES (1, 'idem-1', 'sha', 'done', 200, 'application/json', '{}', 'gw_a', 1300)");
@@ -70,6 +71,7 @@ const expectedRows: Record<string, number> = {
   ledger_entries: 11,
   checkout_sessions: 2,
   sessions: 1,
+  email_verifications: 2,
   audit_log: 2,
   idempotency_records: 2,
   settings: 2,

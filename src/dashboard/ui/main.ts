@@ -10,6 +10,7 @@ import { modelsView } from "./views/models.ts";
 import { overviewView } from "./views/overview.ts";
 import { topupView } from "./views/topup.ts";
 import { usageView } from "./views/usage.ts";
+import { unverifiedBanner, verifyPage } from "./views/verify.ts";
 
 // The page's shell: a hash router (#/keys, #/topup?session_id=…, the form Stripe returns to), the
 // navigation and the low-balance banner. The login pages ask nothing of /api/me, so a visitor's
@@ -66,6 +67,7 @@ function drawShell(current: string) {
     );
   }
   banner.replaceChildren();
+  if (me && !me.email_verified) banner.append(unverifiedBanner());
   if (me?.low_balance.below) {
     banner.append(
       h("p", { role: "alert", class: "low" }, `Your spendable balance (${usd(me.spendable_usd)}) is below your alert of ${usd(me.low_balance.threshold_usd)}. `, h("a", { href: "#/topup" }, "Top up")),
@@ -117,4 +119,7 @@ async function render(): Promise<void> {
 }
 
 window.addEventListener("hashchange", () => void render());
-void render();
+if (location.pathname === "/verify") {
+  document.title = "Verify your address · Gateway";
+  view.replaceChildren(verifyPage(new URLSearchParams(location.search).get("token"), () => void render()));
+} else void render();

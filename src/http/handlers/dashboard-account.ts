@@ -1,5 +1,6 @@
 import { Type as T } from "@sinclair/typebox";
 import { changePassword, checkLogin, register as registerAccount } from "../../auth/credentials.ts";
+import { newVerification } from "../../auth/email-verification.ts";
 import { GatewayError, invalidRequest } from "../../core/errors.ts";
 import { formatUsd, nanoToUsd, usdToNano } from "../../core/money.ts";
 import { hashOrRefuse } from "../../payments/codes.ts";
@@ -23,7 +24,7 @@ export const LowBalance = T.Object({ threshold_usd: T.Union([T.Number(), T.Strin
 
 /** GET /api/me's answer: the account and its money, as the ledger and the running requests' holds have it. */
 export async function meView(svc: Services, accountId: number): Promise<AccountView> {
-  const [p, b] = await Promise.all([svc.accounts.profileOf(accountId), svc.ledger.balance(accountId)]);
+  const [p, b, v] = await Promise.all([svc.accounts.profileOf(accountId), svc.ledger.balance(accountId), svc.accounts.verificationOf(accountId)]);
   if (!p) throw new GatewayError("no-session", "Log in to use the dashboard.");
   const spendable = Math.max(b.spendableNano, 0);
   return {
@@ -35,6 +36,8 @@ export async function meView(svc: Services, accountId: number): Promise<AccountV
     held_usd: nanoToUsd(b.reservedNano),
     spendable_usd: nanoToUsd(spendable),
     low_balance: lowBalanceView(p.lowBalanceNano, spendable),
+    // False until the emailed link is opened, for a registration under [email]; the starting credit waits for it.
+    email_verified: v === null || v.verified,
   };
 }
 
@@ -89,10 +92,14 @@ export async function register(c: SessionCall): Promise<Response> {
   if (svc.config.dashboard.registration === "invite") return invitedRegistration(c, email, password, ip, code);
   if (code !== null) throw invalidRequest("code: registration on this gateway needs no code; register without it and redeem the code on the top-up page.");
   const { startingCreditNano, startingCreditDailyNano } = svc.config.dashboard;
-  const acc = await registerAccount(svc.accounts, email, password, startingCreditNano, startingCreditDailyNano);
+  // Under [email] the starting credit waits for the address to be verified: a throwaway address gets nothing.
+  const pending = svc.notices.verifiesEmail ? newVerification() : null;
+  const acc = await registerAccount(svc.accounts, email, password, startingCreditNano, startingCreditDailyNano, { verification: pending?.stored });
+  if (pending) svc.notices.verificationLink(acc.id, acc.email, pending.token, startingCreditNano);
+  svc.notices.registered(acc.id, acc.email, acc.balanceNano, pending !== null);
   // The new account's balance is its starting credit: 0 when the day's registration credits are spent.
-  const limited = startingCreditNano > 0 && acc.balanceNano === 0;
-  return loggedIn(c, acc.id, 201, { starting_credit_usd: nanoToUsd(acc.balanceNano), starting_credit_limited: limited });
+  const limited = !pending && startingCreditNano > 0 && acc.balanceNano === 0;
+  return loggedIn(c, acc.id, 201, { starting_credit_usd: nanoToUsd(acc.balanceNano), starting_credit_limited: limited, verification_sent: pending !== null });
 }
 
 /**
@@ -106,10 +113,10 @@ async function invitedRegistration(c: SessionCall, email: string, password: stri
   if (code === null) throw new GatewayError("code_required", "Registration on this gateway needs an invite code: ask the operator for one.");
   const t = c.dash.throttles;
   const attempt = await t.redeemPerIp.take(ip, "refused codes from this address");
-  const acc = await registerAccount(c.svc.accounts, email, password, 0, 0, c.svc.codes.inviteClaim(hashOrRefuse(code)));
+  const acc = await registerAccount(c.svc.accounts, email, password, 0, 0, { invite: c.svc.codes.inviteClaim(hashOrRefuse(code)) });
   await t.redeemPerIp.refund(attempt);
   await c.svc.audit.record({ actorAccountId: acc.id, action: "code_redeemed", targetAccountId: acc.id, detail: `invite: ${formatUsd(acc.balanceNano)} USD` });
-  return loggedIn(c, acc.id, 201, { starting_credit_usd: nanoToUsd(acc.balanceNano), starting_credit_limited: false });
+  return loggedIn(c, acc.id, 201, { starting_credit_usd: nanoToUsd(acc.balanceNano), starting_credit_limited: false, verification_sent: false });
 }
 
 export async function login(c: SessionCall): Promise<Response> {

@@ -94,6 +94,7 @@ export const creditAccount = adminOnly(async (c, adminId) => {
   const target = await targetOf(c);
   const { nano, note } = amountOf(c, false);
   await c.svc.ledger.credit(target.id, nano, "operator_credit", note);
+  c.svc.notices.credited(target.id, nano, "operator_credit");
   await c.svc.audit.record({ actorAccountId: adminId, action: "account_credited", targetAccountId: target.id, detail: moneyDetail(nano, note) });
   return accountAnswer(c.svc, target.id);
 });

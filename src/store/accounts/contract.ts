@@ -11,7 +11,7 @@ type Answer<T> = T | Promise<T>;
 export const STARTING_BALANCE_NANO = 1_000_000_000; // a registration credits 1 USD (docs/api.md#what-it-does)
 
 /** An account as stored, without its password hash; disabledAt is set while its keys are refused (403 inactive). */
-export type Account = Omit<typeof accounts.$inferSelect, "passwordHash">;
+export type Account = Omit<typeof accounts.$inferSelect, "passwordHash" | "lowBalanceNotifiedAt">;
 
 export type LedgerEntry = typeof ledgerEntries.$inferSelect;
 
@@ -32,6 +32,31 @@ export interface NewAccount {
    * kind and dailyLimitNano are not used). A refused code creates no account.
    */
   invite?: InviteClaim;
+  /**
+   * A registration under [email]: the account opens at 0 with this address check pending; its
+   * starting credit is granted by verifyEmail. Written in the account's own transaction.
+   */
+  verification?: NewVerification;
+}
+
+/** The link's token as stored: its SHA-256, never the token. */
+export interface NewVerification {
+  tokenHash: string;
+  expiresAt: number;
+}
+
+/** An account's address check: absent for accounts that never had one (the operator's, or made without [email]). */
+export interface VerificationState {
+  verified: boolean;
+  /** When the newest link was sent (unix ms): what the resend throttle counts from. */
+  sentAt: number;
+}
+
+export interface Verified {
+  accountId: number;
+  email: string;
+  /** The starting credit granted now: 0 when the day's registration credits are spent. */
+  creditedNano: number;
 }
 
 /**
@@ -59,6 +84,20 @@ export interface AccountStore {
   setLowBalanceThreshold(accountId: number, nano: number | null): Answer<void>;
   statementPage(accountId: number, upTo: number, before: StatementPosition | null, limit: number): Answer<StatementItem[]>;
   newestLedgerId(): Answer<number>;
+  verificationOf(accountId: number): Answer<VerificationState | null>;
+  /**
+   * Uses a verification link: its token not used, not replaced and not expired at `now` marks the
+   * address verified and grants `startingNano` as one registration_credit (within the day's
+   * `dailyNano`, counted now), in one transaction. Null for any other token: nothing changes.
+   */
+  verifyEmail(tokenHash: string, now: number, startingNano: number, dailyNano: number): Answer<Verified | null>;
+  /** A new link replacing the pending one, when the last was sent at or before `sentBefore`; false otherwise (throttled, verified, none). */
+  renewVerification(accountId: number, next: NewVerification, now: number, sentBefore: number): Answer<boolean>;
+  /**
+   * Remembers that the low-balance notice was sent (`sent`), or forgets it once the balance is back;
+   * true only for the call that changed it, so that one of several instances sends each notice.
+   */
+  markLowBalanceNotice(accountId: number, sent: boolean, now: number): Answer<boolean>;
 }
 
 export interface AccountLogin {
@@ -70,6 +109,8 @@ export interface AccountLogin {
 export interface AccountProfile extends Account {
   admin: boolean;
   lowBalanceNano: number | null;
+  /** When the low-balance notice of the current crossing was sent; null: none since the balance was last above the threshold. */
+  lowBalanceNotifiedAt: number | null;
 }
 
 

@@ -1,8 +1,8 @@
-import { and, asc, count, desc, eq, getTableColumns, isNotNull, isNull, max, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, getTableColumns, isNotNull, isNull, lte, max, sql } from "drizzle-orm";
 import type { PgDb } from "../engine/postgres/client.ts";
-import { accounts, ledgerEntries } from "../schema/postgres.ts";
+import { accounts, emailVerifications, ledgerEntries } from "../schema/postgres.ts";
 import { accountExists, checkDebitAmount, checkThreshold, DAY_MS, dayOf, debitRefused, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
-import { STARTING_BALANCE_NANO, type Account, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type StatementItem, type StatementPosition } from "./contract.ts";
+import { STARTING_BALANCE_NANO, type Account, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type NewVerification, type StatementItem, type StatementPosition, type VerificationState, type Verified } from "./contract.ts";
 import type { PgLedger } from "../ledger/postgres.ts";
 import { countRegistrationCredit } from "../settings/postgres.ts";
 
@@ -10,7 +10,7 @@ import { countRegistrationCredit } from "../settings/postgres.ts";
 // Several instances write these rows at once, so every check that guards a write is the WHERE (or
 // the conflict clause) of that write, never a read before it.
 
-const { passwordHash: _hash, heldNano: _held, ...ACCOUNT } = getTableColumns(accounts);
+const { passwordHash: _hash, heldNano: _held, lowBalanceNotifiedAt: _notified, ...ACCOUNT } = getTableColumns(accounts);
 const LOGIN = { id: accounts.id, passwordHash: accounts.passwordHash, disabledAt: accounts.disabledAt };
 
 type Row = Record<string, string | number | null>;
@@ -36,10 +36,11 @@ export class PgAccounts implements AccountStore {
   /** The row and its opening credit in one transaction: a crash between them leaves neither. */
   async create(email: string, opts: NewAccount = {}): Promise<Account> {
     const normalized = normalizedEmail(email);
-    const opening = opts.balanceNano ?? STARTING_BALANCE_NANO;
+    const opening = opts.verification ? 0 : (opts.balanceNano ?? STARTING_BALANCE_NANO);
     const id = await this.db.$client.begin(async (tx) => {
+      const now = Date.now();
       const [row] = await tx`INSERT INTO accounts (email, password_hash, admin, created_at)
-        VALUES (${normalized}, ${opts.passwordHash ?? null}, ${opts.admin ?? false}, ${Date.now()}::bigint)
+        VALUES (${normalized}, ${opts.passwordHash ?? null}, ${opts.admin ?? false}, ${now}::bigint)
         ON CONFLICT (email) DO NOTHING RETURNING id`;
       if (!row) throw accountExists(normalized);
       if (opts.invite) {
@@ -47,6 +48,8 @@ export class PgAccounts implements AccountStore {
         await this.ledger.credit(Number(row.id), claim.amountNano, "redemption", claim.note, claim.externalRef, tx);
         return Number(row.id);
       }
+      const v = opts.verification;
+      if (v) await tx`INSERT INTO email_verifications (account_id, token_hash, expires_at, sent_at) VALUES (${row.id}, ${v.tokenHash}, ${v.expiresAt}::bigint, ${now}::bigint)`;
       const granted = opening > 0 && (opts.dailyLimitNano === undefined || (await countRegistrationCredit(tx, opening, opts.dailyLimitNano, Date.now())));
       if (granted) await this.ledger.credit(Number(row.id), opening, opts.kind ?? "registration_credit", "starting balance", null, tx);
       return Number(row.id);
@@ -123,8 +126,9 @@ export class PgAccounts implements AccountStore {
     return row ?? null;
   }
 
-  profileOf(accountId: number): Promise<AccountProfile | null> {
-    return this.findById(accountId);
+  async profileOf(accountId: number): Promise<AccountProfile | null> {
+    const [row] = await this.db.select({ ...ACCOUNT, lowBalanceNotifiedAt: accounts.lowBalanceNotifiedAt }).from(accounts).where(eq(accounts.id, accountId)).limit(1);
+    return row ?? null;
   }
 
   async setPasswordHash(accountId: number, hash: string): Promise<void> {
@@ -181,5 +185,36 @@ export class PgAccounts implements AccountStore {
   async newestLedgerId(): Promise<number> {
     const [row] = await this.db.select({ id: max(ledgerEntries.id) }).from(ledgerEntries);
     return row?.id ?? 0;
+  }
+
+  // A registration's address check (docs/dashboard.md#address-verification), as on SQLite.
+
+  async verificationOf(accountId: number): Promise<VerificationState | null> {
+    const [row] = await this.db.select({ verifiedAt: emailVerifications.verifiedAt, sentAt: emailVerifications.sentAt }).from(emailVerifications).where(eq(emailVerifications.accountId, accountId));
+    return row ? { verified: row.verifiedAt !== null, sentAt: row.sentAt } : null;
+  }
+
+  /** The token's use is the UPDATE's WHERE: of two instances opening one link at once, one gets the row. */
+  async verifyEmail(tokenHash: string, now: number, startingNano: number, dailyNano: number): Promise<Verified | null> {
+    return this.db.$client.begin(async (tx) => {
+      const [used] = await tx`UPDATE email_verifications SET verified_at = ${now}::bigint
+        WHERE token_hash = ${tokenHash} AND verified_at IS NULL AND expires_at > ${now}::bigint RETURNING account_id`;
+      if (!used) return null;
+      const accountId = Number(used.account_id);
+      const granted = startingNano > 0 && (await countRegistrationCredit(tx, startingNano, dailyNano, now)) ? startingNano : 0;
+      if (granted > 0) await this.ledger.credit(accountId, granted, "registration_credit", "starting balance", null, tx);
+      const [acc] = await tx`SELECT email FROM accounts WHERE id = ${accountId}`;
+      return { accountId, email: acc!.email as string, creditedNano: granted };
+    });
+  }
+
+  async renewVerification(accountId: number, next: NewVerification, now: number, sentBefore: number): Promise<boolean> {
+    const pending = and(eq(emailVerifications.accountId, accountId), isNull(emailVerifications.verifiedAt), lte(emailVerifications.sentAt, sentBefore));
+    return (await this.db.update(emailVerifications).set({ ...next, sentAt: now }).where(pending).returning({ id: emailVerifications.accountId })).length > 0;
+  }
+
+  async markLowBalanceNotice(accountId: number, sent: boolean, now: number): Promise<boolean> {
+    const from = sent ? isNull(accounts.lowBalanceNotifiedAt) : isNotNull(accounts.lowBalanceNotifiedAt);
+    return (await this.db.update(accounts).set({ lowBalanceNotifiedAt: sent ? now : null }).where(and(eq(accounts.id, accountId), from)).returning({ id: accounts.id })).length > 0;
   }
 }

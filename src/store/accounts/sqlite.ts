@@ -1,11 +1,11 @@
-import { and, asc, count, desc, eq, gte, isNotNull, isNull, lt, lte, max, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, gte, isNotNull, isNull, lt, lte, max, or, sql, type SQL } from "drizzle-orm";
 import { changeWatch } from "../engine/sqlite/change-watch.ts";
 import type { Db } from "../engine/sqlite/client.ts";
-import { accounts, ledgerEntries } from "../schema/sqlite.ts";
+import { accounts, emailVerifications, ledgerEntries } from "../schema/sqlite.ts";
 import { countRegistrationCredit } from "../settings/sqlite.ts";
 import type { Ledger } from "../ledger/sqlite.ts";
 import type { Claim } from "../codes/contract.ts";
-import { STARTING_BALANCE_NANO, type Account, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type StatementItem, type StatementPosition } from "./contract.ts";
+import { STARTING_BALANCE_NANO, type Account, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type NewVerification, type StatementItem, type StatementPosition, type VerificationState, type Verified } from "./contract.ts";
 import { accountExists, checkDebitAmount, checkThreshold, DAY_MS, dayOf, debitRefused, isEarlier, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
 
 // The accounts' rows and their ledger history, for the CLI and first start: cold paths, through the
@@ -34,6 +34,10 @@ export class Accounts implements AccountStore {
   setLowBalanceThreshold = (accountId: number, nano: number | null) => setLowBalanceThreshold(this.db, accountId, nano);
   statementPage = (accountId: number, upTo: number, before: StatementPosition | null, limit: number) => statementPage(this.db, accountId, upTo, before, limit);
   newestLedgerId = () => newestLedgerId(this.db);
+  verificationOf = (accountId: number) => verificationOf(this.db, accountId);
+  verifyEmail = (tokenHash: string, now: number, startingNano: number, dailyNano: number) => verifyEmail(this.db, this.ledger, tokenHash, now, startingNano, dailyNano);
+  renewVerification = (accountId: number, next: NewVerification, now: number, sentBefore: number) => renewVerification(this.db, accountId, next, now, sentBefore);
+  markLowBalanceNotice = (accountId: number, sent: boolean, now: number) => markLowBalanceNotice(this.db, accountId, sent, now);
 }
 
 const ACCOUNT = {
@@ -78,7 +82,8 @@ export function createAccount(
       ledger.credit(row.id, claim.amountNano, "redemption", claim.note, claim.externalRef);
       return findAccount(db, normalized)!;
     }
-    let opening = opts.balanceNano ?? STARTING_BALANCE_NANO;
+    let opening = opts.verification ? 0 : (opts.balanceNano ?? STARTING_BALANCE_NANO);
+    if (opts.verification) db.insert(emailVerifications).values({ accountId: row.id, ...opts.verification, sentAt: now }).run();
     if (opening > 0 && opts.dailyLimitNano !== undefined && !countRegistrationCredit(db, opening, opts.dailyLimitNano, now)) opening = 0;
     if (opening > 0) ledger.credit(row.id, opening, opts.kind ?? "registration_credit", "starting balance");
     return findAccount(db, normalized)!;
@@ -167,7 +172,7 @@ export function loginOf(db: Db, accountId: number): AccountLogin | null {
 }
 
 export function profileOf(db: Db, accountId: number): AccountProfile | null {
-  return db.select({ ...ACCOUNT, admin: accounts.admin, lowBalanceNano: accounts.lowBalanceNano }).from(accounts).where(eq(accounts.id, accountId)).get() ?? null;
+  return db.select({ ...ACCOUNT, lowBalanceNotifiedAt: accounts.lowBalanceNotifiedAt }).from(accounts).where(eq(accounts.id, accountId)).get() ?? null;
 }
 
 export function setPasswordHash(db: Db, accountId: number, hash: string): void {
@@ -220,4 +225,37 @@ export function statementPage(db: Db, accountId: number, upTo: number, before: S
 /** The credits and the days' charges of a page merged in the statement's order, cut at the page's length. */
 export function newestLedgerId(db: Db): number {
   return db.select({ id: max(ledgerEntries.id) }).from(ledgerEntries).get()?.id ?? 0;
+}
+
+// A registration's address check (docs/dashboard.md#address-verification).
+
+export function verificationOf(db: Db, accountId: number): VerificationState | null {
+  const row = db.select({ verifiedAt: emailVerifications.verifiedAt, sentAt: emailVerifications.sentAt }).from(emailVerifications).where(eq(emailVerifications.accountId, accountId)).get();
+  return row ? { verified: row.verifiedAt !== null, sentAt: row.sentAt } : null;
+}
+
+export function verifyEmail(db: Db, ledger: Ledger, tokenHash: string, now: number, startingNano: number, dailyNano: number): Verified | null {
+  // One write transaction: the token's use, the day's count and the credit together, or none.
+  return db.$client.transaction((): Verified | null => {
+    const used = db
+      .update(emailVerifications)
+      .set({ verifiedAt: now })
+      .where(and(eq(emailVerifications.tokenHash, tokenHash), isNull(emailVerifications.verifiedAt), gt(emailVerifications.expiresAt, now)))
+      .returning({ accountId: emailVerifications.accountId })
+      .get();
+    if (!used) return null;
+    const granted = startingNano > 0 && countRegistrationCredit(db, startingNano, dailyNano, now) ? startingNano : 0;
+    if (granted > 0) ledger.credit(used.accountId, granted, "registration_credit", "starting balance");
+    return { accountId: used.accountId, email: findAccountById(db, used.accountId)!.email, creditedNano: granted };
+  }).immediate();
+}
+
+export function renewVerification(db: Db, accountId: number, next: NewVerification, now: number, sentBefore: number): boolean {
+  const pending = and(eq(emailVerifications.accountId, accountId), isNull(emailVerifications.verifiedAt), lte(emailVerifications.sentAt, sentBefore));
+  return db.update(emailVerifications).set({ ...next, sentAt: now }).where(pending).returning({ id: emailVerifications.accountId }).all().length > 0;
+}
+
+export function markLowBalanceNotice(db: Db, accountId: number, sent: boolean, now: number): boolean {
+  const from = sent ? isNull(accounts.lowBalanceNotifiedAt) : isNotNull(accounts.lowBalanceNotifiedAt);
+  return db.update(accounts).set({ lowBalanceNotifiedAt: sent ? now : null }).where(and(eq(accounts.id, accountId), from)).returning({ id: accounts.id }).all().length > 0;
 }

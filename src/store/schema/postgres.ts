@@ -30,12 +30,25 @@ export const accounts = pgTable(
     createdAt: time("created_at").notNull(),
     admin: boolean("admin").notNull().default(false),
     lowBalanceNano: money("low_balance_nano"),
+    lowBalanceNotifiedAt: time("low_balance_notified_at"),
   },
   (t) => [
     // SQLite refuses a negative balance with an UPDATE trigger; a CHECK also covers INSERT and copies.
     check("accounts_balance_not_negative", sql`${t.balanceNano} >= 0`),
     check("accounts_held_not_negative", sql`${t.heldNano} >= 0`),
   ],
+);
+
+export const emailVerifications = pgTable(
+  "email_verifications",
+  {
+    accountId: id("account_id").notNull().references(() => accounts.id),
+    tokenHash: text("token_hash").notNull(),
+    expiresAt: time("expires_at").notNull(),
+    sentAt: time("sent_at").notNull(),
+    verifiedAt: time("verified_at"),
+  },
+  (t) => [primaryKey({ columns: [t.accountId] }), uniqueIndex("email_verifications_token").on(t.tokenHash)],
 );
 
 export const sessions = pgTable(

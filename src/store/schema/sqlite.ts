@@ -17,7 +17,26 @@ export const accounts = sqliteTable("accounts", {
   admin: integer("admin", { mode: "boolean" }).notNull().default(false),
   // The dashboard's low-balance notice shows while spendable is below this; null: no notice.
   lowBalanceNano: integer("low_balance_nano"),
+  // When the low-balance notice was sent (email, webhook); cleared once the balance is back at or
+  // above the threshold, so that each crossing sends one notice, not each request below it.
+  lowBalanceNotifiedAt: integer("low_balance_notified_at"),
 });
+
+// A registration's address check under [email] (docs/dashboard.md#address-verification): one row per
+// account that registered while it was on; the starting credit is granted when verified_at is set.
+// token_hash is the SHA-256 of the link's random token (a copy of the file opens nothing); a resend
+// replaces it, so only the newest link works, and using it sets verified_at, so it works once.
+export const emailVerifications = sqliteTable(
+  "email_verifications",
+  {
+    accountId: integer("account_id").notNull().references(() => accounts.id),
+    tokenHash: text("token_hash").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    sentAt: integer("sent_at").notNull(),
+    verifiedAt: integer("verified_at"),
+  },
+  (t) => [primaryKey({ columns: [t.accountId] }), uniqueIndex("email_verifications_token").on(t.tokenHash)],
+);
 
 // Dashboard sessions. The id is the SHA-256 of the cookie's random token, so a copy of the file
 // opens no session; a row is revoked (logout, password change), never reused.

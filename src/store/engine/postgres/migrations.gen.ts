@@ -47,5 +47,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795738479717,
     "breakpoints": true,
     "sql": "ALTER TABLE \"api_keys\" ADD COLUMN \"budget_nano\" bigint;--> statement-breakpoint\nALTER TABLE \"api_keys\" ADD COLUMN \"budget_period\" text;--> statement-breakpoint\nALTER TABLE \"api_keys\" ADD COLUMN \"period_start\" bigint DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE \"api_keys\" ADD COLUMN \"period_spent_nano\" bigint DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE \"api_keys\" ADD COLUMN \"budget_reached_at\" bigint;--> statement-breakpoint\nALTER TABLE \"api_keys\" ADD CONSTRAINT \"api_keys_budget\" CHECK ((\"api_keys\".\"budget_nano\" IS NULL) = (\"api_keys\".\"budget_period\" IS NULL) AND (\"api_keys\".\"budget_period\" IS NULL OR \"api_keys\".\"budget_period\" IN ('day', 'week', 'month')));"
+  },
+  {
+    "tag": "0008_email_notices",
+    "when": 1795738598700,
+    "breakpoints": true,
+    "sql": "CREATE TABLE \"email_verifications\" (\n\t\"account_id\" bigint NOT NULL,\n\t\"token_hash\" text NOT NULL,\n\t\"expires_at\" bigint NOT NULL,\n\t\"sent_at\" bigint NOT NULL,\n\t\"verified_at\" bigint,\n\tCONSTRAINT \"email_verifications_account_id_pk\" PRIMARY KEY(\"account_id\")\n);\n--> statement-breakpoint\nALTER TABLE \"accounts\" ADD COLUMN \"low_balance_notified_at\" bigint;--> statement-breakpoint\nALTER TABLE \"email_verifications\" ADD CONSTRAINT \"email_verifications_account_id_accounts_id_fk\" FOREIGN KEY (\"account_id\") REFERENCES \"public\".\"accounts\"(\"id\") ON DELETE no action ON UPDATE no action;--> statement-breakpoint\nCREATE UNIQUE INDEX \"email_verifications_token\" ON \"email_verifications\" USING btree (\"token_hash\");"
   }
 ];

@@ -1,0 +1,68 @@
+import { events } from "../../src/core/events.ts";
+import { Browser, dashboardGateway } from "../api/support.ts";
+import type { TestGateway } from "../support/gateway.ts";
+import { startSmtpServer, type SmtpServer } from "../support/smtp-server.ts";
+import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
+
+// A gateway with [email] on a loopback SMTP server and [notifications] on a loopback receiver, its
+// retries shortened. Its public_url is a site of its own, so that the links it emails are checked
+// for the right origin; SiteBrowser sends that origin, as the page opened there would.
+
+export const SITE = "https://gateway.test";
+
+export class SiteBrowser extends Browser {
+  override call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+    return super.call(method, path, body, { origin: SITE, ...headers });
+  }
+}
+
+export interface NoticeRig {
+  gw: TestGateway;
+  smtp: SmtpServer;
+  hook: WebhookReceiver;
+  browser(): SiteBrowser;
+  stop(): Promise<void>;
+}
+
+export async function noticeGateway(opts: { smtpUrl?: string; config?: Record<string, unknown> } = {}): Promise<NoticeRig> {
+  const smtp = startSmtpServer({ password: "smtp-pass-1" });
+  const hook = startWebhookReceiver();
+  const gw = await dashboardGateway({
+    server: { public_url: SITE },
+    email: { smtp_url: opts.smtpUrl ?? smtp.url("gw", "smtp-pass-1"), from: "Gateway <gateway@test.local>" },
+    ...hook.config(),
+    limits: { default_rpm: 1000 },
+    ...opts.config,
+  });
+  gw.services.notices.deliveries.retryDelaysMs = [20, 40];
+  return {
+    gw,
+    smtp,
+    hook,
+    browser: () => new SiteBrowser(gw.url),
+    async stop() {
+      await gw.stop();
+      smtp.stop();
+      hook.stop();
+    },
+  };
+}
+
+/** The token of the verification link in a mail, with the link itself. */
+export function linkIn(text: string): { link: string; token: string } {
+  const m = /(https:\/\/gateway\.test\/verify\?token=([A-Za-z0-9_%-]+))/.exec(text);
+  if (!m) throw new Error(`no verification link in: ${text}`);
+  return { link: m[1]!, token: decodeURIComponent(m[2]!) };
+}
+
+/** The operator's event lines written while `body` runs. */
+export async function eventLines(body: (lines: string[]) => Promise<void>): Promise<string[]> {
+  const lines: string[] = [];
+  const restore = events.redirect((l) => lines.push(l));
+  try {
+    await body(lines);
+  } finally {
+    restore();
+  }
+  return lines;
+}
