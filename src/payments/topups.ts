@@ -23,7 +23,7 @@ export type WebhookOutcome = { credited: true; session: string } | { credited: f
 export const notConfigured = () =>
   new GatewayError(
     "payments_not_configured",
-    "Top-ups by card are not set up on this gateway: the operator credits balances (`gateway account credit --email E --usd N`). Ask them for credit.",
+    "Top-ups by card are not set up on this gateway: the operator credits balances, or a code can be redeemed on the top-up page. Ask them for credit.",
   );
 
 /** The nano-dollars of a top-up of `usd`: at least 1 USD, whole cents, within Stripe's ceiling. */

@@ -97,6 +97,24 @@ describe("GET /api/pricing", () => {
     expect(body.models.find((m) => m.id === "demo-text-1")).toMatchObject({ input: 1, output: 4 });
     expect(body.models.find((m) => m.id === "demo-image-1")).toMatchObject({ per_image: 0.01 });
   });
+
+  it("names the gateway's own starting credit and minimum top-up, not fixed figures", async () => {
+    const other = await startAppGateway({ providers: [{ id: "demo", kind: "demo" }], models: DEFAULT_MODELS, dashboard: { starting_credit_usd: 2.5 } });
+    try {
+      expect(await (await send(other, "/api/pricing")).json()).toMatchObject({ minimum_top_up_usd: 1, starting_balance_usd: 2.5 });
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it("names no starting credit when registration is closed", async () => {
+    const other = await startAppGateway({ providers: [{ id: "demo", kind: "demo" }], models: DEFAULT_MODELS, dashboard: { registration: "closed" } });
+    try {
+      expect(await (await send(other, "/api/pricing")).json()).toMatchObject({ starting_balance_usd: 0 });
+    } finally {
+      await other.stop();
+    }
+  });
 });
 
 describe("POST /v1/messages", () => {

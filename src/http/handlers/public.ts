@@ -5,6 +5,7 @@ import type { Services } from "../../services.ts";
 import { json, pathParam, type OpenCall } from "../exchange.ts";
 import { CONFIG_NAME, PRICE_CLASSES, type ModelPrices, type PriceSheet } from "../../catalog/prices.ts";
 import { nanoToUsd } from "../../core/money.ts";
+import { MINIMUM_TOP_UP_NANO } from "../../payments/topups.ts";
 import type { PricedModel, PriceTable, Pricing } from "../api-schemas.ts";
 
 // The four public endpoints: no key, read-only views of the catalog and health (their CORS is the
@@ -77,7 +78,14 @@ export function pricing({ svc }: OpenCall): Response {
         }),
   }));
   return json<Pricing>(
-    { catalog_version: svc.catalog.version, currency: "USD", minimum_top_up_usd: 1, starting_balance_usd: 1, models },
+    {
+      catalog_version: svc.catalog.version,
+      currency: "USD",
+      minimum_top_up_usd: nanoToUsd(MINIMUM_TOP_UP_NANO),
+      // What a registration is credited on this gateway (none when only the operator makes accounts).
+      starting_balance_usd: svc.config.dashboard.registration === "open" ? nanoToUsd(svc.config.dashboard.startingCreditNano) : 0,
+      models,
+    },
   );
 }
 
