@@ -214,21 +214,24 @@ for (const engine of ENGINES) {
   });
 }
 
-describe("accounts on PostgreSQL, beside running requests", () => {
-  let o: Opened;
-  let accounts: AccountStore;
-  beforeAll(async () => {
-    o = await ENGINES[1]!.open();
-    accounts = accountStore(o);
-  });
-  afterAll(() => o.close());
+for (const engine of ENGINES) {
+  describe(`accounts on ${engine.name}, beside running requests`, () => {
+    let o: Opened;
+    let accounts: AccountStore;
+    beforeAll(async () => {
+      o = await engine.open();
+      accounts = accountStore(o);
+    });
+    afterAll(() => o.close());
 
-  it("refuses a debit that would take the balance below what every instance's holds need, writing nothing", async () => {
-    const a = await accounts.create(email(), { balanceNano: 3 * USD });
-    await o.ledger.reserve("gw_held", a.id, await keyOf(o, a.id), 2 * USD);
-    await expect(async () => accounts.debit(a.id, 2 * USD, "too much")).toThrow(
-      "a debit of 2 USD would take the balance of 3 USD below the 2 USD held by running requests",
-    );
-    expect(await accounts.debit(a.id, USD, "fits")).toBe(2 * USD);
+    it("refuses a debit that would take the balance below what running requests hold, writing nothing", async () => {
+      const a = await accounts.create(email(), { balanceNano: 3 * USD });
+      await o.ledger.reserve("gw_held", a.id, await keyOf(o, a.id), 2 * USD);
+      await expect(async () => accounts.debit(a.id, 2 * USD, "too much")).toThrow(
+        "a debit of 2 USD would take the balance of 3 USD below the 2 USD held by running requests",
+      );
+      expect(await accounts.debit(a.id, USD, "fits")).toBe(2 * USD);
+    });
   });
-});
+}
+

@@ -23,7 +23,8 @@ export class Accounts implements AccountStore {
   count = () => countAccounts(this.db);
   list = () => listAccounts(this.db);
   recentEntries = (accountId: number, limit: number) => recentEntries(this.db, accountId, limit);
-  debit = (accountId: number, amountNano: number, note: string) => debitAccount(this.db, accountId, amountNano, note);
+  // What running requests hold is in this process's ledger (SQLite's holds live in memory): a debit leaves it.
+  debit = (accountId: number, amountNano: number, note: string) => debitAccount(this.db, accountId, amountNano, note, this.ledger.holds.account(accountId));
   setDisabled = (accountId: number, disabled: boolean, now?: number) => setAccountDisabled(this.db, accountId, disabled, now);
   setAdmin = (accountId: number, admin: boolean) => setAdmin(this.db, accountId, admin);
   chargedSince = (accountIds: number[], since: number) => chargedSince(this.db, accountIds, since);
@@ -107,16 +108,16 @@ export function recentEntries(db: Db, accountId: number, limit: number): LedgerE
 /**
  * A correcting entry (`operator_debit`): takes money back with a note saying why. Never takes the
  * balance below zero, checked inside the write transaction so that a charge committed meanwhile
- * counts; running requests' holds are the server's, and a settle is capped at the balance anyway.
+ * counts; nor below what running requests hold (`heldNano`, the serving process's in-memory holds).
  */
-export function debitAccount(db: Db, accountId: number, amountNano: number, note: string): number {
+export function debitAccount(db: Db, accountId: number, amountNano: number, note: string, heldNano = 0): number {
   checkDebitAmount(amountNano);
   // Immediate: the write lock is taken at BEGIN, so the balance read is the one the debit changes.
   const balance = db.transaction(
     (tx) => {
       const row = tx.select({ balanceNano: accounts.balanceNano }).from(accounts).where(eq(accounts.id, accountId)).get();
       if (!row) throw noAccount(accountId);
-      if (row.balanceNano < amountNano) throw debitRefused(amountNano, row.balanceNano, 0);
+      if (row.balanceNano - heldNano < amountNano) throw debitRefused(amountNano, row.balanceNano, heldNano);
       tx.insert(ledgerEntries).values({ accountId, kind: "operator_debit", amountNano: -amountNano, note, createdAt: Date.now() }).run();
       tx.update(accounts).set({ balanceNano: sql`${accounts.balanceNano} - ${amountNano}` }).where(eq(accounts.id, accountId)).run();
       return row.balanceNano - amountNano;
