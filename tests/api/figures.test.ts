@@ -100,6 +100,30 @@ describe("GET /api/requests", () => {
     expect((await get(h.b, "/api/requests?status=4xx")).data[0]).toMatchObject({ request_id: bad, status: 404, error_code: "model_not_found" });
   });
 
+  it("keeps the requested model of a 404 model_not_found", async () => {
+    const h = await holderWithKey();
+    const refused = await chat(h.key, "gpt-9");
+    expect(refused.status).toBe(404);
+    expect((await get(h.b, "/api/requests")).data[0]).toMatchObject({ status: 404, error_code: "model_not_found", model: "gpt-9" });
+  });
+
+  it("keeps the requested model of a 429 quota", async () => {
+    const h = await holderWithKey({ quota_usd: 0.000001 });
+    let refused = await chat(h.key);
+    for (let i = 0; i < 3 && refused.status !== 429; i++) refused = await chat(h.key);
+    expect(refused.status).toBe(429);
+    const id = refused.headers.get("x-gateway-request-id")!;
+    const row = (await get(h.b, "/api/requests?status=429")).data.find((r: { request_id: string }) => r.request_id === id);
+    expect(row).toMatchObject({ status: 429, error_code: "quota", model: "demo-text-1" });
+  });
+
+  it("filters the failures, every status from 400", async () => {
+    const h = await holderWithKey();
+    await chat(h.key);
+    const bad = (await chat(h.key, "gpt-9")).headers.get("x-gateway-request-id")!;
+    expect(ids(await get(h.b, "/api/requests?status=failures"))).toEqual([bad]);
+  });
+
   it("filters by since and until", async () => {
     const h = await holderWithKey();
     const id = (await chat(h.key)).headers.get("x-gateway-request-id")!;
