@@ -123,6 +123,8 @@ function requestView(r: LogRecord, names: Map<number, string>): RequestRow {
     image_output_tokens: r.imageOutputTokens,
     cost_usd: nanoToUsd(r.costNano),
     latency_ms: r.latencyMs,
+    stream: Boolean(r.stream),
+    attempts: r.attempts,
   };
 }
 
