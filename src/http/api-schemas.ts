@@ -140,6 +140,9 @@ export const RequestRow = T.Object({
   image_output_tokens: Tokens,
   cost_usd: Usd,
   latency_ms: Nullable(T.Integer()),
+  stream: T.Boolean(),
+  /** Upstream attempts made (a fallback adds one); 0 when refused before any. */
+  attempts: T.Integer(),
 });
 export type RequestRow = Static<typeof RequestRow>;
 export const RequestPage = PageOf(RequestRow, "a request id");

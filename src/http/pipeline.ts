@@ -16,6 +16,8 @@ import { formFingerprint, parseForm } from "./form.ts";
 import { refuseModelLookalikes, validate } from "./schemas.ts";
 
 const NO_BODY = new Uint8Array(0);
+/** The longest requested model name the log keeps. */
+const MODEL_NAME_MAX = 200;
 
 /**
  * A key endpoint, in this order: pause, declared body size, key, rate limits, body, JSON,
@@ -47,6 +49,10 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   if (svc.settings.paused) throw pausedError();
   const json = e.body === "json" ? parseJsonObject(bytes) : {};
   const form = e.body === "multipart" ? await parseForm(request, bytes) : null;
+  // The name as asked, before any refusal, so a 404 model_not_found still says what was asked for;
+  // resolveModel replaces it with the catalog's id. Bounded: it is the client's text.
+  const asked = json.model ?? form?.get("model");
+  if (typeof asked === "string") log.model = asked.slice(0, MODEL_NAME_MAX);
 
   const idemKey = scopedIdempotencyKey(x.pathname, request.headers.get("idempotency-key"));
   if (idemKey && request.method === "POST") {

@@ -55,7 +55,7 @@ describe("GET /api/requests", () => {
     });
     expect(Object.keys(list.data[0]).sort()).toEqual(
       ["request_id", "created_at", "key_id", "key_prefix", "key_name", "model", "endpoint", "path", "status", "error_code", "input_tokens", "output_tokens",
-        "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms"].sort(),
+        "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms", "stream", "attempts"].sort(),
     );
     expect(list.next).toBeNull();
   });
@@ -98,6 +98,30 @@ describe("GET /api/requests", () => {
     expect(ids(await get(h.b, "/api/requests?status=2xx"))).toEqual([ok]);
     expect(ids(await get(h.b, "/api/requests?status=404"))).toEqual([bad]);
     expect((await get(h.b, "/api/requests?status=4xx")).data[0]).toMatchObject({ request_id: bad, status: 404, error_code: "model_not_found" });
+  });
+
+  it("keeps the requested model of a 404 model_not_found", async () => {
+    const h = await holderWithKey();
+    const refused = await chat(h.key, "gpt-9");
+    expect(refused.status).toBe(404);
+    expect((await get(h.b, "/api/requests")).data[0]).toMatchObject({ status: 404, error_code: "model_not_found", model: "gpt-9" });
+  });
+
+  it("keeps the requested model of a 429 quota", async () => {
+    const h = await holderWithKey({ quota_usd: 0.000001 });
+    let refused = await chat(h.key);
+    for (let i = 0; i < 3 && refused.status !== 429; i++) refused = await chat(h.key);
+    expect(refused.status).toBe(429);
+    const id = refused.headers.get("x-gateway-request-id")!;
+    const row = (await get(h.b, "/api/requests?status=429")).data.find((r: { request_id: string }) => r.request_id === id);
+    expect(row).toMatchObject({ status: 429, error_code: "quota", model: "demo-text-1" });
+  });
+
+  it("filters the failures, every status from 400", async () => {
+    const h = await holderWithKey();
+    await chat(h.key);
+    const bad = (await chat(h.key, "gpt-9")).headers.get("x-gateway-request-id")!;
+    expect(ids(await get(h.b, "/api/requests?status=failures"))).toEqual([bad]);
   });
 
   it("filters by since and until", async () => {

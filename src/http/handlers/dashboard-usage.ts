@@ -89,7 +89,7 @@ async function requestFilter(c: SessionCall, q: URLSearchParams): Promise<{ keys
   const status = q.get("status");
   if (status !== null) {
     filter.status = statusRange(status) ?? undefined;
-    if (!filter.status) throw invalidRequest(`status: an HTTP status such as 402, or a class such as 2xx, 4xx or 5xx, not '${status}'`);
+    if (!filter.status) throw invalidRequest(`status: an HTTP status such as 402, a class such as 2xx, 4xx or 5xx, or failures, not '${status}'`);
   }
   return { keys, filter };
 }
@@ -123,6 +123,8 @@ function requestView(r: LogRecord, names: Map<number, string>): RequestRow {
     image_output_tokens: r.imageOutputTokens,
     cost_usd: nanoToUsd(r.costNano),
     latency_ms: r.latencyMs,
+    stream: Boolean(r.stream),
+    attempts: r.attempts,
   };
 }
 

@@ -17,8 +17,10 @@ export interface LogFilter {
   until?: number;
 }
 
-/** A status filter as the CLI and the dashboard take it: `402`, or a class such as `4xx`; null when it is neither. */
+/** A status filter as the CLI and the dashboard take it: `402`, a class such as `4xx`, or `failures` (400 to 599); null when it is neither. */
 export function statusRange(text: string): { min: number; max: number } | null {
+  // Every refusal and failure: what a holder asks "why did this fail" about.
+  if (text === "failures") return { min: 400, max: 599 };
   const x = /^([1-5])xx$/i.exec(text);
   if (x) return { min: Number(x[1]) * 100, max: Number(x[1]) * 100 + 99 };
   if (/^[1-5]\d\d$/.test(text)) return { min: Number(text), max: Number(text) };

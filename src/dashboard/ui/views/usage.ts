@@ -3,6 +3,7 @@ import type { Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit, select, table, usd, when } from "../dom.ts";
 import type { KeyList, KeyView, LedgerEntry, LedgerPage, Pricing, RequestPage, RequestRow } from "../../../http/api-schemas.ts";
 import { spendChart } from "./chart.ts";
+import { requestDetail } from "./request-detail.ts";
 
 // Recent requests (never their content) with filters, paging and a CSV export; the ledger with the
 // charges grouped per day; the daily spend chart.
@@ -18,10 +19,11 @@ const KIND: Record<string, string> = {
   charges: "Charges",
 };
 
-function requestCells(r: RequestRow) {
+/** A row's cells; its request id opens the detail view in `show`. */
+const requestCells = (show: (r: RequestRow) => void) => (r: RequestRow) => {
   return [
     when(r.created_at),
-    h("code", {}, r.request_id),
+    h("button", { type: "button", class: "link", "aria-label": `Details of ${r.request_id}`, onclick: () => show(r) }, h("code", {}, r.request_id)),
     r.key_prefix ? `${r.key_prefix}${r.key_name ? ` (${r.key_name})` : ""}` : "—",
     r.model ?? "—",
     r.path,
@@ -29,7 +31,7 @@ function requestCells(r: RequestRow) {
     `${tokens(r.input_tokens)} / ${tokens(r.output_tokens)}`,
     usd(r.cost_usd),
   ];
-}
+};
 
 function ledgerCells(e: LedgerEntry) {
   const label = KIND[e.kind] ?? e.kind;
@@ -39,8 +41,9 @@ function ledgerCells(e: LedgerEntry) {
 
 /** A list that pages backwards with its `next` cursor: "Older" appends the next page. */
 function paged<T>(caption: string, head: string[], cells: (row: T) => unknown[], fetchPage: (before: string | null) => Promise<{ data: T[]; next: string | null }>, empty: string): HTMLElement {
-  const box = h("div", {});
   const msg = messages();
+  // The message is in the box from the start: a first page refused (a bad filter) shows why.
+  const box = h("div", {}, msg.el);
   const rows: T[] = [];
   const more = async (before: string | null) => {
     const page = await fetchPage(before);
@@ -63,7 +66,7 @@ function filters(keys: KeyView[], pricing: Pricing, current: URLSearchParams): H
     { "aria-label": "Filter requests", class: "row" },
     field("Key", select("key_id", [["", "any key"], ...keys.map((k): [string, string] => [String(k.id), `${k.prefix} ${k.name ?? ""}`])], value("key_id"))),
     field("Model", select("model", [["", "any model"], ...pricing.models.map((m): [string, string] => [m.id, m.id])], value("model"))),
-    field("Status", input({ name: "status", value: value("status"), placeholder: "2xx, 4xx, 402…", size: 8 })),
+    field("Status", input({ name: "status", value: value("status"), placeholder: "2xx, 402, failures…", size: 8 })),
     field("From", input({ type: "date", name: "since", value: value("since") })),
     field("Until", input({ type: "date", name: "until", value: value("until") })),
     h("button", { type: "submit" }, "Filter"),
@@ -77,10 +80,16 @@ export async function usageView(ctx: Ctx): Promise<HTMLElement> {
   const msg = messages();
   // The filters live in the address (#/usage?model=…), so a filtered view can be bookmarked.
   onSubmit(form, msg, async (d) => ctx.go("usage" + query(Object.fromEntries([...d.entries()].map(([k, v]) => [k, String(v)])))));
+  const detail = h("div", {});
+  const show = (r: RequestRow) => {
+    detail.replaceChildren(requestDetail(r, pricing));
+    (detail.firstElementChild as HTMLElement).focus();
+  };
+  const failures = ctx.params.get("status") === "failures";
   const requests = paged<RequestRow>(
     "Recent requests",
     ["Time", "Request id", "Key", "Model", "Route", "Status", "Tokens in / out", "Cost"],
-    requestCells,
+    requestCells(show),
     (before) => api<RequestPage>("GET", "/api/requests" + query({ ...f, limit: 50, before })),
     "No requests match.",
   );
@@ -99,8 +108,15 @@ export async function usageView(ctx: Ctx): Promise<HTMLElement> {
     h("h2", {}, "Requests"),
     form,
     msg.el,
-    h("p", {}, h("a", { href: "/api/requests.csv" + query(f), download: "requests.csv" }, "Export these requests as CSV")),
+    h(
+      "p",
+      {},
+      failures ? h("a", { href: "#/usage" }, "All requests") : h("a", { href: "#/usage" + query({ status: "failures" }) }, "Failures only"),
+      " · ",
+      h("a", { href: "/api/requests.csv" + query(f), download: "requests.csv" }, "Export these requests as CSV"),
+    ),
     requests,
+    detail,
     h("h2", {}, "Ledger"),
     ledger,
   );
