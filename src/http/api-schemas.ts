@@ -101,7 +101,8 @@ export type KeyView = Static<typeof KeyView>;
 /** POST /api/keys: the key with the whole key, shown this once. */
 export const NewKeyView = T.Composite([KeyView, T.Object({ key: T.String() })]);
 export type NewKeyView = Static<typeof NewKeyView>;
-export const KeyList = ListOf(KeyView);
+/** The keys, and the rpm a key without its own gets: also the most a holder may set. */
+export const KeyList = T.Composite([ListOf(KeyView), T.Object({ default_rpm: Count })]);
 export type KeyList = Static<typeof KeyList>;
 
 // The account's figures.

@@ -90,6 +90,11 @@ describe("POST /api/keys", () => {
     expect((await body(res)).error.message).toStartWith("rpm: at most 20 requests per minute");
   });
 
+  it("says whom to ask for a higher rpm, naming no command a holder cannot run", async () => {
+    const res = await (await holder()).call("POST", "/api/keys", { rpm: 21 });
+    expect((await body(res)).error.message).toBe("rpm: at most 20 requests per minute; the gateway's operator can raise a key's limit.");
+  });
+
   it("refuses a field it does not know", async () => {
     const res = await (await holder()).call("POST", "/api/keys", { owner: "someone" });
     expect(res.status).toBe(400);

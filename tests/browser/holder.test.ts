@@ -45,6 +45,7 @@ describe("the account holder's dashboard", () => {
   it("creates a key restricted to the demo model and copies the key shown once", async () => {
     const { page } = tab;
     await visit(page, gw.url, "keys", "Keys");
+    await page.getByRole("button", { name: "New key" }).click();
     const form = page.getByRole("form", { name: "Create a key" });
     await form.getByLabel("Name").fill("laptop");
     await form.getByLabel("Quota (USD)").fill("0.5");

@@ -22,11 +22,13 @@ describe("the keys page at the account's key limit", () => {
     const { page } = tab;
     await signIn(page, gw.url, "register", "limit@example.test", "correct horse battery");
     await visit(page, gw.url, "keys", "Keys");
+    await page.getByRole("button", { name: "New key" }).click();
     const form = page.getByRole("form", { name: "Create a key" });
     await form.getByLabel("Name").fill("first");
     await form.getByRole("button", { name: "Create key" }).click();
     await page.getByTestId("new-key").waitFor();
 
+    await page.getByRole("button", { name: "New key" }).click();
     await form.getByLabel("Name").fill("second");
     await form.getByRole("button", { name: "Create key" }).click();
     const alert = page.getByRole("alert");

@@ -51,7 +51,8 @@ function rulesOf(svc: Services, body: Record<string, unknown>, currentRpm: numbe
   const rules = sharedRules(svc, body);
   const ceiling = Math.max(svc.config.defaultRpm, currentRpm ?? 0);
   if (typeof rules.rpm === "number" && rules.rpm > ceiling) {
-    throw new GatewayError("invalid_request", `rpm: at most ${ceiling} requests per minute; the operator can raise a key's limit (gateway key update --rpm).`);
+    // Said to a holder, who has no shell on the gateway: whom to ask, not which command.
+    throw new GatewayError("invalid_request", `rpm: at most ${ceiling} requests per minute; the gateway's operator can raise a key's limit.`);
   }
   return rules;
 }
@@ -125,7 +126,7 @@ async function ownKey(c: SessionCall): Promise<KeyRow> {
 export async function listKeys(c: SessionCall): Promise<Response> {
   const rows = await c.svc.keys.ofAccount(c.session!.accountId);
   const lastUsed = await c.svc.reports.lastUsedByKey(rows.map((r) => r.id));
-  return json<KeyList>({ object: "list", data: await Promise.all(rows.map((r) => keyView(c.svc, r, lastUsed))) });
+  return json<KeyList>({ object: "list", data: await Promise.all(rows.map((r) => keyView(c.svc, r, lastUsed))), default_rpm: c.svc.config.defaultRpm });
 }
 
 /** The key's row as it is now, in the dashboard's view. */

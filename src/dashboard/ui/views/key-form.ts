@@ -31,7 +31,9 @@ function modelChoices(models: PricedModel[], chosen: string[] | null): HTMLEleme
   );
 }
 
-export function keyFields(models: PricedModel[], key: KeyView | null): HTMLElement[] {
+export function keyFields(models: PricedModel[], key: KeyView | null, defaultRpm: number): HTMLElement[] {
+  // A holder may lower a key's limit, not raise it past the default (or past what the operator gave it).
+  const most = Math.max(defaultRpm, key?.rpm ?? 0);
   return [
     field("Name", input({ name: "name", maxlength: 100, value: key?.name ?? "", autocomplete: "off" })),
     field("Quota (USD)", input({ type: "number", name: "quota_usd", min: 0, step: "0.01", inputmode: "decimal", value: key?.quota_usd ?? "" }), "Empty: no quota; the balance is the limit."),
@@ -40,7 +42,7 @@ export function keyFields(models: PricedModel[], key: KeyView | null): HTMLEleme
     modelChoices(models, key?.models ?? null),
     field("Expires", input({ type: "datetime-local", name: "expires_at", value: localValue(key?.expires_at ?? null) }), "Empty: never."),
     field("IP allow-list", input({ name: "ip_allow", value: key?.ip_allow?.join(", ") ?? "", placeholder: "203.0.113.7, 10.0.0.0/8", autocomplete: "off" }), "Addresses or CIDRs, comma-separated. Empty: any address."),
-    field("Requests per minute", input({ type: "number", name: "rpm", min: 1, step: 1, inputmode: "numeric", value: key?.rpm ?? "" }), "Empty: the gateway's default."),
+    field("Requests per minute", input({ type: "number", name: "rpm", min: 1, max: most, step: 1, inputmode: "numeric", value: key?.rpm ?? "" }), `Empty: the gateway's default, ${defaultRpm} per minute. At most ${most}.`),
   ];
 }
 

@@ -1,8 +1,9 @@
 import { api } from "../api.ts";
 import type { Ctx } from "../context.ts";
 import { copyButton, h, heading, messages, onSubmit, table, usd, when } from "../dom.ts";
-import type { KeyList, KeyView, NewKeyView, Pricing } from "../../../http/api-schemas.ts";
+import type { KeyList, KeyView, NewKeyView, PricedModel, Pricing } from "../../../http/api-schemas.ts";
 import { keyBody, keyFields } from "./key-form.ts";
+import { cheapest, snippetBlocks, snippets, testButton } from "./connect.ts";
 
 // The account's keys: create (the whole key shown once, with a copy button), list, edit, revoke.
 
@@ -41,14 +42,24 @@ function restrictions(k: KeyView): string {
   return parts.length ? parts.join("; ") : "none";
 }
 
-/** The panel that shows a new key: the only time its whole text exists outside the caller's hands. */
-function shownOnce(k: NewKeyView): HTMLElement {
+/**
+ * The panel that shows a new key: the only time its whole text exists outside the caller's hands,
+ * so the clients' set-ups are filled in with it here, and the key can be tried at once.
+ */
+function shownOnce(k: NewKeyView, models: PricedModel[]): HTMLElement {
+  const model = k.models?.[0] ?? cheapest(models, "chat.completions") ?? models[0]?.id ?? "";
+  const tried = h("div", { "aria-live": "polite", "data-testid": "test-result" });
   return h(
     "div",
     { class: "once", role: "region", "aria-label": "Your new key" },
     h("h2", {}, `Key ${k.name ?? k.prefix} created`),
     h("p", {}, h("strong", {}, "Copy it now: "), "it is shown this once. The gateway keeps only its hash."),
     h("p", { class: "key-text" }, h("code", { "data-testid": "new-key" }, k.key!), " ", copyButton(k.key!, "Copy key")),
+    h("p", {}, testButton(k.key!, models, tried)),
+    tried,
+    h("h3", {}, "Connect a client"),
+    // A live region: the buttons' "Copied" is read out.
+    h("div", { "aria-live": "polite", class: "snippets" }, ...snippetBlocks(snippets(location.origin, k.key!, model, models))),
   );
 }
 
@@ -71,13 +82,13 @@ function revokeButton(ctx: Ctx, k: KeyView, msg: ReturnType<typeof messages>): H
   return b;
 }
 
-function editor(ctx: Ctx, k: KeyView, pricing: Pricing, slot: HTMLElement): void {
+function editor(ctx: Ctx, k: KeyView, pricing: Pricing, defaultRpm: number, slot: HTMLElement): void {
   const msg = messages();
   const form = h(
     "form",
     { "aria-label": `Edit key ${k.prefix}`, class: "wide" },
     h("h2", {}, `Edit ${k.name ?? k.prefix}`),
-    ...keyFields(pricing.models, k),
+    ...keyFields(pricing.models, k, defaultRpm),
     h("button", { type: "submit" }, "Save"),
     " ",
     h("button", { type: "button", class: "link", onclick: () => slot.replaceChildren() }, "Cancel"),
@@ -95,7 +106,14 @@ export async function keysView(ctx: Ctx): Promise<HTMLElement> {
   const msg = messages();
   const created = h("div", {});
   const editSlot = h("div", {});
-  const form = h("form", { "aria-label": "Create a key", class: "wide" }, ...keyFields(pricing.models, null), h("button", { type: "submit" }, "Create key"));
+  const form = h("form", { "aria-label": "Create a key", class: "wide", hidden: true }, ...keyFields(pricing.models, null, keys.default_rpm), h("button", { type: "submit" }, "Create key"));
+  // The form folds away behind its button: the list is what the page is mostly read for.
+  const opener = h("button", { type: "button", "aria-expanded": "false", "aria-controls": (form.id = "new-key-form") }, "New key");
+  opener.addEventListener("click", () => {
+    form.hidden = !form.hidden;
+    opener.setAttribute("aria-expanded", String(!form.hidden));
+    if (!form.hidden) form.querySelector("input")?.focus();
+  });
   const list = h("div", {});
   const drawList = (data: KeyView[]) =>
     list.replaceChildren(
@@ -112,18 +130,20 @@ export async function keysView(ctx: Ctx): Promise<HTMLElement> {
           when(k.last_used_at ?? null),
           k.status === "revoked"
             ? ""
-            : h("span", { class: "actions" }, h("button", { type: "button", onclick: () => editor(ctx, k, pricing, editSlot) }, "Edit"), " ", revokeButton(ctx, k, msg)),
+            : h("span", { class: "actions" }, h("button", { type: "button", onclick: () => editor(ctx, k, pricing, keys.default_rpm, editSlot) }, "Edit"), " ", revokeButton(ctx, k, msg)),
         ]),
-        "No keys yet: create one above.",
+        "No keys yet: press New key above.",
       ),
     );
   onSubmit(form, msg, async (d) => {
     const k = await api<NewKeyView>("POST", "/api/keys", keyBody(d, false));
     form.reset();
-    created.replaceChildren(shownOnce(k));
+    form.hidden = true;
+    opener.setAttribute("aria-expanded", "false");
+    created.replaceChildren(shownOnce(k, pricing.models));
     drawList((await api<KeyList>("GET", "/api/keys")).data);
     created.querySelector<HTMLButtonElement>("button")?.focus();
   });
   drawList(keys.data);
-  return h("section", {}, heading("Keys"), created, h("h2", {}, "New key"), form, msg.el, editSlot, list);
+  return h("section", {}, heading("Keys"), created, opener, form, msg.el, editSlot, list);
 }

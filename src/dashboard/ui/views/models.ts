@@ -1,6 +1,7 @@
 import { api } from "../api.ts";
 import type { Ctx } from "../context.ts";
-import { copyBlock, field, h, heading, select, table } from "../dom.ts";
+import { field, h, heading, select, table } from "../dom.ts";
+import { snippetBlocks, snippets } from "./connect.ts";
 import type { KeyList, PricedModel, Pricing } from "../../../http/api-schemas.ts";
 
 // The public catalog with prices, the base URLs, and a snippet per client filled in with the chosen
@@ -19,19 +20,6 @@ function priceRows(models: PricedModel[]) {
   ]);
 }
 
-/** The four clients' set-ups: the OpenAI SDK takes `/v1` in its base URL, Anthropic's clients do not. */
-export function snippets(origin: string, key: string, model: string): [title: string, text: string][] {
-  return [
-    ["OpenAI SDK (TypeScript)", `import OpenAI from "openai";\n\nconst client = new OpenAI({ baseURL: "${origin}/v1", apiKey: "${key}" });\nconst r = await client.chat.completions.create({ model: "${model}", messages: [{ role: "user", content: "Hello" }] });`],
-    ["Anthropic SDK (TypeScript), no /v1", `import Anthropic from "@anthropic-ai/sdk";\n\nconst client = new Anthropic({ baseURL: "${origin}", apiKey: "${key}" });\nconst r = await client.messages.create({ model: "${model}", max_tokens: 1024, messages: [{ role: "user", content: "Hello" }] });`],
-    ["Claude Code (environment)", `export ANTHROPIC_BASE_URL="${origin}"\nexport ANTHROPIC_API_KEY="${key}"\nexport ANTHROPIC_MODEL="${model}"\nclaude`],
-    [
-      "Codex CLI (~/.codex/config.toml)",
-      `model = "${model}"\nmodel_provider = "gateway"\n\n[model_providers.gateway]\nname = "gateway"\nbase_url = "${origin}/v1"\nenv_key = "GATEWAY_API_KEY"\nwire_api = "responses"\n\n# then: export GATEWAY_API_KEY="${key}"`,
-    ],
-  ];
-}
-
 export async function modelsView(_ctx: Ctx): Promise<HTMLElement> {
   const [pricing, keys] = await Promise.all([api<Pricing>("GET", "/api/pricing"), api<KeyList>("GET", "/api/keys")]);
   const origin = location.origin;
@@ -42,7 +30,7 @@ export async function modelsView(_ctx: Ctx): Promise<HTMLElement> {
   const out = h("div", { "aria-live": "polite" });
   const draw = () => {
     const key = active.length ? `${keyPick.value}…` : keyPick.value;
-    out.replaceChildren(...snippets(origin, key, modelPick.value).flatMap(([title, text]) => [h("h3", {}, title), copyBlock(text, title)]));
+    out.replaceChildren(...snippetBlocks(snippets(origin, key, modelPick.value, pricing.models)));
   };
   keyPick.addEventListener("change", draw);
   modelPick.addEventListener("change", draw);
