@@ -36,6 +36,8 @@ export interface Limiter {
   takeAll(takes: readonly Take[]): Bucket | Promise<Bucket>;
   /** The x-ratelimit-*-requests headers of a bucket `take` returned. */
   withHeaders(h: Headers, b: Bucket): Headers;
+  /** Refuses (503 rate_limit_unavailable) while the limiter cannot count a request: GET /readyz asks it. */
+  ready(): void | Promise<void>;
   /** Lets go of what the limiter holds open (a connection), at the server's stop. */
   close(): void;
 }
@@ -97,6 +99,9 @@ export class RateLimiter implements Limiter {
   get size(): number {
     return this.buckets.size;
   }
+
+  // In this process's memory: always able to count.
+  ready(): void {}
 
   close(): void {}
 

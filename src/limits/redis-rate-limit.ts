@@ -87,6 +87,11 @@ export class RedisRateLimiter implements Limiter {
     return bucketHeaders(h, b, performance.now());
   }
 
+  /** The store answers a PING within the timeout, or this is the 503 every key request gets meanwhile. */
+  async ready(): Promise<void> {
+    await this.store.send("PING", []);
+  }
+
   close(): void {
     if (this.owned) this.store.close();
   }

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "bun:test";
 import { events } from "../../src/core/events.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { balanceGuard } from "../support/http.ts";
+import { balanceGuard, send } from "../support/http.ts";
 import { getWithKey, postWithApiKey, sqlGet } from "../support/keyed.ts";
 import { expectError } from "../support/errors.ts";
 import { startTestRedis, type TestRedis } from "../support/redis-server.ts";
@@ -47,6 +47,14 @@ describe("a Redis outage", () => {
     untouched();
     const row = sqlGet<{ status: number; error_code: string }>(gw, "SELECT status, error_code FROM request_logs WHERE request_id = ?", err.request_id);
     expect(row).toEqual({ status: 503, error_code: "rate_limit_unavailable" });
+  });
+
+  it("makes GET /readyz answer 503 while it lasts, and 200 once the store is back", async () => {
+    expect((await send(gw, "/readyz")).status).toBe(200);
+    await redis.stop();
+    expect((await send(gw, "/readyz")).status).toBe(503);
+    await redis.start();
+    expect((await send(gw, "/readyz")).status).toBe(200);
   });
 
   it("lets no request through while it lasts, on any key route", async () => {

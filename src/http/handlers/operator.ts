@@ -6,7 +6,7 @@ import { json, type OpenCall } from "../exchange.ts";
 // Prometheus. Being outside /v1 they write no request log row. (`/` is the dashboard's page,
 // served by Bun beside the table: dashboard/page.ts.) Who may read /metrics is ../operator-guard.ts's.
 
-/** GET /readyz: whether the database takes a write now (the group commit, owner of BEGIN and COMMIT, probes it). */
+/** GET /readyz: whether the database takes a write now (the group commit, owner of BEGIN and COMMIT, probes it), and the shared limit store answers. */
 async function writable(svc: Services): Promise<GatewayError | null> {
   const refusal = await svc.commits.writeRefusal();
   return refusal ? asGatewayError(refusal) : null;
@@ -17,6 +17,8 @@ export const healthz = () => json({ status: "ok" });
 export async function readyz({ svc }: OpenCall): Promise<Response> {
   const refusal = svc.settings.paused ? new GatewayError("product_paused", "The service is paused by its operator.", { retryAfter: 60 }) : await writable(svc);
   if (refusal) throw refusal;
+  // With [limits] store, no key request is served while the store is away: not ready either.
+  await svc.limiter.ready();
   return json({ status: "ready" });
 }
 
