@@ -167,7 +167,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     checkouts,
     topUps: new PgTopUpCredit(ledger, checkouts),
     codes: new PgCodes(pg, ledger),
-    atStop: [() => feed.stop(), () => logs.flush(), () => ledger.stop(), () => pg.$client.close()],
+    atStop: [() => feed.stop(), () => logs.flush(), () => ledger.stop(), () => ledger.retire(), () => pg.$client.close()],
   };
 }
 

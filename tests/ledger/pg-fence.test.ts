@@ -193,3 +193,17 @@ describe("a database down for everyone", () => {
     expect(await books(a.accountId)).toMatchObject({ holds: 0, held: 0 });
   });
 });
+
+describe("an instance that stops cleanly", () => {
+  it("takes its row out of instances, with the hold left under it, so the table lists only running instances", async () => {
+    const a = await account(5);
+    const l = await instance("gw-leaving", true);
+    await l.reserve("gw_left_open", a.accountId, a.keyId, USD);
+    expect((await sql`SELECT id FROM instances WHERE id = 'gw-leaving'`).length).toBe(1);
+    // What a server's stop runs (store/open.ts): the heartbeat ends, then the row goes.
+    await l.stop();
+    await l.retire();
+    expect((await sql`SELECT id FROM instances WHERE id = 'gw-leaving'`).length).toBe(0);
+    expect(await books(a.accountId)).toMatchObject({ holds: 0, held: 0, balance: 5 * USD });
+  });
+});

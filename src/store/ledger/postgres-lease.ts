@@ -164,6 +164,19 @@ export class InstanceLease {
     if (this.fenceTimer) clearTimeout(this.fenceTimer);
   }
 
+  /**
+   * A clean stop, once every request has ended: the instance's row goes, with any hold still under
+   * it (none will be posted now), so `instances` lists only the running ones. A failure leaves the
+   * row for the others to release after the timeout, as after a crash.
+   */
+  async retire(): Promise<void> {
+    try {
+      await this.release(EARLIER_LIFE, [this.opts.instanceId]);
+    } catch (e) {
+      events.writeFailed("ledger", `retiring ${this.opts.instanceId}`, e);
+    }
+  }
+
   /** Resolves when the tick under way (if any) is over. */
   async idle(): Promise<void> {
     await this.ticking;

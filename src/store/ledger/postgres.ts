@@ -128,6 +128,11 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     await this.settled();
   }
 
+  /** After stop, at a clean exit: this instance's row (and any hold left under it) leaves `instances`, which then lists the running ones. */
+  async retire(): Promise<void> {
+    await this.lease?.retire();
+  }
+
   /** Resolves when every void so far has reached the database (or failed and awaits its retry). */
   async settled(): Promise<void> {
     while (this.releasing.size > 0) await Promise.all(this.releasing);
