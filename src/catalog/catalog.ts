@@ -50,6 +50,22 @@ export interface Catalog {
   models: Model[];
   /** Canonical id and aliases → model. */
   lookup(name: string): Model | undefined;
+  /**
+   * Some model could be held at nothing (a text model whose input and output are free on a route,
+   * an image model free per image and per token): only then may an account with nothing to spend
+   * still pass a paid endpoint's hold.
+   */
+  hasFreeModel: boolean;
+}
+
+function isFree(m: Model): boolean {
+  const text = m.endpoints.includes("messages") || m.endpoints.includes("chat.completions");
+  const images = m.endpoints.includes("images.generations") || m.endpoints.includes("images.edits");
+  const tokens = m.imagePrices.tokens;
+  return (
+    (text && m.priceTables.some((p) => p.standard.base.prices.input === 0 && p.standard.base.prices.output === 0)) ||
+    (images && m.imagePrices.perImage === 0 && (tokens === null || Object.values(tokens).every((v) => v === 0)))
+  );
 }
 
 function route(r: RouteConfig, provider: ProviderConfig, prices: ModelPrices): Route {
@@ -106,5 +122,5 @@ export function buildCatalog(cfg: Config): Catalog {
       .update(JSON.stringify(cfg.models))
       .digest("hex")
       .slice(0, 12);
-  return { version, models, lookup: (name) => byName.get(name) };
+  return { version, models, lookup: (name) => byName.get(name), hasFreeModel: models.some(isFree) };
 }

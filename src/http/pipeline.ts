@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import { presentedKey } from "../auth/presented-key.ts";
 import type { KeyRecord } from "../store/keys/contract.ts";
 import { GatewayError } from "../core/errors.ts";
-import { catalogHasFreeModel } from "../relay/hold-size.ts";
 import { scopedIdempotencyKey, type StoredAnswer } from "../store/idempotency/contract.ts";
 import type { Bucket, Take } from "../limits/rate-limit.ts";
 import { events } from "../core/events.ts";
@@ -146,7 +145,7 @@ function largeBody(request: Request): boolean {
  * cheaper on PostgreSQL.
  */
 async function refuseNothingToSpend(svc: Services, key: KeyRecord): Promise<void> {
-  if (catalogHasFreeModel(svc.catalog)) return;
+  if (svc.catalog.hasFreeModel) return;
   const { spendableNano } = await svc.ledger.balance(key.accountId);
   if (spendableNano <= 0) {
     throw new GatewayError("insufficient_balance", "Your credit balance is too low: nothing is spendable. Top up your balance.");

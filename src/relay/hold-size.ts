@@ -1,4 +1,4 @@
-import type { Catalog, Model } from "../catalog/catalog.ts";
+import type { Model } from "../catalog/catalog.ts";
 import { serviceSheetOf, sheetFor, type ModelPrices } from "../catalog/prices.ts";
 import { tokenCost } from "../core/money.ts";
 import type { JsonObject } from "../wire/shapes.ts";
@@ -133,27 +133,4 @@ export function outputFloorNano(model: Model, maxOut: number): number {
     least = Math.min(least, tokenCost(prices, { input: 0, output: maxOut, cacheRead: 0, cacheWrite: 0 }));
   }
   return Number.isFinite(least) ? least : 0;
-}
-
-const freeCatalogs = new WeakMap<Catalog, boolean>();
-
-/**
- * Whether some model of the catalog could be held at nothing (a text model whose input and output
- * are free on a route, an image model free per image and per token): only then may an account with
- * nothing to spend still pass a paid endpoint's hold.
- */
-export function catalogHasFreeModel(catalog: Catalog): boolean {
-  let free = freeCatalogs.get(catalog);
-  if (free === undefined) {
-    free = catalog.models.some(
-      (m) =>
-        ((m.endpoints.includes("messages") || m.endpoints.includes("chat.completions")) &&
-          m.priceTables.some((p) => p.standard.base.prices.input === 0 && p.standard.base.prices.output === 0)) ||
-        ((m.endpoints.includes("images.generations") || m.endpoints.includes("images.edits")) &&
-          m.imagePrices.perImage === 0 &&
-          (m.imagePrices.tokens === null || Object.values(m.imagePrices.tokens).every((v) => v === 0))),
-    );
-    freeCatalogs.set(catalog, free);
-  }
-  return free;
 }
