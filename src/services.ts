@@ -23,7 +23,7 @@ import type { IdempotencyStore } from "./store/idempotency/contract.ts";
 import type { KeyStore } from "./store/keys/contract.ts";
 import type { MoneyLedger } from "./store/ledger/contract.ts";
 import type { LogReports } from "./store/reports/contract.ts";
-import type { SpendReports } from "./store/reports/summary.ts";
+import type { SpendReports } from "./store/reports/contract.ts";
 import type { LogRow } from "./store/request-log/contract.ts";
 import type { SessionStore } from "./store/sessions/contract.ts";
 import type { SettingsStore } from "./store/settings/contract.ts";

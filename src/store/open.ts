@@ -33,7 +33,7 @@ import { PgLogReports } from "./reports/postgres.ts";
 import type { LogReports } from "./reports/contract.ts";
 import { SqliteSpend } from "./reports/summary-sqlite.ts";
 import { PgSpend } from "./reports/summary-postgres.ts";
-import type { SpendReports } from "./reports/summary.ts";
+import type { SpendReports } from "./reports/contract.ts";
 import { RequestLog } from "./request-log/sqlite.ts";
 import { PgRequestLog } from "./request-log/postgres.ts";
 import type { LogRow, RequestLogStore } from "./request-log/contract.ts";

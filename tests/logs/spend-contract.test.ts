@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bu
 import { requestIdPrefixAt } from "../../src/core/request-id.ts";
 import { PgSpend } from "../../src/store/reports/summary-postgres.ts";
 import { SqliteSpend } from "../../src/store/reports/summary-sqlite.ts";
-import type { SpendReports } from "../../src/store/reports/summary.ts";
+import type { SpendReports } from "../../src/store/reports/contract.ts";
 import { accountStore, ENGINES, keyOf, stopEngines, type Opened } from "../support/ledger-engines.ts";
 
 // The dashboard overview's spend query (store/reports/summary*.ts), one suite on both engines: the

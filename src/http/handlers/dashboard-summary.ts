@@ -2,7 +2,7 @@ import { GatewayError, invalidRequest } from "../../core/errors.ts";
 import { nanoToUsd } from "../../core/money.ts";
 import { isoTime, readIsoTime } from "../../core/time.ts";
 import type { Catalog } from "../../catalog/catalog.ts";
-import type { SpendFilter, SpendRow } from "../../store/reports/summary.ts";
+import type { SpendFilter, SpendRow } from "../../store/reports/contract.ts";
 import type { SessionCall } from "../session-guard.ts";
 import { json } from "../exchange.ts";
 import type { SpendSeries, UsageSummary } from "../api-schemas.ts";

@@ -1,7 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../engine/sqlite/client.ts";
 import { requestLogs } from "../schema/sqlite.ts";
-import { SPEND_GROUPS, spendColumns, spendOrder, spendWhere, type SpendFilter, type SpendReports, type SpendRow } from "./summary.ts";
+import { SPEND_GROUPS, spendColumns, spendOrder, spendWhere } from "./summary.ts";
+import type { SpendFilter, SpendReports, SpendRow } from "./contract.ts";
 
 // The overview's spend on SQLite: the query of summary.ts with this engine's UTC day.
 

@@ -1,31 +1,11 @@
 import { and, count, isNotNull, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import type { requestLogs as pgRequestLogs } from "../schema/postgres.ts";
 import type { requestLogs } from "../schema/sqlite.ts";
-import type { LogFilter } from "./contract.ts";
+import type { SpendFilter, SpendRow } from "./contract.ts";
 import { logWhere } from "./filters.ts";
 
 // The dashboard overview's spend (docs/dashboard.md#overview): one definition of its columns, filter
 // and order for both engines; summary-sqlite.ts and summary-postgres.ts only name their UTC day.
-
-export type SpendFilter = Pick<LogFilter, "accountId" | "keyIds" | "model" | "since" | "until">;
-
-/** One UTC day's spend of one key on one model through one provider. */
-export interface SpendRow {
-  day: string;
-  key_id: number | null;
-  model: string | null;
-  /** The provider that answered: which route's cache prices the saving is figured at. */
-  provider: string | null;
-  requests: number;
-  cost_nano: number;
-  cache_read_tokens: number;
-  /** 5-minute and 1-hour writes together. */
-  cache_write_tokens: number;
-}
-
-export interface SpendReports {
-  spend(filter: SpendFilter): Promise<SpendRow[]>;
-}
 
 type Table = typeof requestLogs | typeof pgRequestLogs;
 
