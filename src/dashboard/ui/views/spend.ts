@@ -25,7 +25,8 @@ const count = (n: number) => n.toLocaleString("en-US");
 
 /** One bar per day, the series stacked in their order (the biggest at the bottom); each part titled. */
 function bars(s: UsageSummary, series: SpendSeries[], by: string): SVGElement {
-  const W = 640, H = 220, left = 64, bottom = 22, top = 8;
+  // As wide as the page's main column, so the SVG is drawn near 1:1 and its 11 px labels stay 11 px on a phone.
+  const W = Math.round(Math.min(1068, Math.max(300, window.innerWidth - 32))), H = 220, left = 76, bottom = 22, top = 8;
   const totals = s.days.map((_, d) => series.reduce((n, x) => n + x.cost_usd[d]!, 0));
   const max = Math.max(...totals) || 1;
   const step = (W - left) / s.days.length;
