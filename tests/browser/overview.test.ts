@@ -93,6 +93,15 @@ describe("the overview's spend", () => {
     expect(await page.getByTestId("cache-read").textContent()).toBe("2,000");
   });
 
+  it("shows a bad date in the address as the refusal above the filters", async () => {
+    const { page } = tab;
+    await visit(page, rig.gw.url, "?from=yesterday", "Overview");
+    expect(await page.getByRole("alert").textContent()).toContain("from: a UTC day such as 2026-11-01, not 'yesterday'");
+    await page.getByRole("form", { name: "Filter spend" }).waitFor();
+    // The refused call is the one HTTP error the page saw (and Chromium's console line about it).
+    expect(tab.problems()).toEqual([expect.stringMatching(/^HTTP 400: GET .*\/api\/usage\/summary\?from=yesterday$/), expect.stringContaining("status of 400")]);
+  });
+
   it("fits a 390 px wide phone without scrolling sideways", async () => {
     const { page } = tab;
     await page.setViewportSize({ width: 390, height: 844 });

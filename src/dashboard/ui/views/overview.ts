@@ -10,8 +10,8 @@ const figure = (label: string, value: string, id: string) => h("div", { class: "
 
 export async function overviewView(ctx: Ctx): Promise<HTMLElement> {
   const me = account(ctx);
-  const [keys, pricing] = await Promise.all([api<KeyList>("GET", "/api/keys"), api<Pricing>("GET", "/api/pricing")]);
-  const spend = await spendSection(ctx, keys.data, pricing.models.map((m) => m.id));
+  const choices = Promise.all([api<KeyList>("GET", "/api/keys"), api<Pricing>("GET", "/api/pricing")]).then(([k, p]) => ({ keys: k.data, models: p.models.map((m) => m.id) }));
+  const spend = await spendSection(ctx, choices);
   const msg = messages();
   const threshold = input({ type: "number", name: "threshold", min: 0, step: "0.01", inputmode: "decimal", value: me.low_balance.threshold_usd ?? "" });
   const form = h(

@@ -86,14 +86,19 @@ function filters(keys: KeyView[], models: string[], p: URLSearchParams): HTMLFor
   );
 }
 
-export async function spendSection(ctx: Ctx, keys: KeyView[], models: string[]): Promise<HTMLElement> {
+/** The section; `choices` are the filters' keys and models, read while the summary is. */
+export async function spendSection(ctx: Ctx, choices: Promise<{ keys: KeyView[]; models: string[] }>): Promise<HTMLElement> {
   const msg = messages();
+  const summary = api<UsageSummary>("GET", "/api/usage/summary" + query(Object.fromEntries(FILTERS.map((k) => [k, ctx.params.get(k)]))));
+  // Settled now, so a refusal waiting for the choices is never an unhandled rejection.
+  summary.catch(() => {});
+  const { keys, models } = await choices;
   const form = filters(keys, models, ctx.params);
   onSubmit(form, msg, async (d) => ctx.go(query(Object.fromEntries([...d.entries()].map(([k, v]) => [k, String(v)])))));
   const box = h("div", {}, msg.el);
   let s: UsageSummary;
   try {
-    s = await api<UsageSummary>("GET", "/api/usage/summary" + query(Object.fromEntries(FILTERS.map((k) => [k, ctx.params.get(k)]))));
+    s = await summary;
   } catch (e) {
     // A bad filter in the address: the form stays, to correct it.
     msg.fail(e);
