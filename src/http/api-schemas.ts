@@ -159,6 +159,26 @@ export const DailyUsage = T.Object({
 });
 export type DailyUsage = Static<typeof DailyUsage>;
 
+/** One model's or key's spend per day of a summary's period, with its total. */
+export const SpendSeries = T.Object({ id: T.Union([T.String(), T.Integer(), T.Null()]), label: T.String(), cost_usd: T.Array(Usd), total_usd: Usd });
+export type SpendSeries = Static<typeof SpendSeries>;
+
+const Day = T.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$" });
+
+export const UsageSummary = T.Object({
+  object: T.Literal("usage_summary"),
+  /** The period's first and last UTC day, both included. */
+  from: Day,
+  to: Day,
+  /** Fixed periods that end today (UTC), under the model and key filters but not the period. */
+  spend: T.Object({ today_usd: Usd, last_7_days_usd: Usd, this_month_usd: Usd }),
+  period: T.Object({ cost_usd: Usd, requests: Count, cache_read_tokens: Count, cache_write_tokens: Count, cache_saved_usd: Usd }),
+  days: T.Array(Day),
+  by_model: T.Array(SpendSeries),
+  by_key: T.Array(SpendSeries),
+});
+export type UsageSummary = Static<typeof UsageSummary>;
+
 // Top-ups.
 
 export const TopUpView = T.Object({

@@ -9,6 +9,7 @@ import type { SessionCall } from "./session-guard.ts";
 import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./handlers/dashboard-keys.ts";
 import { adminStatus, CreditBody, creditAccount, DebitBody, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./handlers/dashboard-admin.ts";
 import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./handlers/dashboard-usage.ts";
+import { getUsageSummary } from "./handlers/dashboard-summary.ts";
 import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
 import { Credentials, Registration, getMe, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./handlers/dashboard-account.ts";
 import { CodeBatchBody, createCodeBatch, listCodeBatches, redeem, RedeemBody } from "./handlers/dashboard-codes.ts";
@@ -143,6 +144,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "GET", path: "/api/requests", auth: "session", response: A.ok(A.RequestPage), summary: "The account's requests from the request log, filtered and paged", handler: getRequests }),
   row({ method: "GET", path: "/api/requests.csv", auth: "session", response: A.csvFile, summary: "The account's requests as CSV, every matching row", handler: getRequestsCsv }),
   row({ method: "GET", path: "/api/usage/daily", auth: "session", response: A.ok(A.DailyUsage), summary: "Daily spend per key or per model", handler: getDailyUsage }),
+  row({ method: "GET", path: "/api/usage/summary", auth: "session", response: A.ok(A.UsageSummary), summary: "Spend today, this week and month, per day by model and key, and what caching saved", handler: getUsageSummary }),
   row({ method: "GET", path: "/api/admin/accounts", auth: "session", response: A.ok(A.AdminAccountList), summary: "Admin: every account and its money", handler: listAdminAccounts }),
   row({ method: "POST", path: "/api/admin/accounts/{id}/credit", auth: "session", body: "json", schema: CreditBody, response: A.ok(A.AdminAccount), summary: "Admin: credit an account", handler: creditAccount }),
   row({ method: "POST", path: "/api/admin/accounts/{id}/debit", auth: "session", body: "json", schema: DebitBody, response: A.ok(A.AdminAccount), summary: "Admin: debit an account, with a note", handler: debitAccountRoute }),

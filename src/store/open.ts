@@ -31,6 +31,9 @@ import type { MoneyLedger } from "./ledger/contract.ts";
 import { Reports } from "./reports/sqlite.ts";
 import { PgLogReports } from "./reports/postgres.ts";
 import type { LogReports } from "./reports/contract.ts";
+import { SqliteSpend } from "./reports/summary-sqlite.ts";
+import { PgSpend } from "./reports/summary-postgres.ts";
+import type { SpendReports } from "./reports/contract.ts";
 import { RequestLog } from "./request-log/sqlite.ts";
 import { PgRequestLog } from "./request-log/postgres.ts";
 import type { LogRow, RequestLogStore } from "./request-log/contract.ts";
@@ -70,6 +73,8 @@ export interface Stores {
   sessions: SessionStore;
   audit: AuditTrail;
   reports: LogReports;
+  /** The dashboard overview's spend (docs/dashboard.md#overview). */
+  spend: SpendReports;
   logs: RequestLogStore;
   settings: SettingsStore;
   idempotency: IdempotencyStore;
@@ -118,6 +123,7 @@ export function openSqliteStores(config: Config, db: Db, hooks: Pick<StoreHooks,
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
     audit: new Audit(db),
     reports: new Reports(db),
+    spend: new SqliteSpend(db),
     logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow: (r) => hooks.onRow(r) }),
     settings: new Settings(db),
     idempotency: new Idempotency(db),
@@ -161,6 +167,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
     audit: new PgAudit(pg),
     reports: new PgLogReports(pg),
+    spend: new PgSpend(pg),
     logs,
     settings,
     idempotency: new PgIdempotency(pg, config.cluster.instanceId),

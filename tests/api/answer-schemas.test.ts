@@ -66,6 +66,7 @@ beforeAll(async () => {
   await hit(visitor, "GET", "/api/requests");
   await hit(visitor, "GET", "/api/requests.csv");
   await hit(visitor, "GET", "/api/usage/daily");
+  await hit(visitor, "GET", "/api/usage/summary");
   await hit(visitor, "DELETE", "/api/keys/{id}", `/api/keys/${key.id}`);
   const topUp = await hit(visitor, "POST", "/api/topups", undefined, { amount_usd: 5 });
   const delivered = await stripe.deliver(gw.url, stripe.event(topUp.id).payload);

@@ -58,3 +58,25 @@ export interface UsageRow {
   output_tokens: number;
   cost_nano: number;
 }
+
+// The dashboard overview's spend (docs/dashboard.md#overview): summary.ts, the same query on both engines.
+
+export type SpendFilter = Pick<LogFilter, "accountId" | "keyIds" | "model" | "since" | "until">;
+
+/** One UTC day's spend of one key on one model through one provider. */
+export interface SpendRow {
+  day: string;
+  key_id: number | null;
+  model: string | null;
+  /** The provider that answered: which route's cache prices the saving is figured at. */
+  provider: string | null;
+  requests: number;
+  cost_nano: number;
+  cache_read_tokens: number;
+  /** 5-minute and 1-hour writes together. */
+  cache_write_tokens: number;
+}
+
+export interface SpendReports {
+  spend(filter: SpendFilter): Promise<SpendRow[]>;
+}

@@ -1,14 +1,17 @@
 import { api } from "../api.ts";
 import { account, type Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit, usd } from "../dom.ts";
-import type { AccountView } from "../../../http/api-schemas.ts";
+import type { AccountView, KeyList, Pricing } from "../../../http/api-schemas.ts";
+import { spendSection } from "./spend.ts";
 
-// The balance at a glance and the low-balance alert's threshold.
+// The balance and the spend at a glance, and the low-balance alert's threshold.
 
 const figure = (label: string, value: string, id: string) => h("div", { class: "figure" }, h("dt", {}, label), h("dd", { "data-testid": id }, value));
 
 export async function overviewView(ctx: Ctx): Promise<HTMLElement> {
   const me = account(ctx);
+  const choices = Promise.all([api<KeyList>("GET", "/api/keys"), api<Pricing>("GET", "/api/pricing")]).then(([k, p]) => ({ keys: k.data, models: p.models.map((m) => m.id) }));
+  const spend = await spendSection(ctx, choices);
   const msg = messages();
   const threshold = input({ type: "number", name: "threshold", min: 0, step: "0.01", inputmode: "decimal", value: me.low_balance.threshold_usd ?? "" });
   const form = h(
@@ -38,6 +41,7 @@ export async function overviewView(ctx: Ctx): Promise<HTMLElement> {
       : null,
     me.low_balance.below ? h("p", { class: "low" }, `Spendable is below your alert of ${usd(me.low_balance.threshold_usd)}.`) : null,
     h("p", {}, h("a", { href: "#/keys" }, "Create a key"), " · ", h("a", { href: "#/models" }, "Models and how to connect"), " · ", h("a", { href: "#/topup" }, "Top up")),
+    spend,
     h("h2", {}, "Low-balance alert"),
     h("div", { class: "narrow" }, form, msg.el),
   );
