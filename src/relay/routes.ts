@@ -42,7 +42,7 @@ export interface AttemptHooks {
   stream?: boolean;
 }
 
-/** An attempt that did not answer: `rest` when its key was overloaded (then `error` is the vendor's 529, if any). */
+/** Why the last attempt did not answer: `rest` when its key was overloaded (then `error` is the vendor's 529, if any). */
 class Failure {
   constructor(
     readonly error: GatewayError | null,
@@ -59,6 +59,8 @@ class Failure {
  */
 export async function attemptRoutes(svc: RelayServices, model: Model, call: TriedBy, hooks: AttemptHooks): Promise<Attempt> {
   const capacity = svc.capacity;
+  const clientSignal = call.request.signal;
+  const stream = hooks.stream ?? call.log.stream === true;
   let attempts = 0;
   let last: Failure | null = null;
   let skippedResting = false;
@@ -73,14 +75,94 @@ export async function attemptRoutes(svc: RelayServices, model: Model, call: Trie
     if (!svc.health.allow(route.key)) continue;
     const provider = svc.providers.get(route.provider.id)!;
     let tried = 0;
-    while (slot) {
+    // One upstream call per key: an overloaded key `continue`s to the provider's next key, any other
+    // failure `break`s to the next route. Written inline: the common one-key call allocates nothing more.
+    for (; slot; slot = pool.pick(tried, capacity.now())) {
       tried |= 1 << slot.index;
       attempts++;
-      const out = await attemptOne(svc, model, call, hooks, route, provider, pool, slot, attempts);
-      if (!(out instanceof Failure)) return out;
-      last = out;
-      if (!out.rest) break;
-      slot = pool.pick(tried, capacity.now());
+      const abort = new AbortController();
+      const onClientAbort = () => abort.abort(new Error("client went away"));
+      clientSignal.addEventListener("abort", onClientAbort, { once: true });
+      svc.cutoff.hold(abort);
+      const clock = new AttemptClock(abort, limitsOf(provider.config, stream));
+      let handedOff = false;
+      call.log.provider = route.provider.id;
+      call.log.upstreamModel = route.upstreamModel;
+      call.log.attempts = attempts;
+      call.upstreamStatus = undefined;
+      slot.inFlight++;
+      try {
+        const sentAt = performance.now();
+        const raw = await hooks.send(route, provider, abort.signal, slot.key);
+        call.log.upstreamLatencyMs = performance.now() - sentAt;
+        const type = raw.headers.get("content-type") ?? "";
+        const sse = type.startsWith("text/event-stream");
+        // Every body is read under the clock; anything parsed as SSE is also bounded per event. A plain
+        // JSON answer is read in one go by the confirm step below, so it is timed as one read (its whole
+        // body within the idle time) rather than wrapped: the wrapper cost 10–18 % of the CPU of a
+        // plain request (bench/RESULTS.md).
+        const response = stream || sse ? timedResponse(raw, clock, new SseSizeGuard()) : clock.wholeRead(raw);
+        if (!response.ok) {
+          const text = await readErrorBody(response);
+          const vendor = readVendorError(text);
+          call.upstreamStatus = response.status;
+          const kind = classifyStatus(response.status);
+          reportStatus(svc, call, route, response.status, kind === "unexpected" ? "(not an answer a vendor gives)" : vendor?.type);
+          if (restsKey(response.status, vendor)) {
+            // The key's limits, not the route's health: the circuit is left as it is.
+            const now = svc.capacity.now();
+            pool.rest(slot, restSeconds(response.headers.get("retry-after"), now), now);
+            last = new Failure(vendor && response.status === 529 ? passThrough(529, vendor) : null, true);
+            continue;
+          }
+          if (kind !== "refusal") {
+            svc.health.failure(route.key, `HTTP ${response.status}${vendor ? ` ${vendor.type}` : ""}`);
+            last = new Failure(upstreamUnavailable(model.id), false);
+            break;
+          }
+          // The upstream answered: the route is healthy, the request was refused.
+          svc.health.success(route.key);
+          if (vendor) throw passThrough(response.status, vendor);
+          throw upstreamUnavailable(model.id);
+        }
+        if (!response.body) throw new Error(`HTTP ${response.status} answer without a body`);
+        // Either would only be read to its end to fail there: a JSON body is no stream, and an SSE
+        // body to a JSON request can run on for the whole total timeout.
+        if (stream && type.startsWith("application/json")) throw new Error("a JSON answer to a streamed request");
+        if (!stream && sse) throw new Error("an SSE answer to a non-streamed request");
+        const attempt: Attempt = { route, provider, response, abort, attempts, slot };
+        if (hooks.confirm) await hooks.confirm(attempt);
+        // A plain answer has been read whole by confirm: nothing left to time.
+        if (!stream) clock.stop();
+        if (call.log.stream) call.log.ttfbMs = performance.now() - sentAt;
+        svc.health.success(route.key);
+        // A stream's body is still being read: its clock stops when the relay ends or cancels it.
+        handedOff = true;
+        return attempt;
+      } catch (e) {
+        if (e instanceof GatewayError) throw e;
+        // Ended by the instance's fence (Cutoff.cut): its answer, not the route's failure.
+        if (abort.signal.reason instanceof GatewayError) throw abort.signal.reason;
+        if (clientSignal.aborted) throw new GatewayError("upstream_unavailable", "The client closed the connection.");
+        if (svc.cutoff.aborted) throw shuttingDown();
+        const reason = abort.signal.aborted ? `timeout: ${describe(abort.signal.reason)}` : describe(e);
+        events.upstreamFailed({ requestId: call.requestId, route: route.key, provider: route.provider.id, reason });
+        svc.health.failure(route.key, (e as Error).message ?? String(e));
+        last = new Failure(upstreamUnavailable(model.id), false);
+        break;
+      } finally {
+        if (!handedOff) {
+          clock.stop();
+          // A failed attempt's connection is closed, not left to the upstream.
+          abort.abort(new Error("attempt failed"));
+        }
+        clientSignal.removeEventListener("abort", onClientAbort);
+        // A stream's call stays held, and its key in flight, until the stream ends (relay/stream-billing.ts).
+        if (!handedOff || !stream) {
+          svc.cutoff.release(abort);
+          slot.inFlight--;
+        }
+      }
     }
   }
   if (last?.rest || (attempts === 0 && skippedResting)) throw overloaded(svc, model, last?.error ?? null);
@@ -90,102 +172,6 @@ export async function attemptRoutes(svc: RelayServices, model: Model, call: Trie
     });
   }
   throw last?.error ?? upstreamUnavailable(model.id);
-}
-
-/** One upstream call on one route with one key: its attempt, or why the loop moves on. */
-async function attemptOne(
-  svc: RelayServices,
-  model: Model,
-  call: TriedBy,
-  hooks: AttemptHooks,
-  route: Route,
-  provider: Provider,
-  pool: KeyPool,
-  slot: KeySlot,
-  attempts: number,
-): Promise<Attempt | Failure> {
-  const clientSignal = call.request.signal;
-  const abort = new AbortController();
-  const onClientAbort = () => abort.abort(new Error("client went away"));
-  clientSignal.addEventListener("abort", onClientAbort, { once: true });
-  svc.cutoff.hold(abort);
-  const stream = hooks.stream ?? call.log.stream === true;
-  const clock = new AttemptClock(abort, limitsOf(provider.config, stream));
-  let handedOff = false;
-  call.log.provider = route.provider.id;
-  call.log.upstreamModel = route.upstreamModel;
-  call.log.attempts = attempts;
-  call.upstreamStatus = undefined;
-  slot.inFlight++;
-  try {
-    const sentAt = performance.now();
-    const raw = await hooks.send(route, provider, abort.signal, slot.key);
-    call.log.upstreamLatencyMs = performance.now() - sentAt;
-    const type = raw.headers.get("content-type") ?? "";
-    const sse = type.startsWith("text/event-stream");
-    // Every body is read under the clock; anything parsed as SSE is also bounded per event. A plain
-    // JSON answer is read in one go by the confirm step below, so it is timed as one read (its whole
-    // body within the idle time) rather than wrapped: the wrapper cost 10–18 % of the CPU of a
-    // plain request (bench/RESULTS.md).
-    const response = stream || sse ? timedResponse(raw, clock, new SseSizeGuard()) : clock.wholeRead(raw);
-    if (!response.ok) {
-      const text = await readErrorBody(response);
-      const vendor = readVendorError(text);
-      call.upstreamStatus = response.status;
-      const kind = classifyStatus(response.status);
-      reportStatus(svc, call, route, response.status, kind === "unexpected" ? "(not an answer a vendor gives)" : vendor?.type);
-      if (restsKey(response.status, vendor)) {
-        // The key's limits, not the route's health: the circuit is left as it is.
-        const now = svc.capacity.now();
-        pool.rest(slot, restSeconds(response.headers.get("retry-after"), now), now);
-        return new Failure(vendor && response.status === 529 ? passThrough(529, vendor) : null, true);
-      }
-      if (kind !== "refusal") {
-        svc.health.failure(route.key, `HTTP ${response.status}${vendor ? ` ${vendor.type}` : ""}`);
-        return new Failure(upstreamUnavailable(model.id), false);
-      }
-      // The upstream answered: the route is healthy, the request was refused.
-      svc.health.success(route.key);
-      if (vendor) throw passThrough(response.status, vendor);
-      throw upstreamUnavailable(model.id);
-    }
-    if (!response.body) throw new Error(`HTTP ${response.status} answer without a body`);
-    // Either would only be read to its end to fail there: a JSON body is no stream, and an SSE
-    // body to a JSON request can run on for the whole total timeout.
-    if (stream && type.startsWith("application/json")) throw new Error("a JSON answer to a streamed request");
-    if (!stream && sse) throw new Error("an SSE answer to a non-streamed request");
-    const attempt: Attempt = { route, provider, response, abort, attempts, slot };
-    if (hooks.confirm) await hooks.confirm(attempt);
-    // A plain answer has been read whole by confirm: nothing left to time.
-    if (!stream) clock.stop();
-    if (call.log.stream) call.log.ttfbMs = performance.now() - sentAt;
-    svc.health.success(route.key);
-    // A stream's body is still being read: its clock stops when the relay ends or cancels it.
-    handedOff = true;
-    return attempt;
-  } catch (e) {
-    if (e instanceof GatewayError) throw e;
-    // Ended by the instance's fence (Cutoff.cut): its answer, not the route's failure.
-    if (abort.signal.reason instanceof GatewayError) throw abort.signal.reason;
-    if (clientSignal.aborted) throw new GatewayError("upstream_unavailable", "The client closed the connection.");
-    if (svc.cutoff.aborted) throw shuttingDown();
-    const reason = abort.signal.aborted ? `timeout: ${describe(abort.signal.reason)}` : describe(e);
-    events.upstreamFailed({ requestId: call.requestId, route: route.key, provider: route.provider.id, reason });
-    svc.health.failure(route.key, (e as Error).message ?? String(e));
-    return new Failure(upstreamUnavailable(model.id), false);
-  } finally {
-    if (!handedOff) {
-      clock.stop();
-      // A failed attempt's connection is closed, not left to the upstream.
-      abort.abort(new Error("attempt failed"));
-    }
-    clientSignal.removeEventListener("abort", onClientAbort);
-    // A stream's call stays held, and its key in flight, until the stream ends (relay/stream-billing.ts).
-    if (!handedOff || !stream) {
-      svc.cutoff.release(abort);
-      slot.inFlight--;
-    }
-  }
 }
 
 /**
