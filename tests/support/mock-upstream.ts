@@ -290,7 +290,8 @@ async function run(b: Behaviour, ctx: Ctx): Promise<Response> {
         if (b.mode === "error_event") {
           const status = ctx.dialect === "anthropic" ? 529 : 503;
           ctx.settle("completed");
-          return jsonResponse(ctx.dialect, status, defaultErrorBody(ctx.dialect, status));
+          // Retry-After 0 as for the "error" behaviour: the overload moves this request on, benching nothing.
+          return jsonResponse(ctx.dialect, status, defaultErrorBody(ctx.dialect, status), { "retry-after": "0" });
         }
         const json = JSON.stringify(ctx.dialect === "anthropic" ? anthropicMessage(a) : openaiCompletion(a));
         return streamed(ctx, [json.slice(0, json.length >> 1)], 0, "drop", "application/json");
