@@ -87,7 +87,8 @@ export function restSeconds(header: string | null, now: number): number {
   const v = header.trim();
   let s = /^\d+(\.\d+)?$/.test(v) ? Number(v) : NaN;
   if (Number.isNaN(s)) {
-    const at = Date.parse(v);
+    // Every HTTP date form opens with a day name; Date.parse alone would read "-5" as a year.
+    const at = /^[A-Za-z]/.test(v) ? Date.parse(v) : NaN;
     s = Number.isNaN(at) ? DEFAULT_REST_S : (at - now) / 1000;
   }
   // 0 (or a date passed): no rest, though this request still moves on to another key.
