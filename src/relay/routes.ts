@@ -107,7 +107,7 @@ export async function attemptRoutes(svc: RelayServices, model: Model, call: Trie
           const vendor = readVendorError(text);
           call.upstreamStatus = response.status;
           const kind = classifyStatus(response.status);
-          reportStatus(svc, call, route, response.status, kind === "unexpected" ? "(not an answer a vendor gives)" : vendor?.type);
+          reportStatus(svc, call, route, response.status, kind === "unexpected" ? "(not an answer a vendor gives)" : vendor?.type, route.provider.api_keys ? slot.index : undefined);
           if (restsKey(response.status, vendor)) {
             // The key's limits, not the route's health: the circuit is left as it is.
             const now = svc.capacity.now();
@@ -245,7 +245,7 @@ function notAnAnswer(json: JsonObject, status: number): string | null {
  * One event line per failed answer. 401, and 403 for authentication or permission, refuse the
  * gateway's own credentials: the operator's configuration, so it is named as such.
  */
-function reportStatus(svc: RelayServices, call: TriedBy, route: Route, status: number, vendorType: string | undefined): void {
+function reportStatus(svc: RelayServices, call: TriedBy, route: Route, status: number, vendorType: string | undefined, keyIndex: number | undefined): void {
   const failure = {
     requestId: call.requestId,
     route: route.key,
@@ -254,7 +254,7 @@ function reportStatus(svc: RelayServices, call: TriedBy, route: Route, status: n
     reason: `HTTP ${status}${vendorType ? ` ${vendorType}` : ""}`,
   };
   if (status === 401 || (status === 403 && (vendorType === "authentication_error" || vendorType === "permission_error"))) {
-    events.providerKeyRejected({ ...failure, providerIndex: svc.config.providers.findIndex((p) => p.id === route.provider.id) });
+    events.providerKeyRejected({ ...failure, providerIndex: svc.config.providers.findIndex((p) => p.id === route.provider.id), keyIndex });
   } else {
     events.upstreamFailed(failure);
   }

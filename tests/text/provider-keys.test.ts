@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { events } from "../../src/core/events.ts";
 import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import type { TestGateway } from "../support/gateway.ts";
@@ -15,7 +16,7 @@ import { body, dashboardGateway, registeredBrowser } from "../api/support.ts";
 setDefaultTimeout(30_000);
 
 const KEYS = ["sk-first-key-0000", "sk-second-key-1111"];
-const CASES = ["k429", "k529", "kovl", "kall", "kstatus", "kdefault", "kspread"];
+const CASES = ["k429", "k529", "kovl", "kall", "kstatus", "kdefault", "kspread", "krevoked"];
 
 let up: MockUpstream;
 let gw: TestGateway;
@@ -129,6 +130,29 @@ describe("every key resting", () => {
     expect(m.balance).toBe(1_000_000_000);
     expect(m.openHolds).toBe(0);
     expect(m.ledgerSum).toBe(m.balance);
+  });
+});
+
+describe("a key the provider rejects", () => {
+  it("is named by its place in api_keys in the operator's event", async () => {
+    const a = gw.account(1);
+    const lines: Record<string, unknown>[] = [];
+    const restore = events.redirect((line) => lines.push(JSON.parse(line) as Record<string, unknown>));
+    try {
+      // Key 0 busy on a slow answer, so the next request goes out on key 1, which is refused.
+      up.script({ kind: "slow_stream", events: 4, intervalMs: 100 }, { kind: "error", status: 401, headers: {}, body: { type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } } });
+      const slow = ask("krevoked", a.key);
+      while (!up.requests.at(-1)?.headers["x-api-key"]?.endsWith("krevoked")) await Bun.sleep(5);
+      const refused = await ask("krevoked", a.key);
+      expect(refused.status).toBe(401);
+      expect((await slow).status).toBe(200);
+      const id = refused.headers.get("x-gateway-request-id");
+      const e = lines.find((l) => l.request_id === id && l.event === "provider_key_rejected")!;
+      expect(e).toMatchObject({ key_index: 1 });
+      expect(e.msg).toBe(`the provider rejected the gateway's key for provider krevoked: check providers[${CASES.indexOf("krevoked")}].api_keys[1]`);
+    } finally {
+      restore();
+    }
   });
 });
 
