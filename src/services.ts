@@ -9,6 +9,7 @@ import { AccessLog } from "./observe/access-log.ts";
 import { Metrics } from "./observe/metrics.ts";
 import { Cutoff } from "./relay/cutoff.ts";
 import { Health } from "./relay/health.ts";
+import { Capacity } from "./relay/capacity.ts";
 import type { RelayServices } from "./relay/context.ts";
 import { buildProviders } from "./upstreams/registry.ts";
 import { StripeCheckout } from "./payments/stripe-checkout.ts";
@@ -143,6 +144,7 @@ function sharedParts(
     limiter,
     throttles: accountThrottles(store),
     health,
+    capacity: new Capacity(config.providers, catalog.models),
     providers: buildProviders(config.providers),
     version: VERSION,
     cutoff: new Cutoff(),

@@ -14,6 +14,8 @@ export interface Route {
   capabilities: RouteCapabilities;
   /** The model's effective prices on this route's kind of provider (unset classes follow its rules). */
   prices: ModelPrices;
+  /** Its share of the model's traffic among the weighted routes; undefined: a fallback, tried in order after them. */
+  weight?: number;
 }
 
 /** Capabilities resolved for one route, in the translators' names (ChatUpstreamCaps, MessagesUpstreamCaps). */
@@ -41,6 +43,8 @@ export interface Model {
   imagePrices: ImagePrices;
   maxOutputTokens: number;
   routes: Route[];
+  /** Some route carries a weight: the route loop asks relay/capacity.ts for this request's order. */
+  weighted: boolean;
   /** Public USD prices as configured, for /api/pricing. */
   publicPricing: ModelConfig["pricing"];
 }
@@ -73,6 +77,7 @@ function route(r: RouteConfig, provider: ProviderConfig, prices: ModelPrices): R
   return {
     key: `${r.provider}/${r.model}`,
     provider,
+    weight: r.weight,
     upstreamModel: r.model,
     capabilities: {
       reasoning: c.reasoning,
@@ -111,6 +116,7 @@ export function buildCatalog(cfg: Config): Catalog {
       imagePrices: imagePricesOf(m),
       maxOutputTokens: m.max_output_tokens ?? 32_000,
       routes,
+      weighted: routes.some((r) => r.weight !== undefined),
       publicPricing: m.pricing,
     };
   });

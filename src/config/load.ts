@@ -235,6 +235,9 @@ function tomlError(e: unknown): string {
   return typeof err.line === "number" ? `line ${err.line}, column ${err.column}: ${first}` : first;
 }
 
+/** A request's tried keys are one bitmask (relay/capacity.ts). */
+const MAX_KEYS = 32;
+
 function checkReferences(cfg: Config): void {
   const fail = (path: string, why: string): never => {
     throw new ConfigError(`${cfg.source}: ${path}: ${why}`);
@@ -244,6 +247,12 @@ function checkReferences(cfg: Config): void {
     if (providerById.has(p.id)) fail(`providers[${i}].id`, `duplicate provider id '${p.id}'`);
     providerById.set(p.id, p);
     if (p.kind !== "demo" && !p.base_url) fail(`providers[${i}].base_url`, `required for kind '${p.kind}'`);
+    if (p.api_keys && p.api_key !== undefined) fail(`providers[${i}].api_keys`, "give either api_key or api_keys, not both");
+    if (p.api_keys?.length === 0) fail(`providers[${i}].api_keys`, "empty: list at least one key, or use api_key");
+    if (p.api_keys && p.api_keys.length > MAX_KEYS) fail(`providers[${i}].api_keys`, `at most ${MAX_KEYS} keys per provider`);
+    p.api_keys?.forEach((k, j) => {
+      if (!k.trim()) fail(`providers[${i}].api_keys[${j}]`, "empty key");
+    });
     checkCapabilities(p.capabilities, p, `providers[${i}].capabilities`, fail);
   });
   const names = new Set<string>();

@@ -86,6 +86,8 @@ export const ProviderConfig = T.Object(
     kind: ProviderKind,
     base_url: T.Optional(T.String({ pattern: "^https?://" })),
     api_key: T.Optional(T.String()),
+    /** Several keys of one provider, instead of api_key: requests go to the key with fewest in flight; an overloaded key rests (docs/operations.md#several-keys-and-weighted-routes). */
+    api_keys: T.Optional(T.Array(T.String())),
     /** Extra headers sent upstream (OpenRouter's HTTP-Referer, …). */
     headers: T.Optional(T.Record(T.String(), T.String())),
     /**
@@ -110,6 +112,8 @@ export const RouteConfig = T.Object(
   {
     provider: T.String({ minLength: 1 }),
     model: T.String({ minLength: 1 }),
+    /** Routes with a weight share the model's traffic in proportion; routes without one are fallbacks, in order. */
+    weight: T.Optional(T.Integer({ minimum: 1 })),
     /** Overrides the provider's capabilities field by field, for this upstream model. */
     capabilities: T.Optional(Capabilities),
   },

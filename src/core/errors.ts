@@ -147,8 +147,8 @@ export class GatewayError extends Error {
   }
 
   /** A vendor's own error passed through: its status, type and text, in the gateway's shape. */
-  static upstream(status: number, type: string, code: string, message: string, headers: Record<string, string> = {}): GatewayError {
-    const e = new GatewayError("upstream_unavailable", message, { headers });
+  static upstream(status: number, type: string, code: string, message: string, headers: Record<string, string> = {}, retryAfter?: number): GatewayError {
+    const e = new GatewayError("upstream_unavailable", message, { headers, retryAfter });
     Object.assign(e, { status, type, code });
     return e;
   }

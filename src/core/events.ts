@@ -116,14 +116,17 @@ export class EventLog {
   }
 
   /** The provider refused the gateway's own credentials: the operator's configuration, not the client. */
-  providerKeyRejected(f: UpstreamFailure & { providerIndex: number }): void {
+  /** `keyIndex`: which of the provider's `api_keys` it was; absent for a provider with one `api_key`. */
+  providerKeyRejected(f: UpstreamFailure & { providerIndex: number; keyIndex?: number }): void {
+    const field = f.keyIndex === undefined ? "api_key" : `api_keys[${f.keyIndex}]`;
     this.emit("error", "provider_key_rejected", f.provider, {
       request_id: f.requestId,
       route: f.route,
       provider: f.provider,
       upstream_status: f.upstreamStatus,
+      ...(f.keyIndex === undefined ? {} : { key_index: f.keyIndex }),
       reason: short(f.reason),
-    }, `the provider rejected the gateway's key for provider ${f.provider}: check providers[${f.providerIndex}].api_key`);
+    }, `the provider rejected the gateway's key for provider ${f.provider}: check providers[${f.providerIndex}].${field}`);
   }
 
   /** A 5xx the gateway answered. The stack of an unexpected error is written once per distinct message. */

@@ -229,6 +229,17 @@ export type AdminAccountList = Static<typeof AdminAccountList>;
 export const PauseState = T.Object({ paused: T.Boolean() });
 export type PauseState = Static<typeof PauseState>;
 
+/** One key of a route's provider: by its index in api_keys and the start of its SHA-256, never the key. */
+export const ProviderKeyState = T.Object({
+  index: Count,
+  fingerprint: Nullable(T.String()),
+  in_flight: Count,
+  state: T.Union([T.Literal("ready"), T.Literal("resting")]),
+  resting_until: Nullable(Time),
+  /** Times the upstream answered it with an overload (429, 529, overloaded_error) since the start. */
+  rests: Count,
+});
+
 /** A route's health and its circuit breaker (`provider/upstream model`). */
 export const RouteHealth = T.Object({
   route: T.String(),
@@ -239,6 +250,11 @@ export const RouteHealth = T.Object({
   last_error: Nullable(T.String()),
   last_failure_at: Nullable(Time),
   last_success_at: Nullable(Time),
+  /** Its share among the model's weighted routes; null: a fallback, tried in order after them. */
+  weight: Nullable(Count),
+  /** Every key of its provider rests until then (the first to wake); null while one is ready. */
+  resting_until: Nullable(Time),
+  keys: T.Array(ProviderKeyState),
 });
 export const AdminStatus = T.Object({ paused: T.Boolean(), routes: T.Array(T.Object({ id: T.String(), routes: T.Array(RouteHealth) })) });
 export type AdminStatus = Static<typeof AdminStatus>;

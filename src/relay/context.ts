@@ -11,6 +11,7 @@ import type { LogRow, RequestLogStore } from "../store/request-log/contract.ts";
 import type { Provider } from "../upstreams/types.ts";
 import type { Cutoff } from "./cutoff.ts";
 import type { Health } from "./health.ts";
+import type { Capacity } from "./capacity.ts";
 
 // The relay's view of a request and of the process: http/ builds a RelayCall once a key has passed
 // auth and limits, and services.ts builds the parts; the relay imports neither.
@@ -26,6 +27,8 @@ export interface RelayServices {
   calibration: Calibration;
   logs: RequestLogStore;
   health: Health;
+  /** Each provider's keys (in flight, resting) and each weighted model's turn. */
+  capacity: Capacity;
   providers: Map<string, Provider>;
   /**
    * Aborted when a stop's deadline passes (server.ts drain): upstream calls still running end, so

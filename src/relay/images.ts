@@ -47,7 +47,7 @@ export async function serveImages(call: RelayCall, endpoint: ImageEndpoint): Pro
   try {
     let answer: JsonObject = {};
     await attemptRoutes(call.svc, model, call, {
-      send(route, provider, signal) {
+      send(route, provider, signal, apiKey) {
         let body: JsonObject | FormData;
         if (endpoint === "images.generations") body = { ...call.json, model: route.upstreamModel };
         else {
@@ -56,7 +56,7 @@ export async function serveImages(call: RelayCall, endpoint: ImageEndpoint): Pro
           form.set("model", route.upstreamModel);
           body = form;
         }
-        return provider.images({ endpoint, body, signal });
+        return provider.images({ endpoint, body, signal, apiKey });
       },
       async confirm(a) {
         try {

@@ -7,7 +7,8 @@ import type { RelayServices } from "./context.ts";
 import type { Provider } from "../upstreams/types.ts";
 import { SseSizeGuard } from "../wire/sse.ts";
 import { AttemptClock, limitsOf, timedResponse } from "./timeouts.ts";
-import { classifyStatus, passThrough, readErrorBody, readVendorError } from "./upstream-error.ts";
+import { classifyStatus, passThrough, readErrorBody, readVendorError, restsKey } from "./upstream-error.ts";
+import { restSeconds, type KeyPool, type KeySlot } from "./capacity.ts";
 
 export interface Attempt {
   route: Route;
@@ -16,6 +17,8 @@ export interface Attempt {
   /** Aborts the upstream request (client gone, or the stream is over). */
   abort: AbortController;
   attempts: number;
+  /** The provider key that answered: counted in flight until the answer ends (a stream's at its settle). */
+  slot: KeySlot;
 }
 
 /** The request as the route loop records it: its log row names the route last tried, even when all fail. */
@@ -28,8 +31,8 @@ export interface TriedBy {
 }
 
 export interface AttemptHooks {
-  /** Builds and sends the upstream call for one route. Throwing a GatewayError stops the loop. */
-  send(route: Route, provider: Provider, signal: AbortSignal): Promise<Response>;
+  /** Builds and sends the upstream call for one route with one of its provider's keys. Throwing a GatewayError stops the loop. */
+  send(route: Route, provider: Provider, signal: AbortSignal, apiKey: string | undefined): Promise<Response>;
   /**
    * Optional: read ahead of the answer before it is committed (the first SSE event of a stream).
    * Throwing counts as a route failure, so the next route is tried before the client sees a byte.
@@ -39,97 +42,160 @@ export interface AttemptHooks {
   stream?: boolean;
 }
 
+/** Why the last attempt did not answer: `rest` when its key was overloaded (then `error` is the vendor's 529, if any). */
+class Failure {
+  constructor(
+    readonly error: GatewayError | null,
+    readonly rest: boolean,
+  ) {}
+}
+
 /**
- * Tries the model's routes in order. Server errors, 529, connection errors and timeouts move on
- * to the next route; a vendor's 4xx is the answer; the circuit breaker skips routes that keep failing.
+ * Tries the model's routes in order (weighted ones first, by their turn: relay/capacity.ts), and
+ * on each route its provider's keys, fewest in flight first. Server errors, connection errors and
+ * timeouts move on to the next route; an overloaded key (429, 529, overloaded_error) rests and the
+ * next key or route is tried; a vendor's other 4xx is the answer; the circuit breaker skips routes
+ * that keep failing. All of it before the client sees a byte.
  */
 export async function attemptRoutes(svc: RelayServices, model: Model, call: TriedBy, hooks: AttemptHooks): Promise<Attempt> {
+  const capacity = svc.capacity;
   const clientSignal = call.request.signal;
+  const stream = hooks.stream ?? call.log.stream === true;
   let attempts = 0;
-  let last: GatewayError | null = null;
-  for (const route of model.routes) {
+  let last: Failure | null = null;
+  let skippedResting = false;
+  for (const route of capacity.routes(model)) {
+    const pool = capacity.pool(route.provider.id);
+    let slot = pool.pick(0, capacity.now());
+    // Before the circuit: a route with every key resting must not spend the half-open probe.
+    if (!slot) {
+      skippedResting = true;
+      continue;
+    }
     if (!svc.health.allow(route.key)) continue;
     const provider = svc.providers.get(route.provider.id)!;
-    const abort = new AbortController();
-    const onClientAbort = () => abort.abort(new Error("client went away"));
-    clientSignal.addEventListener("abort", onClientAbort, { once: true });
-    svc.cutoff.hold(abort);
-    const stream = hooks.stream ?? call.log.stream === true;
-    const clock = new AttemptClock(abort, limitsOf(provider.config, stream));
-    let handedOff = false;
-    attempts++;
-    call.log.provider = route.provider.id;
-    call.log.upstreamModel = route.upstreamModel;
-    call.log.attempts = attempts;
-    call.upstreamStatus = undefined;
-    try {
-      const sentAt = performance.now();
-      const raw = await hooks.send(route, provider, abort.signal);
-      call.log.upstreamLatencyMs = performance.now() - sentAt;
-      const type = raw.headers.get("content-type") ?? "";
-      const sse = type.startsWith("text/event-stream");
-      // Every body is read under the clock; anything parsed as SSE is also bounded per event. A plain
-      // JSON answer is read in one go by the confirm step below, so it is timed as one read (its whole
-      // body within the idle time) rather than wrapped: the wrapper cost 10–18 % of the CPU of a
-      // plain request (bench/RESULTS.md).
-      const response = stream || sse ? timedResponse(raw, clock, new SseSizeGuard()) : clock.wholeRead(raw);
-      if (!response.ok) {
-        const text = await readErrorBody(response);
-        const vendor = readVendorError(text);
-        call.upstreamStatus = response.status;
-        const kind = classifyStatus(response.status);
-        reportStatus(svc, call, route, response.status, kind === "unexpected" ? "(not an answer a vendor gives)" : vendor?.type);
-        if (kind !== "refusal") {
-          svc.health.failure(route.key, `HTTP ${response.status}${vendor ? ` ${vendor.type}` : ""}`);
-          last = vendor && response.status === 529 ? passThrough(529, vendor) : upstreamUnavailable(model.id);
-          continue;
+    let tried = 0;
+    // One upstream call per key: an overloaded key `continue`s to the provider's next key, any other
+    // failure `break`s to the next route. Written inline: the common one-key call allocates nothing more.
+    for (; slot; slot = pool.pick(tried, capacity.now())) {
+      tried |= 1 << slot.index;
+      attempts++;
+      const abort = new AbortController();
+      const onClientAbort = () => abort.abort(new Error("client went away"));
+      clientSignal.addEventListener("abort", onClientAbort, { once: true });
+      svc.cutoff.hold(abort);
+      const clock = new AttemptClock(abort, limitsOf(provider.config, stream));
+      let handedOff = false;
+      call.log.provider = route.provider.id;
+      call.log.upstreamModel = route.upstreamModel;
+      call.log.attempts = attempts;
+      call.upstreamStatus = undefined;
+      slot.inFlight++;
+      try {
+        const sentAt = performance.now();
+        const raw = await hooks.send(route, provider, abort.signal, slot.key);
+        call.log.upstreamLatencyMs = performance.now() - sentAt;
+        const type = raw.headers.get("content-type") ?? "";
+        const sse = type.startsWith("text/event-stream");
+        // Every body is read under the clock; anything parsed as SSE is also bounded per event. A plain
+        // JSON answer is read in one go by the confirm step below, so it is timed as one read (its whole
+        // body within the idle time) rather than wrapped: the wrapper cost 10–18 % of the CPU of a
+        // plain request (bench/RESULTS.md).
+        const response = stream || sse ? timedResponse(raw, clock, new SseSizeGuard()) : clock.wholeRead(raw);
+        if (!response.ok) {
+          const text = await readErrorBody(response);
+          const vendor = readVendorError(text);
+          call.upstreamStatus = response.status;
+          const kind = classifyStatus(response.status);
+          reportStatus(svc, call, route, response.status, kind === "unexpected" ? "(not an answer a vendor gives)" : vendor?.type, route.provider.api_keys ? slot.index : undefined);
+          if (restsKey(response.status, vendor)) {
+            // The key's limits, not the route's health: the circuit is left as it is.
+            const now = svc.capacity.now();
+            pool.rest(slot, restSeconds(response.headers.get("retry-after"), now), now);
+            last = new Failure(vendor && response.status === 529 ? passThrough(529, vendor) : null, true);
+            continue;
+          }
+          if (kind !== "refusal") {
+            svc.health.failure(route.key, `HTTP ${response.status}${vendor ? ` ${vendor.type}` : ""}`);
+            last = new Failure(upstreamUnavailable(model.id), false);
+            break;
+          }
+          // The upstream answered: the route is healthy, the request was refused.
+          svc.health.success(route.key);
+          if (vendor) throw passThrough(response.status, vendor);
+          throw upstreamUnavailable(model.id);
         }
-        // The upstream answered: the route is healthy, the request was refused.
+        if (!response.body) throw new Error(`HTTP ${response.status} answer without a body`);
+        // Either would only be read to its end to fail there: a JSON body is no stream, and an SSE
+        // body to a JSON request can run on for the whole total timeout.
+        if (stream && type.startsWith("application/json")) throw new Error("a JSON answer to a streamed request");
+        if (!stream && sse) throw new Error("an SSE answer to a non-streamed request");
+        const attempt: Attempt = { route, provider, response, abort, attempts, slot };
+        if (hooks.confirm) await hooks.confirm(attempt);
+        // A plain answer has been read whole by confirm: nothing left to time.
+        if (!stream) clock.stop();
+        if (call.log.stream) call.log.ttfbMs = performance.now() - sentAt;
         svc.health.success(route.key);
-        if (vendor) throw passThrough(response.status, vendor);
-        throw upstreamUnavailable(model.id);
+        // A stream's body is still being read: its clock stops when the relay ends or cancels it.
+        handedOff = true;
+        return attempt;
+      } catch (e) {
+        if (e instanceof GatewayError) throw e;
+        // Ended by the instance's fence (Cutoff.cut): its answer, not the route's failure.
+        if (abort.signal.reason instanceof GatewayError) throw abort.signal.reason;
+        if (clientSignal.aborted) throw new GatewayError("upstream_unavailable", "The client closed the connection.");
+        if (svc.cutoff.aborted) throw shuttingDown();
+        const reason = abort.signal.aborted ? `timeout: ${describe(abort.signal.reason)}` : describe(e);
+        events.upstreamFailed({ requestId: call.requestId, route: route.key, provider: route.provider.id, reason });
+        svc.health.failure(route.key, (e as Error).message ?? String(e));
+        last = new Failure(upstreamUnavailable(model.id), false);
+        break;
+      } finally {
+        if (!handedOff) {
+          clock.stop();
+          // A failed attempt's connection is closed, not left to the upstream.
+          abort.abort(new Error("attempt failed"));
+        }
+        clientSignal.removeEventListener("abort", onClientAbort);
+        // A stream's call stays held, and its key in flight, until the stream ends (relay/stream-billing.ts).
+        if (!handedOff || !stream) {
+          svc.cutoff.release(abort);
+          slot.inFlight--;
+        }
       }
-      if (!response.body) throw new Error(`HTTP ${response.status} answer without a body`);
-      // Either would only be read to its end to fail there: a JSON body is no stream, and an SSE
-      // body to a JSON request can run on for the whole total timeout.
-      if (stream && type.startsWith("application/json")) throw new Error("a JSON answer to a streamed request");
-      if (!stream && sse) throw new Error("an SSE answer to a non-streamed request");
-      const attempt: Attempt = { route, provider, response, abort, attempts };
-      if (hooks.confirm) await hooks.confirm(attempt);
-      // A plain answer has been read whole by confirm: nothing left to time.
-      if (!stream) clock.stop();
-      if (call.log.stream) call.log.ttfbMs = performance.now() - sentAt;
-      svc.health.success(route.key);
-      // A stream's body is still being read: its clock stops when the relay ends or cancels it.
-      handedOff = true;
-      return attempt;
-    } catch (e) {
-      if (e instanceof GatewayError) throw e;
-      // Ended by the instance's fence (Cutoff.cut): its answer, not the route's failure.
-      if (abort.signal.reason instanceof GatewayError) throw abort.signal.reason;
-      if (clientSignal.aborted) throw new GatewayError("upstream_unavailable", "The client closed the connection.");
-      if (svc.cutoff.aborted) throw shuttingDown();
-      const reason = abort.signal.aborted ? `timeout: ${describe(abort.signal.reason)}` : describe(e);
-      events.upstreamFailed({ requestId: call.requestId, route: route.key, provider: route.provider.id, reason });
-      svc.health.failure(route.key, (e as Error).message ?? String(e));
-      last = upstreamUnavailable(model.id);
-    } finally {
-      if (!handedOff) {
-        clock.stop();
-        // A failed attempt's connection is closed, not left to the upstream.
-        abort.abort(new Error("attempt failed"));
-      }
-      clientSignal.removeEventListener("abort", onClientAbort);
-      // A stream's call stays held until the stream ends (relay/stream.ts).
-      if (!handedOff || !stream) svc.cutoff.release(abort);
     }
   }
+  if (last?.rest || (attempts === 0 && skippedResting)) throw overloaded(svc, model, last?.error ?? null);
   if (attempts === 0) {
     throw new GatewayError("no_eligible_route", `No route can serve '${model.id}' right now: every route is failing. Check GET /status.`, {
       retryAfter: 30,
     });
   }
-  throw last ?? upstreamUnavailable(model.id);
+  throw last?.error ?? upstreamUnavailable(model.id);
+}
+
+/**
+ * Every key that could serve the model rests: the vendors' own overload answer (529
+ * overloaded_error, docs/api.md#errors), the last vendor's text when it sent one, with a
+ * Retry-After for when the first key wakes. Nothing was charged.
+ */
+function overloaded(svc: RelayServices, model: Model, vendor: GatewayError | null): GatewayError {
+  const now = svc.capacity.now();
+  let wake = Infinity;
+  for (const r of model.routes) {
+    const w = svc.capacity.pool(r.provider.id).wake(now);
+    if (w > 0 && w < wake) wake = w;
+  }
+  const retryAfter = wake === Infinity ? 1 : Math.max(1, Math.ceil((wake - now) / 1000));
+  if (vendor) return GatewayError.upstream(vendor.status, vendor.type, vendor.code, vendor.message, vendor.headers, retryAfter);
+  return GatewayError.upstream(
+    529,
+    "overloaded_error",
+    "overloaded_error",
+    `Overloaded: every upstream key for '${model.id}' is at its limit. The request was not charged; retry in ${retryAfter} s.`,
+    {},
+    retryAfter,
+  );
 }
 
 /** A request the gateway ended because it is stopping: not the route's fault, free, and safe to retry. */
@@ -179,7 +245,7 @@ function notAnAnswer(json: JsonObject, status: number): string | null {
  * One event line per failed answer. 401, and 403 for authentication or permission, refuse the
  * gateway's own credentials: the operator's configuration, so it is named as such.
  */
-function reportStatus(svc: RelayServices, call: TriedBy, route: Route, status: number, vendorType: string | undefined): void {
+function reportStatus(svc: RelayServices, call: TriedBy, route: Route, status: number, vendorType: string | undefined, keyIndex: number | undefined): void {
   const failure = {
     requestId: call.requestId,
     route: route.key,
@@ -188,7 +254,7 @@ function reportStatus(svc: RelayServices, call: TriedBy, route: Route, status: n
     reason: `HTTP ${status}${vendorType ? ` ${vendorType}` : ""}`,
   };
   if (status === 401 || (status === 403 && (vendorType === "authentication_error" || vendorType === "permission_error"))) {
-    events.providerKeyRejected({ ...failure, providerIndex: svc.config.providers.findIndex((p) => p.id === route.provider.id) });
+    events.providerKeyRejected({ ...failure, providerIndex: svc.config.providers.findIndex((p) => p.id === route.provider.id), keyIndex });
   } else {
     events.upstreamFailed(failure);
   }

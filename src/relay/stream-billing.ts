@@ -64,6 +64,7 @@ export class StreamBilling {
     // attemptRoutes left the call held by the cutoff; the stream lets it go when it ends.
     const cutoff = call.svc.cutoff;
     cutoff.release(attempt.abort);
+    attempt.slot.inFlight--;
     if (!hold.open) return;
     if (ending === "upstream_failed") {
       hold.void("upstream_failed");

@@ -129,13 +129,13 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     let whole: { text: string; json: JsonObject } | null = null;
     let opening: Opening | null = null;
     const attempt = await attemptRoutes(call.svc, model, call, {
-      send(route, provider, signal) {
+      send(route, provider, signal, apiKey) {
         upstreamDialect = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
         const out = built(() => upstreamBody(client.dialect, upstreamDialect, client.body, route, client.raw));
         dropped = out.dropped;
         // The estimator learns from what the upstream counted: this body, when it is not the client's.
         call.sentSize = out.size;
-        return provider.text({ dialect: upstreamDialect, body: out.body, bytes: out.bytes, clientHeaders: call.request.headers, search: call.search, signal });
+        return provider.text({ dialect: upstreamDialect, body: out.body, bytes: out.bytes, clientHeaders: call.request.headers, search: call.search, signal, apiKey });
       },
       confirm: client.stream
         ? async (a) => {

@@ -29,12 +29,22 @@ export function readVendorError(text: string): VendorError | null {
 // OpenAI marks region blocks with type request_forbidden; the gateway names the error by its code (docs/api.md#errors).
 const TYPE_FROM_CODE = new Set(["unsupported_country_region_territory", "insufficient_quota"]);
 
-export function passThrough(status: number, v: VendorError): GatewayError {
+/**
+ * An answer that says this key is over its limits right now, not that the request is wrong: 529,
+ * an overloaded_error under any status, or a 429 that is not about the provider's credit (an
+ * exhausted balance is the same on a retry, so it passes through). The key rests; another may serve.
+ */
+export function restsKey(status: number, v: VendorError | null): boolean {
+  if (status === 529 || v?.type === "overloaded_error") return true;
+  return status === 429 && v?.code !== "insufficient_quota" && v?.type !== "insufficient_quota";
+}
+
+export function passThrough(status: number, v: VendorError, retryAfter?: number): GatewayError {
   const type = TYPE_FROM_CODE.has(v.code) ? v.code : v.type;
   // A vendor 429 for an exhausted credit balance will not succeed on a retry.
   const headers: Record<string, string> = status === 429 && type === "insufficient_quota" ? { "x-should-retry": "false" } : {};
   // The vendor's own text, except a provider credential it may quote.
-  return GatewayError.upstream(status, type, v.code, redactSecrets(v.message), headers);
+  return GatewayError.upstream(status, type, v.code, redactSecrets(v.message), headers, retryAfter);
 }
 
 // The 4xx statuses the vendors answer a request with: the client's (or its key's) to see. Any other

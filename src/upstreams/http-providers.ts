@@ -24,7 +24,8 @@ export function anthropicProvider(config: ProviderConfig): Provider {
         "anthropic-version": h.get("anthropic-version") ?? "2023-06-01",
       };
       // The provider's own key replaces whatever identified the client to the gateway.
-      if (config.api_key) headers["x-api-key"] = config.api_key;
+      const key = call.apiKey ?? config.api_key;
+      if (key) headers["x-api-key"] = key;
       const beta = h.get("anthropic-beta");
       if (beta) headers["anthropic-beta"] = beta;
       return send(`${base}/v1/messages${call.search}`, headers, call.bytes ?? JSON.stringify(call.body), call.signal);
@@ -39,18 +40,18 @@ export function anthropicProvider(config: ProviderConfig): Provider {
 
 export function openaiProvider(config: ProviderConfig): Provider {
   const base = trimSlash(config.base_url ?? "https://api.openai.com/v1");
-  const auth = (): Record<string, string> => ({ ...config.headers, ...(config.api_key ? { authorization: `Bearer ${config.api_key}` } : {}) });
+  const auth = (apiKey = config.api_key): Record<string, string> => ({ ...config.headers, ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) });
   return {
     config,
     dialects: ["chat"],
     text(call: TextCall) {
-      const headers = { ...auth(), "content-type": "application/json", accept: call.body.stream ? "text/event-stream" : "application/json" };
+      const headers = { ...auth(call.apiKey), "content-type": "application/json", accept: call.body.stream ? "text/event-stream" : "application/json" };
       return send(`${base}/chat/completions`, headers, call.bytes ?? JSON.stringify(call.body), call.signal);
     },
     images(call: ImageCall) {
       const path = call.endpoint === "images.generations" ? "/images/generations" : "/images/edits";
       const isForm = call.body instanceof FormData;
-      const headers = isForm ? auth() : { ...auth(), "content-type": "application/json" };
+      const headers = isForm ? auth(call.apiKey) : { ...auth(call.apiKey), "content-type": "application/json" };
       return send(`${base}${path}`, headers, isForm ? (call.body as FormData) : JSON.stringify(call.body), call.signal);
     },
   };

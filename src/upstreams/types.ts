@@ -14,6 +14,8 @@ export interface TextCall {
   /** The client's query string on the native Messages path (`?beta=true`). */
   search: string;
   signal: AbortSignal;
+  /** The provider key this attempt uses (relay/capacity.ts); absent: the config's api_key. */
+  apiKey?: string;
 }
 
 export interface ImageCall {
@@ -21,6 +23,8 @@ export interface ImageCall {
   /** JSON for generations; multipart form for edits. */
   body: JsonObject | FormData;
   signal: AbortSignal;
+  /** The provider key this attempt uses; absent: the config's api_key. */
+  apiKey?: string;
 }
 
 /** One configured provider: speaks one or more dialects over its own transport. */

@@ -1,6 +1,7 @@
 /** The parts of a provider's config that carry credentials. */
 export interface SecretBearer {
   api_key?: string;
+  api_keys?: string[];
   headers?: Record<string, string>;
 }
 
@@ -31,6 +32,7 @@ export function secretsOf(providers: readonly SecretBearer[]): string[] {
   };
   for (const p of providers) {
     add(p.api_key);
+    for (const k of p.api_keys ?? []) add(k);
     for (const [name, value] of Object.entries(p.headers ?? {})) {
       if (!SECRET_HEADER.test(name)) continue;
       add(value);

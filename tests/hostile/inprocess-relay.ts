@@ -16,7 +16,7 @@ export async function relayInProcess(upstream: ReadableStream<Uint8Array>): Prom
 
 /** The relay's response itself, for a test that serves it to a real socket. */
 export async function relayedResponse(upstream: ReadableStream<Uint8Array>): Promise<Response> {
-  const attempt = { route: { key: "r", provider: { id: "p" } }, response: new Response(upstream), abort: new AbortController(), attempts: 1 } as unknown as Attempt;
+  const attempt = { route: { key: "r", provider: { id: "p" } }, response: new Response(upstream), abort: new AbortController(), attempts: 1, slot: { inFlight: 1 } } as unknown as Attempt;
   const call = { svc: { cutoff: new Cutoff() }, requestId: "req-inprocess", started: 0, log: { endpoint: "messages" } } as unknown as RelayCall;
   const opening = await firstEvents(attempt, "messages");
   const machine = new NativeMessagesMachine({ costOf: () => 0, estimatedInputTokens: 1 });

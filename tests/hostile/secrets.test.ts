@@ -47,7 +47,7 @@ describe("a vendor error passed through", () => {
   });
 
   it("never shows it on a 529 overloaded either", async () => {
-    rig.raw.handle = () => Response.json({ type: "error", error: { type: "overloaded_error", message: `Overloaded (key ${SECRET_A})` } }, { status: 529 });
+    rig.raw.handle = () => Response.json({ type: "error", error: { type: "overloaded_error", message: `Overloaded (key ${SECRET_A})` } }, { status: 529, headers: { "retry-after": "0" } });
     const res = await rig.post("/v1/messages", ask("raw"));
     expect(res.status).toBe(529);
     expect(leaks(await res.text())).toEqual([]);

@@ -244,9 +244,13 @@ async function run(b: Behaviour, ctx: Ctx): Promise<Response> {
     case "error": {
       const body = b.body ?? defaultErrorBody(ctx.dialect, b.status);
       ctx.settle("completed");
+      // An overload rests the gateway's key for its Retry-After (30 s without one). "0" by default
+      // here: a scripted overload moves that request on without benching the mock's key for the
+      // tests after it. Tests of the rest itself set their own header.
+      const headers = b.status === 429 || b.status === 529 ? { "retry-after": "0", ...b.headers } : b.headers;
       return typeof body === "string"
-        ? new Response(body, { status: b.status, headers: { "content-type": "text/plain; charset=utf-8", ...idHeader(ctx.dialect), ...b.headers } })
-        : jsonResponse(ctx.dialect, b.status, body, b.headers);
+        ? new Response(body, { status: b.status, headers: { "content-type": "text/plain; charset=utf-8", ...idHeader(ctx.dialect), ...headers } })
+        : jsonResponse(ctx.dialect, b.status, body, headers);
     }
     case "raw": {
       ctx.settle("completed");
@@ -286,7 +290,8 @@ async function run(b: Behaviour, ctx: Ctx): Promise<Response> {
         if (b.mode === "error_event") {
           const status = ctx.dialect === "anthropic" ? 529 : 503;
           ctx.settle("completed");
-          return jsonResponse(ctx.dialect, status, defaultErrorBody(ctx.dialect, status));
+          // Retry-After 0 as for the "error" behaviour: the overload moves this request on, benching nothing.
+          return jsonResponse(ctx.dialect, status, defaultErrorBody(ctx.dialect, status), { "retry-after": "0" });
         }
         const json = JSON.stringify(ctx.dialect === "anthropic" ? anthropicMessage(a) : openaiCompletion(a));
         return streamed(ctx, [json.slice(0, json.length >> 1)], 0, "drop", "application/json");

@@ -5,6 +5,7 @@ import type { Services } from "../../services.ts";
 import { json, pathParam, type OpenCall } from "../exchange.ts";
 import { CONFIG_NAME, PRICE_CLASSES, type ModelPrices, type PriceSheet } from "../../catalog/prices.ts";
 import { nanoToUsd } from "../../core/money.ts";
+import { isoTime } from "../../core/time.ts";
 import { MINIMUM_TOP_UP_NANO } from "../../payments/topups.ts";
 import type { PricedModel, PriceTable, Pricing } from "../api-schemas.ts";
 
@@ -89,13 +90,32 @@ export function pricing({ svc }: OpenCall): Response {
   );
 }
 
-/** Each model's upstream routes and their health, as the admin's status (`/api/admin/status`) shows them. */
-export const routeHealth = (svc: Services) => svc.catalog.models.map((m) => ({ id: m.id, routes: m.routes.map((r) => svc.health.view(r.key)) }));
+/**
+ * Each model's upstream routes, as the admin's status (`/api/admin/status`) shows them: the circuit,
+ * the weight, and the provider's keys (by index and hash prefix, never the key), resting or not.
+ */
+export const routeHealth = (svc: Services) => {
+  const now = svc.capacity.now();
+  return svc.catalog.models.map((m) => ({
+    id: m.id,
+    routes: m.routes.map((r) => {
+      const pool = svc.capacity.pool(r.provider.id);
+      const wake = pool.wake(now);
+      return { ...svc.health.view(r.key), weight: r.weight ?? null, resting_until: wake ? isoTime(wake) : null, keys: pool.views(now) };
+    }),
+  }));
+};
 
-/** A model as a client sees it: ok, degraded (a route failing, another still serving) or unavailable (every route's breaker open). */
-function modelState(routes: { state: string }[]): "ok" | "degraded" | "unavailable" {
-  if (routes.every((r) => r.state === "healthy")) return "ok";
-  return routes.every((r) => r.state === "open") ? "unavailable" : "degraded";
+type RouteState = { state: string; resting_until: string | null; keys: { state: string }[] };
+const serving = (r: RouteState) => r.state !== "open" && r.resting_until === null;
+
+/**
+ * A model as a client sees it: ok, degraded (a route failing or a key resting, another still
+ * serving) or unavailable (every route's breaker open or every key of it resting).
+ */
+function modelState(routes: RouteState[]): "ok" | "degraded" | "unavailable" {
+  if (routes.every((r) => r.state === "healthy" && r.keys.every((k) => k.state === "ready"))) return "ok";
+  return routes.some(serving) ? "degraded" : "unavailable";
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit, table, usd, when } from "../dom.ts";
 import type { AdminAccount, AdminAccountList, AdminStatus, AuditList, AuditRow } from "../../../http/api-schemas.ts";
 import { codesSection } from "./admin-codes.ts";
+import { upstreamsPanel } from "./admin-upstreams.ts";
 
 // The operator's page: accounts with their money and activity, credit or debit with a note (after a
 // confirmation), disable, pause and resume, route health, and the audit trail of these actions.
@@ -112,6 +113,7 @@ export async function adminView(ctx: Ctx): Promise<HTMLElement> {
     table("Accounts", ["Email", "Balance", "Held", "Keys", "Spent this month", "Last activity", "State", "Actions"], rows, "No accounts."),
     codes,
     table("Route health", ["Model", "Route", "State", "Calls", "Last error", "Last failure"], routeRows(status), "No routes."),
+    upstreamsPanel(),
     table(
       "Audit",
       ["Time", "Who", "Action", "Target", "Detail"],

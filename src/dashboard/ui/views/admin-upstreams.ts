@@ -1,0 +1,42 @@
+import { api } from "../api.ts";
+import { h, table, when } from "../dom.ts";
+import type { AdminStatus } from "../../../http/api-schemas.ts";
+
+// The admin page's upstream capacity: each route's weight and circuit, and each key of its provider
+// (by index and hash prefix: the key itself never leaves the server), resting or in flight
+// (docs/dashboard.md#admin).
+
+type RouteView = AdminStatus["routes"][number]["routes"][number];
+
+const routeState = (r: RouteView) =>
+  r.state === "open" ? "circuit open" : r.resting_until ? `every key resting until ${when(r.resting_until)}` : r.state;
+
+function rows(status: AdminStatus) {
+  return status.routes.flatMap((m) =>
+    m.routes.flatMap((r) =>
+      r.keys.map((k) => [
+        h("code", {}, m.id),
+        r.route,
+        r.weight === null ? "fallback" : String(r.weight),
+        routeState(r),
+        h("code", {}, `#${k.index}${k.fingerprint ? ` ${k.fingerprint}` : ""}`),
+        h("span", { "data-testid": `key-state-${r.route}-${k.index}` }, k.resting_until ? `resting until ${when(k.resting_until)}` : "ready"),
+        String(k.in_flight),
+        String(k.rests),
+      ]),
+    ),
+  );
+}
+
+/** Fills itself once the status comes: the page around it does not wait for it. */
+export function upstreamsPanel(): HTMLElement {
+  const el = h("div", { "aria-label": "Upstream keys" }, h("p", {}, "Loading upstream keys…"));
+  api<AdminStatus>("GET", "/api/admin/status").then(
+    (status) =>
+      el.replaceChildren(
+        table("Upstream keys", ["Model", "Route", "Weight", "Route state", "Key", "Key state", "In flight", "Overloads"], rows(status), "No routes."),
+      ),
+    (e) => el.replaceChildren(h("p", { role: "alert" }, `Upstream keys could not be read: ${(e as Error).message ?? e}`)),
+  );
+  return el;
+}
