@@ -217,6 +217,8 @@ export type ReloadOutcome =
 const RESTART_ONLY: { name: string; value: (c: Config) => unknown; keep: (next: Config, running: Config) => void }[] = [
   field("server.port", "port"),
   field("server.host", "host"),
+  // The emails' links are built from it by the senders made at start; the Origin check follows them.
+  field("server.public_url", "publicUrl"),
   field("server.database", "database"),
   field("database.url", "databaseUrl"),
   field("server.access_log", "accessLog"),
