@@ -55,14 +55,17 @@ describe("SIGHUP", () => {
   it("lets streams in flight finish on the old prices and bills new requests at the new ones", async () => {
     const { s, url, key, config } = await served();
     const before = await costOf(await messages(url, key, false));
-    up.setDefault({ kind: "slow_stream", events: 10, intervalMs: 150 });
+    // Long enough (4 s) that a reload on a loaded machine still lands while they run; checked below.
+    up.setDefault({ kind: "slow_stream", events: 20, intervalMs: 200 });
     try {
       // Streams that started on the old config: their headers are in, their bodies still coming.
       const streams = await Promise.all([1, 2, 3].map(() => messages(url, key, true)));
-      const bodies = streams.map((r) => r.text());
+      let finished = 0;
+      const bodies = streams.map((r) => r.text().finally(() => finished++));
       writeFileSync(config, pricedConfig(10));
       s.kill("SIGHUP");
       await s.until(/gateway: reloaded .*catalog/);
+      expect(finished).toBe(0);
       // Load across the swap: plain requests keep being answered.
       const during = await Promise.all([1, 2, 3, 4].map(() => messages(url, key, true)));
       const texts = await Promise.all(bodies);
