@@ -1,4 +1,4 @@
-import { buildCatalog } from "./catalog/catalog.ts";
+import { buildCatalog, type Catalog } from "./catalog/catalog.ts";
 import { ConfigError, type Config } from "./config/load.ts";
 import type { ProviderConfig } from "./config/schema.ts";
 import type { Provider } from "./upstreams/types.ts";
@@ -186,20 +186,24 @@ export class Live {
   reload(): ReloadOutcome {
     const running = this.current();
     let next: Config;
+    let catalog: Catalog;
+    let providers: Map<string, Provider>;
     try {
       if (!this.read) throw new ConfigError("this server was started without a config to read again");
       next = this.read();
-      // Built here, not on the request path: a catalog that cannot be built is refused like the file.
-      buildCatalog(next);
+      // Built before the swap: a catalog that cannot be built is refused like a bad file.
+      catalog = buildCatalog(next);
+      providers = reuseProviders(running.config, running.providers, next);
     } catch (e) {
-      if (!(e instanceof ConfigError)) throw e;
-      this.log(`gateway: reload refused, the running config is kept: ${e.message}`);
-      return { reloaded: false, error: e.message };
+      // Never thrown on: a SIGHUP's failure must not stop a serving process.
+      const why = e instanceof ConfigError ? e.message : `unexpected error: ${(e as Error)?.message ?? String(e)}`;
+      this.log(`gateway: reload refused, the running config is kept: ${why}`);
+      return { reloaded: false, error: why };
     }
+    // No start-only field feeds the catalog or the providers: both stand as built above.
     const needsRestart = RESTART_ONLY.filter((f) => JSON.stringify(f.value(next)) !== JSON.stringify(f.value(running.config))).map((f) => f.name);
     for (const f of RESTART_ONLY) f.keep(next, running.config);
-    const catalog = buildCatalog(next);
-    this.#current = { ...running, config: next, catalog, providers: reuseProviders(running.config, running.providers, next) };
+    this.#current = { ...running, config: next, catalog, providers };
     const report = { reloaded: true as const, source: next.source, catalogVersion: catalog.version, models: catalog.models.length, providers: next.providers.length, needsRestart };
     this.log(`gateway: reloaded ${report.source}: catalog ${report.catalogVersion}, ${report.models} model(s), ${report.providers} provider(s)${needsRestart.length ? `; needs restart, kept as running: ${needsRestart.join(", ")}` : ""}`);
     return report;
