@@ -1,12 +1,12 @@
 import type { Server } from "bun";
-import type { Config } from "./config/load.ts";
+import { loadConfig, type Config } from "./config/load.ts";
 import { acquireServeLock, ensureDatabaseFolder, type Db } from "./store/database.ts";
 import { dashboardPage } from "./dashboard/page.ts";
 import { buildApp } from "./http/app.ts";
 import { findEndpoint } from "./http/endpoints.ts";
 import { events } from "./core/events.ts";
 import { OperatorError } from "./core/operator-error.ts";
-import { buildPostgresServices, buildServices, type Services, type SqliteServices } from "./services.ts";
+import { buildPostgresServices, buildServices, type ReloadOutcome, type Services, type SqliteServices } from "./services.ts";
 
 export interface RunningGateway<S extends Services = Services> {
   /** A URL this process can reach the server on (loopback when it listens on every interface). */
@@ -17,6 +17,8 @@ export interface RunningGateway<S extends Services = Services> {
   services: S;
   /** Stops at once, closing open connections (tests). */
   stop(): Promise<void>;
+  /** Reads the config again and serves the requests after it on it (SIGHUP, `gateway reload`); a bad one is refused. */
+  reload(): ReloadOutcome;
   /** The operator's stop (SIGTERM): see `drain` below. */
   drain(timeoutMs: number, onCut?: (inFlight: number) => void): Promise<DrainReport>;
 }
@@ -33,7 +35,7 @@ const DAY_MS = 24 * 3600 * 1000;
 const CUT_GRACE_MS = 3000;
 
 /** Boots the gateway on SQLite: migrations, crash recovery, retention jobs, then the HTTP server. */
-export function startGateway(config: Config, opts: { port?: number; db?: Db; quiet?: boolean } = {}): RunningGateway<SqliteServices> {
+export function startGateway(config: Config, opts: ListenOptions & { db?: Db } = {}): RunningGateway<SqliteServices> {
   if (!opts.db) ensureDatabaseFolder(config.database);
   // Taken before anything is written: a refused second server must leave the running one's file alone.
   const lock = opts.db ? { release() {} } : acquireServeLock(config.database);
@@ -52,13 +54,22 @@ export function startGateway(config: Config, opts: { port?: number; db?: Db; qui
  * Boots one instance of a cluster on PostgreSQL (`[database] url`): no serve lock (several instances
  * share the database; their holds are rows with their instance's id), then as on SQLite.
  */
-export async function startGatewayOnPostgres(config: Config, opts: { port?: number; quiet?: boolean } = {}): Promise<RunningGateway> {
+export async function startGatewayOnPostgres(config: Config, opts: ListenOptions = {}): Promise<RunningGateway> {
   const svc = await buildPostgresServices(config, (path) => findEndpoint(path)?.path ?? null);
   return listen(svc, config, opts, await svc.idempotency.abandonInFlight());
 }
 
+export interface ListenOptions {
+  port?: number;
+  quiet?: boolean;
+  /** How a reload reads the config again (serve's: its file and --db); by default the file it came from. */
+  read?: () => Config;
+}
+
 /** The HTTP server on built services; their `atStop` runs once the last request has ended. */
-function listen<S extends Services>(svc: S, config: Config, opts: { port?: number; quiet?: boolean }, abandoned: number): RunningGateway<S> {
+function listen<S extends Services>(svc: S, config: Config, opts: ListenOptions, abandoned: number): RunningGateway<S> {
+  svc.live.read = opts.read ?? (() => loadConfig(config.source === "built-in defaults" ? undefined : config.source));
+  if (!opts.quiet) svc.live.log = (line) => console.log(line);
   if (!opts.quiet && abandoned) {
     console.log(`gateway: released ${abandoned} idempotency claim(s) left by a stopped process`);
   }
@@ -107,6 +118,7 @@ function listen<S extends Services>(svc: S, config: Config, opts: { port?: numbe
     port: server.port!,
     listening: hostPort(server),
     services: svc,
+    reload: () => svc.live.reload(),
     async stop() {
       await server.stop(true);
       await close();

@@ -1,5 +1,7 @@
-import { buildCatalog } from "./catalog/catalog.ts";
-import type { Config } from "./config/load.ts";
+import { buildCatalog, type Catalog } from "./catalog/catalog.ts";
+import { ConfigError, type Config } from "./config/load.ts";
+import type { ProviderConfig } from "./config/schema.ts";
+import type { Provider } from "./upstreams/types.ts";
 import { Calibration, type CalibrationStore } from "./ledger/calibration.ts";
 import { RateLimiter, type Limiter } from "./limits/rate-limit.ts";
 import { RedisRateLimiter } from "./limits/redis-rate-limit.ts";
@@ -60,6 +62,8 @@ export interface Services extends RelayServices {
   /** One JSON line per request on stdout (`[server] access_log`), or null when off. */
   accessLog: AccessLog | null;
   metrics: Metrics;
+  /** The config generation each request takes at its start; `reload()` swaps in the next one. */
+  live: Live;
   /** Run in order once the server stops, after the last request: what is buffered goes out, then the databases close. */
   atStop: (() => unknown)[];
 }
@@ -80,7 +84,9 @@ export function buildServices(config: Config, db: Db = openServerDatabase(config
   parts = sharedParts(config, { ledger: stores.ledger, settings: stores.settings, commits: stores.commits, endpointOf });
   const metrics = parts.metrics;
   stores.commits.onCommit = (writes) => metrics.commitBatch(writes);
-  return withStores(config, parts, stores);
+  const svc = withStores(config, parts, stores);
+  parts.live.start(svc);
+  return svc;
 }
 
 /**
@@ -91,7 +97,9 @@ export async function buildPostgresServices(config: Config, endpointOf: (path: s
   let parts: SharedParts | undefined;
   const stores = await openPostgresStores(config, { onRow: (r) => parts!.onRow(r), onFence: (why) => parts!.cutoff.cut(why) });
   parts = sharedParts(config, { ledger: stores.ledger, settings: stores.settings, commits: stores.commits, endpointOf });
-  return withStores(config, parts, stores);
+  const svc = withStores(config, parts, stores);
+  parts.live.start(svc);
+  return svc;
 }
 
 /** The parts and the stores as one set; the stores' stop runs after the parts' (what they buffer goes out first). */
@@ -120,11 +128,13 @@ function sharedParts(
 ) {
   const health = new Health();
   const catalog = buildCatalog(config);
+  const live = new Live();
   // Its rows join the requests' writes while the server runs; the last ones are written at stop.
   const calibration = new Calibration(settings, (save) => commits.now(save));
   const metrics = new Metrics({
     holds: () => ({ count: ledger.holds.count, nano: ledger.holds.total }),
-    routes: () => catalog.models.flatMap((m) => m.routes.map((r) => health.view(r.key))),
+    // The running catalog's routes: a reload may add or drop some.
+    routes: () => live.current().catalog.models.flatMap((m) => m.routes.map((r) => health.view(r.key))),
     endpoint: endpointOf,
     calibration: () => calibration.views(),
   });
@@ -140,6 +150,7 @@ function sharedParts(
   return {
     config,
     catalog,
+    live,
     calibration,
     limiter,
     throttles: accountThrottles(store),
@@ -153,4 +164,100 @@ function sharedParts(
     onRow,
     atStop,
   };
+}
+
+/**
+ * The config a request runs on (docs/operations.md#reload). Each request takes `current()` once at
+ * its start and keeps it to its end, so a reload never changes the prices, routes or limits of a
+ * request or stream in flight. A reload swaps in a new set for the requests after it; what cannot
+ * change while serving (listener, databases, connections built at start) is kept and named.
+ */
+export class Live {
+  #current: Services | null = null;
+  /** Reads the config again, as the server was started (its file, its --db); set by the server. */
+  read: (() => Config) | null = null;
+  /** One line per reload, applied or refused. */
+  log: (line: string) => void = () => {};
+
+  start(first: Services): void {
+    this.#current = first;
+  }
+
+  current(): Services {
+    return this.#current!;
+  }
+
+  /** Re-reads and applies the config; a bad one (a one-line ConfigError) is refused and the running one kept. */
+  reload(): ReloadOutcome {
+    const running = this.current();
+    let next: Config;
+    let catalog: Catalog;
+    let providers: Map<string, Provider>;
+    try {
+      if (!this.read) throw new ConfigError("this server was started without a config to read again");
+      next = this.read();
+      // Built before the swap: a catalog that cannot be built is refused like a bad file.
+      catalog = buildCatalog(next);
+      providers = reuseProviders(running.config, running.providers, next);
+    } catch (e) {
+      // Never thrown on: a SIGHUP's failure must not stop a serving process.
+      const why = e instanceof ConfigError ? e.message : `unexpected error: ${(e as Error)?.message ?? String(e)}`;
+      this.log(`gateway: reload refused, the running config is kept: ${why}`);
+      return { reloaded: false, error: why };
+    }
+    // No start-only field feeds the catalog or the providers: both stand as built above.
+    const needsRestart = RESTART_ONLY.filter((f) => JSON.stringify(f.value(next)) !== JSON.stringify(f.value(running.config))).map((f) => f.name);
+    for (const f of RESTART_ONLY) f.keep(next, running.config);
+    this.#current = { ...running, config: next, catalog, providers };
+    const report = { reloaded: true as const, source: next.source, catalogVersion: catalog.version, models: catalog.models.length, providers: next.providers.length, needsRestart };
+    this.log(`gateway: reloaded ${report.source}: catalog ${report.catalogVersion}, ${report.models} model(s), ${report.providers} provider(s)${needsRestart.length ? `; needs restart, kept as running: ${needsRestart.join(", ")}` : ""}`);
+    return report;
+  }
+}
+
+export type ReloadOutcome =
+  | { reloaded: true; source: string; catalogVersion: string; models: number; providers: number; needsRestart: string[] }
+  | { reloaded: false; error: string };
+
+/**
+ * Settings read once at start (the listener, the databases and the connections, what the stores and
+ * senders were built with): a reload names a change to one as needing a restart and keeps it.
+ */
+const RESTART_ONLY: { name: string; value: (c: Config) => unknown; keep: (next: Config, running: Config) => void }[] = [
+  field("server.port", "port"),
+  field("server.host", "host"),
+  // The emails' links are built from it by the senders made at start; the Origin check follows them.
+  field("server.public_url", "publicUrl"),
+  field("server.database", "database"),
+  field("database.url", "databaseUrl"),
+  field("server.access_log", "accessLog"),
+  field("server.shutdown_timeout_s", "shutdownTimeoutMs"),
+  field("logs.retention_days", "logRetentionDays"),
+  field("limits.store", "limitStore"),
+  field("cluster", "cluster"),
+  field("payments.stripe", "stripe"),
+  field("email", "email"),
+  field("notifications", "notifications"),
+  {
+    name: "dashboard.session_days",
+    value: (c) => c.dashboard.sessionTtlMs,
+    keep: (next, running) => void (next.dashboard = { ...next.dashboard, sessionTtlMs: running.dashboard.sessionTtlMs }),
+  },
+  {
+    // Its route is registered at start or not at all; a new token or loopback rule applies at once.
+    name: "server.metrics (off)",
+    value: (c) => c.metrics.mode === "off",
+    keep: (next, running) => void ((next.metrics.mode === "off") !== (running.metrics.mode === "off") && (next.metrics = running.metrics)),
+  },
+];
+
+function field<K extends keyof Config>(name: string, key: K): (typeof RESTART_ONLY)[number] {
+  return { name, value: (c) => c[key], keep: (next, running) => void (next[key] = running[key]) };
+}
+
+/** A provider whose config did not change keeps its object, and with it its keys' state (rests, calls in flight). */
+function reuseProviders(running: Config, providers: Map<string, Provider>, next: Config): Map<string, Provider> {
+  const same = (p: ProviderConfig) => JSON.stringify(running.providers.find((r) => r.id === p.id)) === JSON.stringify(p);
+  const built = buildProviders(next.providers.filter((p) => !same(p)));
+  return new Map(next.providers.map((p) => [p.id, built.get(p.id) ?? providers.get(p.id)!]));
 }

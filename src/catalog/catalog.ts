@@ -4,6 +4,7 @@ import { DEFAULT_CAPABILITIES } from "../config/defaults.ts";
 import type { Capabilities, Endpoint, ModelConfig, ProviderConfig, RouteConfig } from "../config/schema.ts";
 import { imagePricesOf, type ImagePrices } from "./image-prices.ts";
 import { modelPrices, type ModelPrices } from "./prices.ts";
+import { isAliasPattern } from "../config/aliases.ts";
 
 export interface Route {
   /** Stable name for health and logs: "<provider>/<upstream model>". */
@@ -52,7 +53,11 @@ export interface Model {
 export interface Catalog {
   version: string;
   models: Model[];
-  /** Canonical id and aliases → model. */
+  /**
+   * Canonical id and aliases → model; on a miss, the alias patterns (a trailing `*`: a prefix, so
+   * `claude-sonnet-4-5-*` takes the dated ids a client asks for). Exact names win; the config refuses
+   * patterns that overlap or that match another model's exact name, so at most one pattern matches.
+   */
   lookup(name: string): Model | undefined;
   /**
    * Some model could be held at nothing (a text model whose input and output are free on a route,
@@ -121,12 +126,20 @@ export function buildCatalog(cfg: Config): Catalog {
     };
   });
   const byName = new Map<string, Model>();
-  for (const m of models) for (const n of [m.id, ...m.aliases]) byName.set(n, m);
+  const patterns: [prefix: string, model: Model][] = [];
+  for (const m of models) {
+    for (const n of [m.id, ...m.aliases]) {
+      if (isAliasPattern(n)) patterns.push([n.slice(0, -1), m]);
+      else byName.set(n, m);
+    }
+  }
+  // The exact map is the hot path; the patterns (a handful) are walked only for a name it lacks.
+  const lookup = (name: string) => byName.get(name) ?? patterns.find(([prefix]) => name.startsWith(prefix))?.[1];
   const version =
     cfg.catalogVersion ??
     createHash("sha256")
       .update(JSON.stringify(cfg.models))
       .digest("hex")
       .slice(0, 12);
-  return { version, models, lookup: (name) => byName.get(name), hasFreeModel: models.some(isFree) };
+  return { version, models, lookup, hasFreeModel: models.some(isFree) };
 }

@@ -14,6 +14,7 @@ import { MIGRATE_DB_USAGE, migrateDbCommand } from "./migrate-db.ts";
 import { healthcheckCommand } from "./healthcheck.ts";
 import { PRICES_USAGE, pricesCommand } from "./prices.ts";
 import { CODE_USAGE, codeCommand } from "./code.ts";
+import { CONFIG_USAGE, configCommand, RELOAD_USAGE, reloadCommand } from "./reload.ts";
 
 const COMMON = `Every command takes --json (one JSON document on stdout; money as numbers of USD), --config FILE
 (or GATEWAY_CONFIG) and --db FILE (or GATEWAY_DB; the flag wins, then the variable, then the config's
@@ -45,6 +46,8 @@ Usage:
   gateway prices [--check]                            # every model's effective prices and their sources;
                                                       # --check: exit 1 when one is below the provider's list price
   gateway healthcheck [--port N]                     # GET /healthz on loopback: exit 0 when healthy
+  gateway reload [--port N]                           # the running server reads its config again (as SIGHUP)
+  gateway config check FILE                           # validate a config file without serving
   gateway --version | gateway COMMAND --help
 
 account create without --balance credits the starting balance of 1 USD.
@@ -73,6 +76,8 @@ The product switch: while paused, key routes answer 503 product_paused with Retr
   logs: LOGS_USAGE,
   usage: USAGE_USAGE,
   prices: PRICES_USAGE,
+  reload: RELOAD_USAGE,
+  config: CONFIG_USAGE,
   healthcheck: `Usage:
   gateway healthcheck [--port N]
 
@@ -95,6 +100,8 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number | void> | numb
   usage: usageCommand,
   prices: pricesCommand,
   healthcheck: healthcheckCommand,
+  reload: reloadCommand,
+  config: configCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

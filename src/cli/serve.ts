@@ -21,7 +21,9 @@ export async function serveCommand(argv: string[]): Promise<void> {
   // Installed before the start: Bun installs a handler a moment after process.on returns, and a
   // signal in between (a supervisor's HUP right after the listening line) must not be lost.
   const signals = handleSignals(config.shutdownTimeoutMs);
-  const gw = config.databaseUrl ? await startGatewayOnPostgres(config, { port }) : startGateway(config, { port });
+  // A reload reads the file again as this start did: the same --config and --db.
+  const read = () => loadInstallation(values);
+  const gw = config.databaseUrl ? await startGatewayOnPostgres(config, { port, read }) : startGateway(config, { port, read });
   signals.serving(gw);
   const svc = gw.services;
   const base = config.publicUrl || `http://${linkHost(config.host)}:${gw.port}`;
@@ -82,8 +84,8 @@ const demoModel = (catalog: Catalog) =>
 /**
  * SIGTERM and SIGINT stop the way an orchestrator expects: no new connections, requests and streams
  * in flight finish up to the deadline, the rest end with an error event and free holds, the database
- * closes, exit 0. A second signal cuts at once. SIGHUP (a closed terminal, `kill -HUP` from habit) is
- * not a stop: the configuration is read at start only, so there is nothing to reload.
+ * closes, exit 0. A second signal cuts at once. SIGHUP reads the config again (docs/operations.md#reload):
+ * the requests after it run on the new one, those in flight finish on theirs; a bad file is refused.
  */
 function handleSignals(timeoutMs: number): { serving(gw: RunningGateway): void } {
   let stopping = false;
@@ -104,7 +106,11 @@ function handleSignals(timeoutMs: number): { serving(gw: RunningGateway): void }
   };
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
-  process.on("SIGHUP", () => console.log("gateway: SIGHUP ignored: the configuration is read at start; restart the server to apply changes"));
+  process.on("SIGHUP", () => {
+    // Before the server is up the config just read is the one it starts on; while stopping there is nothing to change.
+    if (!gw || stopping) return void console.log(`gateway: SIGHUP ignored: ${gw ? "stopping" : "starting"}`);
+    gw.reload();
+  });
   return {
     serving(running) {
       gw = running;

@@ -10,6 +10,7 @@ import { usdToNano } from "../core/money.ts";
 import { emailConfig, notificationsConfig, type EmailConfig, type NotificationsConfig } from "./notices.ts";
 
 import { ConfigError } from "./error.ts";
+import { aliasPatternConflict } from "./aliases.ts";
 
 export { ConfigError };
 
@@ -285,6 +286,8 @@ function checkReferences(cfg: Config): void {
       fail(`models[${i}].pricing`, "text models need input and output prices");
     checkPrices(m, `models[${i}]`, text, fail);
   });
+  const conflict = aliasPatternConflict(cfg.models);
+  if (conflict) fail(...conflict);
 }
 
 /** Each price converts to whole nano-dollars; tiers belong to text models, one per threshold. */

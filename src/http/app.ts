@@ -10,7 +10,7 @@ import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowe
 import { errorBody, errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
 import { newExchange, type Exchange } from "./exchange.ts";
 import { detailOf, openapiDocument } from "./openapi.ts";
-import { metricsRefusal } from "./operator-guard.ts";
+import { operatorRefusal } from "./operator-guard.ts";
 import { finishIdempotency, runKeyEndpoint } from "./pipeline.ts";
 import { newDashboard, runSessionEndpoint } from "./session-guard.ts";
 
@@ -85,7 +85,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
   const RUNNERS: { [A in AuthKind]: Runner<A> } = {
     public: (x, e) => opened(x, e.handler(x)),
     operator: (x, e) => {
-      const refusal = metricsRefusal(x);
+      const refusal = operatorRefusal(x, e.path);
       if (refusal) throw refusal;
       return opened(x, e.handler(x));
     },
@@ -157,12 +157,14 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
     return response;
   }
 
+  // Each exchange takes the config generation running at its start (services.ts, Live) and keeps it
+  // to its end: a reload changes the requests after it, never one in flight.
   const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version));
   for (const e of ENDPOINTS) {
     if (e.when && !e.when(svc.config)) continue;
     const run = runnerOf(e);
     // Elysia's route() registers on the instance itself; its typed return is not needed here.
-    app.route(e.method, e.path.replace(/\{(\w+)\}/g, ":$1"), ({ request, server }: Ctx) => answer(newExchange(svc, request, server, e), run), detailOf(e));
+    app.route(e.method, e.path.replace(/\{(\w+)\}/g, ":$1"), ({ request, server }: Ctx) => answer(newExchange(svc.live.current(), request, server, e), run), detailOf(e));
   }
 
   return app.onError(async ({ code, error, request, server }) => {
@@ -170,7 +172,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
       const answered = await page.answer(request, new URL(request.url).pathname);
       if (answered) return answered;
     }
-    const x = newExchange(svc, request, server, undefined);
+    const x = newExchange(svc.live.current(), request, server, undefined);
     const at = endpointsAt(x.pathname);
     x.endpoint = at[0];
     if (code !== "NOT_FOUND") return failed(x, code === "PARSE" ? (error as Error).cause : error);

@@ -15,7 +15,7 @@ import { Credentials, Registration, getMe, login, LowBalance, logout, logoutAll,
 import { CodeBatchBody, createCodeBatch, listCodeBatches, redeem, RedeemBody } from "./handlers/dashboard-codes.ts";
 import { resendVerification, verify, VerifyBody } from "./handlers/dashboard-verify.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
-import { healthz, metrics, readyz } from "./handlers/operator.ts";
+import { healthz, metrics, readyz, reload } from "./handlers/operator.ts";
 import { getModel, listModels, pricing, status } from "./handlers/public.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
 import { BODY_LIMIT_BYTES, COUNT_TOKENS_LIMIT_BYTES } from "./body.ts";
@@ -169,6 +169,8 @@ export const ENDPOINTS: readonly Endpoint[] = [
     method: "GET", path: "/metrics", auth: "operator", published: false, quiet: true, when: (c) => c.metrics.mode !== "off",
     summary: "Prometheus metrics", handler: metrics,
   }),
+  // Callers on this machine only, whatever [server] metrics says (operator-guard.ts): `gateway reload`.
+  row({ method: "POST", path: "/reload", auth: "operator", published: false, quiet: true, summary: "Read the config again (as SIGHUP does)", handler: reload }),
 ];
 
 const PUBLISHED = ENDPOINTS.filter((e) => e.published);

@@ -8,8 +8,22 @@ import type { OpenCall } from "./exchange.ts";
 
 const LOOPBACK = parseCidrList(["127.0.0.0/8", "::1"]);
 
+/** Who may call an operator path: /metrics by [server] metrics; POST /reload from this machine only. */
+export function operatorRefusal(call: OpenCall, path: string): GatewayError | null {
+  if (path === "/metrics") return metricsRefusal(call);
+  return localCaller(call) ? null : new GatewayError("ip", `${path} answers callers on this machine only (gateway reload).`);
+}
+
+// A reverse proxy on the same host makes every caller look local: a proxied request is not local.
+function localCaller({ request, clientIp }: OpenCall): boolean {
+  const client = clientIp();
+  const proxied = request.headers.has("x-forwarded-for") || request.headers.has("forwarded");
+  return !!client && ipAllowed(LOOPBACK, client) && !proxied;
+}
+
 /** Who may read /metrics ([server] metrics): loopback callers not behind a proxy, or the bearer token. */
-export function metricsRefusal({ svc, request, clientIp }: OpenCall): GatewayError | null {
+function metricsRefusal(call: OpenCall): GatewayError | null {
+  const { svc, request } = call;
   const access = svc.config.metrics;
   if (access.mode === "token") {
     const given = /^Bearer\s+(.+)$/i.exec(request.headers.get("authorization") ?? "")?.[1]?.trim() ?? "";
@@ -18,9 +32,6 @@ export function metricsRefusal({ svc, request, clientIp }: OpenCall): GatewayErr
     if (a.length === b.length && timingSafeEqual(a, b)) return null;
     return new GatewayError("no-key", "GET /metrics needs Authorization: Bearer <the [server] metrics token>.");
   }
-  const client = clientIp();
-  // A reverse proxy on the same host makes every caller look local: a proxied request is not local.
-  const proxied = request.headers.has("x-forwarded-for") || request.headers.has("forwarded");
-  if (client && ipAllowed(LOOPBACK, client) && !proxied) return null;
+  if (localCaller(call)) return null;
   return new GatewayError("ip", "GET /metrics answers callers on this machine only ([server] metrics = \"loopback\"); set a token to scrape it from elsewhere.");
 }

@@ -144,3 +144,25 @@ describe("GET /openapi.json", () => {
     expect(Object.keys(spec.paths)).not.toContain("/metrics");
   });
 });
+
+describe("POST /reload", () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ server: { metrics: "scrape-secret-1" } });
+  });
+  afterAll(() => gw.stop());
+
+  it("is reached from this machine without the metrics token (a test config has no file: refused, 422, one line)", async () => {
+    const res = await fetch(`${gw.url}/reload`, { method: "POST" });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { reloaded: boolean; error: string };
+    expect(body.reloaded).toBe(false);
+    expect(body.error).toStartWith("test config: cannot read the config file");
+  });
+
+  it("refuses a proxied caller, even with the metrics token", async () => {
+    const res = await fetch(`${gw.url}/reload`, { method: "POST", headers: { authorization: "Bearer scrape-secret-1", "x-forwarded-for": "203.0.113.9" } });
+    expect(res.status).toBe(403);
+    expect((await errorOf(res)).code).toBe("ip");
+  });
+});

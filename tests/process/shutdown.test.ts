@@ -10,7 +10,7 @@ setDefaultTimeout(30_000);
 
 // Issue 13, the process: SIGTERM and SIGINT drain what is in flight up to [server] shutdown_timeout_s,
 // then end the rest with an error (free, hold released, log row written), close the database and
-// exit 0. SIGHUP does not stop the server.
+// exit 0. SIGHUP does not stop the server (it reloads the config: reload.test.ts).
 
 let up: MockUpstream;
 const folders: { remove(): void }[] = [];
@@ -134,7 +134,7 @@ describe("SIGHUP", () => {
   it("does not stop the server", async () => {
     const { s, url, key } = await gateway(30);
     s.kill("SIGHUP");
-    await s.until(/SIGHUP ignored/);
+    await s.until(/gateway: reloaded /);
     expect((await messages(url, key, false)).status).toBe(200);
     s.kill("SIGTERM");
     expect(await s.exited()).toBe(0);

@@ -25,3 +25,14 @@ export async function readyz({ svc }: OpenCall): Promise<Response> {
 export async function metrics({ svc }: OpenCall): Promise<Response> {
   return new Response(await svc.metrics.render(), { headers: { "content-type": svc.metrics.registry.contentType } });
 }
+
+/**
+ * POST /reload, for `gateway reload` on this machine: the config read again, as SIGHUP does
+ * (docs/operations.md#reload). A refused file answers 422 with its one line; the running config stays.
+ */
+export function reload({ svc }: OpenCall): Response {
+  const outcome = svc.live.reload();
+  if (!outcome.reloaded) return json({ reloaded: false, error: outcome.error }, 422);
+  const { source, catalogVersion, models, providers, needsRestart } = outcome;
+  return json({ reloaded: true, source, catalog_version: catalogVersion, models, providers, needs_restart: needsRestart });
+}
