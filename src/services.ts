@@ -23,6 +23,7 @@ import type { IdempotencyStore } from "./store/idempotency/contract.ts";
 import type { KeyStore } from "./store/keys/contract.ts";
 import type { MoneyLedger } from "./store/ledger/contract.ts";
 import type { LogReports } from "./store/reports/contract.ts";
+import type { AdminQueries } from "./store/admin/contract.ts";
 import type { LogRow } from "./store/request-log/contract.ts";
 import type { SessionStore } from "./store/sessions/contract.ts";
 import type { SettingsStore } from "./store/settings/contract.ts";
@@ -40,6 +41,8 @@ export interface Services extends RelayServices {
   audit: AuditTrail;
   /** The request log's reports: the CLI's and the dashboard's. */
   reports: LogReports;
+  /** The admin page's totals, account search and operator notes. */
+  adminQueries: AdminQueries;
   /** The token buckets: in this process, or in `[limits] store` shared by every instance. */
   limiter: Limiter;
   /** The dashboard's login and registration throttles: in this process, or in `[limits] store` with the buckets. */

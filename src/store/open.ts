@@ -29,6 +29,9 @@ import { Ledger } from "./ledger/sqlite.ts";
 import { PgLedger } from "./ledger/postgres.ts";
 import type { MoneyLedger } from "./ledger/contract.ts";
 import { Reports } from "./reports/sqlite.ts";
+import { AdminSqlite } from "./admin/sqlite.ts";
+import { PgAdmin } from "./admin/postgres.ts";
+import type { AdminQueries } from "./admin/contract.ts";
 import { PgLogReports } from "./reports/postgres.ts";
 import type { LogReports } from "./reports/contract.ts";
 import { RequestLog } from "./request-log/sqlite.ts";
@@ -70,6 +73,8 @@ export interface Stores {
   sessions: SessionStore;
   audit: AuditTrail;
   reports: LogReports;
+  /** The admin page's totals, account search and notes. */
+  adminQueries: AdminQueries;
   logs: RequestLogStore;
   settings: SettingsStore;
   idempotency: IdempotencyStore;
@@ -118,6 +123,7 @@ export function openSqliteStores(config: Config, db: Db, hooks: Pick<StoreHooks,
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
     audit: new Audit(db),
     reports: new Reports(db),
+    adminQueries: new AdminSqlite(db),
     logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow: (r) => hooks.onRow(r) }),
     settings: new Settings(db),
     idempotency: new Idempotency(db),
@@ -161,6 +167,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
     audit: new PgAudit(pg),
     reports: new PgLogReports(pg),
+    adminQueries: new PgAdmin(pg),
     logs,
     settings,
     idempotency: new PgIdempotency(pg, config.cluster.instanceId),

@@ -77,6 +77,13 @@ export const auditLog = pgTable(
   (t) => [index("audit_log_time").on(t.createdAt)],
 );
 
+export const accountNotes = pgTable("account_notes", {
+  accountId: id("account_id").primaryKey(),
+  note: text("note").notNull(),
+  updatedAt: time("updated_at").notNull(),
+  updatedBy: id("updated_by"),
+});
+
 export const apiKeys = pgTable(
   "api_keys",
   {
