@@ -56,8 +56,8 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
   },
   {
     "tag": "0009_account_notes",
-    "when": 1795742360153,
+    "when": 1795742603926,
     "breakpoints": true,
-    "sql": "CREATE TABLE \"account_notes\" (\n\t\"account_id\" bigint PRIMARY KEY NOT NULL,\n\t\"note\" text NOT NULL,\n\t\"updated_at\" bigint NOT NULL,\n\t\"updated_by\" bigint\n);\n"
+    "sql": "CREATE TABLE \"account_notes\" (\n\t\"account_id\" bigint NOT NULL,\n\t\"note\" text NOT NULL,\n\t\"updated_at\" bigint NOT NULL,\n\t\"updated_by\" bigint\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX \"account_notes_account\" ON \"account_notes\" USING btree (\"account_id\");"
   }
 ];

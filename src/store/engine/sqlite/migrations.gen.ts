@@ -86,8 +86,8 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
   },
   {
     "tag": "0014_account_notes",
-    "when": 1795742359180,
+    "when": 1795742598719,
     "breakpoints": true,
-    "sql": "CREATE TABLE `account_notes` (\n\t`account_id` integer PRIMARY KEY NOT NULL,\n\t`note` text NOT NULL,\n\t`updated_at` integer NOT NULL,\n\t`updated_by` integer\n);\n"
+    "sql": "CREATE TABLE `account_notes` (\n\t`account_id` integer NOT NULL,\n\t`note` text NOT NULL,\n\t`updated_at` integer NOT NULL,\n\t`updated_by` integer\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `account_notes_account` ON `account_notes` (`account_id`);"
   }
 ];
