@@ -30,7 +30,7 @@ export interface AccountPage {
 export interface AccountNote {
   note: string;
   updatedAt: number;
-  /** The admin account that wrote it; null for the operator's CLI. */
+  /** The admin account that wrote it; null when no admin's session did. */
   updatedBy: number | null;
 }
 

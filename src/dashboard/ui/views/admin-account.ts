@@ -42,7 +42,7 @@ function keysTable(d: AdminAccountDetail, msg: ReturnType<typeof messages>, refr
 
 function noteForm(id: number, note: AdminNote, msg: ReturnType<typeof messages>): HTMLElement {
   const text = h("textarea", { name: "note", maxlength: 2000, rows: 2, cols: 40 }, note.note ?? "");
-  const said = h("small", { class: "hint" }, note.updated_at ? `Last changed ${when(note.updated_at)} by ${note.updated_by ?? "the CLI"}.` : "No note yet.");
+  const said = h("small", { class: "hint" }, note.updated_at ? `Last changed ${when(note.updated_at)} by ${note.updated_by ?? "an operator"}.` : "No note yet.");
   const form = h("form", { "aria-label": "Operator note", class: "inline" }, field("Note (operators only)", text), h("button", { type: "submit" }, "Save note"));
   onSubmit(form, msg, async (d) => {
     const saved = await api<AdminNote>("PUT", `/api/admin/accounts/${id}/note`, { note: String(d.get("note") ?? "") });
