@@ -6,7 +6,7 @@ import { openTab, signIn, visit, type Tab } from "./support.ts";
 
 // The operator's console in a real browser, at a desktop's width and a phone's (390 px): find an
 // account by search, open its page (keys, requests, ledger), add a note, make a key for it, credit
-// it (its balance checked in the database), and read the gateway's totals.
+// it (its balance checked in the database), read the gateway's totals, and create an account.
 
 setDefaultTimeout(60_000);
 
@@ -117,6 +117,20 @@ for (const [size, width] of [["desktop", 1100], ["phone", 390]] as const) {
       await page.getByRole("main").getByTestId(/^balance-/).filter({ hasText: `$${((before + 4e9) / 1e9).toFixed(6).replace(/0{1,4}$/, "")}` }).waitFor();
       expect(balanceNano(HOLDER)).toBe(before + 4_000_000_000);
       expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(width);
+    });
+
+    it("creates an account for someone with an opening balance, and lands on its page", async () => {
+      const { page } = tab;
+      const email = `made-${size}@example.test`;
+      await visit(page, gw.url, "admin", "Admin");
+      await page.getByText("New account").click();
+      const form = page.getByRole("form", { name: "Create an account" });
+      await form.getByLabel("Email").fill(email);
+      await form.getByLabel("Opening balance (USD)").fill("3");
+      await form.getByRole("button", { name: "Create account" }).click();
+      await page.getByRole("heading", { level: 1, name: email }).waitFor();
+      expect(await page.getByRole("main").getByTestId(/^balance-/).textContent()).toBe("$3.00");
+      expect(balanceNano(email)).toBe(3_000_000_000);
     });
   });
 }
