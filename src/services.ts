@@ -27,6 +27,8 @@ import type { KeyStore } from "./store/keys/contract.ts";
 import type { MoneyLedger } from "./store/ledger/contract.ts";
 import type { LogReports } from "./store/reports/contract.ts";
 import type { SpendReports } from "./store/reports/contract.ts";
+
+import type { AdminQueries } from "./store/admin/contract.ts";
 import type { LogRow } from "./store/request-log/contract.ts";
 import type { SessionStore } from "./store/sessions/contract.ts";
 import type { SettingsStore } from "./store/settings/contract.ts";
@@ -46,6 +48,9 @@ export interface Services extends RelayServices {
   reports: LogReports;
   /** Spend per day, key and model with its cache tokens: the dashboard overview's. */
   spend: SpendReports;
+
+  /** The admin page's totals, account search and operator notes. */
+  adminQueries: AdminQueries;
   /** The token buckets: in this process, or in `[limits] store` shared by every instance. */
   limiter: Limiter;
   /** The dashboard's login and registration throttles: in this process, or in `[limits] store` with the buckets. */

@@ -224,8 +224,35 @@ export const AdminAccount = T.Object({
   created_at: Time,
 });
 export type AdminAccount = Static<typeof AdminAccount>;
-export const AdminAccountList = ListOf(AdminAccount);
+/** A page of the account search (GET /api/admin/accounts?q=): `total` accounts match in all. */
+export const AdminAccountList = T.Composite([ListOf(AdminAccount), T.Object({ total: Count, offset: Count })]);
 export type AdminAccountList = Static<typeof AdminAccountList>;
+/** The operator's note on an account; null fields while it has none. */
+export const AdminNote = T.Object({ note: Nullable(T.String()), updated_at: Nullable(Time), updated_by: Nullable(T.String({ description: "the admin's email" })) });
+export type AdminNote = Static<typeof AdminNote>;
+/** One account's page (GET /api/admin/accounts/{id}): its money, keys, newest requests and ledger, and the note. */
+export const AdminAccountDetail = T.Object({
+  account: AdminAccount,
+  note: AdminNote,
+  keys: T.Array(KeyView),
+  requests: T.Array(RequestRow),
+  ledger: T.Array(LedgerEntry),
+});
+export type AdminAccountDetail = Static<typeof AdminAccountDetail>;
+/** Requests, failures (status 400 to 599), their share and the spend of a slice of the request log. */
+const TotalsCell = T.Object({ requests: Count, failed: Count, error_rate: T.Number({ minimum: 0, maximum: 1 }), spend_usd: Usd });
+export type TotalsCell = Static<typeof TotalsCell>;
+const TotalsOf = { today: TotalsCell, month: TotalsCell };
+/** The gateway's totals (GET /api/admin/totals): today and this month in UTC, per model and per route's provider. */
+export const AdminTotals = T.Object({
+  day_start: Time,
+  month_start: Time,
+  today: TotalsCell,
+  month: TotalsCell,
+  by_model: T.Array(T.Object({ model: Nullable(T.String()), ...TotalsOf })),
+  by_provider: T.Array(T.Object({ provider: Nullable(T.String({ description: "null: refused before a route was picked" })), ...TotalsOf })),
+});
+export type AdminTotals = Static<typeof AdminTotals>;
 export const PauseState = T.Object({ paused: T.Boolean() });
 export type PauseState = Static<typeof PauseState>;
 

@@ -8,6 +8,8 @@ import { countTokens, me } from "./handlers/v1-account.ts";
 import type { SessionCall } from "./session-guard.ts";
 import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./handlers/dashboard-keys.ts";
 import { adminStatus, CreditBody, creditAccount, DebitBody, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./handlers/dashboard-admin.ts";
+import { createAdminAccount, createKeyFor, getAdminAccount, NewAccountBody, NoteBody, putNote, revokeKeyOf } from "./handlers/dashboard-admin-account.ts";
+import { getTotals } from "./handlers/dashboard-admin-totals.ts";
 import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./handlers/dashboard-usage.ts";
 import { getUsageSummary } from "./handlers/dashboard-summary.ts";
 import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
@@ -145,7 +147,14 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "GET", path: "/api/requests.csv", auth: "session", response: A.csvFile, summary: "The account's requests as CSV, every matching row", handler: getRequestsCsv }),
   row({ method: "GET", path: "/api/usage/daily", auth: "session", response: A.ok(A.DailyUsage), summary: "Daily spend per key or per model", handler: getDailyUsage }),
   row({ method: "GET", path: "/api/usage/summary", auth: "session", response: A.ok(A.UsageSummary), summary: "Spend today, this week and month, per day by model and key, and what caching saved", handler: getUsageSummary }),
-  row({ method: "GET", path: "/api/admin/accounts", auth: "session", response: A.ok(A.AdminAccountList), summary: "Admin: every account and its money", handler: listAdminAccounts }),
+
+  row({ method: "GET", path: "/api/admin/accounts", auth: "session", response: A.ok(A.AdminAccountList), summary: "Admin: accounts by email or id (q), a page at a time, and their money", handler: listAdminAccounts }),
+  row({ method: "POST", path: "/api/admin/accounts", auth: "session", body: "json", schema: NewAccountBody, response: A.created(A.AdminAccount), summary: "Admin: create an account for someone", handler: createAdminAccount }),
+  row({ method: "GET", path: "/api/admin/accounts/{id}", auth: "session", response: A.ok(A.AdminAccountDetail), summary: "Admin: one account's money, keys, newest requests, ledger and note", handler: getAdminAccount }),
+  row({ method: "PUT", path: "/api/admin/accounts/{id}/note", auth: "session", body: "json", schema: NoteBody, response: A.ok(A.AdminNote), summary: "Admin: the operator's note on an account (empty removes it)", handler: putNote }),
+  row({ method: "POST", path: "/api/admin/accounts/{id}/keys", auth: "session", body: "json", schema: KeyBody, response: A.created(A.NewKeyView), summary: "Admin: a new key for the account, shown once", handler: createKeyFor }),
+  row({ method: "DELETE", path: "/api/admin/accounts/{id}/keys/{key_id}", auth: "session", response: A.ok(A.KeyView), summary: "Admin: revoke one of the account's keys", handler: revokeKeyOf }),
+  row({ method: "GET", path: "/api/admin/totals", auth: "session", response: A.ok(A.AdminTotals), summary: "Admin: spend, requests and error rate today and this month, by model and by provider", handler: getTotals }),
   row({ method: "POST", path: "/api/admin/accounts/{id}/credit", auth: "session", body: "json", schema: CreditBody, response: A.ok(A.AdminAccount), summary: "Admin: credit an account", handler: creditAccount }),
   row({ method: "POST", path: "/api/admin/accounts/{id}/debit", auth: "session", body: "json", schema: DebitBody, response: A.ok(A.AdminAccount), summary: "Admin: debit an account, with a note", handler: debitAccountRoute }),
   row({ method: "POST", path: "/api/admin/accounts/{id}/disable", auth: "session", response: A.ok(A.AdminAccount), summary: "Admin: disable an account", handler: disableAccount }),

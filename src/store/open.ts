@@ -29,6 +29,9 @@ import { Ledger } from "./ledger/sqlite.ts";
 import { PgLedger } from "./ledger/postgres.ts";
 import type { MoneyLedger } from "./ledger/contract.ts";
 import { Reports } from "./reports/sqlite.ts";
+import { AdminSqlite } from "./admin/sqlite.ts";
+import { PgAdmin } from "./admin/postgres.ts";
+import type { AdminQueries } from "./admin/contract.ts";
 import { PgLogReports } from "./reports/postgres.ts";
 import type { LogReports } from "./reports/contract.ts";
 import { SqliteSpend } from "./reports/summary-sqlite.ts";
@@ -75,6 +78,9 @@ export interface Stores {
   reports: LogReports;
   /** The dashboard overview's spend (docs/dashboard.md#overview). */
   spend: SpendReports;
+
+  /** The admin page's totals, account search and notes. */
+  adminQueries: AdminQueries;
   logs: RequestLogStore;
   settings: SettingsStore;
   idempotency: IdempotencyStore;
@@ -124,6 +130,8 @@ export function openSqliteStores(config: Config, db: Db, hooks: Pick<StoreHooks,
     audit: new Audit(db),
     reports: new Reports(db),
     spend: new SqliteSpend(db),
+
+    adminQueries: new AdminSqlite(db),
     logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow: (r) => hooks.onRow(r) }),
     settings: new Settings(db),
     idempotency: new Idempotency(db),
@@ -168,6 +176,8 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     audit: new PgAudit(pg),
     reports: new PgLogReports(pg),
     spend: new PgSpend(pg),
+
+    adminQueries: new PgAdmin(pg),
     logs,
     settings,
     idempotency: new PgIdempotency(pg, config.cluster.instanceId),

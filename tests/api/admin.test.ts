@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { postWithApiKey, sqlAll } from "../support/keyed.ts";
-import { body, Browser, dashboardGateway, registeredBrowser, refusedWith } from "./support.ts";
+import { adminOn, body, Browser, dashboardGateway, holderOn, refusedWith } from "./support.ts";
 
 // Every login and registration hashes a password with Argon2id: a few seconds a test on a loaded machine.
 setDefaultTimeout(30_000);
@@ -16,17 +15,8 @@ beforeAll(async () => {
 });
 afterAll(() => gw.stop());
 
-async function holder(): Promise<{ b: Browser; id: number; email: string }> {
-  const b = await registeredBrowser(gw);
-  const me = await body(await b.call("GET", "/api/me"));
-  return { b, id: me.id, email: me.email };
-}
-
-async function admin() {
-  const h = await holder();
-  setAdmin(gw.services.db, h.id, true);
-  return h;
-}
+const holder = () => holderOn(gw);
+const admin = () => adminOn(gw);
 
 const auditOf = (targetId: number | null) =>
   sqlAll<{ actor_account_id: number | null; action: string; target_account_id: number | null; detail: string | null }>(

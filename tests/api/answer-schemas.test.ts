@@ -78,7 +78,13 @@ beforeAll(async () => {
   const other = rig.browser();
   const target = (await body(await other.call("POST", "/api/register", { email: `target${process.pid}@test.local`, password: "correct horse" }))).id;
   const at = (op: string) => `/api/admin/accounts/${target}/${op}`;
-  await hit(visitor, "GET", "/api/admin/accounts");
+  await hit(visitor, "GET", "/api/admin/accounts", "/api/admin/accounts?q=target&limit=5");
+  const made = await hit(visitor, "POST", "/api/admin/accounts", undefined, { email: `made${process.pid}@test.local`, balance_usd: 1 });
+  const madeKey = await hit(visitor, "POST", "/api/admin/accounts/{id}/keys", `/api/admin/accounts/${made.id}/keys`, { name: "given" });
+  await hit(visitor, "PUT", "/api/admin/accounts/{id}/note", `/api/admin/accounts/${made.id}/note`, { note: "made for a colleague" });
+  await hit(visitor, "GET", "/api/admin/accounts/{id}", `/api/admin/accounts/${made.id}`);
+  await hit(visitor, "DELETE", "/api/admin/accounts/{id}/keys/{key_id}", `/api/admin/accounts/${made.id}/keys/${madeKey.id}`);
+  await hit(visitor, "GET", "/api/admin/totals");
   await hit(visitor, "POST", "/api/admin/accounts/{id}/credit", at("credit"), { op: "credit", usd: 2, note: "thanks" });
   await hit(visitor, "POST", "/api/admin/accounts/{id}/debit", at("debit"), { op: "debit", usd: 1, note: "refund" });
   await hit(visitor, "POST", "/api/admin/accounts/{id}/disable", at("disable"));

@@ -1,6 +1,7 @@
 import { expectError } from "../support/errors.ts";
 import { expect } from "bun:test";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 
 /**
  * A browser of the dashboard against a real server: keeps the session cookie the server sets, and
@@ -57,6 +58,20 @@ export async function registeredBrowser(gw: { url: string }): Promise<Browser> {
   const b = new Browser(gw.url);
   await b.register();
   return b;
+}
+
+/** A registered, logged-in holder of a fresh account: its browser, id and email. */
+export async function holderOn(gw: { url: string }): Promise<{ b: Browser; id: number; email: string }> {
+  const b = await registeredBrowser(gw);
+  const me = await body(await b.call("GET", "/api/me"));
+  return { b, id: me.id, email: me.email };
+}
+
+/** A holder whose account is then marked admin. */
+export async function adminOn(gw: TestGateway): Promise<{ b: Browser; id: number; email: string }> {
+  const h = await holderOn(gw);
+  setAdmin(gw.services.db, h.id, true);
+  return h;
 }
 
 // The error type of each code the dashboard's tests meet (spec, Errors; docs/dashboard.md).

@@ -5,8 +5,8 @@ import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { openTab, signIn, visit, type Tab } from "./support.ts";
 
 // The operator's side in a real browser: an account made admin with the CLI sees the admin page,
-// credits and debits another account with a note after a confirmation, pauses and resumes the
-// product, disables and enables an account.
+// opens another account's page from the search, credits and debits it with a note after a
+// confirmation, disables and enables it, and pauses and resumes the product.
 
 setDefaultTimeout(30_000);
 
@@ -51,6 +51,7 @@ describe("the admin page", () => {
   });
 
   it("credits an account after a dialog that states the amount and the direction: balance, operator_credit, account_credited", async () => {
+    await openAccount(HOLDER);
     expect(await balanceCell(HOLDER).textContent()).toBe("$1.00");
     const dialog = await review(HOLDER, "Credit", "2.5", "goodwill");
     expect(await dialog.textContent()).toContain(`Credit 2.50 USD to ${HOLDER}? Note: goodwill`);
@@ -59,7 +60,6 @@ describe("the admin page", () => {
     await balanceCell(HOLDER).filter({ hasText: "$3.50" }).waitFor();
     expect(moneyOf(HOLDER)).toEqual([{ kind: "operator_credit", amount_nano: 2_500_000_000, note: "goodwill" }]);
     expect(auditOf(HOLDER)).toEqual([{ action: "account_credited", actor: ADMIN, detail: "2.5 USD: goodwill" }]);
-    await tab.page.getByRole("table", { name: "Audit" }).getByRole("row").filter({ hasText: "account_credited" }).waitFor();
   });
 
   it("debits an account after a dialog that states the amount and the direction: balance, operator_debit, account_debited", async () => {
@@ -69,7 +69,6 @@ describe("the admin page", () => {
     await balanceCell(HOLDER).filter({ hasText: "$2.25" }).waitFor();
     expect(moneyOf(HOLDER).at(-1)).toEqual({ kind: "operator_debit", amount_nano: -1_250_000_000, note: "refund reversed" });
     expect(auditOf(HOLDER).at(-1)).toEqual({ action: "account_debited", actor: ADMIN, detail: "1.25 USD: refund reversed" });
-    await tab.page.getByRole("table", { name: "Audit" }).getByRole("row").filter({ hasText: "account_debited" }).waitFor();
   });
 
   it("moves no money when the dialog is cancelled (Cancel has the focus, then Review again)", async () => {
@@ -98,6 +97,7 @@ describe("the admin page", () => {
   });
 
   it("refuses a debit beyond the balance (100 USD of 10.99 USD): the page says why and the balance stays", async () => {
+    await openAccount(DEBTOR);
     expect(await balanceCell(DEBTOR).textContent()).toBe("$10.99");
     const dialog = await review(DEBTOR, "Debit", "100", "too much");
     await dialog.getByRole("button", { name: "Debit 100.00 USD" }).click();
@@ -111,6 +111,7 @@ describe("the admin page", () => {
 
   it("pauses the product (the next model request is 503 product_paused) and resumes it", async () => {
     const { page } = tab;
+    await visit(page, gw.url, "admin", "Admin");
     await page.getByRole("button", { name: "Pause" }).click();
     await page.getByRole("button", { name: "Resume" }).waitFor();
     const paused = await chat(holderKey);
@@ -124,20 +125,37 @@ describe("the admin page", () => {
 
   it("disables an account (its key is refused with 403 inactive) and enables it again", async () => {
     const { page } = tab;
-    const holderRow = () => page.getByRole("table", { name: "Accounts" }).getByRole("row").filter({ hasText: HOLDER });
+    await openAccount(HOLDER);
+    const state = page.getByTestId("account-state");
     await page.getByRole("button", { name: `Disable ${HOLDER}` }).click();
-    await holderRow().filter({ hasText: "disabled" }).waitFor();
+    await state.filter({ hasText: "disabled" }).waitFor();
     const refused = await chat(holderKey);
     expect(refused.status).toBe(403);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("inactive");
-    await holderRow().getByRole("button", { name: "Enable" }).click();
-    await holderRow().getByRole("button", { name: `Disable ${HOLDER}` }).waitFor();
+    await page.getByRole("button", { name: "Enable" }).click();
+    await page.getByRole("button", { name: `Disable ${HOLDER}` }).waitFor();
     expect((await chat(holderKey)).status).toBe(200);
+  });
+
+  it("offers no Disable on the admin's own account", async () => {
+    await openAccount(ADMIN);
+    await tab.page.getByRole("form", { name: `Credit or debit ${ADMIN}` }).waitFor();
+    expect(await tab.page.getByRole("button", { name: /^Disable/ }).count()).toBe(0);
   });
 });
 
-const accountsRow = (email: string) => tab.page.getByRole("table", { name: "Accounts" }).getByRole("row").filter({ hasText: email });
-const balanceCell = (email: string) => accountsRow(email).getByTestId(/^balance-/);
+/** Finds the account with the admin page's search and opens its page. */
+async function openAccount(email: string) {
+  const { page } = tab;
+  await visit(page, gw.url, "admin", "Admin");
+  await page.getByRole("search", { name: "Find accounts" }).getByLabel("Email or account id").fill(email);
+  await page.getByRole("search", { name: "Find accounts" }).getByRole("button", { name: "Search" }).click();
+  await page.getByRole("table", { name: "Accounts" }).getByRole("link", { name: email, exact: true }).click();
+  await page.getByRole("heading", { level: 1, name: email }).waitFor();
+}
+
+/** The balance on the account's page (openAccount first). */
+const balanceCell = (_email: string) => tab.page.getByRole("main").getByTestId(/^balance-/);
 const moneyForm = (email: string) => tab.page.getByRole("form", { name: `Credit or debit ${email}` });
 
 /** Fills an account's money form and presses Review: the confirmation dialog that opens. */

@@ -55,6 +55,7 @@ function fillSource(file: string): void {
   s.run("INSERT INTO email_verifications (account_id, token_hash, expires_at, sent_at, verified_at) VALUES (1, 'sha-of-link', 87400, 1000, 1050), (2, 'sha-of-link-2', 88400, 2000, NULL)");
   s.run("INSERT INTO audit_log (id, actor_account_id, action, target_account_id, detail, created_at) VALUES (1, NULL, 'account.disable', 5, NULL, 9000)");
   s.run("INSERT INTO audit_log (id, actor_account_id, action, target_account_id, detail, created_at) VALUES (3, 1, 'account.admin', 2, '{\"admin\":false}', 9100)");
+  s.run("INSERT INTO account_notes (account_id, note, updated_at, updated_by) VALUES (2, 'pays by invoice', 9200, 1)");
   s.run("INSERT INTO idempotency_records (key_id, idempotency_key, body_sha256, state, status, content_type, response_body, request_id, created_at) VALUES (1, 'idem-1', 'sha', 'done', 200, 'application/json', '{}', 'gw_a', 1300)");
   s.run("INSERT INTO idempotency_records (key_id, idempotency_key, body_sha256, state, request_id, created_at) VALUES (2, 'idem-2', 'sha2', 'in_flight', 'gw_c', 1500)");
   s.run("INSERT INTO settings (name, value) VALUES ('paused', 'false'), ('calibration:m', '{\"bytes\":[1]}')");
@@ -78,6 +79,7 @@ const expectedRows: Record<string, number> = {
   request_logs: REQUEST_LOGS,
   code_batches: 0,
   redemption_codes: 0,
+  account_notes: 1,
 };
 
 const migrateDb = (to: string, from = install.db) => gateway(["migrate-db", "--from", from, "--to", to, "--json"]);

@@ -36,21 +36,31 @@ export function select(name: string, options: [value: string, label: string][], 
   return s;
 }
 
+/** How a table lays out: `oneLine` keeps each row one line high; `numeric` columns (by index) align right in tabular figures. */
+export interface TableLayout {
+  oneLine?: boolean;
+  numeric?: number[];
+}
+
 /** A table with a caption and column headers; rows of cells. */
-export function table(caption: string, head: string[], rows: Child[][], empty = "Nothing yet."): HTMLElement {
+export function table(caption: string, head: string[], rows: Child[][], empty = "Nothing yet.", layout: TableLayout = {}): HTMLElement {
   if (rows.length === 0) return h("section", { class: "table" }, h("h3", {}, caption), h("p", { class: "muted" }, empty));
+  const num = (i: number) => (layout.numeric?.includes(i) ? "num" : null);
   return h(
     "div",
     { class: "table-wrap" },
     h(
       "table",
-      {},
+      { class: layout.oneLine ? "one-line" : null },
       h("caption", {}, caption),
-      h("thead", {}, h("tr", {}, ...head.map((c) => h("th", { scope: "col" }, c)))),
-      h("tbody", {}, ...rows.map((r) => h("tr", {}, ...r.map((c) => h("td", {}, c))))),
+      h("thead", {}, h("tr", {}, ...head.map((c, i) => h("th", { scope: "col", class: num(i) }, c)))),
+      h("tbody", {}, ...rows.map((r) => h("tr", {}, ...r.map((c, i) => h("td", { class: num(i) }, c))))),
     ),
   );
 }
+
+/** A text cut to the cell's width with an ellipsis; the whole text is its title (a long email). */
+export const truncated = (text: string, child: Node | string = text) => h("span", { class: "trunc", title: text }, child);
 
 /** A message area: errors are alerts (read at once), the rest polite status updates. */
 export function messages(): { el: HTMLElement; ok(text: string): void; fail(e: unknown): void; clear(): void } {

@@ -4,6 +4,7 @@ import type { Ctx, View } from "./context.ts";
 import { errorText, h, usd } from "./dom.ts";
 import type { AccountView } from "../../http/api-schemas.ts";
 import { adminView } from "./views/admin.ts";
+import { adminAccountView } from "./views/admin-account.ts";
 import { accountView, loginView, logout, registerView } from "./views/auth.ts";
 import { keysView } from "./views/keys.ts";
 import { modelsView } from "./views/models.ts";
@@ -34,6 +35,8 @@ const ROUTES: Record<string, Route> = {
   topup: { title: "Top up", view: topupView },
   account: { title: "Account", view: accountView },
   admin: { title: "Admin", view: adminView, admin: true },
+  // #/admin/account/ID: the id goes to the view as the `id` parameter.
+  "admin/account": { title: "Account (admin)", view: adminAccountView, admin: true },
 };
 
 const NAV = ["", "keys", "usage", "models", "topup", "account", "admin"];
@@ -45,7 +48,13 @@ let me: AccountView | null = null;
 
 function parseHash(): { name: string; params: URLSearchParams } {
   const [path = "", q = ""] = location.hash.replace(/^#\/?/, "").split("?");
-  return { name: path in ROUTES ? path : "", params: new URLSearchParams(q) };
+  const params = new URLSearchParams(q);
+  const account = /^admin\/account\/(\d{1,15})$/.exec(path);
+  if (account) {
+    params.set("id", account[1]!);
+    return { name: "admin/account", params };
+  }
+  return { name: path in ROUTES ? path : "", params };
 }
 
 const go = (route: string) => {

@@ -40,7 +40,7 @@ export const adminOnly =
 const monthStart = (now = new Date()) => Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
 
 /** Accounts as the admin page lists them; held is what the running requests hold (on every instance). */
-async function accountViews(svc: Services, list: Account[]): Promise<AdminAccount[]> {
+export async function accountViews(svc: Services, list: Account[]): Promise<AdminAccount[]> {
   const [keys, charged, last, balances] = await Promise.all([
     svc.keys.countsByAccount(),
     svc.accounts.chargedSince(list.map((a) => a.id), monthStart()),
@@ -62,16 +62,31 @@ async function accountViews(svc: Services, list: Account[]): Promise<AdminAccoun
   }));
 }
 
-async function targetOf(c: SessionCall): Promise<Account> {
+export async function targetOf(c: SessionCall): Promise<Account> {
   const given = pathParam(c, "id");
   const account = /^\d{1,15}$/.test(given) ? await c.svc.accounts.findById(Number(given)) : null;
   if (!account) throw new GatewayError("account_not_found", `No account with id ${given}.`);
   return account;
 }
 
-const accountAnswer = async (svc: Services, id: number) => json<AdminAccount>((await accountViews(svc, [(await svc.accounts.findById(id))!]))[0]!);
+export const accountAnswer = async (svc: Services, id: number) => json<AdminAccount>((await accountViews(svc, [(await svc.accounts.findById(id))!]))[0]!);
 
-export const listAdminAccounts = adminOnly(async (c) => json<AdminAccountList>({ object: "list", data: await accountViews(c.svc, await c.svc.accounts.list()) }));
+/** `offset` of GET /api/admin/accounts: a whole number, 0 when absent. */
+function offsetParam(q: URLSearchParams): number {
+  const text = q.get("offset") ?? "0";
+  if (!/^\d{1,9}$/.test(text)) throw invalidRequest(`offset: a whole number from 0, not '${text}'`);
+  return Number(text);
+}
+
+/** One page of the accounts whose email contains `q`, or whose id is `q` (docs/dashboard.md#admin); every account without `q`. */
+export const listAdminAccounts = adminOnly(async (c) => {
+  const q = queryOf(c, ["q", "offset", "limit"]);
+  const text = q.get("q") ?? "";
+  if (text.length > 320) throw invalidRequest("q: at most 320 characters (part of an email, or an account id)");
+  const offset = offsetParam(q);
+  const page = await c.svc.adminQueries.searchAccounts(text, offset, limitParam(q));
+  return json<AdminAccountList>({ object: "list", data: await accountViews(c.svc, page.accounts), total: page.total, offset });
+});
 
 /** The amount and note of a credit or debit; a debit must say why, as `gateway account debit` does. */
 function amountOf(c: SessionCall, noteRequired: boolean): { nano: number; note: string | null } {

@@ -57,7 +57,7 @@ function rulesOf(svc: Services, body: Record<string, unknown>, currentRpm: numbe
   return rules;
 }
 
-function sharedRules(svc: Services, body: Record<string, unknown>): NewKey {
+export function sharedRules(svc: Services, body: Record<string, unknown>): NewKey {
   const b = body as {
     name?: string;
     quota_usd?: number | string | null;
@@ -87,7 +87,7 @@ function sharedRules(svc: Services, body: Record<string, unknown>): NewKey {
 }
 
 /** A key as the dashboard shows it: its prefix, never the key or its hash; money in USD. */
-async function keyView(svc: Services, r: KeyRow, lastUsed?: Map<number, number>, now = Date.now()): Promise<KeyView> {
+export async function keyView(svc: Services, r: KeyRow, lastUsed?: Map<number, number>, now = Date.now()): Promise<KeyView> {
   const [used, spend] = await Promise.all([lastUsed ?? svc.reports.lastUsedByKey([r.id]), svc.ledger.keySpend(r.id)]);
   return {
     object: "key",
@@ -130,7 +130,7 @@ export async function listKeys(c: SessionCall): Promise<Response> {
 }
 
 /** The key's row as it is now, in the dashboard's view. */
-const rowView = async (svc: Services, id: number) => keyView(svc, (await svc.keys.row(id))!);
+export const rowView = async (svc: Services, id: number) => keyView(svc, (await svc.keys.row(id))!);
 
 export async function createKey(c: SessionCall): Promise<Response> {
   const rules = rulesOf(c.svc, c.json);

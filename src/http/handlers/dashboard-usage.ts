@@ -2,7 +2,7 @@ import type { KeyRow } from "../../store/keys/contract.ts";
 import { csv } from "../../core/csv.ts";
 import { GatewayError, invalidRequest } from "../../core/errors.ts";
 import { formatUsd, nanoToUsd } from "../../core/money.ts";
-import type { StatementPosition } from "../../store/accounts/contract.ts";
+import type { StatementItem, StatementPosition } from "../../store/accounts/contract.ts";
 import { statusRange, type LogCursor, type LogFilter, type LogRecord } from "../../store/reports/contract.ts";
 import type { SessionCall } from "../session-guard.ts";
 import { json } from "../exchange.ts";
@@ -46,6 +46,12 @@ function cursorOf(text: string): { upTo: number; at: StatementPosition } {
   return { upTo, at: { createdAt, id } };
 }
 
+/** A statement item as the dashboard shows it: charges grouped per UTC day, every other entry alone. */
+export const ledgerView = (e: StatementItem): LedgerEntry =>
+  e.kind === "charges"
+    ? { kind: e.kind, day: e.day, amount_usd: nanoToUsd(e.amountNano), count: e.count, created_at: isoTime(e.createdAt) }
+    : { kind: e.kind, amount_usd: nanoToUsd(e.amountNano), note: e.note, external_ref: e.externalRef, created_at: isoTime(e.createdAt) };
+
 export async function getLedger(c: SessionCall): Promise<Response> {
   const q = queryOf(c, ["limit", "before"]);
   const limit = limitParam(q);
@@ -53,12 +59,7 @@ export async function getLedger(c: SessionCall): Promise<Response> {
   const { upTo, at } = given === null ? { upTo: await c.svc.accounts.newestLedgerId(), at: null } : cursorOf(given);
   const items = await c.svc.accounts.statementPage(c.session!.accountId, upTo, at, limit + 1);
   const page = items.slice(0, limit);
-  const data = page.map((e): LedgerEntry =>
-    e.kind === "charges"
-      ? { kind: e.kind, day: e.day, amount_usd: nanoToUsd(e.amountNano), count: e.count, created_at: isoTime(e.createdAt) }
-      : { kind: e.kind, amount_usd: nanoToUsd(e.amountNano), note: e.note, external_ref: e.externalRef, created_at: isoTime(e.createdAt) },
-  );
-  return json<LedgerPage>({ object: "list", data, next: items.length > limit ? cursorText(upTo, page.at(-1)!.at) : null });
+  return json<LedgerPage>({ object: "list", data: page.map(ledgerView), next: items.length > limit ? cursorText(upTo, page.at(-1)!.at) : null });
 }
 
 // GET /api/requests and /api/requests.csv: the same filters, one page or every row.
@@ -97,7 +98,7 @@ async function requestFilter(c: SessionCall, q: URLSearchParams): Promise<{ keys
 const COLUMNS = ["request_id", "created_at", "key_id", "key_prefix", "key_name", "model", "endpoint", "path", "status", "error_code", "input_tokens", "output_tokens",
   "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms"] as const;
 
-function requestView(r: LogRecord, names: Map<number, string>): RequestRow {
+export function requestView(r: LogRecord, names: Map<number, string>): RequestRow {
   return {
     request_id: r.requestId,
     created_at: isoTime(r.createdAt),

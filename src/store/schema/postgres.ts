@@ -77,6 +77,17 @@ export const auditLog = pgTable(
   (t) => [index("audit_log_time").on(t.createdAt)],
 );
 
+export const accountNotes = pgTable(
+  "account_notes",
+  {
+    accountId: id("account_id").notNull(),
+    note: text("note").notNull(),
+    updatedAt: time("updated_at").notNull(),
+    updatedBy: id("updated_by"),
+  },
+  (t) => [uniqueIndex("account_notes_account").on(t.accountId)],
+);
+
 export const apiKeys = pgTable(
   "api_keys",
   {

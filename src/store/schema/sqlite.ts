@@ -68,6 +68,22 @@ export const auditLog = sqliteTable(
   (t) => [index("audit_log_time").on(t.createdAt)],
 );
 
+// The operator's note on an account (docs/dashboard.md#an-accounts-page): one row per account that
+// has one, beside accounts so that the hot path's account rows stay as they are. Each change is an
+// audit row too (account_note_set).
+export const accountNotes = sqliteTable(
+  "account_notes",
+  {
+    accountId: integer("account_id").notNull(),
+    note: text("note").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    updatedBy: integer("updated_by"),
+  },
+  // A unique index rather than a primary key: SQLite's integer primary key is the rowid, which the
+  // schemas' comparison reads as a default PostgreSQL's would not have.
+  (t) => [uniqueIndex("account_notes_account").on(t.accountId)],
+);
+
 export const apiKeys = sqliteTable(
   "api_keys",
   {
