@@ -130,19 +130,55 @@ export function confirmed(question: string, yes: string): Promise<boolean> {
   });
 }
 
-/** A button that copies `text`; it says so when it has. */
+/**
+ * Says `text` to a screen reader without moving the focus: one polite live region for the whole
+ * page, in the document from the start (a region added with its text is often not read).
+ */
+export function announce(text: string): void {
+  let region = document.getElementById("announcer");
+  if (!region) {
+    region = h("div", { id: "announcer", class: "sr-only", role: "status", "aria-live": "polite" });
+    document.body.append(region);
+  }
+  // Emptied first, so the same words twice (two copies) are read twice.
+  region.textContent = "";
+  setTimeout(() => (region.textContent = text), 50);
+}
+
+/** A button that copies `text`; it says so, on the button and aloud, when it has. */
 export function copyButton(text: string, label = "Copy"): HTMLButtonElement {
   const b = h("button", { type: "button", class: "copy", "aria-label": `${label} to the clipboard` }, label);
   b.addEventListener("click", async () => {
     try {
       await navigator.clipboard.writeText(text);
       b.textContent = "Copied";
+      announce(`Copied: ${label.replace(/^Copy /, "")}`);
     } catch {
       // No clipboard permission (plain http on another host): the text is selectable beside the button.
       b.textContent = "Select and copy by hand";
+      announce("Not copied: select the text and copy it by hand");
     }
   });
   return b;
+}
+
+/** What a view shows while its data loads: a spinner, and words a screen reader reads (a status). */
+export const loading = (text = "Loading…") => h("div", { class: "loading", role: "status" }, h("span", { class: "spinner", "aria-hidden": "true" }), text);
+
+/**
+ * A view that could not load: what failed (the call, the server's message, its request id) and a
+ * Retry that loads just this view again. An alert, so it is read at once.
+ */
+export function failure(title: string, e: unknown, retry: () => void): HTMLElement {
+  const call = e instanceof ApiError ? e : null;
+  return h(
+    "section",
+    { class: "failed", role: "alert" },
+    heading(`${title}: not loaded`),
+    h("p", {}, call ? `${call.call} failed${call.status ? ` (HTTP ${call.status})` : ""}: ${call.message}` : errorText(e)),
+    call?.requestId ? h("p", { class: "muted" }, "Request id ", h("code", { "data-testid": "failed-request-id" }, call.requestId), " (quote it to the operator)") : null,
+    h("button", { type: "button", onclick: retry }, "Retry"),
+  );
 }
 
 /** A block of text to copy: code, and its button. */
