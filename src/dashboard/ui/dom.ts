@@ -36,18 +36,32 @@ export function select(name: string, options: [value: string, label: string][], 
   return s;
 }
 
-/** A table with a caption and column headers; rows of cells. */
-export function table(caption: string, head: string[], rows: Child[][], empty = "Nothing yet."): HTMLElement {
+/** A column's header; with `optional`, a phone's narrow screen leaves the column out. */
+export type Column = string | { label: string; optional: true };
+/** A row of cells; with `class`, the row's own look (a revoked key). */
+export type Row = Child[] | { cells: Child[]; class?: string };
+
+/**
+ * A table with a caption and column headers; rows of cells. On a phone each row becomes a card of
+ * "label: value" lines (every cell carries its column's label), without the optional columns.
+ */
+export function table(caption: string, head: Column[], rows: Row[], empty = "Nothing yet."): HTMLElement {
   if (rows.length === 0) return h("section", { class: "table" }, h("h3", {}, caption), h("p", { class: "muted" }, empty));
+  const cols = head.map((c) => (typeof c === "string" ? { label: c, optional: false } : c));
+  const cell = (c: Child, i: number) => h("td", { "data-label": cols[i]?.label ?? "", class: cols[i]?.optional ? "opt" : null }, c);
   return h(
     "div",
     { class: "table-wrap" },
     h(
       "table",
-      {},
+      { class: "cards" },
       h("caption", {}, caption),
-      h("thead", {}, h("tr", {}, ...head.map((c) => h("th", { scope: "col" }, c)))),
-      h("tbody", {}, ...rows.map((r) => h("tr", {}, ...r.map((c) => h("td", {}, c))))),
+      h("thead", {}, h("tr", {}, ...cols.map((c) => h("th", { scope: "col", class: c.optional ? "opt" : null }, c.label)))),
+      h(
+        "tbody",
+        {},
+        ...rows.map((r) => (Array.isArray(r) ? h("tr", {}, ...r.map(cell)) : h("tr", { class: r.class ?? null }, ...r.cells.map(cell)))),
+      ),
     ),
   );
 }
