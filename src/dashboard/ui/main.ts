@@ -129,5 +129,6 @@ async function render(): Promise<void> {
 window.addEventListener("hashchange", () => void render());
 if (location.pathname === "/verify") {
   document.title = "Verify your address · Gateway";
+  view.removeAttribute("aria-busy");
   view.replaceChildren(verifyPage(new URLSearchParams(location.search).get("token"), () => void render()));
 } else void render();
