@@ -91,7 +91,11 @@ function ctx(params = new URLSearchParams()): Ctx {
   };
 }
 
-/** The view shown now, so that a reload of it keeps it on screen (dimmed, busy) instead of a spinner. */
+/**
+ * The address of the view shown now: the same view loaded again (after a change, or polling) stays
+ * on screen, dimmed while busy; another address, other filters too, shows the spinner at once, so
+ * nothing stale can be read or clicked.
+ */
 let shown: string | null = null;
 let rendering = 0;
 async function render(): Promise<void> {
@@ -99,7 +103,7 @@ async function render(): Promise<void> {
   const { name, params } = parseHash();
   const route = ROUTES[name]!;
   view.setAttribute("aria-busy", "true");
-  if (shown !== name) view.replaceChildren(loading(`Loading ${route.title.toLowerCase()}…`));
+  if (shown !== location.hash) view.replaceChildren(loading(`Loading ${route.title.toLowerCase()}…`));
   let content: HTMLElement;
   try {
     if (route.visitor) me = null;
@@ -121,7 +125,7 @@ async function render(): Promise<void> {
   document.title = `${route.title} · Gateway`;
   drawShell(name);
   // A failed view is loaded afresh by its Retry: the spinner again, not the failure dimmed.
-  shown = content.classList.contains("failed") ? null : name;
+  shown = content.classList.contains("failed") ? null : location.hash;
   view.replaceChildren(content);
   view.querySelector<HTMLElement>("h1")?.focus();
 }

@@ -27,7 +27,7 @@ const requestCells = (show: (r: RequestRow) => void) => (r: RequestRow) => {
     r.key_prefix ? `${r.key_prefix}${r.key_name ? ` (${r.key_name})` : ""}` : "—",
     r.model ?? "—",
     r.path,
-    r.error_code ? `${r.status} ${r.error_code}` : String(r.status),
+    h("span", { class: r.status < 400 ? "badge active" : "badge failed" }, r.error_code ? `${r.status} ${r.error_code}` : String(r.status)),
     `${tokens(r.input_tokens)} / ${tokens(r.output_tokens)}`,
     usd(r.cost_usd),
   ];
