@@ -139,6 +139,14 @@ describe("the dashboard's states", () => {
     await inside390(active.getByRole("button", { name: "Edit key phone" }));
     await inside390(active.getByRole("button", { name: "Revoke" }));
     expect(await inPage<number>("document.scrollingElement.scrollWidth")).toBeLessThanOrEqual(390);
+    // The row's editor fits too, and Escape gives the row back with the focus on its Edit button.
+    await active.getByRole("button", { name: "Edit key phone" }).click();
+    await page.getByRole("form", { name: /^Edit key gk_sk_/ }).getByLabel("Requests per minute").waitFor();
+    expect(await inPage<number>("document.scrollingElement.scrollWidth")).toBeLessThanOrEqual(390);
+    await tab.shot("phone-inline-edit");
+    await page.keyboard.press("Escape");
+    await active.getByRole("button", { name: "Edit key phone" }).waitFor();
+    expect(await inPage<string | null>("document.activeElement.getAttribute('aria-label')")).toBe("Edit key phone");
     await page.setViewportSize({ width: 1100, height: 900 });
   });
 });
