@@ -40,6 +40,13 @@ export const AccountView = T.Object({
 export type AccountView = Static<typeof AccountView>;
 
 /**
+ * GET /api/session: whether this browser's cookie opens a session, and its account if so. The page's
+ * first question, answered 200 either way, so a visitor's first page logs no refused request.
+ */
+export const SessionState = T.Union([T.Object({ logged_in: T.Literal(false) }), T.Object({ logged_in: T.Literal(true), account: AccountView })]);
+export type SessionState = Static<typeof SessionState>;
+
+/**
  * POST /api/register: the account, the starting credit given, whether the day's ceiling withheld it,
  * and whether a verification link was emailed (the credit then waits for it).
  */

@@ -43,6 +43,8 @@ beforeAll(async () => {
 
   const visitor = rig.browser();
   await hit(visitor, "GET", "/api/pricing");
+  // Logged out first (the shape a visitor's first page gets); the logged-in answer below replaces it.
+  await hit(visitor, "GET", "/api/session");
   const email = `schemas${process.pid}@test.local`;
   const registered = await hit(visitor, "POST", "/api/register", undefined, { email, password: "correct horse" });
   await rig.smtp.waitFor(1);
@@ -54,6 +56,7 @@ beforeAll(async () => {
   await hit(visitor, "POST", "/api/logout");
   await hit(visitor, "POST", "/api/login", undefined, { email, password: "correct horse" });
   const me = await hit(visitor, "GET", "/api/me");
+  await hit(visitor, "GET", "/api/session");
   await hit(visitor, "PUT", "/api/me/low-balance", undefined, { threshold_usd: 0.5 });
   const key = await hit(visitor, "POST", "/api/keys", undefined, { name: "ci", models: ["demo"], rpm: 10, budget_usd: 5, budget_period: "week" });
   await hit(visitor, "PATCH", "/api/keys/{id}", `/api/keys/${key.id}`, { name: "ci-2" });

@@ -8,6 +8,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly requestId: string | null,
+    /** The call refused, "GET /api/keys": what a failed view names. */
+    readonly call: string,
   ) {
     super(message);
   }
@@ -21,12 +23,19 @@ export async function api<T>(method: Method, path: string, body?: unknown): Prom
     init.headers = { ...init.headers, "content-type": "application/json" };
     init.body = JSON.stringify(body);
   }
-  const res = await fetch(path, init);
+  const call = `${method} ${path.split("?")[0]}`;
+  let res: Response;
+  try {
+    res = await fetch(path, init);
+  } catch {
+    // The browser's own words ("Failed to fetch") say nothing to the holder.
+    throw new ApiError(0, "unreachable", "The gateway did not answer: check the connection and try again.", null, call);
+  }
   const text = await res.text();
   const data = text ? (JSON.parse(text) as unknown) : null;
   if (!res.ok) {
     const err = (data as { error?: { code?: string; message?: string; request_id?: string } } | null)?.error;
-    throw new ApiError(res.status, err?.code ?? "http_" + res.status, err?.message ?? `${method} ${path}: HTTP ${res.status}`, err?.request_id ?? null);
+    throw new ApiError(res.status, err?.code ?? "http_" + res.status, err?.message ?? `${method} ${path}: HTTP ${res.status}`, err?.request_id ?? null, call);
   }
   return data as T;
 }

@@ -42,19 +42,35 @@ export interface TableLayout {
   numeric?: number[];
 }
 
-/** A table with a caption and column headers; rows of cells. */
-export function table(caption: string, head: string[], rows: Child[][], empty = "Nothing yet.", layout: TableLayout = {}): HTMLElement {
+/** A column's header; with `optional`, a phone's narrow screen leaves the column out. */
+export type Column = string | { label: string; optional: true };
+/** A row of cells; with `class`, the row's own look (a revoked key). */
+export type Row = Child[] | { cells: Child[]; class?: string };
+
+const classes = (...names: (string | null | false | undefined)[]) => names.filter(Boolean).join(" ") || null;
+
+/**
+ * A table with a caption and column headers; rows of cells. On a phone each row becomes a card of
+ * "label: value" lines (every cell carries its column's label), without the optional columns.
+ */
+export function table(caption: string, head: Column[], rows: Row[], empty = "Nothing yet.", layout: TableLayout = {}): HTMLElement {
   if (rows.length === 0) return h("section", { class: "table" }, h("h3", {}, caption), h("p", { class: "muted" }, empty));
-  const num = (i: number) => (layout.numeric?.includes(i) ? "num" : null);
+  const cols = head.map((c) => (typeof c === "string" ? { label: c, optional: false } : c));
+  const colClass = (i: number) => classes(cols[i]?.optional && "opt", layout.numeric?.includes(i) && "num");
+  const cell = (c: Child, i: number) => h("td", { "data-label": cols[i]?.label ?? "", class: colClass(i) }, c);
   return h(
     "div",
     { class: "table-wrap" },
     h(
       "table",
-      { class: layout.oneLine ? "one-line" : null },
+      { class: classes("cards", layout.oneLine && "one-line") },
       h("caption", {}, caption),
-      h("thead", {}, h("tr", {}, ...head.map((c, i) => h("th", { scope: "col", class: num(i) }, c)))),
-      h("tbody", {}, ...rows.map((r) => h("tr", {}, ...r.map((c, i) => h("td", { class: num(i) }, c))))),
+      h("thead", {}, h("tr", {}, ...cols.map((c, i) => h("th", { scope: "col", class: colClass(i) }, c.label)))),
+      h(
+        "tbody",
+        {},
+        ...rows.map((r) => (Array.isArray(r) ? h("tr", {}, ...r.map(cell)) : h("tr", { class: r.class ?? null }, ...r.cells.map(cell)))),
+      ),
     ),
   );
 }
@@ -140,19 +156,55 @@ export function confirmed(question: string, yes: string): Promise<boolean> {
   });
 }
 
-/** A button that copies `text`; it says so when it has. */
+/**
+ * Says `text` to a screen reader without moving the focus: one polite live region for the whole
+ * page, in the document from the start (a region added with its text is often not read).
+ */
+export function announce(text: string): void {
+  let region = document.getElementById("announcer");
+  if (!region) {
+    region = h("div", { id: "announcer", class: "sr-only", role: "status", "aria-live": "polite" });
+    document.body.append(region);
+  }
+  // Emptied first, so the same words twice (two copies) are read twice.
+  region.textContent = "";
+  setTimeout(() => (region.textContent = text), 50);
+}
+
+/** A button that copies `text`; it says so, on the button and aloud, when it has. */
 export function copyButton(text: string, label = "Copy"): HTMLButtonElement {
   const b = h("button", { type: "button", class: "copy", "aria-label": `${label} to the clipboard` }, label);
   b.addEventListener("click", async () => {
     try {
       await navigator.clipboard.writeText(text);
       b.textContent = "Copied";
+      announce(`Copied: ${label.replace(/^Copy /, "")}`);
     } catch {
       // No clipboard permission (plain http on another host): the text is selectable beside the button.
       b.textContent = "Select and copy by hand";
+      announce("Not copied: select the text and copy it by hand");
     }
   });
   return b;
+}
+
+/** What a view shows while its data loads: a spinner, and words a screen reader reads (a status). */
+export const loading = (text = "Loading…") => h("div", { class: "loading", role: "status" }, h("span", { class: "spinner", "aria-hidden": "true" }), text);
+
+/**
+ * A view that could not load: what failed (the call, the server's message, its request id) and a
+ * Retry that loads just this view again. An alert, so it is read at once.
+ */
+export function failure(title: string, e: unknown, retry: () => void): HTMLElement {
+  const call = e instanceof ApiError ? e : null;
+  return h(
+    "section",
+    { class: "failed", role: "alert" },
+    heading(`${title}: not loaded`),
+    h("p", {}, call ? `${call.call} failed${call.status ? ` (HTTP ${call.status})` : ""}: ${call.message}` : errorText(e)),
+    call?.requestId ? h("p", { class: "muted" }, "Request id ", h("code", { "data-testid": "failed-request-id" }, call.requestId), " (quote it to the operator)") : null,
+    h("button", { type: "button", onclick: retry }, "Retry"),
+  );
 }
 
 /** A block of text to copy: code, and its button. */

@@ -1,8 +1,8 @@
 import "uplot/dist/uPlot.min.css";
 import { api, ApiError } from "./api.ts";
 import type { Ctx, View } from "./context.ts";
-import { errorText, h, usd } from "./dom.ts";
-import type { AccountView } from "../../http/api-schemas.ts";
+import { failure, h, loading, usd } from "./dom.ts";
+import type { AccountView, SessionState } from "../../http/api-schemas.ts";
 import { adminView } from "./views/admin.ts";
 import { adminAccountView } from "./views/admin-account.ts";
 import { accountView, loginView, logout, registerView } from "./views/auth.ts";
@@ -14,8 +14,10 @@ import { usageView } from "./views/usage.ts";
 import { unverifiedBanner, verifyPage } from "./views/verify.ts";
 
 // The page's shell: a hash router (#/keys, #/topup?session_id=…, the form Stripe returns to), the
-// navigation and the low-balance banner. The login pages ask nothing of /api/me, so a visitor's
-// first page makes no request that is refused.
+// navigation and the low-balance banner. The login pages ask nothing of the server, and the others
+// ask GET /api/session first, which answers 200 without a session too: a visitor's first page makes
+// no request that is refused. Every view gets the same loading state (aria-busy, a spinner that is
+// read out) and the same failure panel (what failed, the request id, a Retry of just that view).
 
 interface Route {
   title: string;
@@ -98,31 +100,41 @@ function ctx(params = new URLSearchParams()): Ctx {
   };
 }
 
+/**
+ * The address of the view shown now: the same view loaded again (after a change, or polling) stays
+ * on screen, dimmed while busy; another address, other filters too, shows the spinner at once, so
+ * nothing stale can be read or clicked.
+ */
+let shown: string | null = null;
 let rendering = 0;
 async function render(): Promise<void> {
   const turn = ++rendering;
   const { name, params } = parseHash();
   const route = ROUTES[name]!;
-  try {
-    if (route.visitor) me = null;
-    else me = await api<AccountView>("GET", "/api/me");
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 401) return go("login");
-    view.replaceChildren(h("p", { role: "alert", class: "error" }, errorText(e)));
-    return;
-  }
-  if (route.admin && !me?.admin) return go("");
+  view.setAttribute("aria-busy", "true");
+  if (shown !== location.hash) view.replaceChildren(loading(`Loading ${route.title.toLowerCase()}…`));
   let content: HTMLElement;
   try {
+    if (route.visitor) me = null;
+    else {
+      const s = await api<SessionState>("GET", "/api/session");
+      if (!s.logged_in) return go("login");
+      me = s.account;
+    }
+    if (route.admin && !me?.admin) return go("");
     content = await route.view(ctx(params));
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) return go("login");
-    content = h("p", { role: "alert", class: "error" }, errorText(e));
+    content = failure(route.title, e, () => void render());
+  } finally {
+    if (turn === rendering) view.removeAttribute("aria-busy");
   }
   // A newer navigation started while this one waited: its page wins.
   if (turn !== rendering) return;
   document.title = `${route.title} · Gateway`;
   drawShell(name);
+  // A failed view is loaded afresh by its Retry: the spinner again, not the failure dimmed.
+  shown = content.classList.contains("failed") ? null : location.hash;
   view.replaceChildren(content);
   view.querySelector<HTMLElement>("h1")?.focus();
 }
@@ -130,5 +142,6 @@ async function render(): Promise<void> {
 window.addEventListener("hashchange", () => void render());
 if (location.pathname === "/verify") {
   document.title = "Verify your address · Gateway";
+  view.removeAttribute("aria-busy");
   view.replaceChildren(verifyPage(new URLSearchParams(location.search).get("token"), () => void render()));
 } else void render();

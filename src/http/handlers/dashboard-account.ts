@@ -10,7 +10,7 @@ import type { Services } from "../../services.ts";
 import { lowBalanceView } from "./v1-account.ts";
 import { sessionCookie, type SessionCall } from "../session-guard.ts";
 import { json } from "../exchange.ts";
-import type { AccountView, LoggedOut, LoggedOutAll, PasswordChanged, Registered } from "../api-schemas.ts";
+import type { AccountView, LoggedOut, SessionState, LoggedOutAll, PasswordChanged, Registered } from "../api-schemas.ts";
 
 // The account holder's /api/ (docs/dashboard.md): register, log in and out, the password, the
 // account's money. The keys are dashboard-keys.ts's; the guard every dashboard endpoint passes is
@@ -147,6 +147,17 @@ export async function newPassword(c: SessionCall): Promise<Response> {
   // Whoever else knew the old password is logged out; this browser stays in.
   const ended = await c.dash.sessions.revokeAll(c.session!.accountId, c.session!.id);
   return json<PasswordChanged>({ password_changed: true, sessions_ended: ended });
+}
+
+/**
+ * GET /api/session: the account behind the cookie, or `logged_in: false` without a live session, so a
+ * visitor's first page is answered 200 (docs/dashboard.md#routes). A disabled account's session
+ * is refused as on every other route.
+ */
+export async function getSession(c: SessionCall): Promise<Response> {
+  if (!c.session) return json<SessionState>({ logged_in: false });
+  if (c.session.accountDisabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
+  return json<SessionState>({ logged_in: true, account: await meView(c.svc, c.session.accountId) });
 }
 
 export const getMe = async (c: SessionCall): Promise<Response> => json<AccountView>(await meView(c.svc, c.session!.accountId));

@@ -1,6 +1,6 @@
 import uPlot from "uplot";
 import { api } from "../api.ts";
-import { field, h, select, usd } from "../dom.ts";
+import { errorText, field, h, loading, select, usd } from "../dom.ts";
 import type { DailyUsage } from "../../../http/api-schemas.ts";
 
 // The daily spend chart (uPlot, bundled): one line per key or per model over the last 30 days, and
@@ -34,15 +34,19 @@ function summary(u: DailyUsage): HTMLElement {
 
 export function spendChart(): HTMLElement {
   const by = select("by", [["key", "per key"], ["model", "per model"]]);
-  const box = h("div", { class: "chart", role: "img", "aria-label": "Daily spend chart" });
+  const box = h("div", { class: "chart", role: "img", "aria-label": "Daily spend chart", "aria-busy": "true" }, loading("Loading the chart…"));
   const text = h("div", {});
   const load = async () => {
     const u = await api<DailyUsage>("GET", `/api/usage/daily?days=30&by=${by.value}`);
     box.setAttribute("aria-label", `Daily spend per ${u.by}, last ${u.days.length} days`);
     draw(box, u);
+    box.removeAttribute("aria-busy");
     text.replaceChildren(summary(u));
   };
-  const fail = (e: unknown) => box.replaceChildren(h("p", { class: "error", role: "alert" }, e instanceof Error ? e.message : String(e)));
+  const fail = (e: unknown) => {
+    box.removeAttribute("aria-busy");
+    box.replaceChildren(h("p", { class: "error", role: "alert" }, errorText(e), " ", h("button", { type: "button", onclick: () => load().catch(fail) }, "Retry")));
+  };
   by.addEventListener("change", () => load().catch(fail));
   // Drawn once the section is in the page, so the chart can take its width.
   requestAnimationFrame(() => load().catch(fail));

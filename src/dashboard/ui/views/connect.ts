@@ -66,7 +66,7 @@ export function testButton(key: string, models: PricedModel[], out: HTMLElement)
         body: JSON.stringify({ model, max_tokens: 16, messages: [{ role: "user", content: "Say hello in five words." }] }),
       });
       const data = (await res.json()) as Completion;
-      if (!res.ok) throw new ApiError(res.status, "", data.error?.message ?? `HTTP ${res.status}`, res.headers.get("x-gateway-request-id"));
+      if (!res.ok) throw new ApiError(res.status, "", data.error?.message ?? `HTTP ${res.status}`, res.headers.get("x-gateway-request-id"), "POST /v1/chat/completions");
       const me = await api<AccountView>("GET", "/api/me");
       out.replaceChildren(
         h("p", {}, "Answer: ", h("q", { "data-testid": "test-answer" }, data.choices?.[0]?.message?.content ?? "")),

@@ -1,11 +1,12 @@
 import { api } from "../api.ts";
 import type { Ctx } from "../context.ts";
-import { copyButton, h, heading, messages, onSubmit, table, usd, when } from "../dom.ts";
+import { announce, copyButton, h, heading, messages, onSubmit, table, usd, when } from "../dom.ts";
 import type { KeyList, KeyView, NewKeyView, PricedModel, Pricing } from "../../../http/api-schemas.ts";
 import { keyBody, keyFields } from "./key-form.ts";
 import { cheapest, snippetBlocks, snippets, testButton } from "./connect.ts";
 
-// The account's keys: create (the whole key shown once, with a copy button), list, edit, revoke.
+// The account's keys: create (the whole key shown once, with a copy button), list, edit in the row,
+// revoke; a revoked key stays listed, struck through, until the holder hides it from this browser.
 
 const PER = { day: "today", week: "this week", month: "this month" } as const;
 
@@ -63,7 +64,7 @@ function shownOnce(k: NewKeyView, models: PricedModel[]): HTMLElement {
   );
 }
 
-function revokeButton(ctx: Ctx, k: KeyView, msg: ReturnType<typeof messages>): HTMLElement {
+function revokeButton(k: KeyView, msg: ReturnType<typeof messages>, refresh: () => Promise<void>): HTMLElement {
   // Two steps instead of a confirm() dialog: the second press is the decision.
   const b = h("button", { type: "button", class: "danger" }, "Revoke");
   b.addEventListener("click", async () => {
@@ -74,7 +75,8 @@ function revokeButton(ctx: Ctx, k: KeyView, msg: ReturnType<typeof messages>): H
     }
     try {
       await api<KeyView>("DELETE", `/api/keys/${k.id}`);
-      ctx.reload();
+      await refresh();
+      announce(`Key ${k.name || k.prefix} revoked`);
     } catch (e) {
       msg.fail(e);
     }
@@ -82,30 +84,53 @@ function revokeButton(ctx: Ctx, k: KeyView, msg: ReturnType<typeof messages>): H
   return b;
 }
 
-function editor(ctx: Ctx, k: KeyView, pricing: Pricing, defaultRpm: number, slot: HTMLElement): void {
+/**
+ * Edits a key in its own row: the row gives way to the form (every restriction), Save writes it and
+ * redraws the list, Cancel puts the row back and the focus on its Edit button.
+ */
+function editInRow(row: HTMLTableRowElement, k: KeyView, pricing: Pricing, defaultRpm: number, refresh: () => Promise<void>): void {
   const msg = messages();
+  const cancel = () => {
+    editing.replaceWith(row);
+    row.querySelector<HTMLButtonElement>("button")?.focus();
+  };
   const form = h(
     "form",
-    { "aria-label": `Edit key ${k.prefix}`, class: "wide" },
-    h("h2", {}, `Edit ${k.name ?? k.prefix}`),
-    ...keyFields(pricing.models, k, defaultRpm),
-    h("button", { type: "submit" }, "Save"),
-    " ",
-    h("button", { type: "button", class: "link", onclick: () => slot.replaceChildren() }, "Cancel"),
+    { "aria-label": `Edit key ${k.prefix}`, class: "inline-edit" },
+    h("div", { class: "grid" }, ...keyFields(pricing.models, k, defaultRpm)),
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Save"), h("button", { type: "button", class: "link", onclick: cancel }, "Cancel")),
   );
-  onSubmit(form, msg, async (d) => {
-    await api<KeyView>("PATCH", `/api/keys/${k.id}`, keyBody(d, true));
-    ctx.reload();
+  form.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") cancel();
   });
-  slot.replaceChildren(form, msg.el);
+  onSubmit(form, msg, async (d) => {
+    const saved = await api<KeyView>("PATCH", `/api/keys/${k.id}`, keyBody(d, true));
+    const list = editing.closest("table")?.parentElement?.parentElement;
+    await refresh();
+    const name = saved.name || saved.prefix;
+    list?.querySelector<HTMLButtonElement>(`button[aria-label="Edit key ${CSS.escape(name)}"]`)?.focus();
+    announce(`Key ${name} saved`);
+  });
+  const editing = h("tr", { class: "editing" }, h("td", { colspan: row.cells.length }, form, msg.el));
+  row.replaceWith(editing);
   form.querySelector("input")?.focus();
 }
 
-export async function keysView(ctx: Ctx): Promise<HTMLElement> {
+/** Revoked keys the holder took off the list, in this browser only: the server keeps them. */
+const HIDDEN = "gateway.hidden-keys";
+const hiddenKeys = (): number[] => {
+  try {
+    return JSON.parse(localStorage.getItem(HIDDEN) ?? "[]") as number[];
+  } catch {
+    return [];
+  }
+};
+const setHidden = (ids: number[]) => localStorage.setItem(HIDDEN, JSON.stringify(ids));
+
+export async function keysView(_ctx: Ctx): Promise<HTMLElement> {
   const [keys, pricing] = await Promise.all([api<KeyList>("GET", "/api/keys"), api<Pricing>("GET", "/api/pricing")]);
   const msg = messages();
   const created = h("div", {});
-  const editSlot = h("div", {});
   const form = h("form", { "aria-label": "Create a key", class: "wide", hidden: true }, ...keyFields(pricing.models, null, keys.default_rpm), h("button", { type: "submit" }, "Create key"));
   // The form folds away behind its button: the list is what the page is mostly read for.
   const opener = h("button", { type: "button", "aria-expanded": "false", "aria-controls": (form.id = "new-key-form") }, "New key");
@@ -115,35 +140,56 @@ export async function keysView(ctx: Ctx): Promise<HTMLElement> {
     if (!form.hidden) form.querySelector("input")?.focus();
   });
   const list = h("div", {});
-  const drawList = (data: KeyView[]) =>
+  const cells = (k: KeyView) => {
+    const revoked = k.status === "revoked";
+    const actions = revoked
+      ? h("button", { type: "button", class: "link", "aria-label": `Hide revoked key ${k.prefix}`, onclick: () => (setHidden([...hiddenKeys(), k.id]), drawList(shownKeys)) }, "Hide")
+      : h(
+          "span",
+          { class: "actions" },
+          h("button", { type: "button", "aria-label": `Edit key ${k.name || k.prefix}`, onclick: (e: Event) => editInRow((e.target as HTMLElement).closest("tr")!, k, pricing, keys.default_rpm, refresh) }, "Edit"),
+          revokeButton(k, msg, refresh),
+        );
+    return {
+      class: revoked ? "revoked" : undefined,
+      cells: [
+        h("code", { class: "was" }, k.prefix),
+        h("span", { class: "was" }, k.name ?? ""),
+        h("span", { class: `badge ${k.status}` }, k.status),
+        restrictions(k),
+        spending(k),
+        when(k.last_used_at ?? null),
+        actions,
+      ],
+    };
+  };
+  let shownKeys: KeyView[] = keys.data;
+  const drawList = (data: KeyView[]) => {
+    shownKeys = data;
+    const hidden = new Set(hiddenKeys());
+    const visible = data.filter((k) => !(k.status === "revoked" && hidden.has(k.id)));
+    const away = data.length - visible.length;
     list.replaceChildren(
       budgetNotice(data) ?? "",
       table(
         "Your keys",
-        ["Prefix", "Name", "Status", "Restrictions", "Spent / quota", "Last used", "Actions"],
-        data.map((k) => [
-          h("code", {}, k.prefix),
-          k.name ?? "",
-          k.status,
-          restrictions(k),
-          spending(k),
-          when(k.last_used_at ?? null),
-          k.status === "revoked"
-            ? ""
-            : h("span", { class: "actions" }, h("button", { type: "button", onclick: () => editor(ctx, k, pricing, keys.default_rpm, editSlot) }, "Edit"), " ", revokeButton(ctx, k, msg)),
-        ]),
+        ["Prefix", "Name", "Status", { label: "Restrictions", optional: true }, "Spent / quota", { label: "Last used", optional: true }, "Actions"],
+        visible.map(cells),
         "No keys yet: press New key above.",
       ),
+      away ? h("button", { type: "button", class: "link", onclick: () => (setHidden([]), drawList(shownKeys)) }, `Show ${away} hidden revoked key${away === 1 ? "" : "s"}`) : "",
     );
+  };
+  const refresh = async () => drawList((await api<KeyList>("GET", "/api/keys")).data);
   onSubmit(form, msg, async (d) => {
     const k = await api<NewKeyView>("POST", "/api/keys", keyBody(d, false));
     form.reset();
     form.hidden = true;
     opener.setAttribute("aria-expanded", "false");
     created.replaceChildren(shownOnce(k, pricing.models));
-    drawList((await api<KeyList>("GET", "/api/keys")).data);
+    await refresh();
     created.querySelector<HTMLButtonElement>("button")?.focus();
   });
   drawList(keys.data);
-  return h("section", {}, heading("Keys"), created, opener, form, msg.el, editSlot, list);
+  return h("section", {}, heading("Keys"), created, opener, form, msg.el, list);
 }

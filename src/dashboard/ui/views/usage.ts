@@ -1,6 +1,6 @@
 import { api, query } from "../api.ts";
 import type { Ctx } from "../context.ts";
-import { field, h, heading, input, messages, onSubmit, select, table, usd, when } from "../dom.ts";
+import { field, h, heading, loading, type Column, input, messages, onSubmit, select, table, usd, when } from "../dom.ts";
 import type { KeyList, KeyView, LedgerEntry, LedgerPage, Pricing, RequestPage, RequestRow } from "../../../http/api-schemas.ts";
 import { spendChart } from "./chart.ts";
 import { requestDetail } from "./request-detail.ts";
@@ -27,7 +27,7 @@ const requestCells = (show: (r: RequestRow) => void) => (r: RequestRow) => {
     r.key_prefix ? `${r.key_prefix}${r.key_name ? ` (${r.key_name})` : ""}` : "—",
     r.model ?? "—",
     r.path,
-    r.error_code ? `${r.status} ${r.error_code}` : String(r.status),
+    h("span", { class: r.status < 400 ? "badge active" : "badge failed" }, r.error_code ? `${r.status} ${r.error_code}` : String(r.status)),
     `${tokens(r.input_tokens)} / ${tokens(r.output_tokens)}`,
     usd(r.cost_usd),
   ];
@@ -40,13 +40,14 @@ function ledgerCells(e: LedgerEntry) {
 }
 
 /** A list that pages backwards with its `next` cursor: "Older" appends the next page. */
-function paged<T>(caption: string, head: string[], cells: (row: T) => unknown[], fetchPage: (before: string | null) => Promise<{ data: T[]; next: string | null }>, empty: string): HTMLElement {
+function paged<T>(caption: string, head: Column[], cells: (row: T) => unknown[], fetchPage: (before: string | null) => Promise<{ data: T[]; next: string | null }>, empty: string): HTMLElement {
   const msg = messages();
   // The message is in the box from the start: a first page refused (a bad filter) shows why.
-  const box = h("div", {}, msg.el);
+  const box = h("div", { "aria-busy": "true" }, loading(`Loading ${caption.toLowerCase()}…`), msg.el);
   const rows: T[] = [];
   const more = async (before: string | null) => {
-    const page = await fetchPage(before);
+    box.setAttribute("aria-busy", "true");
+    const page = await fetchPage(before).finally(() => box.removeAttribute("aria-busy"));
     rows.push(...page.data);
     const next = page.next ?? null;
     box.replaceChildren(
@@ -55,7 +56,10 @@ function paged<T>(caption: string, head: string[], cells: (row: T) => unknown[],
       msg.el,
     );
   };
-  more(null).catch(msg.fail);
+  more(null).catch((e) => {
+    box.querySelector(".loading")?.remove();
+    msg.fail(e);
+  });
   return box;
 }
 
@@ -88,7 +92,8 @@ export async function usageView(ctx: Ctx): Promise<HTMLElement> {
   const failures = ctx.params.get("status") === "failures";
   const requests = paged<RequestRow>(
     "Recent requests",
-    ["Time", "Request id", "Key", "Model", "Route", "Status", "Tokens in / out", "Cost"],
+    // A phone keeps what a row is read for: when, which request, whether it worked, what it cost.
+    ["Time", "Request id", { label: "Key", optional: true }, { label: "Model", optional: true }, { label: "Route", optional: true }, "Status", { label: "Tokens in / out", optional: true }, "Cost"],
     requestCells(show),
     (before) => api<RequestPage>("GET", "/api/requests" + query({ ...f, limit: 50, before })),
     "No requests match.",
