@@ -53,5 +53,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795738598700,
     "breakpoints": true,
     "sql": "CREATE TABLE \"email_verifications\" (\n\t\"account_id\" bigint NOT NULL,\n\t\"token_hash\" text NOT NULL,\n\t\"expires_at\" bigint NOT NULL,\n\t\"sent_at\" bigint NOT NULL,\n\t\"verified_at\" bigint,\n\tCONSTRAINT \"email_verifications_account_id_pk\" PRIMARY KEY(\"account_id\")\n);\n--> statement-breakpoint\nALTER TABLE \"accounts\" ADD COLUMN \"low_balance_notified_at\" bigint;--> statement-breakpoint\nALTER TABLE \"email_verifications\" ADD CONSTRAINT \"email_verifications_account_id_accounts_id_fk\" FOREIGN KEY (\"account_id\") REFERENCES \"public\".\"accounts\"(\"id\") ON DELETE no action ON UPDATE no action;--> statement-breakpoint\nCREATE UNIQUE INDEX \"email_verifications_token\" ON \"email_verifications\" USING btree (\"token_hash\");"
+  },
+  {
+    "tag": "0009_request_log_client_ip",
+    "when": 1795742820200,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"request_logs\" ADD COLUMN \"client_ip\" text;"
   }
 ];

@@ -83,5 +83,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795738597701,
     "breakpoints": true,
     "sql": "CREATE TABLE `email_verifications` (\n\t`account_id` integer PRIMARY KEY NOT NULL,\n\t`token_hash` text NOT NULL,\n\t`expires_at` integer NOT NULL,\n\t`sent_at` integer NOT NULL,\n\t`verified_at` integer,\n\tFOREIGN KEY (`account_id`) REFERENCES `accounts`(`id`) ON UPDATE no action ON DELETE no action\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `email_verifications_token` ON `email_verifications` (`token_hash`);--> statement-breakpoint\nALTER TABLE `accounts` ADD `low_balance_notified_at` integer;"
+  },
+  {
+    "tag": "0014_request_log_client_ip",
+    "when": 1795742815183,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `request_logs` ADD `client_ip` text;"
   }
 ];
