@@ -138,8 +138,8 @@ export async function usageCommand(argv: string[]): Promise<void> {
   }
   const ctx = await openInstallation(values, "read");
   const rows = await ctx.reports.usage(await filterOf(ctx, values));
-  const header = ["day", "account", "key_id", "key_prefix", "model", "requests", "input_tokens", "output_tokens", "cost_usd"];
-  const cells = rows.map((r) => [r.day, r.account_email, r.key_id, r.key_prefix, r.model, r.requests, r.input_tokens, r.output_tokens, formatUsd(r.cost_nano)]);
+  const header = ["day", "account", "key_id", "key_prefix", "model", "requests", "refused", "input_tokens", "output_tokens", "cost_usd"];
+  const cells = rows.map((r) => [r.day, r.account_email, r.key_id, r.key_prefix, r.model, r.requests, r.refused, r.input_tokens, r.output_tokens, formatUsd(r.cost_nano)]);
   if (values.csv) return outputCsv(ctx, csv(header, cells));
   const data = rows.map(({ cost_nano, ...r }) => ({ ...r, cost_usd: usd(cost_nano) }));
   output(ctx, data, rows.length ? table(header, cells) : "no usage in the request log");
