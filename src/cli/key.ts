@@ -1,7 +1,7 @@
 import { KEY_PREFIX, storedBudget, type KeyRow, type NewKey } from "../store/keys/contract.ts";
 import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
 import type { Account } from "../store/accounts/contract.ts";
-import { parse, required, usdFlag, UsageError, wholeNumber } from "./args.ts";
+import { invocation, parse, required, UsageError, usdFlag, wholeNumber } from "./args.ts";
 import { openInstallation, output, type CliContext } from "./context.ts";
 import { formatUsd, iso, table, usd, usdOrNull } from "./format.ts";
 import { budgetSpend } from "../store/ledger/contract.ts";
@@ -155,7 +155,7 @@ export async function keyCommand(argv: string[]): Promise<void> {
   const { values, words } = parse(rest, KEY_FLAGS, takesWord ? ["arg"] : []);
   const readOnly = sub === "list" || sub === "find";
   if (!["create", "list", "find", "update", "revoke"].includes(sub ?? "")) {
-    throw new UsageError(`key needs one of: create, list, find, update, revoke (see gateway key --help)`);
+    throw new UsageError(`key needs one of: create, list, find, update, revoke (see ${invocation()} key --help)`);
   }
   const restricted = (Object.keys(KEY_FLAGS) as (keyof typeof KEY_FLAGS)[]).filter((f) => f !== "email" && values[f] !== undefined);
   if ((sub === "list" || sub === "find" || sub === "revoke") && restricted.length) throw new UsageError(`key ${sub} takes no --${restricted[0]}`);

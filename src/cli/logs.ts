@@ -2,7 +2,7 @@ import { Calibration } from "../ledger/calibration.ts";
 import { statusRange, type LogFilter, type LogRecord } from "../store/reports/contract.ts";
 import { costLines } from "./prices.ts";
 import { imageCostLines } from "./image-prices.ts";
-import { parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";
+import { invocation, parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, outputCsv, type CliContext } from "./context.ts";
 import { csv, formatUsd, iso, table, usd } from "./format.ts";
 import { accountOf, findKeys } from "./key.ts";
@@ -126,7 +126,7 @@ export async function logsCommand(argv: string[]): Promise<void> {
     output(ctx, { removed, retention_days: days, idempotency_removed: idem }, `removed ${removed} request log row(s) older than ${days} days`);
     return;
   }
-  throw new UsageError("logs needs one of: show, list, prune (see gateway logs --help)");
+  throw new UsageError(`logs needs one of: show, list, prune (see ${invocation()} logs --help)`);
 }
 
 export async function usageCommand(argv: string[]): Promise<void> {

@@ -129,8 +129,8 @@ export async function main(argv: string[]): Promise<number> {
       return 1;
     }
     if (e instanceof UnknownOptionError) {
-      const name = `gateway ${commandName(command, rest)}`;
-      const line = `unknown option ${e.option} for '${name}'; see ${name} --help`;
+      const name = commandName(command, rest);
+      const line = `unknown option ${e.option} for 'gateway ${name}'; see ${invocation()} ${name} --help`;
       if (rest.includes("--json")) console.log(JSON.stringify({ error: line }));
       else console.error(`gateway: ${line}`);
       return 2;

@@ -58,7 +58,7 @@ describe("usage errors", () => {
   it("an unknown flag is one clean line naming the command, exit 2", async () => {
     const r = await gateway(["key", "create", "--foo", "--db", bare.db]);
     expect(r.code).toBe(2);
-    expect(expectOneLineFailure(r)).toBe("gateway: unknown option --foo for 'gateway key create'; see gateway key create --help");
+    expect(expectOneLineFailure(r)).toBe("gateway: unknown option --foo for 'gateway key create'; see bun run gateway key create --help");
   }, 60_000);
 
   it("every amount flag refuses a bad amount in the same words", async () => {
