@@ -1,6 +1,6 @@
 import { Notices } from "../notices/notices.ts";
 import { STARTING_BALANCE_NANO } from "../store/accounts/contract.ts";
-import { parse, required, usdFlag, UsageError } from "./args.ts";
+import { invocation, parse, required, UsageError, usdFlag } from "./args.ts";
 import { openInstallation, output } from "./context.ts";
 import { formatUsd, iso, table, usd } from "./format.ts";
 import { accountOf, keyLine, keyView } from "./key.ts";
@@ -47,7 +47,7 @@ const TAKES: Record<string, string[]> = {
 
 export async function accountCommand(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv;
-  if (!sub || !SUBS.includes(sub)) throw new UsageError(`account needs one of: ${SUBS.join(", ")} (see gateway account --help)`);
+  if (!sub || !SUBS.includes(sub)) throw new UsageError(`account needs one of: ${SUBS.join(", ")} (see ${invocation()} account --help)`);
   const flags = {
     email: { type: "string" },
     balance: { type: "string" },

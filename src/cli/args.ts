@@ -4,6 +4,21 @@ import { readIsoTime } from "../core/time.ts";
 
 export class UsageError extends Error {}
 
+/** A flag the command does not take: main names the command in the one line it prints. */
+export class UnknownOptionError extends UsageError {
+  constructor(readonly option: string) {
+    super(`unknown option ${option}`);
+  }
+}
+
+/** How the operator started this CLI, for hints that name a command: the compiled binary, or a checkout run by bun. */
+export function invocation(): string {
+  // A compiled binary's modules live in Bun's embedded file system.
+  if (import.meta.path.includes("$bunfs") || import.meta.path.includes("~BUN")) return "gateway";
+  // An installed package's bin link is named gateway; a checkout runs src/cli/main.ts through its package script.
+  return /(^|[\\/])gateway$/.test(process.argv[1] ?? "") ? "gateway" : "bun run gateway";
+}
+
 export const COMMON_OPTIONS = {
   json: { type: "boolean" },
   config: { type: "string" },
@@ -23,6 +38,10 @@ export function parse<S extends OptionTable>(argv: string[], table: S, words: st
   try {
     parsed = parseArgs({ args: joinNegativeValues(argv, options), options, allowPositionals: true, strict: true });
   } catch (e) {
+    // Node's own text quotes the option and a '--' hint with an unclosed quote: one clean line instead.
+    if ((e as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+      throw new UnknownOptionError(/'([^']+)'/.exec((e as Error).message)?.[1] ?? "?");
+    }
     throw new UsageError((e as Error).message.split("\n")[0]!);
   }
   const extra = parsed.positionals[words.length];
@@ -51,16 +70,20 @@ export function required(values: Record<string, unknown>, name: string): string 
   return v;
 }
 
-/** A USD amount from a flag, in nano-dollars. */
+/**
+ * A USD amount from a flag, in nano-dollars: every amount flag (--usd, --balance, --quota, --budget)
+ * goes through here, so each refusal reads the same way whatever the flag.
+ */
 export function usdFlag(name: string, text: string, opts: { positive?: boolean } = {}): number {
-  if (/^\s*-/.test(text)) throw new UsageError(`--${name}: negative amounts are refused (${text})`);
+  const refuse = (why: string) => new UsageError(`--${name}: '${text}' is not an amount this flag takes: ${why}`);
+  if (/^\s*-/.test(text)) throw refuse("negative amounts are refused");
   let nano: number;
   try {
     nano = usdToNano(text);
   } catch (e) {
-    throw new UsageError(`--${name}: ${(e as Error).message}`);
+    throw refuse((e as Error).message.replace(/^not a USD amount \((.*)\): .*$/, "give $1").replace(/^\S+ has/, "it has"));
   }
-  if (opts.positive && nano <= 0) throw new UsageError(`--${name} must be more than 0`);
+  if (opts.positive && nano <= 0) throw refuse("it must be more than 0");
   return nano;
 }
 

@@ -1,6 +1,6 @@
 import { batchView, MAX_BATCH, mintBatch } from "../payments/codes.ts";
 import { readIsoTime } from "../core/time.ts";
-import { parse, required, usdFlag, UsageError, wholeNumber } from "./args.ts";
+import { invocation, parse, required, UsageError, usdFlag, wholeNumber } from "./args.ts";
 import { openInstallation, output } from "./context.ts";
 import { formatUsd, iso, table } from "./format.ts";
 
@@ -18,7 +18,7 @@ const SUBS = ["create", "list"];
 
 export async function codeCommand(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv;
-  if (!sub || !SUBS.includes(sub)) throw new UsageError(`code needs one of: ${SUBS.join(", ")} (see gateway code --help)`);
+  if (!sub || !SUBS.includes(sub)) throw new UsageError(`code needs one of: ${SUBS.join(", ")} (see ${invocation()} code --help)`);
   const flags = { usd: { type: "string" }, count: { type: "string" }, expires: { type: "string" }, note: { type: "string" } } as const;
   const { values } = parse(rest, flags);
   if (sub === "list") {

@@ -5,7 +5,7 @@ import { loadConfig, type Config, type LoadOptions } from "../config/load.ts";
 import { migrate, openDatabase, openDatabaseReadOnly, openPostgres, pendingMigrations, postgresSchemaBehind, redactUrl, refuseNewerSchema, type Db } from "../store/database.ts";
 import { postgresOperatorStores, sqliteOperatorStores, type OperatorStores } from "../store/open.ts";
 import { OperatorError } from "../core/operator-error.ts";
-import { UsageError } from "./args.ts";
+import { invocation, UsageError } from "./args.ts";
 
 export interface CliContext extends OperatorStores {
   config: Config;
@@ -24,9 +24,14 @@ interface CommonValues {
   json?: boolean;
 }
 
-/** The installation a command acts on: --config / GATEWAY_CONFIG; the database from --db, else GATEWAY_DB, else the config. */
-export function loadInstallation(values: CommonValues, opts: LoadOptions = {}): Config {
-  const config = loadConfig(values.config ?? process.env.GATEWAY_CONFIG, process.env, opts);
+/**
+ * The installation a command acts on: --config / GATEWAY_CONFIG; the database from --db, else
+ * GATEWAY_DB, else the config. Only `serve` calls providers, so only it needs their secrets set
+ * (`need: "secrets"`); every other command leaves an unset `${NAME}` in a secret field as written.
+ */
+export function loadInstallation(values: CommonValues, opts: { need?: "secrets" } = {}): Config {
+  const load: LoadOptions = opts.need === "secrets" ? {} : { unsetSecrets: "keep" };
+  const config = loadConfig(values.config ?? process.env.GATEWAY_CONFIG, process.env, load);
   const db = values.db ?? (process.env.GATEWAY_DB || undefined);
   if (db) config.database = db;
   return config;
@@ -42,7 +47,7 @@ export async function openInstallation(values: CommonValues, access: "read" | "w
   if (config.databaseUrl) return openPostgresInstallation(config, values.json ?? false);
   const database = resolve(config.database);
   openedDatabase = database;
-  if (!existsSync(database)) throw new UsageError(`no database at ${database} (gateway migrate or gateway serve creates one)`);
+  if (!existsSync(database)) throw new UsageError(`no database at ${database} (${invocation()} migrate or ${invocation()} serve creates one)`);
   let db: Db;
   try {
     if (access === "write") {
@@ -52,7 +57,7 @@ export async function openInstallation(values: CommonValues, access: "read" | "w
       db = openDatabaseReadOnly(database);
       refuseNewerSchema(db);
       const pending = pendingMigrations(db);
-      if (pending > 0) throw new UsageError(`${database} is ${pending} migration(s) behind this gateway: run gateway migrate first`);
+      if (pending > 0) throw new UsageError(`${database} is ${pending} migration(s) behind this gateway: run ${invocation()} migrate first`);
     }
   } catch (e) {
     // "file is not a database", "unable to open database file": one line naming the file.
@@ -80,7 +85,7 @@ async function openPostgresInstallation(config: Config, json: boolean): Promise<
   const database = redactUrl(url);
   const pg = openPostgres(url, { max: 2 });
   const pending = await postgresSchemaBehind(pg, url);
-  if (pending > 0) throw new UsageError(`${database} is ${pending} migration(s) behind this gateway: run gateway migrate first`);
+  if (pending > 0) throw new UsageError(`${database} is ${pending} migration(s) behind this gateway: run ${invocation()} migrate first`);
   let catalog: Catalog | undefined;
   return {
     ...postgresOperatorStores(config, pg),

@@ -1,7 +1,7 @@
 import { KEY_PREFIX, storedBudget, type KeyRow, type NewKey } from "../store/keys/contract.ts";
 import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
 import type { Account } from "../store/accounts/contract.ts";
-import { parse, required, UsageError, wholeNumber } from "./args.ts";
+import { invocation, parse, required, UsageError, usdFlag, wholeNumber } from "./args.ts";
 import { openInstallation, output, type CliContext } from "./context.ts";
 import { formatUsd, iso, table, usd, usdOrNull } from "./format.ts";
 import { budgetSpend } from "../store/ledger/contract.ts";
@@ -42,10 +42,12 @@ type Flags = Partial<Record<keyof typeof KEY_FLAGS, string>>;
 function rulesOf(ctx: CliContext, flags: Flags): NewKey {
   const none = <T>(v: string | undefined, f: (s: string) => T): T | null | undefined => (v === undefined ? undefined : v === "none" ? null : f(v));
   const list = (s: string) => s.split(",");
+  // Amounts are read by the CLI's one amount helper first, so --quota and --budget refuse as --usd does.
+  const amount = (name: "quota" | "budget") => (s: string) => (usdFlag(name, s), s);
   const input: KeyRulesInput = {
     name: flags.name,
-    quota: none(flags.quota, String),
-    budget: none(flags.budget, String),
+    quota: none(flags.quota, amount("quota")),
+    budget: none(flags.budget, amount("budget")),
     budgetPeriod: flags["budget-period"],
     models: none(flags.models, list),
     ip: none(flags.ip, list),
@@ -55,6 +57,10 @@ function rulesOf(ctx: CliContext, flags: Flags): NewKey {
   try {
     return keyRules(input, { resolveModel: (n) => ctx.catalog().lookup(n)?.id });
   } catch (e) {
+    // Without a config file the catalog is the built-in demo one: say so, rather than speak of "this installation's".
+    if (e instanceof KeyRuleError && e.field === "models" && ctx.config.source === "built-in defaults") {
+      throw new UsageError(`--models: ${e.message.replace("this installation's catalog", "the built-in demo catalog")} (no config file given: --config FILE or GATEWAY_CONFIG names the catalog to check against)`);
+    }
     if (e instanceof KeyRuleError) throw new UsageError(`--${e.field === "budgetPeriod" ? "budget-period" : e.field}: ${e.message}`);
     throw e;
   }
@@ -149,7 +155,7 @@ export async function keyCommand(argv: string[]): Promise<void> {
   const { values, words } = parse(rest, KEY_FLAGS, takesWord ? ["arg"] : []);
   const readOnly = sub === "list" || sub === "find";
   if (!["create", "list", "find", "update", "revoke"].includes(sub ?? "")) {
-    throw new UsageError(`key needs one of: create, list, find, update, revoke (see gateway key --help)`);
+    throw new UsageError(`key needs one of: create, list, find, update, revoke (see ${invocation()} key --help)`);
   }
   const restricted = (Object.keys(KEY_FLAGS) as (keyof typeof KEY_FLAGS)[]).filter((f) => f !== "email" && values[f] !== undefined);
   if ((sub === "list" || sub === "find" || sub === "revoke") && restricted.length) throw new UsageError(`key ${sub} takes no --${restricted[0]}`);

@@ -2,7 +2,7 @@ import { Calibration } from "../ledger/calibration.ts";
 import { statusRange, type LogFilter, type LogRecord } from "../store/reports/contract.ts";
 import { costLines } from "./prices.ts";
 import { imageCostLines } from "./image-prices.ts";
-import { parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";
+import { invocation, parse, sinceFlag, UsageError, wholeNumber } from "./args.ts";
 import { openInstallation, output, outputCsv, type CliContext } from "./context.ts";
 import { csv, formatUsd, iso, table, usd } from "./format.ts";
 import { accountOf, findKeys } from "./key.ts";
@@ -126,7 +126,7 @@ export async function logsCommand(argv: string[]): Promise<void> {
     output(ctx, { removed, retention_days: days, idempotency_removed: idem }, `removed ${removed} request log row(s) older than ${days} days`);
     return;
   }
-  throw new UsageError("logs needs one of: show, list, prune (see gateway logs --help)");
+  throw new UsageError(`logs needs one of: show, list, prune (see ${invocation()} logs --help)`);
 }
 
 export async function usageCommand(argv: string[]): Promise<void> {
@@ -138,8 +138,8 @@ export async function usageCommand(argv: string[]): Promise<void> {
   }
   const ctx = await openInstallation(values, "read");
   const rows = await ctx.reports.usage(await filterOf(ctx, values));
-  const header = ["day", "account", "key_id", "key_prefix", "model", "requests", "input_tokens", "output_tokens", "cost_usd"];
-  const cells = rows.map((r) => [r.day, r.account_email, r.key_id, r.key_prefix, r.model, r.requests, r.input_tokens, r.output_tokens, formatUsd(r.cost_nano)]);
+  const header = ["day", "account", "key_id", "key_prefix", "model", "requests", "refused", "input_tokens", "output_tokens", "cost_usd"];
+  const cells = rows.map((r) => [r.day, r.account_email, r.key_id, r.key_prefix, r.model, r.requests, r.refused, r.input_tokens, r.output_tokens, formatUsd(r.cost_nano)]);
   if (values.csv) return outputCsv(ctx, csv(header, cells));
   const data = rows.map(({ cost_nano, ...r }) => ({ ...r, cost_usd: usd(cost_nano) }));
   output(ctx, data, rows.length ? table(header, cells) : "no usage in the request log");

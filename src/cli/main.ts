@@ -3,7 +3,7 @@ import { ConfigError } from "../config/load.ts";
 import { OperatorError } from "../core/operator-error.ts";
 import { GatewayError } from "../core/errors.ts";
 import { VERSION } from "../services.ts";
-import { UsageError } from "./args.ts";
+import { invocation, UnknownOptionError, UsageError } from "./args.ts";
 import { openedDatabase } from "./context.ts";
 import { ACCOUNT_USAGE, accountCommand } from "./account.ts";
 import { KEY_USAGE, keyCommand } from "./key.ts";
@@ -116,7 +116,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const run = COMMANDS[command];
   if (!run) {
-    console.error(`gateway: unknown command '${command}' (see gateway --help)`);
+    console.error(`gateway: unknown command '${command}' (see ${invocation()} --help)`);
     return 2;
   }
   if (rest.includes("--help") || rest.includes("-h")) {
@@ -135,11 +135,26 @@ export async function main(argv: string[]): Promise<number> {
       console.error(`gateway: unexpected error: ${(e as Error)?.message ?? String(e)} (run with GATEWAY_DEBUG=1 for the stack)`);
       return 1;
     }
+    if (e instanceof UnknownOptionError) {
+      const name = commandName(command, rest);
+      const line = `unknown option ${e.option} for 'gateway ${name}'; see ${invocation()} ${name} --help`;
+      if (rest.includes("--json")) console.log(JSON.stringify({ error: line }));
+      else console.error(`gateway: ${line}`);
+      return 2;
+    }
     const message = sqlite && openedDatabase ? `${openedDatabase}: ${(e as Error).message}` : (e as Error).message;
     if (rest.includes("--json")) console.log(JSON.stringify({ error: message }));
     else console.error(`gateway: ${message}`);
     return 2;
   }
+}
+
+/** Commands whose first word is a subcommand (key create, logs show…). */
+const WITH_SUBCOMMANDS = new Set(["account", "key", "code", "logs"]);
+
+function commandName(command: string, rest: string[]): string {
+  const sub = rest[0];
+  return WITH_SUBCOMMANDS.has(command) && sub && !sub.startsWith("-") ? `${command} ${sub}` : command;
 }
 
 if (import.meta.main) {

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { acquireServeLock, copyToPostgres, isPostgresUrl, openDatabaseReadOnly, pendingMigrations, redactUrl, refuseNewerSchema, ServeLockError } from "../store/database.ts";
 import { OperatorError } from "../core/operator-error.ts";
-import { parse, required, UsageError } from "./args.ts";
+import { invocation, parse, required, UsageError } from "./args.ts";
 import { loadInstallation, output } from "./context.ts";
 
 export const MIGRATE_DB_USAGE = `Usage:
@@ -29,7 +29,7 @@ export async function migrateDbCommand(argv: string[]): Promise<void> {
     try {
       refuseNewerSchema(source);
       const pending = pendingMigrations(source);
-      if (pending > 0) throw new UsageError(`${from} is ${pending} migration(s) behind this gateway: run gateway migrate --db ${from} first`);
+      if (pending > 0) throw new UsageError(`${from} is ${pending} migration(s) behind this gateway: run ${invocation()} migrate --db ${from} first`);
       const tables = await copyToPostgres(source, to);
       const target = redactUrl(to);
       const rows = Object.fromEntries(tables.map((t) => [t.table, t.rows]));

@@ -55,7 +55,7 @@ const textModels = (c: Catalog): Model[] => c.models.filter((m) => m.endpoints.s
 export async function pricesCommand(argv: string[]): Promise<number> {
   const { values } = parse(argv, { check: { type: "boolean" } });
   // Reads prices only, never calls a provider: its API keys' variables need not be set.
-  const config = loadInstallation(values, { unsetSecrets: "keep" });
+  const config = loadInstallation(values);
   const catalog = buildCatalog(config);
   if (values.check) {
     // Loaded here, not with the CLI: the dataset costs every other command (serve, healthcheck) ~80 ms.

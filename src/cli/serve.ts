@@ -1,8 +1,10 @@
 import type { Catalog } from "../catalog/catalog.ts";
+import type { Config } from "../config/load.ts";
+import { formatUsd } from "../core/money.ts";
 import { redactUrl } from "../store/database.ts";
 import { bracketed, isUnspecified, startGateway, startGatewayOnPostgres, type RunningGateway } from "../server.ts";
 import type { Services } from "../services.ts";
-import { parse, UsageError } from "./args.ts";
+import { invocation, parse, UsageError } from "./args.ts";
 import { loadInstallation } from "./context.ts";
 import { derivedPriceLines } from "./prices.ts";
 
@@ -10,7 +12,7 @@ export const DEMO_EMAIL = "demo@gateway.local";
 
 export async function serveCommand(argv: string[]): Promise<void> {
   const { values } = parse(argv, { port: { type: "string" } });
-  const config = loadInstallation(values);
+  const config = loadInstallation(values, { need: "secrets" });
   // --port beats PORT, which beats the config file (docs/operations.md#start).
   const portText = values.port ?? process.env.PORT;
   let port = config.port;
@@ -38,6 +40,8 @@ export async function serveCommand(argv: string[]): Promise<void> {
     const fetchLimit = fetchLimitWarning(process.env.BUN_CONFIG_MAX_HTTP_REQUESTS);
     if (fetchLimit) console.error(fetchLimit);
     for (const line of derivedPriceLines(svc.catalog)) console.log(line);
+    const open = openRegistrationWarning(config, svc.catalog);
+    if (open) console.log(open);
     if (firstKey) console.log(firstRunBanner(base, firstKey, demoModel(svc.catalog)));
     else if (empty) console.log(firstAccountHint());
   }
@@ -72,6 +76,17 @@ async function demoKey(svc: Services): Promise<string | null> {
 /** The host to print in links: every interface is reached as localhost from the operator's shell. */
 function linkHost(host: string): string {
   return isUnspecified(host) ? "localhost" : bracketed(host);
+}
+
+/**
+ * Open registration on real providers gives whoever reaches the URL the starting credit in real
+ * spend: one line at start, so the choice is the operator's and not the default's.
+ */
+export function openRegistrationWarning(config: Config, catalog: Catalog): string | null {
+  if (config.dashboard.registration !== "open" || servesDemoOnly(catalog)) return null;
+  const each = formatUsd(config.dashboard.startingCreditNano);
+  const daily = formatUsd(config.dashboard.startingCreditDailyNano);
+  return `gateway: registration is open on real providers: anyone reaching ${config.publicUrl || "this server"} gets ${each} USD of provider spend (at most ${daily} USD a day for all); set [dashboard] registration = "invite" or "closed" to stop it (docs/operations.md#registration)`;
 }
 
 function servesDemoOnly(catalog: Catalog): boolean {
@@ -119,11 +134,13 @@ function handleSignals(timeoutMs: number): { serving(gw: RunningGateway): void }
 }
 
 function firstAccountHint(): string {
+  // The form that works for how this process was started: the binary, or `bun run gateway` in a checkout.
+  const gw = invocation();
   return `
 No accounts yet, and the catalog uses real providers, so no demo key was made. Create the first one:
 
-  gateway account create --email you@example.com            # starts with the starting balance, 1 USD
-  gateway key create --email you@example.com --name first   # prints the key once
+  ${gw} account create --email you@example.com            # starts with the starting balance, 1 USD
+  ${gw} key create --email you@example.com --name first   # prints the key once
 `;
 }
 

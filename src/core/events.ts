@@ -16,7 +16,7 @@ export const EVENTS_PER_WINDOW = 20;
 const MAX_REASON = 300;
 const MAX_STACKS_REMEMBERED = 1_000;
 
-type Level = "warn" | "error";
+type Level = "info" | "warn" | "error";
 
 interface Window {
   start: number;
@@ -72,6 +72,8 @@ export class EventLog {
   private readonly perWindow: number;
   private readonly now: () => number;
   private readonly budgetListeners = new Set<(b: BudgetReached) => void>();
+  /** A refusal of the current pause has been written (refusedWhilePaused). */
+  private pauseNoted = false;
 
   constructor(write: (line: string) => void, opts: EventLogOptions = {}) {
     this.write = write;
@@ -127,6 +129,24 @@ export class EventLog {
       ...(f.keyIndex === undefined ? {} : { key_index: f.keyIndex }),
       reason: short(f.reason),
     }, `the provider rejected the gateway's key for provider ${f.provider}: check providers[${f.providerIndex}].${field}`);
+  }
+
+  /**
+   * A key request refused because the product is paused: the first refusal of a pause writes one
+   * line, the others none (a paused product refuses every request, and each is the operator's own
+   * doing, not a failure). servedAgain writes the pause's end.
+   */
+  refusedWhilePaused(requestId: string): void {
+    if (this.pauseNoted) return;
+    this.pauseNoted = true;
+    this.emit("warn", "product_paused", "", { request_id: requestId }, "the product is paused: key requests answer 503 product_paused until gateway resume");
+  }
+
+  /** A key request got past the pause switch: after a pause this process noted, one line saying it ended. */
+  servedAgain(): void {
+    if (!this.pauseNoted) return;
+    this.pauseNoted = false;
+    this.emit("info", "product_resumed", "", {}, "the product is resumed: key requests are served again");
   }
 
   /** A 5xx the gateway answered. The stack of an unexpected error is written once per distinct message. */

@@ -105,11 +105,17 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
 
   /** The one catch site: anything a runner throws, from any layer, is answered here. */
   async function answer(x: Exchange, run: Run): Promise<Response> {
+    let response: Response;
     try {
-      return await run(x);
+      response = await run(x);
     } catch (e) {
-      return failed(x, e);
+      response = failed(x, e);
     }
+    // Dashboard calls write no request_logs row; the access log still names each one and its client.
+    if (!x.api && svc.accessLog && x.pathname.startsWith("/api/")) {
+      svc.accessLog.call({ requestId: x.requestId, method: x.request.method, path: x.pathname, status: response.status, latencyMs: performance.now() - x.started, clientIp: x.clientIp() });
+    }
+    return response;
   }
 
   /**

@@ -26,7 +26,10 @@ export function errorResponse(err: unknown, requestId: string, extraHeaders: Rec
     ...e.headers,
   };
   if (e.retryAfter !== undefined) headers["retry-after"] = String(e.retryAfter);
-  if (e.status >= 500 && !ctx.quiet) {
+  if (e.code === "product_paused") {
+    // One line per pause, not one per refusal (core/events.ts).
+    if (!ctx.quiet) events.refusedWhilePaused(requestId);
+  } else if (e.status >= 500 && !ctx.quiet) {
     events.gatewayError({ requestId, status: e.status, code: e.code, route: ctx.route, provider: ctx.provider, upstreamStatus: ctx.upstreamStatus, cause: e.cause });
   }
   return new Response(errorBody(e, requestId, ctx.envelope), { status: e.status, headers });

@@ -76,7 +76,7 @@ export function newExchange(svc: Services, request: Request, server: Server<unkn
   let ip: string | null | undefined;
   // The operator's paths are outside the API even where a router takes /v1/ for `/`.
   const api = pathname.startsWith("/v1/") && endpoint?.published !== false;
-  return {
+  const x: Exchange = {
     svc,
     request,
     pathname,
@@ -95,6 +95,9 @@ export function newExchange(svc: Services, request: Request, server: Server<unkn
       return ip;
     },
   };
+  // The row records the address the allow-lists check, computed once per request and shared with them.
+  if (api) x.log.clientIp = x.clientIp();
+  return x;
 }
 
 /** A `{name}` of the endpoint's path, percent-decoded. A malformed escape (%E0%A4%A) names nothing: it is kept as sent (a 404 for a model id, not a 500). */

@@ -28,6 +28,7 @@ const MODEL_NAME_MAX = 200;
 export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<Response> {
   const { svc, request, requestId, started, log } = x;
   if (svc.settings.paused) throw pausedError();
+  events.servedAgain();
   if (e.body !== "none") refuseDeclaredTooLarge(request, e.maxBodyBytes);
   const presented = presentedKey(request.headers);
   // A key known to this process answers at once; PostgreSQL's first lookup of a key is a query.

@@ -8,7 +8,8 @@ const FLUSH_MS = 500;
 
 /**
  * The access log: one JSON line per /v1 request on stdout, from the same row the request log keeps
- * (so the two never disagree), plus the key's visible prefix. Never content, never a key.
+ * (so the two never disagree), plus the key's visible prefix; and one per dashboard call under /api/.
+ * Never content, never a key, never a cookie.
  *
  * Not pino, on purpose (a logger belongs only where it costs no measurable throughput): pino
  * cost about 120 µs of CPU per request at c=1 writing each line, and still 9–11 % of the CPU per
@@ -44,6 +45,23 @@ export class AccessLog {
         input_tokens: r.inputTokens ?? undefined,
         output_tokens: r.outputTokens ?? undefined,
         cost_usd: r.costNano ? nanoToUsd(r.costNano) : undefined,
+        client_ip: r.clientIp ?? undefined,
+      }) + "\n";
+    if (this.buffer.length >= BUFFER_CHARS) this.flush();
+  }
+
+  /** A dashboard call under /api/: what was asked, of whom, and the answer's status; never a body, key or cookie. */
+  call(c: { requestId: string; method: string; path: string; status: number; latencyMs: number; clientIp: string | null }): void {
+    this.buffer +=
+      JSON.stringify({
+        level: "info",
+        time: new Date().toISOString(),
+        request_id: c.requestId,
+        method: c.method,
+        path: c.path,
+        status: c.status,
+        latency_ms: Math.round(c.latencyMs),
+        client_ip: c.clientIp ?? undefined,
       }) + "\n";
     if (this.buffer.length >= BUFFER_CHARS) this.flush();
   }

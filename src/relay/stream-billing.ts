@@ -68,6 +68,8 @@ export class StreamBilling {
     if (!hold.open) return;
     if (ending === "upstream_failed") {
       hold.void("upstream_failed");
+      // The client had the stream's 200 and then an error event: the row keeps what it got.
+      call.log.status = 200;
       call.log.errorCode = cutoff.aborted ? "shutdown" : (this.fence()?.code ?? "upstream_unavailable");
       call.log.costNano = 0;
       return this.writeLogAlone();

@@ -154,7 +154,7 @@ describe("key budgets", () => {
   it("refuses a negative budget, an unknown period, and an amount or a period alone", async () => {
     const k = await newKey();
     const cases: [string[], string][] = [
-      [["--budget", "-1", "--budget-period", "day"], "--budget: not a USD amount"],
+      [["--budget", "-1", "--budget-period", "day"], "--budget: '-1' is not an amount this flag takes: negative amounts are refused"],
       [["--budget", "5", "--budget-period", "year"], "--budget-period: a budget resets each day, week or month (UTC), not each year"],
       [["--budget", "5"], "--budget-period: give the budget's period with its amount"],
       [["--budget-period", "day"], "--budget: give the budget's amount in USD with its period"],

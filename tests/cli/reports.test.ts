@@ -33,7 +33,7 @@ beforeAll(async () => {
     ids.ok.push(res.headers.get("x-gateway-request-id")!);
   }
   ids.notFound = (await chat(aliceKey.key, "no-such-model")).headers.get("x-gateway-request-id")!;
-});
+}, 60_000);
 afterAll(() => gw.stop());
 
 describe("logs show", () => {
@@ -113,6 +113,16 @@ describe("usage", () => {
     expect(served.cost_usd).toBeGreaterThan(0);
   });
 
+  it("counts model requests only: a /v1/me call is none, and a refusal is counted as refused, not as a request", async () => {
+    // A balance check of bob's: a logged /v1 request, but no model request.
+    expect((await fetch(`${gw.url}/v1/me`, { headers: { "x-api-key": bobKey.key } })).status).toBe(200);
+    expect((await run<Record<string, any>[]>("usage", "--account", bob)).map((r) => r.model)).toEqual(["demo-text-1"]);
+    const rows = await run<Record<string, any>[]>("usage", "--account", alice);
+    expect(rows.map((r) => r.model).sort()).toEqual(["demo-text-1", "no-such-model"]);
+    expect(rows.find((r) => r.model === "demo-text-1")).toMatchObject({ requests: 2, refused: 0 });
+    expect(rows.find((r) => r.model === "no-such-model")).toMatchObject({ requests: 0, refused: 1, cost_usd: 0 });
+  }, 60_000);
+
   it("--since in the future finds nothing", async () => {
     expect(await run<unknown[]>("usage", "--since", new Date(Date.now() + 60_000).toISOString())).toEqual([]);
   });
@@ -120,7 +130,7 @@ describe("usage", () => {
   it("--csv has a header and one quoted row per group", async () => {
     const r = await gateway(["usage", "--account", bob, "--csv", "--db", db]);
     const lines = r.stdout.split("\r\n");
-    expect(lines[0]).toBe("day,account,key_id,key_prefix,model,requests,input_tokens,output_tokens,cost_usd");
+    expect(lines[0]).toBe("day,account,key_id,key_prefix,model,requests,refused,input_tokens,output_tokens,cost_usd");
     expect(lines[1]).toContain(`"""bob,the""${process.pid}@reports.test"`);
     expect(lines).toHaveLength(3);
   });

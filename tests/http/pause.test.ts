@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "bun:test";
 import { gatewayJson } from "../support/cli.ts";
 import { balanceGuard, fundedGateway, hi, postJson } from "../support/http.ts";
 import { expectError } from "../support/errors.ts";
+import { events } from "../../src/core/events.ts";
 
 // Spec, Errors and Limits: `gateway pause` (the CLI, another process, same database file) makes key
 // routes answer 503 product_paused with Retry-After 60; `gateway resume` serves them again.
@@ -67,4 +68,21 @@ describe("gateway resume", () => {
     const status = (await (await fetch(`${t.gw.url}/status`)).json()) as { status: string };
     expect(status.status).toBe("ok");
   });
+});
+
+describe("the operator's event log during a pause", () => {
+  it("writes one product_paused line for all of a pause's refusals, none per refusal, and one product_resumed at its end", async () => {
+    const lines: { event?: string; level?: string }[] = [];
+    const restore = events.redirect((line) => lines.push(JSON.parse(line)));
+    try {
+      expect(await cli("pause")).toEqual({ paused: true });
+      for (let i = 0; i < 5; i++) await expectError(await chat(), 503, "product_paused");
+      expect(await cli("resume")).toEqual({ paused: false });
+      expect((await chat()).status).toBe(200);
+      expect((await chat()).status).toBe(200);
+    } finally {
+      restore();
+    }
+    expect(lines.map((l) => `${l.level} ${l.event}`)).toEqual(["warn product_paused", "info product_resumed"]);
+  }, 60_000);
 });

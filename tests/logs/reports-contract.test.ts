@@ -109,9 +109,9 @@ for (const engine of ENGINES) {
     it("sums the spend per UTC day, account, key and model, newest day first, leaving out rows without an account", async () => {
       const rows = await reports.usage({ accountId: a.id });
       expect(rows).toEqual([
-        { day: "2026-03-02", account_email: a.email, key_id: a.keys[0]!, key_prefix: p0, model: "m1", requests: 1, input_tokens: 10, output_tokens: 20, cost_nano: 50 },
-        { day: "2026-03-01", account_email: a.email, key_id: a.keys[0]!, key_prefix: p0, model: "m1", requests: 1, input_tokens: 10, output_tokens: 20, cost_nano: 100 },
-        { day: "2026-03-01", account_email: a.email, key_id: a.keys[1]!, key_prefix: p1, model: "m2", requests: 1, input_tokens: 10, output_tokens: 20, cost_nano: 0 },
+        { day: "2026-03-02", account_email: a.email, key_id: a.keys[0]!, key_prefix: p0, model: "m1", requests: 1, refused: 0, input_tokens: 10, output_tokens: 20, cost_nano: 50 },
+        { day: "2026-03-01", account_email: a.email, key_id: a.keys[0]!, key_prefix: p0, model: "m1", requests: 1, refused: 0, input_tokens: 10, output_tokens: 20, cost_nano: 100 },
+        { day: "2026-03-01", account_email: a.email, key_id: a.keys[1]!, key_prefix: p1, model: "m2", requests: 0, refused: 1, input_tokens: 10, output_tokens: 20, cost_nano: 0 },
       ]);
       expect((await reports.usage({ since: T0 + 1500 })).map((r) => r.cost_nano)).toEqual([50, 7]);
     });

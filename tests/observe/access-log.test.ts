@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "bun:test";
 import { join } from "node:path";
-import { startServe, tempInstallation } from "../support/cli.ts";
+import { gatewayJson, startServe, tempInstallation } from "../support/cli.ts";
 
 // Issue 13: an access log, one JSON line per request on stdout, never content, never a key;
 // off with [server] access_log = false.
@@ -68,4 +68,45 @@ describe("the access log at stop", () => {
     expect(await s.exited()).toBe(0);
     expect(s.out).toContain(`"request_id":"${requestId}"`);
   });
+});
+
+describe("the client address", () => {
+  const PROXIED = '[server]\nhost = "127.0.0.1"\ntrust_proxy = ["127.0.0.1"]\n';
+
+  it("is in the access log line and the request_logs row of a /v1 request, trust_proxy applied", async () => {
+    const f = tempInstallation(PROXIED);
+    folders.push(f);
+    const db = join(f.dir, "gateway.db");
+    const s = startServe(["--config", f.config, "--port", "0", "--db", db]);
+    const url = await s.url();
+    const key = (await s.until(/gk_sk_[A-Za-z0-9]+/))[0];
+    const res = await fetch(`${url}/v1/me`, { headers: { "x-api-key": key, "x-forwarded-for": "203.0.113.7" } });
+    const requestId = res.headers.get("x-gateway-request-id")!;
+    await res.text();
+    const line = (await s.until(new RegExp(`\\{[^\\n]*"request_id":"${requestId}"[^\\n]*\\}`)))[0];
+    s.kill();
+    await s.exited();
+    expect(JSON.parse(line).client_ip).toBe("203.0.113.7");
+    const shown = await gatewayJson<{ client_ip: string }>(["logs", "show", requestId, "--db", db]);
+    expect(shown.client_ip).toBe("203.0.113.7");
+  }, 60_000);
+
+  it("a dashboard call under /api/ writes one access log line with its client, never its cookie or body", async () => {
+    const f = tempInstallation(PROXIED);
+    folders.push(f);
+    const s = startServe(["--config", f.config, "--port", "0", "--db", join(f.dir, "gateway.db")]);
+    const url = await s.url();
+    const res = await fetch(`${url}/api/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json", cookie: "gw_session=cookie-secret-123", "x-forwarded-for": "198.51.100.9" },
+      body: JSON.stringify({ email: "nobody@example.com", password: "password-secret-456" }),
+    });
+    await res.text();
+    const line = (await s.until(/\{[^\n]*"path":"\/api\/login"[^\n]*\}/))[0];
+    s.kill();
+    await s.exited();
+    expect(JSON.parse(line)).toMatchObject({ method: "POST", path: "/api/login", status: res.status, client_ip: "198.51.100.9" });
+    expect(s.out).not.toContain("cookie-secret-123");
+    expect(s.out).not.toContain("password-secret-456");
+  }, 60_000);
 });

@@ -87,6 +87,7 @@ describe("SIGTERM", () => {
     const { s, url, key, db } = await gateway(1);
     up.script({ kind: "slow_stream", events: 40, intervalMs: 250 });
     const res = await messages(url, key, true);
+    expect(res.status).toBe(200);
     const text = res.text();
     await Bun.sleep(300);
     const stoppedAt = performance.now();
@@ -99,7 +100,8 @@ describe("SIGTERM", () => {
     const b = books(db);
     expect(b.balance).toBe(5_000_000_000);
     expect(b.ledgerSum).toBe(5_000_000_000);
-    expect(b.logs).toMatchObject([{ error_code: "shutdown", cost_nano: 0 }]);
+    // The status the client got (200, then an error event), not 0.
+    expect(b.logs).toMatchObject([{ status: 200, error_code: "shutdown", cost_nano: 0 }]);
   });
 
   it("answers a request still waiting for its upstream at the deadline with a retryable error, free of charge", async () => {

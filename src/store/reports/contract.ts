@@ -53,7 +53,10 @@ export interface UsageRow {
   key_id: number | null;
   key_prefix: string | null;
   model: string | null;
+  /** Model requests served (status below 400). */
   requests: number;
+  /** Model requests refused or failed (4xx, 5xx): no spend, or only a cancelled stream's share. */
+  refused: number;
   input_tokens: number;
   output_tokens: number;
   cost_nano: number;

@@ -67,7 +67,9 @@ export class PgLogReports implements LogReports {
         key_id: requestLogs.keyId,
         key_prefix: apiKeys.prefix,
         model: requestLogs.model,
-        requests: count(),
+        // Model requests only (a /v1/me or /v1/models row names no model): those served, and those refused or failed.
+        requests: sql<number>`coalesce(sum(case when ${requestLogs.status} < 400 then 1 else 0 end), 0)`.mapWith(Number),
+        refused: sql<number>`coalesce(sum(case when ${requestLogs.status} >= 400 then 1 else 0 end), 0)`.mapWith(Number),
         input_tokens: total(requestLogs.inputTokens),
         output_tokens: total(requestLogs.outputTokens),
         cost_nano: total(requestLogs.costNano).as("cost_nano"),
@@ -75,7 +77,7 @@ export class PgLogReports implements LogReports {
       .from(requestLogs)
       .leftJoin(accounts, eq(accounts.id, requestLogs.accountId))
       .leftJoin(apiKeys, eq(apiKeys.id, requestLogs.keyId))
-      .where(and(isNotNull(requestLogs.accountId), logWhere(filter, requestLogs)))
+      .where(and(isNotNull(requestLogs.accountId), isNotNull(requestLogs.model), logWhere(filter, requestLogs)))
       .groupBy(day, requestLogs.accountId, requestLogs.keyId, requestLogs.model, accounts.email, apiKeys.prefix)
       .orderBy(sql`1 DESC`, sql`cost_nano DESC`);
   }

@@ -38,6 +38,8 @@ export interface LogRow {
   costNano?: number;
   latencyMs: number;
   attempts?: number;
+  /** The client's address, trust_proxy applied (docs/operations.md#behind-a-reverse-proxy-with-tls): what key allow-lists check. */
+  clientIp?: string | null;
   // For the access log and metrics only, not stored: the key's visible prefix, and upstream timings.
   keyPrefix?: string;
   /** Sending upstream to its response headers (the route that answered). */

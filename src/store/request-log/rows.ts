@@ -5,8 +5,8 @@ import { DAY_MS, type LogRow } from "./contract.ts";
 
 /** request_logs' columns in the order of `logValues`. */
 export const LOG_COLUMNS = `request_id, account_id, key_id, method, path, endpoint, model, provider, upstream_model, stream,
-  status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens, web_searches, service_tier, images, image_input_tokens, image_output_tokens, cost_nano, latency_ms, attempts, created_at`;
-export const LOG_COLUMN_COUNT = 26;
+  status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens, web_searches, service_tier, images, image_input_tokens, image_output_tokens, cost_nano, latency_ms, attempts, client_ip, created_at`;
+export const LOG_COLUMN_COUNT = 27;
 
 /** A row's stored values, in LOG_COLUMNS' order. */
 export function logValues(r: LogRow, now: number): unknown[] {
@@ -36,6 +36,7 @@ export function logValues(r: LogRow, now: number): unknown[] {
     r.costNano ?? 0,
     Math.round(r.latencyMs),
     r.attempts ?? 0,
+    r.clientIp ?? null,
     now,
   ];
 }

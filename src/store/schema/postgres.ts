@@ -267,6 +267,8 @@ export const requestLogs = pgTable(
     costNano: money("cost_nano").notNull().default(0),
     latencyMs: bigint("latency_ms", { mode: "number" }).notNull(),
     attempts: integer("attempts").notNull().default(0),
+    /** The client's address as the key allow-lists see it (trust_proxy applied); null where the peer was not known. */
+    clientIp: text("client_ip"),
     createdAt: time("created_at").notNull(),
   },
   (t) => [index("request_logs_key_time").on(t.keyId, t.createdAt)],

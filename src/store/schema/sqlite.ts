@@ -245,6 +245,8 @@ export const requestLogs = sqliteTable(
     costNano: integer("cost_nano").notNull().default(0),
     latencyMs: integer("latency_ms").notNull(),
     attempts: integer("attempts").notNull().default(0),
+    /** The client's address as the key allow-lists see it (trust_proxy applied); null where the peer was not known. */
+    clientIp: text("client_ip"),
     createdAt: integer("created_at").notNull(),
   },
   (t) => [index("request_logs_key_time").on(t.keyId, t.createdAt)],

@@ -59,5 +59,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795742603926,
     "breakpoints": true,
     "sql": "CREATE TABLE \"account_notes\" (\n\t\"account_id\" bigint NOT NULL,\n\t\"note\" text NOT NULL,\n\t\"updated_at\" bigint NOT NULL,\n\t\"updated_by\" bigint\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX \"account_notes_account\" ON \"account_notes\" USING btree (\"account_id\");"
+  },
+  {
+    "tag": "0010_request_log_client_ip",
+    "when": 1795744878883,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"request_logs\" ADD COLUMN \"client_ip\" text;"
   }
 ];

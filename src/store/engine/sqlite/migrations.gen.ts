@@ -89,5 +89,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795742598719,
     "breakpoints": true,
     "sql": "CREATE TABLE `account_notes` (\n\t`account_id` integer NOT NULL,\n\t`note` text NOT NULL,\n\t`updated_at` integer NOT NULL,\n\t`updated_by` integer\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `account_notes_account` ON `account_notes` (`account_id`);"
+  },
+  {
+    "tag": "0015_request_log_client_ip",
+    "when": 1795744876177,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `request_logs` ADD `client_ip` text;"
   }
 ];
