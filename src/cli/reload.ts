@@ -41,7 +41,7 @@ export async function reloadCommand(argv: string[]): Promise<void> {
   // the server will refuse still reaches it: it logs the refusal, and its answer is printed below.
   let listen = { host: "127.0.0.1", port: 8080 };
   try {
-    listen = loadInstallation(values, { unsetSecrets: "keep" });
+    listen = loadInstallation(values);
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
   }
