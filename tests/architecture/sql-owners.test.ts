@@ -18,7 +18,7 @@ const OWNERS: Record<string, string[]> = {
   api_keys: ["store/keys/sqlite.ts", "store/keys/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-lease.ts"],
   accounts: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-lease.ts"],
   ledger_entries: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts"],
-  request_logs: ["store/request-log/sqlite.ts", "store/request-log/postgres.ts", "store/reports/sqlite.ts", "store/reports/postgres.ts"],
+  request_logs: ["store/request-log/sqlite.ts", "store/request-log/postgres.ts", "store/reports/queries.ts"],
   idempotency_records: ["store/idempotency/sqlite.ts", "store/idempotency/postgres.ts"],
   settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
   sessions: ["store/sessions/queries.ts"],
@@ -44,8 +44,7 @@ const JOINED_READS: Record<string, string[]> = {
   // An in-flight claim is live while its instance heartbeats (the ledger deletes a silent one's row).
   "store/idempotency/postgres.ts": ["instances"],
   // Reports name the account's email and the key's prefix.
-  "store/reports/sqlite.ts": ["accounts", "api_keys"],
-  "store/reports/postgres.ts": ["accounts", "api_keys"],
+  "store/reports/queries.ts": ["accounts", "api_keys"],
   // migrate-db's proof on the target: database.md's reconciliation query and the held sums. Its copy
   // writes every table, but through the schema's table objects (copyPlan), never by name: the one
   // writer outside the owners, into an empty database before any owner runs on it.

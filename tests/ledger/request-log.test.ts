@@ -4,7 +4,7 @@ import { readFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
-import { findLog } from "../../src/store/reports/sqlite.ts";
+import { Reports } from "../../src/store/reports/sqlite.ts";
 import { LOG_RETENTION_MS } from "../../src/store/request-log/contract.ts";
 import { RequestLog } from "../../src/store/request-log/sqlite.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
@@ -98,7 +98,7 @@ describe("a request log row for every /v1 request", () => {
 });
 
 describe("retention", () => {
-  it("prunes rows older than 90 days and keeps younger ones", () => {
+  it("prunes rows older than 90 days and keeps younger ones", async () => {
     const dir = mkdtempSync(join(tmpdir(), "gw-log-"));
     const db = openDatabase(join(dir, "gateway.db"));
     try {
@@ -114,8 +114,8 @@ describe("retention", () => {
       db.$client.prepare("UPDATE request_logs SET created_at = ? WHERE request_id = ?").run(now - 89 * day, young);
       expect(LOG_RETENTION_MS).toBe(90 * day);
       expect(logs.prune(now)).toBe(1);
-      expect(findLog(db, old)).toBeNull();
-      expect(findLog(db, young)).not.toBeNull();
+      expect(await new Reports(db).find(old)).toBeNull();
+      expect(await new Reports(db).find(young)).not.toBeNull();
     } finally {
       db.$client.close();
       rmSync(dir, { recursive: true, force: true });
