@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { postWithApiKey, sqlAll } from "../support/keyed.ts";
 import { body, Browser, dashboardGateway, registeredBrowser, refusedWith } from "./support.ts";
@@ -24,7 +23,7 @@ async function holder(): Promise<{ b: Browser; id: number; email: string }> {
 
 async function admin() {
   const h = await holder();
-  setAdmin(gw.services.db, h.id, true);
+  await gw.services.accounts.setAdmin(h.id, true);
   return h;
 }
 

@@ -84,7 +84,7 @@ describe("gateway serve", () => {
 describe("the request log keeps each class's count", () => {
   let requestId: string;
   beforeAll(async () => {
-    const a = gw.account(100);
+    const a = await gw.account(100);
     up.script({ kind: "text", text: "ok", usage: { input: 100, output: 10, cacheRead: 2_000, cacheWrite: 3_000, cacheWrite1h: 100_000, webSearches: 5 } });
     const res = await postWithApiKey(gw, "/v1/messages", { model: "sonnet", max_tokens: 100, messages: [{ role: "user", content: "hi" }] }, a.key);
     requestId = res.headers.get("x-gateway-request-id")!;
@@ -98,7 +98,7 @@ describe("the request log keeps each class's count", () => {
   });
 
   it("in the service tier the answer reported", async () => {
-    const a = gw.account(100);
+    const a = await gw.account(100);
     up.script({ kind: "text", text: "ok", usage: { input: 1_000, output: 1_000, serviceTier: "priority" } });
     const res = await postWithApiKey(gw, "/v1/chat/completions", { model: "gpt5", max_tokens: 100, messages: [{ role: "user", content: "hi" }] }, a.key);
     await res.text();
