@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { join } from "node:path";
-import { stringify } from "smol-toml";
-import { freePort, gateway, gatewayJson, serve, tempInstallation } from "../support/cli.ts";
-import { mockProviders, startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
+import { freePort, gateway, gatewayJson, serve } from "../support/cli.ts";
+import { startGatewayWithInstallation, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey, sqlGet } from "../support/keyed.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
 
@@ -31,16 +30,12 @@ const MODELS = [SONNET, BARE, GPT5];
 let up: MockUpstream;
 let gw: TestGateway;
 let stop: () => Promise<void>;
-let install: ReturnType<typeof tempInstallation>;
+let install: Awaited<ReturnType<typeof startGatewayWithInstallation>>["install"];
 beforeAll(async () => {
-  ({ up, gw, stop } = await startGatewayOnMock({ openai: true, models: MODELS, limits: { default_rpm: 10_000 } }));
-  // The same catalog as a file, for the CLI's own processes.
-  install = tempInstallation(stringify({ server: { host: "127.0.0.1" }, providers: mockProviders(up, true), models: MODELS }));
+  // The same catalog as a file too, for the CLI's own processes.
+  ({ up, gw, stop, install } = await startGatewayWithInstallation(MODELS));
 });
-afterAll(async () => {
-  await stop();
-  install.remove();
-});
+afterAll(() => stop());
 
 type Price = { usd: number; source: string; rule?: string };
 type PricesDoc = { model: string; routes: { provider_kind: string; tables: { table: string; prices: Record<string, Price> }[] }[] }[];

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "bun:test";
 import OpenAI, { toFile } from "openai";
-import { stringify } from "smol-toml";
-import { gateway, gatewayJson, tempInstallation } from "../support/cli.ts";
-import { mockProviders, startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
+import { gateway, gatewayJson } from "../support/cli.ts";
+import { startGatewayWithInstallation, type TestGateway } from "../support/gateway.ts";
 import { sqlGet } from "../support/keyed.ts";
 import { encodePng, type MockUpstream } from "../support/mock-upstream.ts";
 
@@ -26,15 +25,11 @@ const MODELS = [
 let up: MockUpstream;
 let gw: TestGateway;
 let stop: () => Promise<void>;
-let install: ReturnType<typeof tempInstallation>;
+let install: Awaited<ReturnType<typeof startGatewayWithInstallation>>["install"];
 beforeAll(async () => {
-  ({ up, gw, stop } = await startGatewayOnMock({ openai: true, models: MODELS, limits: { default_rpm: 10_000 } }));
-  install = tempInstallation(stringify({ server: { host: "127.0.0.1" }, providers: mockProviders(up, true), models: MODELS }));
+  ({ up, gw, stop, install } = await startGatewayWithInstallation(MODELS));
 });
-afterAll(async () => {
-  await stop();
-  install.remove();
-});
+afterAll(() => stop());
 beforeEach(() => up.reset());
 
 const sdk = (key: string) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 });

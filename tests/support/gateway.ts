@@ -7,6 +7,8 @@ import type { NewKey } from "../../src/store/keys/contract.ts";
 import type { SqliteServices } from "../../src/services.ts";
 import { startGateway, type RunningGateway } from "../../src/server.ts";
 import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";
+import { tempInstallation } from "./cli.ts";
+import { stringify } from "smol-toml";
 
 /** Accounts and keys made straight in the database, and the books read back, for any running gateway. */
 export interface Accounts {
@@ -99,6 +101,29 @@ export async function startGatewayOnMock(opts: {
     async stop() {
       await gw.stop();
       await up.stop();
+    },
+  };
+}
+
+/**
+ * The gateway of startGatewayOnMock (both vendors, 10,000 requests a minute) and an installation
+ * folder whose config holds the same catalog, for the CLI's own processes: what a test needs to
+ * compare the server's answers with the CLI's. stop() stops both and removes the folder.
+ */
+export async function startGatewayWithInstallation(models: Record<string, unknown>[]): Promise<{
+  up: MockUpstream;
+  gw: TestGateway;
+  install: ReturnType<typeof tempInstallation>;
+  stop(): Promise<void>;
+}> {
+  const rig = await startGatewayOnMock({ openai: true, models, limits: { default_rpm: 10_000 } });
+  const install = tempInstallation(stringify({ server: { host: "127.0.0.1" }, providers: mockProviders(rig.up, true), models }));
+  return {
+    ...rig,
+    install,
+    async stop() {
+      await rig.stop();
+      install.remove();
     },
   };
 }

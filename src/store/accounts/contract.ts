@@ -58,7 +58,7 @@ export interface Verified {
 
 /**
  * The accounts' rows and their ledger history, whichever database holds them. Cold paths (the CLI,
- * the dashboard, registration): promised on both engines (docs/architecture.md#synchronous-on-sqlite).
+ * the dashboard, registration): promised on both engines (docs/architecture.md#what-stays-synchronous-on-sqlite-and-why).
  */
 export interface AccountStore {
   find(email: string): Promise<Account | null>;

@@ -58,7 +58,7 @@ export const hashKey = (key: string): string => Bun.SHA256.hash(key, "hex");
  * The keys as every caller uses them, whichever database holds them. The cold paths (the dashboard,
  * the CLI) are promised on both engines. The lookup runs on every request: on SQLite it answers at
  * once (a prepared statement, then memory), on PostgreSQL it is promised except for a key already
- * cached (docs/architecture.md#synchronous-on-sqlite). Callers await them all.
+ * cached (docs/architecture.md#what-stays-synchronous-on-sqlite-and-why). Callers await them all.
  */
 export interface KeyStore {
   /**
