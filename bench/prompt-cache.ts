@@ -18,7 +18,7 @@ const model = (id: string, prompt_cache: "off" | "auto") => ({
 
 const { gw, up, stop } = await startGatewayOnMock({ models: [model("sonnet-off", "off"), model("sonnet-auto", "auto")], limits: { default_rpm: 100_000 } });
 try {
-  const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: gw.account(100).key, maxRetries: 0 });
+  const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: (await gw.account(100)).key, maxRetries: 0 });
   const off = await replayAgent(client, up, "sonnet-off");
   const auto = await replayAgent(client, up, "sonnet-auto");
   const usd = (n: number) => `$${n.toFixed(4)}`;

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { hashKey } from "../src/store/keys/contract.ts";
 import { Keys } from "../src/store/keys/sqlite.ts";
 import { migrate, openDatabase } from "../src/store/engine/sqlite/client.ts";
-import { createAccount } from "../src/store/accounts/sqlite.ts";
+import { Accounts } from "../src/store/accounts/sqlite.ts";
 import { Ledger } from "../src/store/ledger/sqlite.ts";
 import type { Hold } from "../src/ledger/hold.ts";
 import { usdToNano } from "../src/core/money.ts";
@@ -24,8 +24,8 @@ try {
   const ledger = new Ledger(db);
   const keys = new Keys(db);
   const logs = new RequestLog(db);
-  const acc = createAccount(db, ledger, "timing@gateway.local", { balanceNano: usdToNano(1_000_000) });
-  const { key } = keys.create(acc.id, { rpm: 1_000_000_000 });
+  const acc = await new Accounts(db, ledger).create("timing@gateway.local", { balanceNano: usdToNano(1_000_000) });
+  const { key } = await keys.create(acc.id, { rpm: 1_000_000_000 });
   // As http/pipeline.ts authenticates a request: look the key up, then apply its refusals.
   const authenticate = () => keys.check(key, keys.lookup(key), () => "127.0.0.1");
   const keyId = authenticate().id;

@@ -10,7 +10,7 @@ afterAll(() => gw.stop());
 
 describe("the demo catalog", () => {
   it("answers a chat completion and charges its cost_usd", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${a.key}`, "content-type": "application/json" },

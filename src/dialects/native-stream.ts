@@ -9,9 +9,8 @@ import { encodeSse } from "../wire/sse.ts";
 import { redactSecrets } from "../wire/scrub.ts";
 import { plainChatText, plainText } from "./stream-scan.ts";
 import { estimatedUsage, inputEstimate, mergeMessagesUsage } from "./stream-usage.ts";
-import { TextCount } from "../ledger/estimate.ts";
 import { billableChatUsage, billableMessagesUsage, chatUsage, messagesUsage, usageFromChat } from "./usage.ts";
-import { parseObject as parse, type StreamMachine, type StreamOutcome } from "./stream-machine.ts";
+import { CountsOutput, parseObject as parse, type StreamMachine, type StreamOutcome } from "./stream-machine.ts";
 import type { ChatUsage, JsonObject } from "../wire/shapes.ts";
 
 /**
@@ -43,7 +42,7 @@ export interface NativeMessagesOptions {
   estimatedInputTokens: number;
 }
 
-export class NativeMessagesMachine implements StreamMachine {
+export class NativeMessagesMachine extends CountsOutput implements StreamMachine {
   private readonly opts: NativeMessagesOptions;
   private tokens: TokenUsage | null = null;
   /** Some count came from the upstream; until then a message_delta shows and bills our estimate. */
@@ -54,10 +53,10 @@ export class NativeMessagesMachine implements StreamMachine {
   private outputReported = false;
   private stop = false;
   private error = false;
-  private readonly out = new TextCount();
   private costShown = false;
 
   constructor(opts: NativeMessagesOptions) {
+    super();
     this.opts = opts;
   }
 
@@ -80,13 +79,6 @@ export class NativeMessagesMachine implements StreamMachine {
   /** message_delta carries the final usage and its cost. */
   get priced(): boolean {
     return this.costShown;
-  }
-  /** Characters of text, thinking and tool input forwarded (settlement of cut streams). */
-  get outputChars(): number {
-    return this.out.chars;
-  }
-  get outputBytes(): number {
-    return this.out.bytes;
   }
 
   /** The bytes to forward for one upstream event. */
@@ -200,7 +192,7 @@ export interface NativeChatOptions {
 
 const DONE = "data: [DONE]\n\n";
 
-export class NativeChatMachine implements StreamMachine {
+export class NativeChatMachine extends CountsOutput implements StreamMachine {
   private readonly opts: NativeChatOptions;
   private tokens: TokenUsage | null = null;
   private lastUsage: JsonObject | null = null;
@@ -212,7 +204,6 @@ export class NativeChatMachine implements StreamMachine {
   private last = false;
   private doneSent = false;
   private error = false;
-  private readonly out = new TextCount();
   private costShown = false;
   /** `tokens` are the upstream's usage, not the estimate of a stream that sent none. */
   private counted = false;
@@ -229,6 +220,7 @@ export class NativeChatMachine implements StreamMachine {
   private needle: { from: string; quoted: string } | null = null;
 
   constructor(opts: NativeChatOptions) {
+    super();
     this.opts = opts;
     this.ownModel = `"model":${JSON.stringify(opts.model)}`;
   }
@@ -252,12 +244,6 @@ export class NativeChatMachine implements StreamMachine {
   }
   get outputCounted(): boolean {
     return this.counted;
-  }
-  get outputChars(): number {
-    return this.out.chars;
-  }
-  get outputBytes(): number {
-    return this.out.bytes;
   }
 
   push(ev: SseEvent): string {

@@ -6,6 +6,7 @@
 import type { TokenUsage } from "../core/money.ts";
 import type { JsonObject } from "../wire/shapes.ts";
 import { encodeSse, type SseEvent } from "../wire/sse.ts";
+import { TextCount } from "../ledger/estimate.ts";
 
 /**
  * - running: neither the upstream's natural end nor a failure yet;
@@ -16,16 +17,9 @@ import { encodeSse, type SseEvent } from "../wire/sse.ts";
  */
 export type StreamOutcome = "running" | "completed" | "upstream_failed";
 
-export interface StreamMachine {
-  /** The client's text for one upstream event ("" when nothing goes out for it yet). */
-  push(ev: SseEvent): string;
-  /** The upstream is over (EOF, or its last event was pushed): the dialect's ending, or its error event when the answer was cut short. */
-  end(): string;
-  /** A failure after the first byte: the dialect's own error event, once ("" once the stream has ended). */
-  fail(type: string, message: string): string;
+/** How a stream went so far: what a machine and the translator behind a translating one both tell. */
+export interface StreamTally {
   readonly outcome: StreamOutcome;
-  /** The upstream's own last event ([DONE], message_stop) was pushed: nothing more is read, end() follows. */
-  readonly upstreamEnded: boolean;
   /** What to bill now: the upstream's valid counts (or the estimate shown as the final usage), null when there are none. */
   readonly usage: TokenUsage | null;
   /** The input counts of `usage` are the upstream's own, not our estimate (the estimator's calibration learns from those only). */
@@ -41,6 +35,29 @@ export interface StreamMachine {
    * commits the charge before that text leaves, so a client never sees a cost that was not charged.
    */
   readonly priced: boolean;
+}
+
+export interface StreamMachine extends StreamTally {
+  /** The client's text for one upstream event ("" when nothing goes out for it yet). */
+  push(ev: SseEvent): string;
+  /** The upstream is over (EOF, or its last event was pushed): the dialect's ending, or its error event when the answer was cut short. */
+  end(): string;
+  /** A failure after the first byte: the dialect's own error event, once ("" once the stream has ended). */
+  fail(type: string, message: string): string;
+  /** The upstream's own last event ([DONE], message_stop) was pushed: nothing more is read, end() follows. */
+  readonly upstreamEnded: boolean;
+}
+
+/** The output counted as it goes out, which a stream's outputChars and outputBytes tell. */
+export abstract class CountsOutput {
+  protected readonly out = new TextCount();
+
+  get outputChars(): number {
+    return this.out.chars;
+  }
+  get outputBytes(): number {
+    return this.out.bytes;
+  }
 }
 
 /** One upstream event's JSON object, or null for anything else (the machines skip it). */
@@ -67,16 +84,9 @@ export function errorOf(data: JsonObject): { type: string; message: string } {
 }
 
 /** A translator behind a machine: events in the client's dialect for the upstream's end and for a failure, and its tally. */
-export interface Translator<Out> {
+export interface Translator<Out> extends StreamTally {
   done(): Out[];
   fail(type: string, message: string): Out[];
-  readonly outcome: StreamOutcome;
-  readonly usage: TokenUsage | null;
-  readonly inputCounted: boolean;
-  readonly outputCounted: boolean;
-  readonly outputChars: number;
-  readonly outputBytes: number;
-  readonly priced: boolean;
 }
 
 /**

@@ -22,15 +22,15 @@ export const ErrorEnvelope = T.Object({
 });
 export type ErrorEnvelope = Static<typeof ErrorEnvelope>;
 
+// An account as the holder and the operator both see it: who, then its money.
+const ACCOUNT_WHO = { object: T.Literal("account"), id: T.Integer(), email: T.String(), admin: T.Boolean() };
+const ACCOUNT_MONEY = { balance_usd: Usd, held_usd: Usd };
+
 // The account holder's own.
 
 export const AccountView = T.Object({
-  object: T.Literal("account"),
-  id: T.Integer(),
-  email: T.String(),
-  admin: T.Boolean(),
-  balance_usd: Usd,
-  held_usd: Usd,
+  ...ACCOUNT_WHO,
+  ...ACCOUNT_MONEY,
   spendable_usd: Usd,
   /** The holder's threshold (null: none set) and whether spendable is under it (docs/dashboard.md#the-accounts-figures). */
   low_balance: T.Object({ threshold_usd: Nullable(Usd), below: T.Boolean() }),
@@ -218,13 +218,9 @@ export type WebhookReceived = Static<typeof WebhookReceived>;
 // The operator's (docs/dashboard.md#admin).
 
 export const AdminAccount = T.Object({
-  object: T.Literal("account"),
-  id: T.Integer(),
-  email: T.String(),
-  admin: T.Boolean(),
+  ...ACCOUNT_WHO,
   disabled: T.Boolean(),
-  balance_usd: Usd,
-  held_usd: Usd,
+  ...ACCOUNT_MONEY,
   keys: Count,
   spent_month_usd: Usd,
   last_activity_at: Nullable(Time),

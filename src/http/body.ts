@@ -1,6 +1,5 @@
 import { GatewayError } from "../core/errors.ts";
-
-export const BODY_LIMIT_BYTES = 20 * 1024 * 1024;
+import { BODY_LIMIT_BYTES } from "../wire/body-limit.ts";
 
 /** A byte count as people write it: "20 MiB", "64 KiB", "1000 bytes". */
 export function sizeText(bytes: number): string {

@@ -20,7 +20,8 @@ import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
 import { healthz, metrics, readyz, reload } from "./handlers/operator.ts";
 import { getModel, listModels, pricing, status } from "./handlers/public.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
-import { BODY_LIMIT_BYTES, COUNT_TOKENS_LIMIT_BYTES } from "./body.ts";
+import { COUNT_TOKENS_LIMIT_BYTES } from "./body.ts";
+import { BODY_LIMIT_BYTES } from "../wire/body-limit.ts";
 import * as A from "./api-schemas.ts";
 
 // The endpoints as data, one row per method and path. Everything else reads this table: Elysia's

@@ -13,6 +13,7 @@ import { GatewayError } from "../core/errors.ts";
 import type { TextSize } from "../ledger/estimate.ts";
 import type { Dialect } from "../dialects/dialect.ts";
 import { spliceModel } from "./splice.ts";
+import { BODY_LIMIT_BYTES } from "../wire/body-limit.ts";
 
 // The four (client dialect, upstream dialect) pairs: the body each sends, the answer each returns, the
 // stream machine each runs. The relay never branches on them.
@@ -32,11 +33,6 @@ export interface UpstreamBody {
   dropped: string[];
 }
 
-/**
- * The most the gateway sends upstream in one body: the client's own limit (20 MiB, docs/api.md),
- * so that a translation cannot make of an accepted body one no upstream was ever sent.
- */
-export const UPSTREAM_BODY_LIMIT_BYTES = 20 * 1024 * 1024;
 
 /** A translated body serialised once, with its size; over the limit (or too large to build at all) it is the request's 413. */
 export function serialised(body: JsonObject): { bytes: Uint8Array; size: TextSize } {
@@ -50,7 +46,7 @@ export function serialised(body: JsonObject): { bytes: Uint8Array; size: TextSiz
     if (e instanceof RangeError) throw translatedTooLarge(null);
     throw e;
   }
-  if (bytes.byteLength > UPSTREAM_BODY_LIMIT_BYTES) throw translatedTooLarge(bytes.byteLength);
+  if (bytes.byteLength > BODY_LIMIT_BYTES) throw translatedTooLarge(bytes.byteLength);
   return { bytes, size: { bytes: bytes.byteLength, chars: text.length } };
 }
 
@@ -58,7 +54,7 @@ const translatedTooLarge = (bytes: number | null) =>
   new GatewayError(
     "request_too_large",
     `Translated for its upstream, this request's body would be ${bytes === null ? "too large to build" : `${(bytes / 1024 / 1024).toFixed(1)} MiB`}, ` +
-      `over the ${UPSTREAM_BODY_LIMIT_BYTES / 1024 / 1024} MiB limit on what the gateway sends upstream.`,
+      `over the ${BODY_LIMIT_BYTES / 1024 / 1024} MiB limit on what the gateway sends upstream.`,
   );
 
 /**

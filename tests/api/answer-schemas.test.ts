@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bu
 import { Value } from "@sinclair/typebox/value";
 import { ErrorEnvelope, Pricing } from "../../src/http/api-schemas.ts";
 import { ENDPOINTS, type Endpoint } from "../../src/http/endpoints.ts";
-import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { startStripeMock, type StripeMock } from "../support/stripe-mock.ts";
@@ -77,7 +76,7 @@ beforeAll(async () => {
   await hit(visitor, "GET", "/api/topups");
   await hit(visitor, "POST", "/api/password", undefined, { current_password: "correct horse", new_password: "correct horse battery" });
 
-  setAdmin(gw.services.db, me.id, true);
+  await gw.services.accounts.setAdmin(me.id, true);
   const other = rig.browser();
   const target = (await body(await other.call("POST", "/api/register", { email: `target${process.pid}@test.local`, password: "correct horse" }))).id;
   const at = (op: string) => `/api/admin/accounts/${target}/${op}`;

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import { mintBatch } from "../../src/payments/codes.ts";
 import { usdToNano } from "../../src/core/money.ts";
 import type { TestGateway } from "../support/gateway.ts";
@@ -139,7 +138,7 @@ describe("guessing codes", () => {
 describe("the admin's code routes", () => {
   async function admin() {
     const h = await holder();
-    setAdmin(gw.services.db, h.id, true);
+    await gw.services.accounts.setAdmin(h.id, true);
     return h;
   }
 

@@ -124,7 +124,7 @@ describe("PATCH /api/keys/:id", () => {
   it("keeps an rpm the operator raised when the holder saves the key, but goes no higher", async () => {
     const b = await holder();
     const k = await body(await b.call("POST", "/api/keys", { name: "busy" }));
-    gw.services.keys.update(k.id, { rpm: 100 });
+    await gw.services.keys.update(k.id, { rpm: 100 });
     const saved = await b.call("PATCH", `/api/keys/${k.id}`, { name: "busy", rpm: 100 });
     expect(saved.status).toBe(200);
     expect(await body(saved)).toMatchObject({ rpm: 100 });

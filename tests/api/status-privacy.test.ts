@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { body, dashboardGateway, refusedWith, registeredBrowser } from "./support.ts";
@@ -21,7 +20,7 @@ beforeAll(async () => {
     models: [{ id: "chat-1", modalities: ["text"], endpoints: ["chat.completions"], pricing: { input: 1, output: 2 }, routes: [{ provider: "corp", model: SECRET_MODEL }] }],
   });
   // One failed call: the route's last error now names the internal host.
-  const a = gw.account(1);
+  const a = await gw.account(1);
   const res = await postWithApiKey(gw, "/v1/chat/completions", { model: "chat-1", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }, a.key);
   expect(res.status).toBe(502);
 });
@@ -40,7 +39,7 @@ describe("GET /status", () => {
 describe("GET /api/admin/status", () => {
   it("shows an admin each route, its upstream model and its last error", async () => {
     const b = await registeredBrowser(gw);
-    setAdmin(gw.services.db, (await body(await b.call("GET", "/api/me"))).id, true);
+    await gw.services.accounts.setAdmin((await body(await b.call("GET", "/api/me"))).id, true);
     const s = await body(await b.call("GET", "/api/admin/status"));
     expect(s.routes).toEqual([{ id: "chat-1", routes: [expect.objectContaining({ route: `corp/${SECRET_MODEL}`, state: "failing" })] }]);
     expect(s.routes[0].routes[0].last_error).toContain(SECRET_HOST);

@@ -1,7 +1,6 @@
 import { expectError } from "../support/errors.ts";
 import { expect } from "bun:test";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 
 /**
  * A browser of the dashboard against a real server: keeps the session cookie the server sets, and
@@ -70,7 +69,7 @@ export async function holderOn(gw: { url: string }): Promise<{ b: Browser; id: n
 /** A holder whose account is then marked admin. */
 export async function adminOn(gw: TestGateway): Promise<{ b: Browser; id: number; email: string }> {
   const h = await holderOn(gw);
-  setAdmin(gw.services.db, h.id, true);
+  await gw.services.accounts.setAdmin(h.id, true);
   return h;
 }
 

@@ -93,7 +93,7 @@ describe("the daily ceiling on starting credits", () => {
 
   it("does not count accounts the operator creates", async () => {
     const before = capped.services.db.$client.query("SELECT value FROM settings WHERE name LIKE 'registration_credit:%'").all();
-    capped.account(5);
+    await capped.account(5);
     expect(capped.services.db.$client.query("SELECT value FROM settings WHERE name LIKE 'registration_credit:%'").all()).toEqual(before);
   });
 });

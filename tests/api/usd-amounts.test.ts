@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { expectError } from "../support/errors.ts";
 import { body, dashboardGateway, registeredBrowser, type Browser } from "./support.ts";
@@ -70,7 +69,7 @@ describe("the low-balance threshold", () => {
 
 describe("an admin's credit and debit", () => {
   it("refuses 0.1 + 0.2 with 400 invalid_request, changing no balance", async () => {
-    setAdmin(gw.services.db, me.id, true);
+    await gw.services.accounts.setAdmin(me.id, true);
     const before = balance();
     for (const action of ["credit", "debit"]) {
       await expectError(await b.call("POST", `/api/admin/accounts/${me.id}/${action}`, { usd: NOISY, note: "x" }), 400, "invalid_request");
@@ -79,7 +78,7 @@ describe("an admin's credit and debit", () => {
   });
 
   it("credits 0.1 as exactly 100 000 000 nano-dollars", async () => {
-    setAdmin(gw.services.db, me.id, true);
+    await gw.services.accounts.setAdmin(me.id, true);
     const before = balance();
     expect((await b.call("POST", `/api/admin/accounts/${me.id}/credit`, { usd: 0.1, note: "x" })).status).toBe(200);
     expect(balance()).toBe(before + 100_000_000);

@@ -18,13 +18,13 @@ const OWNERS: Record<string, string[]> = {
   api_keys: ["store/keys/sqlite.ts", "store/keys/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-lease.ts"],
   accounts: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-lease.ts"],
   ledger_entries: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts"],
-  request_logs: ["store/request-log/sqlite.ts", "store/request-log/postgres.ts", "store/reports/sqlite.ts", "store/reports/postgres.ts", "store/reports/summary-sqlite.ts", "store/reports/summary-postgres.ts"],
+  request_logs: ["store/request-log/sqlite.ts", "store/request-log/postgres.ts", "store/reports/queries.ts", "store/reports/summary-sqlite.ts", "store/reports/summary-postgres.ts"],
   idempotency_records: ["store/idempotency/sqlite.ts", "store/idempotency/postgres.ts"],
   settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
-  sessions: ["store/sessions/sqlite.ts", "store/sessions/postgres.ts"],
+  sessions: ["store/sessions/queries.ts"],
   email_verifications: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts"],
-  audit_log: ["store/audit/sqlite.ts", "store/audit/postgres.ts"],
-  checkout_sessions: ["store/checkouts/sqlite.ts", "store/checkouts/postgres.ts"],
+  audit_log: ["store/audit/queries.ts"],
+  checkout_sessions: ["store/checkouts/queries.ts", "store/checkouts/sqlite.ts", "store/checkouts/postgres.ts"],
   code_batches: ["store/codes/sqlite.ts", "store/codes/postgres.ts"],
   redemption_codes: ["store/codes/sqlite.ts", "store/codes/postgres.ts"],
   account_notes: ["store/admin/sqlite.ts", "store/admin/postgres.ts"],
@@ -41,13 +41,11 @@ const JOINED_READS: Record<string, string[]> = {
   // A capped key create locks its account's row (FOR UPDATE, no write), so racing creates count in turn.
   "store/keys/postgres.ts": ["accounts"],
   // A session's lookup carries its account's disabled switch, as the key lookup does.
-  "store/sessions/sqlite.ts": ["accounts"],
-  "store/sessions/postgres.ts": ["accounts"],
+  "store/sessions/queries.ts": ["accounts"],
   // An in-flight claim is live while its instance heartbeats (the ledger deletes a silent one's row).
   "store/idempotency/postgres.ts": ["instances"],
   // Reports name the account's email and the key's prefix.
-  "store/reports/sqlite.ts": ["accounts", "api_keys"],
-  "store/reports/postgres.ts": ["accounts", "api_keys"],
+  "store/reports/queries.ts": ["accounts", "api_keys"],
   // The admin page's totals over the log and its account search (store/admin/).
   "store/admin/sqlite.ts": ["accounts", "request_logs"],
   "store/admin/postgres.ts": ["accounts", "request_logs"],
@@ -93,6 +91,10 @@ function importedTables(code: string): string[] {
       const name = part.replace(/^\s*type\s+/, "").split(/\s+as\s+/)[0]!.trim();
       if (TABLES.has(name)) found.push(name);
     }
+  }
+  // A store written once for both engines (store/engine/either.ts) reaches either schema's tables as `t.<name>`.
+  if (/^import\s+(?:type\s+)?\{[^}]*\bEither\b[^}]*\}\s+from\s+"(?:[^"]*\/)?engine\/either\.ts"/m.test(code)) {
+    for (const use of code.matchAll(/\bt\.(\w+)/g)) if (TABLES.has(use[1]!)) found.push(use[1]!);
   }
   for (const m of code.matchAll(/^import\s+\*\s+as\s+(\w+)\s+from\s+"(?:[^"]*\/)?schema\/(?:sqlite|postgres)\.ts"/gm)) {
     for (const use of code.matchAll(new RegExp(`\\b${m[1]}\\.(\\w+)`, "g"))) if (TABLES.has(use[1]!)) found.push(use[1]!);

@@ -93,24 +93,24 @@ describe("the ip restriction on a real connection", () => {
   afterAll(() => gw.stop());
 
   it("serves a key whose allow-list holds the caller's address", async () => {
-    const a = gw.account(1, { ipAllow: ["127.0.0.0/8", "2001:db8::/32"] });
+    const a = await gw.account(1, { ipAllow: ["127.0.0.0/8", "2001:db8::/32"] });
     expect((await getWithKey(gw, "/v1/me", a.key)).status).toBe(200);
   });
 
   it("serves a key whose allow-list holds the caller's IPv4 range written IPv4-mapped", async () => {
-    const a = gw.account(1, { ipAllow: ["::ffff:127.0.0.0/104"] });
+    const a = await gw.account(1, { ipAllow: ["::ffff:127.0.0.0/104"] });
     expect((await getWithKey(gw, "/v1/me", a.key)).status).toBe(200);
   });
 
   it("refuses other callers with 403 ip", async () => {
-    const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
+    const a = await gw.account(1, { ipAllow: ["10.0.0.0/8"] });
     const res = await getWithKey(gw, "/v1/me", a.key);
     expect(res.status).toBe(403);
     expect(await errorOf(res)).toMatchObject({ type: "permission_error", code: "ip" });
   });
 
   it("ignores X-Forwarded-For when server.trust_proxy lists no proxy", async () => {
-    const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
+    const a = await gw.account(1, { ipAllow: ["10.0.0.0/8"] });
     const res = await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "10.1.2.3" });
     expect(res.status).toBe(403);
     expect((await errorOf(res)).code).toBe("ip");
@@ -125,7 +125,7 @@ describe("the ip restriction behind a trusted proxy (server.trust_proxy = [\"127
   afterAll(() => gw.stop());
 
   it("takes the client address from X-Forwarded-For (IPv4)", async () => {
-    const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
+    const a = await gw.account(1, { ipAllow: ["10.0.0.0/8"] });
     expect((await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "10.1.2.3" })).status).toBe(200);
     const res = await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "203.0.113.5" });
     expect(res.status).toBe(403);
@@ -133,19 +133,19 @@ describe("the ip restriction behind a trusted proxy (server.trust_proxy = [\"127
   });
 
   it("takes the client address from X-Forwarded-For (IPv6)", async () => {
-    const a = gw.account(1, { ipAllow: ["2001:db8::/32"] });
+    const a = await gw.account(1, { ipAllow: ["2001:db8::/32"] });
     expect((await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "2001:db8::5" })).status).toBe(200);
     expect((await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "2001:db9::5" })).status).toBe(403);
   });
 
   it("falls back to the socket address when the header is absent", async () => {
-    const a = gw.account(1, { ipAllow: ["127.0.0.1"] });
+    const a = await gw.account(1, { ipAllow: ["127.0.0.1"] });
     expect((await getWithKey(gw, "/v1/me", a.key)).status).toBe(200);
   });
 
   // A proxy appends the address it saw, so only the right-most entry can be trusted.
   it("does not let a client spoof its address by sending its own X-Forwarded-For through the proxy", async () => {
-    const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
+    const a = await gw.account(1, { ipAllow: ["10.0.0.0/8"] });
     const res = await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "10.1.2.3, 203.0.113.5" });
     expect(res.status).toBe(403);
   });
@@ -157,7 +157,7 @@ describe("server.trust_proxy trusts only the proxies it lists", () => {
 
   it("ignores X-Forwarded-For from a direct caller that is not a listed proxy", async () => {
     gw = await startTestGateway({ server: { trust_proxy: ["10.9.9.9", "192.168.0.0/16"] } });
-    const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
+    const a = await gw.account(1, { ipAllow: ["10.0.0.0/8"] });
     const res = await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "10.1.2.3" });
     expect(res.status).toBe(403);
     expect((await errorOf(res)).code).toBe("ip");
@@ -172,12 +172,12 @@ describe("server.trust_proxy walks X-Forwarded-For from the right past trusted h
   afterAll(() => gw.stop());
 
   it("takes the first untrusted address left of the trusted hops as the client", async () => {
-    const a = gw.account(1, { ipAllow: ["203.0.113.0/24"] });
+    const a = await gw.account(1, { ipAllow: ["203.0.113.0/24"] });
     expect((await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "203.0.113.5, 10.0.0.7" })).status).toBe(200);
   });
 
   it("does not take a trusted hop for the client", async () => {
-    const a = gw.account(1, { ipAllow: ["10.0.0.0/8"] });
+    const a = await gw.account(1, { ipAllow: ["10.0.0.0/8"] });
     const res = await getWithKey(gw, "/v1/me", a.key, { "x-forwarded-for": "198.51.100.1, 10.0.0.7" });
     expect(res.status).toBe(403);
     expect((await errorOf(res)).code).toBe("ip");
@@ -213,12 +213,12 @@ describe("the ip restriction over IPv6", () => {
   afterAll(() => gw.stop());
 
   it("serves an IPv6 caller inside an IPv6 prefix", async () => {
-    const a = gw.account(1, { ipAllow: ["::1/128"] });
+    const a = await gw.account(1, { ipAllow: ["::1/128"] });
     expect((await getWithKey({ url: base }, "/v1/me", a.key)).status).toBe(200);
   });
 
   it("refuses an IPv6 caller when the list holds only IPv4 prefixes", async () => {
-    const a = gw.account(1, { ipAllow: ["127.0.0.0/8"] });
+    const a = await gw.account(1, { ipAllow: ["127.0.0.0/8"] });
     const res = await getWithKey({ url: base }, "/v1/me", a.key);
     expect(res.status).toBe(403);
     expect((await errorOf(res)).code).toBe("ip");

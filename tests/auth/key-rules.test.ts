@@ -54,14 +54,14 @@ describe("Keys.update in the serving process", () => {
   });
   afterAll(() => gw.stop());
 
-  it("replaces the copy of the key the process holds", () => {
-    const a = gw.account(1, { rpm: 5 });
+  it("replaces the copy of the key the process holds", async () => {
+    const a = await gw.account(1, { rpm: 5 });
     expect(gw.services.keys.lookup(a.key)?.rpm).toBe(5);
-    expect(gw.services.keys.update(a.keyId, { rpm: 9, models: ["demo-text-1"] })).toBe(true);
+    expect(await gw.services.keys.update(a.keyId, { rpm: 9, models: ["demo-text-1"] })).toBe(true);
     expect(gw.services.keys.lookup(a.key)).toMatchObject({ rpm: 9, models: ["demo-text-1"] });
   });
 
-  it("answers false for an id that names no key", () => {
-    expect(gw.services.keys.update(987654, { rpm: 9 })).toBe(false);
+  it("answers false for an id that names no key", async () => {
+    expect(await gw.services.keys.update(987654, { rpm: 9 })).toBe(false);
   });
 });

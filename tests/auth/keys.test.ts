@@ -37,8 +37,8 @@ async function refused(res: Response, status: number, code: string): Promise<Wir
 }
 
 describe("keys", () => {
-  it("are gk_sk_ plus 40 base62 characters, stored only as a sha256 hash with a short visible prefix", () => {
-    const a = gw.account(1);
+  it("are gk_sk_ plus 40 base62 characters, stored only as a sha256 hash with a short visible prefix", async () => {
+    const a = await gw.account(1);
     expect(a.key).toMatch(/^gk_sk_[A-Za-z0-9]{40}$/);
     const row = sqlGet<{ key_hash: string; prefix: string }>(gw, "SELECT key_hash, prefix FROM api_keys WHERE id = ?", a.keyId);
     expect(row.key_hash).toBe(hashKey(a.key));
@@ -88,63 +88,63 @@ describe("401 no-key", () => {
   });
 
   it("answers a known key sent with the wrong scheme as if no key was sent", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     await refused(await send(null, ask(), { authorization: `Basic ${a.key}` }), 401, "no-key");
   });
 });
 
 describe("accepted keys", () => {
   it("accepts the key in x-api-key", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     expect((await send(a.key)).status).toBe(200);
   });
 
   it("accepts the key as Authorization: Bearer", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     expect((await send(null, ask(), { authorization: `Bearer ${a.key}` })).status).toBe(200);
   });
 
   it("accepts a key whose expiry is still ahead", async () => {
-    const a = gw.account(1, { expiresAt: Date.now() + 60_000 });
+    const a = await gw.account(1, { expiresAt: Date.now() + 60_000 });
     expect((await send(a.key)).status).toBe(200);
   });
 });
 
 describe("403 key restrictions", () => {
   it("refuses a revoked key with inactive", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     revokeElsewhere(a.keyId);
     expect((await refused(await send(a.key), 403, "inactive")).type).toBe("permission_error");
   });
 
   it("refuses a key revoked by another process after it has been used", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     expect((await send(a.key)).status).toBe(200);
     revokeElsewhere(a.keyId);
     await refused(await send(a.key), 403, "inactive");
   });
 
   it("refuses an expired key with expired", async () => {
-    const a = gw.account(1, { expiresAt: Date.now() - 1 });
+    const a = await gw.account(1, { expiresAt: Date.now() - 1 });
     expect((await refused(await send(a.key), 403, "expired")).type).toBe("permission_error");
   });
 
   it("refuses a model outside the key's allow-list with model", async () => {
-    const a = gw.account(1, { models: ["demo-image-1"] });
+    const a = await gw.account(1, { models: ["demo-image-1"] });
     const e = await refused(await send(a.key), 403, "model");
     expect(e.type).toBe("permission_error");
     expect(e.message).toContain("demo-text-1");
   });
 
   it("resolves aliases on both sides of the allow-list", async () => {
-    const byAlias = gw.account(1, { models: ["demo"] });
+    const byAlias = await gw.account(1, { models: ["demo"] });
     expect((await send(byAlias.key, ask("demo-text-1"))).status).toBe(200);
-    const byId = gw.account(1, { models: ["demo-text-1"] });
+    const byId = await gw.account(1, { models: ["demo-text-1"] });
     expect((await send(byId.key, ask("demo-text"))).status).toBe(200);
   });
 
   it("checks the key before the body, so a revoked key with a bad body still gets inactive", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     revokeElsewhere(a.keyId);
     await refused(await send(a.key, "{not json"), 403, "inactive");
   });
@@ -152,7 +152,7 @@ describe("403 key restrictions", () => {
 
 describe("money refusals", () => {
   it("refuses a key whose quota cannot hold the estimate with 429 quota, x-should-retry: false", async () => {
-    const a = gw.account(1, { quotaNano: 1000 });
+    const a = await gw.account(1, { quotaNano: 1000 });
     const res = await send(a.key);
     const e = await refused(res, 429, "quota");
     expect(e.type).toBe("insufficient_quota");
@@ -161,19 +161,19 @@ describe("money refusals", () => {
   });
 
   it("refuses an account that cannot cover the estimate with 402 insufficient_balance", async () => {
-    const a = gw.account("0.00001");
+    const a = await gw.account("0.00001");
     const e = await refused(await send(a.key, ask("demo", 1000)), 402, "insufficient_balance");
     expect(e.type).toBe("insufficient_balance");
     expect(e.message).toContain("max_tokens");
   });
 
   it("checks the body before money, so an empty account with a bad body gets 400", async () => {
-    const a = gw.account(0);
+    const a = await gw.account(0);
     await refused(await send(a.key, "{not json"), 400, "invalid_request");
   });
 
   it("checks the model before money, so an empty account asking for a forbidden model gets 403 model", async () => {
-    const a = gw.account(0, { models: ["demo-image-1"] });
+    const a = await gw.account(0, { models: ["demo-image-1"] });
     await refused(await send(a.key), 403, "model");
   });
 });

@@ -1,5 +1,4 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import { Browser as ApiBrowser } from "../api/support.ts";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { messagesBody, postWithApiKey } from "../support/keyed.ts";
@@ -27,9 +26,9 @@ beforeAll(async () => {
   tab = await openTab("admin-upstreams", gw.url);
   const admin = new ApiBrowser(gw.url);
   await admin.register(ADMIN, "admin password");
-  setAdmin(gw.services.db, ((await (await admin.call("GET", "/api/me")).json()) as { id: number }).id, true);
+  await gw.services.accounts.setAdmin(((await (await admin.call("GET", "/api/me")).json()) as { id: number }).id, true);
   up.script({ kind: "error", status: 429, headers: { "retry-after": "300" } });
-  expect((await postWithApiKey(gw, "/v1/messages", messagesBody(5, "pooled"), gw.account(1).key)).status).toBe(200);
+  expect((await postWithApiKey(gw, "/v1/messages", messagesBody(5, "pooled"), (await gw.account(1)).key)).status).toBe(200);
 });
 
 afterAll(async () => {

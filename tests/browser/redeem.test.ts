@@ -1,5 +1,4 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import { mintBatch } from "../../src/payments/codes.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { startStripeMock, type StripeMock } from "../support/stripe-mock.ts";
@@ -66,7 +65,7 @@ describe("the admin page's codes", () => {
   it("mints a batch shown once and lists its use", async () => {
     const { page } = tab;
     const me = gw.services.db.$client.query("SELECT id FROM accounts WHERE email = 'redeemer@example.test'").get() as { id: number };
-    setAdmin(gw.services.db, me.id, true);
+    await gw.services.accounts.setAdmin(me.id, true);
     await visit(page, gw.url, "admin", "Admin");
     const form = page.getByRole("form", { name: "Create codes" });
     await form.getByLabel("USD each").fill("2");

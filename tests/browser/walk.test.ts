@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import OpenAI from "openai";
-import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import { Browser as ApiBrowser } from "../api/support.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { openTab, signIn, type Tab } from "./support.ts";
@@ -100,7 +99,7 @@ beforeAll(async () => {
     const id = ((await (await b.register(email, PASSWORD)).res.json()) as { id: number }).id;
     const key = ((await (await b.call("POST", "/api/keys", { name: "walk", rpm: 10 })).json()) as { key: string }).key;
     await new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: "demo", max_tokens: 8, messages: [{ role: "user", content: "Hi" }] });
-    if (email === ADMIN) setAdmin(gw.services.db, id, true);
+    if (email === ADMIN) await gw.services.accounts.setAdmin(id, true);
   }
 });
 

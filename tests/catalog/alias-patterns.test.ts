@@ -20,7 +20,7 @@ let stop: () => Promise<void>;
 let key: string;
 beforeAll(async () => {
   ({ up, gw, stop } = await startGatewayOnMock({ models: [SONNET, HAIKU, PINNED] }));
-  key = gw.account(5).key;
+  key = (await gw.account(5)).key;
 });
 afterAll(() => stop());
 
@@ -47,7 +47,7 @@ describe("a requested id matching an alias pattern", () => {
   });
 
   it("passes a key whose model allow-list names the canonical model", async () => {
-    const { key: limited } = gw.account(1, { models: ["claude-haiku-4-5"] });
+    const { key: limited } = await gw.account(1, { models: ["claude-haiku-4-5"] });
     const msg = await new Anthropic({ baseURL: gw.url, apiKey: limited, maxRetries: 0 }).messages.create({
       model: "claude-haiku-4-5-20251001",
       max_tokens: 20,

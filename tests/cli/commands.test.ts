@@ -132,7 +132,7 @@ describe("gateway key", () => {
 
 describe("gateway logs", () => {
   it("show REQUEST_ID gives status, model and cost of a real request, and none of its content", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const secret = "purple-elephant-7731";
     const res = await postJson(gw, "/v1/chat/completions", a.key, { model: "demo", max_tokens: 32, messages: [{ role: "user", content: secret }] });
     const body = (await res.json()) as { usage: { cost_usd: number }; choices: { message: { content: string } }[] };
@@ -147,7 +147,7 @@ describe("gateway logs", () => {
   });
 
   it("show names the error code of a failed request", async () => {
-    const res = await postJson(gw, "/v1/messages", gw.account(1).key, { model: "nope", max_tokens: 8, messages: hi });
+    const res = await postJson(gw, "/v1/messages", (await gw.account(1)).key, { model: "nope", max_tokens: 8, messages: hi });
     const row = await run("logs", "show", res.headers.get("x-gateway-request-id")!);
     expect(row).toMatchObject({ status: 404, error_code: "model_not_found" });
   });

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { join } from "node:path";
-import { stringify } from "smol-toml";
-import { freePort, gateway, gatewayJson, serve, tempInstallation } from "../support/cli.ts";
-import { mockProviders, startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
+import { freePort, gateway, gatewayJson, serve } from "../support/cli.ts";
+import { startGatewayWithInstallation, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey, sqlGet } from "../support/keyed.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
 
@@ -31,16 +30,12 @@ const MODELS = [SONNET, BARE, GPT5];
 let up: MockUpstream;
 let gw: TestGateway;
 let stop: () => Promise<void>;
-let install: ReturnType<typeof tempInstallation>;
+let install: Awaited<ReturnType<typeof startGatewayWithInstallation>>["install"];
 beforeAll(async () => {
-  ({ up, gw, stop } = await startGatewayOnMock({ openai: true, models: MODELS, limits: { default_rpm: 10_000 } }));
-  // The same catalog as a file, for the CLI's own processes.
-  install = tempInstallation(stringify({ server: { host: "127.0.0.1" }, providers: mockProviders(up, true), models: MODELS }));
+  // The same catalog as a file too, for the CLI's own processes.
+  ({ up, gw, stop, install } = await startGatewayWithInstallation(MODELS));
 });
-afterAll(async () => {
-  await stop();
-  install.remove();
-});
+afterAll(() => stop());
 
 type Price = { usd: number; source: string; rule?: string };
 type PricesDoc = { model: string; routes: { provider_kind: string; tables: { table: string; prices: Record<string, Price> }[] }[] }[];
@@ -84,7 +79,7 @@ describe("gateway serve", () => {
 describe("the request log keeps each class's count", () => {
   let requestId: string;
   beforeAll(async () => {
-    const a = gw.account(100);
+    const a = await gw.account(100);
     up.script({ kind: "text", text: "ok", usage: { input: 100, output: 10, cacheRead: 2_000, cacheWrite: 3_000, cacheWrite1h: 100_000, webSearches: 5 } });
     const res = await postWithApiKey(gw, "/v1/messages", { model: "sonnet", max_tokens: 100, messages: [{ role: "user", content: "hi" }] }, a.key);
     requestId = res.headers.get("x-gateway-request-id")!;
@@ -98,7 +93,7 @@ describe("the request log keeps each class's count", () => {
   });
 
   it("in the service tier the answer reported", async () => {
-    const a = gw.account(100);
+    const a = await gw.account(100);
     up.script({ kind: "text", text: "ok", usage: { input: 1_000, output: 1_000, serviceTier: "priority" } });
     const res = await postWithApiKey(gw, "/v1/chat/completions", { model: "gpt5", max_tokens: 100, messages: [{ role: "user", content: "hi" }] }, a.key);
     await res.text();

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { join } from "node:path";
 import { Keys } from "../../src/store/keys/sqlite.ts";
 import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
-import { createAccount } from "../../src/store/accounts/sqlite.ts";
+import { Accounts } from "../../src/store/accounts/sqlite.ts";
 import { Ledger } from "../../src/store/ledger/sqlite.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import { startServe, tempInstallation, type Served } from "../support/cli.ts";
@@ -162,8 +162,8 @@ beforeAll(async () => {
   migrate(setup);
   const ledger = new Ledger(setup);
   for (let i = 0; i < ACCOUNTS; i++) {
-    const acc = createAccount(setup, ledger, `crash${i}@test.local`, { balanceNano: OPENING });
-    keys.push(new Keys(setup).create(acc.id, {}).key);
+    const acc = await new Accounts(setup, ledger).create(`crash${i}@test.local`, { balanceNano: OPENING });
+    keys.push((await new Keys(setup).create(acc.id, {})).key);
   }
   setup.$client.close();
   db = new Database(dbPath, { readonly: true });

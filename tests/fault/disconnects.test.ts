@@ -145,18 +145,19 @@ beforeAll(async () => {
   up.setDefault({ kind: "hang", ms: THINK_MS, then: ANSWER });
   // A complete answer of each combo, from the same size of request.
   for (const [n, c] of COMBOS.entries()) {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const o = await send(-1 - n, c, "none", Math.random, a.key, a.accountId);
     fullCost.set(comboName(c), OPENING - gw.money(a.accountId).balance);
     expect(o.shownNano).toBe(fullCost.get(comboName(c))!);
   }
   const random = rng(SEED);
   // COUNT disconnects, and one complete request per ten among them to check complete answers under the same load.
-  const plan = Array.from({ length: COUNT + COUNT / 10 }, (_, i) => {
+  const plan = [];
+  for (let i = 0; i < COUNT + COUNT / 10; i++) {
     const r = random();
     const mode: Mode = i % 11 === 10 ? "none" : r < 0.11 ? "body" : r < 0.5 ? "early" : "mid";
-    return { i, combo: COMBOS[Math.floor(random() * COMBOS.length)]!, mode, account: gw.account(1) };
-  });
+    plan.push({ i, combo: COMBOS[Math.floor(random() * COMBOS.length)]!, mode, account: await gw.account(1) });
+  }
   up.reset();
   up.setDefault({ kind: "hang", ms: THINK_MS, then: ANSWER });
   const started = performance.now();

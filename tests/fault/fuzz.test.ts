@@ -24,7 +24,7 @@ let opening = 0;
 
 beforeAll(async () => {
   gw = await startTestGateway({ limits: { default_rpm: 100_000_000, count_tokens_rpm: 100_000_000 } });
-  acc = gw.account(1000);
+  acc = await gw.account(1000);
   opening = gw.money(acc.accountId).balance;
   port = Number(new URL(gw.url).port);
 });

@@ -105,7 +105,7 @@ const request: fc.Arbitrary<Req> = fc
   .filter((r) => !(r.stream && r.answer.jsonOnly) && !(!r.stream && r.answer.streamsOnly));
 
 async function check(r: Req): Promise<void> {
-  const acc = gw.account(FUNDS_USD);
+  const acc = await gw.account(FUNDS_USD);
   const before = gw.money(acc.accountId);
   // One case per request: the circuit breaker (relay/health.ts) would otherwise skip a route after three
   // failures in a row and answer 503 without calling it; a request refused before the upstream must

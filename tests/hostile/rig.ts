@@ -54,7 +54,7 @@ export async function startHostileRig(): Promise<HostileRig> {
     ],
     models: [text("raw", ["raw-a"]), text("raw-openai", ["raw-o"]), text("raw-then-mock", ["raw-a", "mock"])],
   });
-  const acct = gw.account(100);
+  const acct = await gw.account(100);
   const lines: Record<string, unknown>[] = [];
   const restore = events.redirect((line) => lines.push(JSON.parse(line) as Record<string, unknown>));
   return {

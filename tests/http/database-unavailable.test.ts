@@ -49,7 +49,7 @@ function fillDisk(): void {
 
 describe("a read-only database", () => {
   it("answers 503 database_unavailable with Retry-After, in the spec's error shape", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     readOnly();
     const res = await postWithApiKey(gw, "/v1/chat/completions", chat, a.key);
     expect(res.status).toBe(503);
@@ -60,7 +60,7 @@ describe("a read-only database", () => {
   });
 
   it("charges nothing and keeps no hold", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const before = gw.money(a.accountId);
     readOnly();
     const res = await postWithApiKey(gw, "/v1/chat/completions", chat, a.key);
@@ -70,7 +70,7 @@ describe("a read-only database", () => {
   });
 
   it("writes one event line with the request id and the SQLite code, not a stack", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     readOnly();
     const res = await postWithApiKey(gw, "/v1/chat/completions", chat, a.key);
     const mine = lines.filter((l) => l.request_id === idOf(res));
@@ -80,7 +80,7 @@ describe("a read-only database", () => {
   });
 
   it("keeps no hold of a stream that could not be settled", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     readOnly();
     // How the stream ends for the client is the stream's business (it may be cut); the hold must go.
     await postWithApiKey(gw, "/v1/chat/completions", { ...chat, stream: true }, a.key)
@@ -93,7 +93,7 @@ describe("a read-only database", () => {
   });
 
   it("serves again once the database is writable, without a restart", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     readOnly();
     expect((await postWithApiKey(gw, "/v1/chat/completions", chat, a.key)).status).toBe(503);
     gw.services.db.$client.exec("PRAGMA query_only = OFF");
@@ -103,7 +103,7 @@ describe("a read-only database", () => {
   });
 
   it("does not flood the log: repeats of one kind are rate-limited and counted", async () => {
-    const a = gw.account(10);
+    const a = await gw.account(10);
     readOnly();
     for (let i = 0; i < 60; i++) expect((await postWithApiKey(gw, "/v1/chat/completions", chat, a.key)).status).toBe(503);
     expect(lines.filter((l) => l.event === "gateway_error").length).toBeLessThanOrEqual(20);
@@ -113,7 +113,7 @@ describe("a read-only database", () => {
 
 describe("a full disk", () => {
   it("answers 503 database_unavailable, not 500, and charges nothing", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const before = gw.money(a.accountId);
     fillDisk();
     const statuses = new Set<number>();
@@ -129,7 +129,7 @@ describe("a full disk", () => {
   });
 
   it("serves again once space is freed", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     fillDisk();
     for (let i = 0; i < 40; i++) await postWithApiKey(gw, "/v1/chat/completions", chat, a.key);
     gw.services.db.$client.exec("DROP TABLE filler");
@@ -140,7 +140,7 @@ describe("a full disk", () => {
 describe("an unexpected error", () => {
   it("answers 500 under a request id that `gateway logs show` finds", async () => {
     gw.services.db.$client.exec("CREATE TRIGGER boom BEFORE INSERT ON ledger_entries WHEN NEW.kind = 'charge' BEGIN SELECT RAISE(ABORT, 'ledger exploded'); END");
-    const res = await postWithApiKey(gw, "/v1/chat/completions", chat, gw.account(1).key);
+    const res = await postWithApiKey(gw, "/v1/chat/completions", chat, (await gw.account(1)).key);
     expect(res.status).toBe(500);
     const row = await gatewayJson(["logs", "show", idOf(res), "--db", gw.config.database]);
     expect(row).toMatchObject({ request_id: idOf(res), status: 500, error_code: "internal_error" });
@@ -148,7 +148,7 @@ describe("an unexpected error", () => {
 
   it("writes one line per request and its stack once, not once per request", async () => {
     gw.services.db.$client.exec("CREATE TRIGGER boom BEFORE INSERT ON ledger_entries WHEN NEW.kind = 'charge' BEGIN SELECT RAISE(ABORT, 'ledger exploded'); END");
-    const a = gw.account(5);
+    const a = await gw.account(5);
     for (let i = 0; i < 5; i++) expect((await postWithApiKey(gw, "/v1/chat/completions", chat, a.key)).status).toBe(500);
     const errs = lines.filter((l) => l.event === "gateway_error");
     expect(errs).toHaveLength(5);

@@ -10,7 +10,7 @@ let gw: TestGateway;
 let key: string;
 beforeAll(async () => {
   gw = await startTestGateway({ limits: { default_rpm: 1000 } });
-  key = gw.account(5).key;
+  key = (await gw.account(5)).key;
 });
 afterAll(() => gw.stop());
 

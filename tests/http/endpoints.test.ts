@@ -119,7 +119,7 @@ describe("GET /api/pricing", () => {
 
 describe("POST /v1/messages", () => {
   it("answers a Messages response and charges its usage.cost_usd", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postJson(gw, "/v1/messages", a.key, { model: "demo", max_tokens: 64, messages: hi }, { "anthropic-version": "2023-06-01" });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { type: string; model: string; usage: { cost_usd: number } };
@@ -129,7 +129,7 @@ describe("POST /v1/messages", () => {
   });
 
   it("streams over SSE when asked", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postJson(gw, "/v1/messages", a.key, { model: "demo", max_tokens: 64, stream: true, messages: hi });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toStartWith("text/event-stream");
@@ -141,7 +141,7 @@ describe("POST /v1/messages", () => {
 
 describe("POST /v1/messages/count_tokens", () => {
   it("returns the byte estimate and charges nothing", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const untouched = balanceGuard(gw, a.accountId);
     const res = await postJson(gw, "/v1/messages/count_tokens", a.key, { model: "demo", messages: hi });
     expect(res.status).toBe(200);
@@ -154,7 +154,7 @@ describe("POST /v1/messages/count_tokens", () => {
 
 describe("POST /v1/chat/completions", () => {
   it("answers a Chat Completions response with usage.cost_usd", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postJson(gw, "/v1/chat/completions", a.key, { model: "demo", max_tokens: 64, messages: hi });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { object: string; model: string; usage: { cost_usd: number } };
@@ -165,7 +165,7 @@ describe("POST /v1/chat/completions", () => {
 
 describe("POST /v1/images/generations", () => {
   it("returns a real PNG of the requested size from the demo model and charges the per-image price", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postJson(gw, "/v1/images/generations", a.key, { model: "demo-image", prompt: "a red square", size: "64x32" });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { data: { b64_json: string }[]; usage: { cost_usd: number } };
@@ -190,7 +190,7 @@ describe("POST /v1/images/edits", () => {
     send(gw, "/v1/images/edits", { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
 
   it("edits multipart image[] files into a PNG of the requested size", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postForm(a.key, editForm(4));
     expect(res.status).toBe(200);
     const body = (await res.json()) as { data: { b64_json: string }[] };
@@ -198,7 +198,7 @@ describe("POST /v1/images/edits", () => {
   });
 
   it("refuses more than 4 source images with 400 invalid_request", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const untouched = balanceGuard(gw, a.accountId);
     const err = await expectError(await postForm(a.key, editForm(5)), 400, "invalid_request");
     expect(err.message).toContain("at most 4");
@@ -208,7 +208,7 @@ describe("POST /v1/images/edits", () => {
 
 describe("GET /v1/me", () => {
   it("shows the key's quota, the remaining balance and the limits", async () => {
-    const a = gw.account(3, { quotaNano: 2e9, rpm: 7 });
+    const a = await gw.account(3, { quotaNano: 2e9, rpm: 7 });
     const res = await send(gw, "/v1/me", { headers: keyHeaders(a.key) });
     expect(res.status).toBe(200);
     const body = (await res.json()) as Record<string, unknown>;
@@ -220,7 +220,7 @@ describe("GET /v1/me", () => {
   });
 
   it("takes the key in x-api-key as well as in Authorization: Bearer", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await send(gw, "/v1/me", { headers: { "x-api-key": a.key } });
     expect(res.status).toBe(200);
   });

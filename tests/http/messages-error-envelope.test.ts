@@ -10,7 +10,7 @@ let gw: TestGateway;
 let poor: string;
 beforeAll(async () => {
   gw = await startTestGateway({ limits: { default_rpm: 1000 } });
-  poor = gw.account("0.000001").key;
+  poor = (await gw.account("0.000001")).key;
 });
 afterAll(() => gw.stop());
 

@@ -53,7 +53,7 @@ async function pipelined(raw: string, waitMs = 3_000): Promise<{ text: string; c
 
 describe("two POSTs pipelined on one connection", () => {
   it("are answered in order, or the connection is closed with nothing charged, and a retry on a new connection is served", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const out = await pipelined(post(a.key) + post(a.key));
     const statuses = [...out.text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
     // Let a request the close left running settle its hold before the books are read.

@@ -191,7 +191,7 @@ describe("400 unsupported_content_type", () => {
 
 describe("a chat completion with only max_completion_tokens", () => {
   it("is served, and charged like one with max_tokens", async () => {
-    const b = t.gw.account(1);
+    const b = await t.gw.account(1);
     const res = await postJson(t.gw, "/v1/chat/completions", b.key, { model: "demo", max_completion_tokens: 16, messages: hi });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { usage: { cost_usd: number } };

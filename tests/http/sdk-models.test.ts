@@ -10,7 +10,7 @@ let gw: TestGateway;
 let key: string;
 beforeAll(async () => {
   gw = await startTestGateway();
-  key = gw.account(1).key;
+  key = (await gw.account(1)).key;
 });
 afterAll(() => gw.stop());
 

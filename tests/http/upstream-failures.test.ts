@@ -37,7 +37,7 @@ beforeAll(async () => {
       { id: "img", modalities: ["image"], endpoints: ["images.generations"], pricing: { per_image: 0.04 }, routes: [{ provider: "openai", model: "img-up" }] },
     ],
   }));
-  key = gw.account(100).key;
+  key = (await gw.account(100)).key;
   restore = events.redirect((line) => lines.push(JSON.parse(line) as Record<string, unknown>));
 });
 // Each test scripts its own failures: no open circuit breaker or leftover script from the one before.

@@ -34,7 +34,7 @@ const generations = () => raw.requests.filter((r) => r.path === "/v1/images/gene
 
 describe("an image request whose answer stalls after the headers", () => {
   it("is sent upstream once by the official openai SDK with its default retries", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: a.key, timeout: 30_000 });
     const err = (await client.images.generate({ model: "img", prompt: "a cat" }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(err).toBeInstanceOf(OpenAI.APIError);
@@ -44,7 +44,7 @@ describe("an image request whose answer stalls after the headers", () => {
   });
 
   it("replays the 502 to a retry with the same Idempotency-Key instead of running it again", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const send = () => postWithApiKey(gw, "/v1/images/generations", { model: "img", prompt: "a dog" }, a.key, { "idempotency-key": "img-once" });
     const first = await send();
     const firstError = await errorOf(first);

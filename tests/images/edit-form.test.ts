@@ -42,7 +42,7 @@ const upstreamEdits = () => up.hits["POST /v1/images/edits"] ?? 0;
 
 describe("POST /v1/images/edits form fields", () => {
   it("refuses n sent twice with 400 invalid_request naming n, sending nothing upstream", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const err = await expectError(await edit(a.key, editForm([["n", "1"], ["n", "10"]])), 400, "invalid_request");
     expect(err.message).toStartWith("n:");
     expect(upstreamEdits()).toBe(0);
@@ -50,7 +50,7 @@ describe("POST /v1/images/edits form fields", () => {
   });
 
   it("counts image and image[0]…image[4] together and refuses five sources", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const more: [string, File][] = [0, 1, 2, 3].map((i) => [`image[${i}]`, png()]);
     const err = await expectError(await edit(a.key, editForm(more)), 400, "invalid_request");
     expect(err.message).toContain("got 5");
@@ -58,21 +58,21 @@ describe("POST /v1/images/edits form fields", () => {
   });
 
   it("refuses background \"true\" with 400 invalid_request naming background", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const err = await expectError(await edit(a.key, editForm([["background", "true"]])), 400, "invalid_request");
     expect(err.message).toStartWith("background:");
     expect(upstreamEdits()).toBe(0);
   });
 
   it("serves background transparent, forwarded as sent", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const res = await edit(a.key, editForm([["background", "transparent"]]));
     expect(res.status).toBe(200);
     expect(up.requests.at(-1)!.body).toMatchObject({ background: "transparent", model: "gpt-image-1" });
   });
 
   it("replays a retry of the same form with the same Idempotency-Key, though its boundary differs", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const form = editForm([["n", "2"]]);
     const first = await edit(a.key, form, { "idempotency-key": "edit-1" });
     const again = await edit(a.key, form, { "idempotency-key": "edit-1" });
@@ -83,7 +83,7 @@ describe("POST /v1/images/edits form fields", () => {
   });
 
   it("still refuses the same Idempotency-Key with another source image with 409 idempotency_conflict", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     await (await edit(a.key, editForm(), { "idempotency-key": "edit-2" })).arrayBuffer();
     const other = new FormData();
     other.append("model", "img");
@@ -95,7 +95,7 @@ describe("POST /v1/images/edits form fields", () => {
 
 describe("POST /v1/images/generations enumerated fields", () => {
   it("refuses background \"true\" with 400 invalid_request naming background", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const res = await postWithApiKey(gw, "/v1/images/generations", { model: "img", prompt: "a cat", background: "true" }, a.key);
     expect((await expectError(res, 400, "invalid_request")).message).toStartWith("background:");
     expect(up.hits["POST /v1/images/generations"] ?? 0).toBe(0);

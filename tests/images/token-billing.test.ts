@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "bun:test";
 import OpenAI, { toFile } from "openai";
-import { stringify } from "smol-toml";
-import { gateway, gatewayJson, tempInstallation } from "../support/cli.ts";
-import { mockProviders, startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
+import { gateway, gatewayJson } from "../support/cli.ts";
+import { startGatewayWithInstallation, type TestGateway } from "../support/gateway.ts";
 import { sqlGet } from "../support/keyed.ts";
 import { encodePng, type MockUpstream } from "../support/mock-upstream.ts";
 
@@ -26,15 +25,11 @@ const MODELS = [
 let up: MockUpstream;
 let gw: TestGateway;
 let stop: () => Promise<void>;
-let install: ReturnType<typeof tempInstallation>;
+let install: Awaited<ReturnType<typeof startGatewayWithInstallation>>["install"];
 beforeAll(async () => {
-  ({ up, gw, stop } = await startGatewayOnMock({ openai: true, models: MODELS, limits: { default_rpm: 10_000 } }));
-  install = tempInstallation(stringify({ server: { host: "127.0.0.1" }, providers: mockProviders(up, true), models: MODELS }));
+  ({ up, gw, stop, install } = await startGatewayWithInstallation(MODELS));
 });
-afterAll(async () => {
-  await stop();
-  install.remove();
-});
+afterAll(() => stop());
 beforeEach(() => up.reset());
 
 const sdk = (key: string) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 });
@@ -56,7 +51,7 @@ const charged = (accountId: number, startUsd: number) => startUsd * 1e9 - gw.mon
 
 describe("token-priced generations are billed from the upstream's usage", () => {
   it("bills quality high 1024x1024 at its 4,160 output tokens: 0.16642 USD", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const r = await generate(a.key, "gpt-image", "high");
     expect(charged(a.accountId, 5)).toBe(TEXT_NANO + 4_160 * 40_000);
     expect(costOf(r.data)).toBe(0.16642);
@@ -64,14 +59,14 @@ describe("token-priced generations are billed from the upstream's usage", () => 
   });
 
   it("bills quality low 1024x1024 at its 272 output tokens: 0.0109 USD", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const r = await generate(a.key, "gpt-image", "low");
     expect(charged(a.accountId, 5)).toBe(TEXT_NANO + 272 * 40_000);
     expect(costOf(r.data)).toBe(0.0109);
   });
 
   it("bills an upstream that made 3 images for n=1 as one image's share of the output", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     up.script({ kind: "images", n: 3 });
     const r = await generate(a.key, "gpt-image", "high");
     expect(r.data.data).toHaveLength(1);
@@ -80,7 +75,7 @@ describe("token-priced generations are billed from the upstream's usage", () => 
   });
 
   it("bills per_image × images when the upstream reports no usage", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     up.script({ kind: "images", usage: false });
     const r = await generate(a.key, "gpt-image", "low", 2);
     expect(charged(a.accountId, 5)).toBe(2 * 167_000_000);
@@ -88,7 +83,7 @@ describe("token-priced generations are billed from the upstream's usage", () => 
   });
 
   it("bills per_image × images when the usage's counts are not whole numbers", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     up.script({ kind: "images", usage: { input_tokens: 4, output_tokens: -4160, total_tokens: 0 } });
     await generate(a.key, "gpt-image", "high");
     expect(charged(a.accountId, 5)).toBe(167_000_000);
@@ -97,7 +92,7 @@ describe("token-priced generations are billed from the upstream's usage", () => 
 
 describe("token-priced edits bill their source images", () => {
   it("bills two sources' image input tokens with the output and the prompt", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const r = await editTwo(a.key);
     // The mock reports 323 image tokens per source: 646 × 10 USD per 1M.
     const expected = TEXT_NANO + 646 * 10_000 + 4_160 * 40_000;
@@ -108,14 +103,14 @@ describe("token-priced edits bill their source images", () => {
 
 describe("a model priced per image", () => {
   it("ignores the usage the upstream reports: 0.04 USD an image whatever the quality", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     await generate(a.key, "flat-image", "high");
     await generate(a.key, "flat-image", "low");
     expect(charged(a.accountId, 5)).toBe(2 * 40_000_000);
   });
 
   it("bills an upstream that made 3 images for n=1 as one image", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     up.script({ kind: "images", n: 3 });
     await generate(a.key, "flat-image", "high");
     expect(charged(a.accountId, 5)).toBe(40_000_000);
@@ -124,7 +119,7 @@ describe("a model priced per image", () => {
 
 describe("the hold covers the worst case of the quality, size and count asked", () => {
   it("refuses high quality with 402 on a balance that covers low quality, sending nothing upstream", async () => {
-    const a = gw.account("0.05");
+    const a = await gw.account("0.05");
     await generate(a.key, "gpt-image-cheap-fallback", "low");
     const err = await generate(a.key, "gpt-image-cheap-fallback", "high").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);
@@ -135,7 +130,7 @@ describe("the hold covers the worst case of the quality, size and count asked", 
   });
 
   it("refuses n=2 at high quality on a balance that covers one", async () => {
-    const a = gw.account("0.2");
+    const a = await gw.account("0.2");
     const err = await generate(a.key, "gpt-image-cheap-fallback", "high", 2).catch((e: unknown) => e);
     expect((err as { status?: number }).status).toBe(402);
     await generate(a.key, "gpt-image-cheap-fallback", "high", 1);
@@ -145,14 +140,14 @@ describe("the hold covers the worst case of the quality, size and count asked", 
 
 describe("the request log keeps the image token counts", () => {
   it("in its row: prompt tokens in input_tokens, the sources' and the output's in image_input_tokens and image_output_tokens", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const { requestId } = await editTwo(a.key);
     const row = sqlGet(gw, "SELECT input_tokens, output_tokens, image_input_tokens, image_output_tokens, images, cost_nano FROM request_logs WHERE request_id = ?", requestId);
     expect(row).toEqual({ input_tokens: 4, output_tokens: 0, image_input_tokens: 646, image_output_tokens: 4_160, images: 1, cost_nano: TEXT_NANO + 646 * 10_000 + 4_160 * 40_000 });
   });
 
   it("so gateway logs show rebuilds an edit's cost class by class", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const { requestId } = await editTwo(a.key);
     const args = ["logs", "show", requestId, "--config", install.config, "--db", gw.config.database];
     const doc = await gatewayJson<{ cost_lines: Record<string, unknown>[]; price_table: string; cost_usd: number }>(args);
@@ -167,7 +162,7 @@ describe("the request log keeps the image token counts", () => {
   });
 
   it("and a per-image answer as images × per_image", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     const { requestId } = await generate(a.key, "flat-image", "high", 2);
     const doc = await gatewayJson<{ cost_lines: Record<string, unknown>[]; cost_usd: number }>(["logs", "show", requestId, "--config", install.config, "--db", gw.config.database]);
     expect(doc.cost_lines).toEqual([{ class: "per_image", count: 2, price_usd: "0.04", unit: "per image", cost_usd: "0.08" }]);

@@ -32,7 +32,7 @@ const costOf = (text: string) => usdToNanoShown(lastStreamCost(text)!);
 
 /** One request with the usage the upstream reports; returns what the client, the ledger and the log say. */
 async function charged(path: string, modelId: string, usage: Record<string, number>, opts: { stream?: boolean; usd?: number; maxTokens?: number } = {}) {
-  const a = gw.account(opts.usd ?? 10);
+  const a = await gw.account(opts.usd ?? 10);
   up.script({ kind: "text", text: "cached answer", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, ...usage } });
   const body = { ...messagesBody(opts.maxTokens ?? 1000, modelId), stream: opts.stream ?? false };
   const res = await postWithApiKey(gw, path, body, a.key);
@@ -123,7 +123,7 @@ describe("failed requests charge nothing", () => {
   };
 
   it("answers an upstream 500 with 502 upstream_unavailable and leaves the balance as it was", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     up.script({ kind: "error", status: 500 });
     const res = await postWithApiKey(gw, "/v1/messages", messagesBody(100, "claude-priced"), a.key);
     expect(res.status).toBe(502);
@@ -132,7 +132,7 @@ describe("failed requests charge nothing", () => {
   });
 
   it("charges nothing for a stream the upstream breaks before it completes", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     up.script({ kind: "fail_mid_stream", afterEvents: 4, mode: "drop" });
     const res = await postWithApiKey(gw, "/v1/messages", { ...messagesBody(100, "claude-priced"), stream: true }, a.key);
     expect(res.status).toBe(200);
@@ -141,14 +141,14 @@ describe("failed requests charge nothing", () => {
   });
 
   it("reserves nothing for an unknown model (404 model_not_found)", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postWithApiKey(gw, "/v1/messages", messagesBody(100, "no-such-model"), a.key);
     expect(res.status).toBe(404);
     unchanged(a, 1e9);
   });
 
   it("reserves nothing for an invalid body (400 invalid_request)", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postWithApiKey(gw, "/v1/messages", { model: "claude-priced", messages: [] }, a.key);
     expect(res.status).toBe(400);
     unchanged(a, 1e9);

@@ -22,7 +22,7 @@ let stop: () => Promise<void>;
 let payer: { key: string; accountId: number };
 beforeAll(async () => {
   ({ up, gw, stop } = await startGatewayOnMock({ openai: true, models: MODELS, limits: { default_rpm: 100_000, count_tokens_rpm: 100_000 } }));
-  payer = gw.account(100);
+  payer = await gw.account(100);
 });
 afterAll(() => stop());
 
@@ -106,7 +106,7 @@ describe("holds sized on the calibration", () => {
     const plain = holdNano(Math.ceil(bytes / 4));
     const calibrated = holdNano(Math.ceil(bytes / 6));
     // Between the two holds: too little for the plain estimate, enough for the calibrated one.
-    const poor = gw.account((calibrated + (plain - calibrated) / 2) / 1e9);
+    const poor = await gw.account((calibrated + (plain - calibrated) / 2) / 1e9);
     const refused = await postJson(gw, "/v1/messages", poor.key, body);
     expect(refused.status).toBe(402);
     expect((await errorOf(refused)).code).toBe("insufficient_balance");
@@ -131,7 +131,7 @@ describe("the plain estimate of a model not yet calibrated", () => {
     const expected = Math.ceil(asciiBytes / 4) + prompt.length;
     // Bytes / 4 counted the 3-byte characters three quarters of a token each.
     expect(expected).toBeGreaterThan(Math.ceil(bytes / 4) * 1.25);
-    const a = gw.account(10);
+    const a = await gw.account(10);
     up.script({ kind: "text", text: "好的。", chunks: 2, delayMs: 100 });
     const res = await postJson(gw, "/v1/messages", a.key, body);
     const reader = res.body!.getReader();
@@ -191,7 +191,7 @@ describe("a restart", () => {
     });
     try {
       const first = startGateway(config, { port: 0, quiet: true });
-      const a = accountsOf(first.services).account(10);
+      const a = await accountsOf(first.services).account(10);
       const body = messagesBody(16, "kept", TEXT);
       for (let i = 0; i < MIN_SAMPLES; i++) {
         up.script({ kind: "text", text: "Done.", usage: { input: Math.round(bytesOf(body) / 5) } });

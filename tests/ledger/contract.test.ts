@@ -7,7 +7,7 @@ import { Keys } from "../../src/store/keys/sqlite.ts";
 import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
 import { GroupCommit } from "../../src/store/commits/sqlite.ts";
 import { migratePostgres } from "../../src/store/engine/postgres/client.ts";
-import { createAccount } from "../../src/store/accounts/sqlite.ts";
+import { Accounts } from "../../src/store/accounts/sqlite.ts";
 import { HoldResolvedTwice, type Hold } from "../../src/ledger/hold.ts";
 import { Ledger } from "../../src/store/ledger/sqlite.ts";
 import type { MoneyLedger } from "../../src/store/ledger/contract.ts";
@@ -43,11 +43,11 @@ function sqliteSubject(): { subject: Subject; close(): void } {
   const subject: Subject = {
     ledgers: [ledger],
     async account(usd, quotaNano = null) {
-      const acc = createAccount(db, ledger, email(), { balanceNano: usd * USD });
-      return { accountId: acc.id, keyId: keys.create(acc.id, { quotaNano }).record.id };
+      const acc = await new Accounts(db, ledger).create(email(), { balanceNano: usd * USD });
+      return { accountId: acc.id, keyId: (await keys.create(acc.id, { quotaNano })).record.id };
     },
     async key(accountId, quotaNano = null) {
-      return keys.create(accountId, { quotaNano }).record.id;
+      return (await keys.create(accountId, { quotaNano })).record.id;
     },
     async entries(accountId) {
       return db.$client.query("SELECT kind, amount_nano AS amount, shortfall_nano AS shortfall FROM ledger_entries WHERE account_id = ? ORDER BY id").all(accountId) as never;

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Keys } from "../../src/store/keys/sqlite.ts";
 import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
-import { createAccount } from "../../src/store/accounts/sqlite.ts";
+import { Accounts } from "../../src/store/accounts/sqlite.ts";
 import { Ledger } from "../../src/store/ledger/sqlite.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import { anthropicConfig, ROOT, startServe } from "../support/cli.ts";
@@ -73,8 +73,8 @@ beforeAll(async () => {
   writeFileSync(join(dir, "gateway.toml"), anthropicConfig(up.url));
   db = openDatabase(join(dir, "gateway.db"));
   migrate(db);
-  const acc = createAccount(db, new Ledger(db), "crash@test.local", { balanceNano: OPENING });
-  const k = new Keys(db).create(acc.id, { rpm: 1000 });
+  const acc = await new Accounts(db, new Ledger(db)).create("crash@test.local", { balanceNano: OPENING });
+  const k = await new Keys(db).create(acc.id, { rpm: 1000 });
   account = { id: acc.id, key: k.key, keyId: k.record.id };
 
   const first = await serve();

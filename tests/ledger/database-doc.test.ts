@@ -12,7 +12,7 @@ let gw: TestGateway;
 let requestId: string;
 beforeAll(async () => {
   gw = await startTestGateway();
-  const a = gw.account(1);
+  const a = await gw.account(1);
   for (let i = 0; i < 3; i++) {
     const res = await postWithApiKey(gw, "/v1/messages", messagesBody(64, "demo"), a.key);
     expect(res.status).toBe(200);

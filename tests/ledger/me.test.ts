@@ -32,7 +32,7 @@ const CHARGE = { input: 1000, output: 2000, cacheRead: 0, cacheWrite: 0 };
 describe("GET /v1/me after known charges", () => {
   let a: { key: string; keyId: number; accountId: number };
   beforeAll(async () => {
-    a = gw.account(10, { quotaNano: 1_000_000_000, rpm: 77 });
+    a = await gw.account(10, { quotaNano: 1_000_000_000, rpm: 77 });
     for (let i = 0; i < 2; i++) {
       up.script({ kind: "text", text: "ok", usage: CHARGE });
       expect((await postWithApiKey(gw, "/v1/messages", messagesBody(100, "priced"), a.key)).status).toBe(200);
@@ -76,7 +76,7 @@ describe("GET /v1/me after known charges", () => {
 
 describe("GET /v1/me for a key without restrictions", () => {
   it("shows no quota limit or remaining, and the configured default rpm", async () => {
-    const a = gw.account(2);
+    const a = await gw.account(2);
     const m = await me(a.key);
     expect(m.key.quota).toEqual({ limit_usd: null, spent_usd: 0, reserved_usd: 0, remaining_usd: null });
     expect(m.balance).toEqual({ balance_usd: 2, reserved_usd: 0, spendable_usd: 2 });
@@ -91,7 +91,7 @@ describe("GET /v1/me for a key without restrictions", () => {
 
   // A charge is capped at what is left of the quota (issue 14 item 12), the rest recorded as shortfall.
   it("caps a charge that would pass the quota at the quota, and shows remaining quota as 0", async () => {
-    const a = gw.account(10, { quotaNano: 10_000_000 });
+    const a = await gw.account(10, { quotaNano: 10_000_000 });
     up.script({ kind: "text", text: "ok", usage: { input: 0, output: 100_000, cacheRead: 0, cacheWrite: 0 } }); // $1.5 on a $0.01 quota
     expect((await postWithApiKey(gw, "/v1/messages", messagesBody(1, "priced"), a.key)).status).toBe(200);
     expect((await me(a.key)).key.quota).toMatchObject({ limit_usd: 0.01, spent_usd: 0.01, remaining_usd: 0 });

@@ -4,7 +4,7 @@ import { readFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrate, openDatabase } from "../../src/store/engine/sqlite/client.ts";
-import { findLog } from "../../src/store/reports/sqlite.ts";
+import { Reports } from "../../src/store/reports/sqlite.ts";
 import { LOG_RETENTION_MS } from "../../src/store/request-log/contract.ts";
 import { RequestLog } from "../../src/store/request-log/sqlite.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
@@ -24,7 +24,7 @@ const rowOf = (res: Response) => sqlGet<Record<string, unknown> | null>(gw, "SEL
 
 describe("a request log row for every /v1 request", () => {
   it("records a served request's route, model, provider, tokens, cost and status", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postWithApiKey(gw, "/v1/chat/completions", chat(), a.key);
     const body = (await res.json()) as { usage: { prompt_tokens: number; completion_tokens: number; cost_usd: number } };
     expect(rowOf(res)).toMatchObject({
@@ -46,7 +46,7 @@ describe("a request log row for every /v1 request", () => {
   });
 
   it("records a stream once it has ended", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postWithApiKey(gw, "/v1/messages", { ...chat(), stream: true }, a.key);
     await res.text();
     expect(rowOf(res)).toMatchObject({ stream: 1, status: 200, endpoint: "messages" });
@@ -54,8 +54,8 @@ describe("a request log row for every /v1 request", () => {
   });
 
   it("records refusals with their status and error code, and no cost", async () => {
-    const poor = gw.account(0);
-    const slow = gw.account(1, { rpm: 1 });
+    const poor = await gw.account(0);
+    const slow = await gw.account(1, { rpm: 1 });
     await (await getWithKey(gw, "/v1/me", slow.key)).text();
     const cases: [Promise<Response>, number, string][] = [
       [postWithApiKey(gw, "/v1/chat/completions", chat(), null), 401, "no-key"],
@@ -78,7 +78,7 @@ describe("a request log row for every /v1 request", () => {
   });
 
   it("keeps no prompt, no completion and no key in any log row", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postWithApiKey(gw, "/v1/chat/completions", chat(), a.key);
     const answer = ((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content;
     expect(answer).toContain(PROMPT.slice(0, 20)); // the demo model echoes the prompt, so both are checked
@@ -89,7 +89,7 @@ describe("a request log row for every /v1 request", () => {
   });
 
   it("never writes a full key anywhere in the database file", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     await (await postWithApiKey(gw, "/v1/chat/completions", chat(), a.key)).text();
     const file = join(gw.dir, "gateway.db");
     const bytes = [file, `${file}-wal`].filter(existsSync).map((f) => readFileSync(f).toString("latin1")).join("");
@@ -98,7 +98,7 @@ describe("a request log row for every /v1 request", () => {
 });
 
 describe("retention", () => {
-  it("prunes rows older than 90 days and keeps younger ones", () => {
+  it("prunes rows older than 90 days and keeps younger ones", async () => {
     const dir = mkdtempSync(join(tmpdir(), "gw-log-"));
     const db = openDatabase(join(dir, "gateway.db"));
     try {
@@ -114,8 +114,8 @@ describe("retention", () => {
       db.$client.prepare("UPDATE request_logs SET created_at = ? WHERE request_id = ?").run(now - 89 * day, young);
       expect(LOG_RETENTION_MS).toBe(90 * day);
       expect(logs.prune(now)).toBe(1);
-      expect(findLog(db, old)).toBeNull();
-      expect(findLog(db, young)).not.toBeNull();
+      expect(await new Reports(db).find(old)).toBeNull();
+      expect(await new Reports(db).find(young)).not.toBeNull();
     } finally {
       db.$client.close();
       rmSync(dir, { recursive: true, force: true });

@@ -18,9 +18,9 @@ const chat = { model: "demo", max_tokens: 8, messages: hi };
 const countBody = { model: "demo", messages: hi };
 
 /** An account with three keys, each with the default 20 a minute. */
-function threeKeys() {
-  const a = gw.account(1);
-  return { accountId: a.accountId, keys: [a.key, gw.key(a.accountId).key, gw.key(a.accountId).key] };
+async function threeKeys() {
+  const a = await gw.account(1);
+  return { accountId: a.accountId, keys: [a.key, (await gw.key(a.accountId)).key, (await gw.key(a.accountId)).key] };
 }
 
 async function drain(res: Response): Promise<number> {
@@ -30,7 +30,7 @@ async function drain(res: Response): Promise<number> {
 
 describe("[limits] account_rpm across an account's keys", () => {
   it("refuses the account's 6th request of a minute, on whichever key, with 429 rate_limit and Retry-After, charging nothing", async () => {
-    const { accountId, keys } = threeKeys();
+    const { accountId, keys } = await threeKeys();
     for (let i = 0; i < 5; i++) expect(await drain(await getWithKey(gw, "/v1/me", keys[i % 3]!))).toBe(200);
     const untouched = balanceGuard(gw, accountId);
     const res = await postWithApiKey(gw, "/v1/chat/completions", chat, keys[2]!);
@@ -42,32 +42,32 @@ describe("[limits] account_rpm across an account's keys", () => {
   });
 
   it("counts count_tokens against the account's bucket too", async () => {
-    const { keys } = threeKeys();
+    const { keys } = await threeKeys();
     for (let i = 0; i < 5; i++) expect(await drain(await postWithApiKey(gw, "/v1/messages/count_tokens", countBody, keys[i % 3]!))).toBe(200);
     await expectError(await postWithApiKey(gw, "/v1/messages/count_tokens", countBody, keys[0]!), 429, "rate_limit");
     await expectError(await getWithKey(gw, "/v1/me", keys[1]!), 429, "rate_limit");
   });
 
   it("lets exactly 5 of 15 concurrent requests of one account through", async () => {
-    const { keys } = threeKeys();
+    const { keys } = await threeKeys();
     const statuses = await Promise.all(Array.from({ length: 15 }, (_, i) => getWithKey(gw, "/v1/me", keys[i % 3]!).then(drain)));
     expect(statuses.filter((s) => s === 200)).toHaveLength(5);
     expect(statuses.filter((s) => s === 429)).toHaveLength(10);
   });
 
   it("leaves other accounts their own bucket", async () => {
-    const { keys } = threeKeys();
+    const { keys } = await threeKeys();
     for (let i = 0; i < 6; i++) await drain(await getWithKey(gw, "/v1/me", keys[i % 3]!));
-    const other = gw.account(1);
+    const other = await gw.account(1);
     expect(await drain(await getWithKey(gw, "/v1/me", other.key))).toBe(200);
   });
 
   it("puts the tighter bucket in the x-ratelimit headers: the account's 5, or a key's own lower rpm", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await getWithKey(gw, "/v1/me", a.key);
     expect(res.headers.get("x-ratelimit-limit-requests")).toBe("5");
     expect(res.headers.get("x-ratelimit-remaining-requests")).toBe("4");
-    const slow = gw.key(a.accountId, { rpm: 2 });
+    const slow = await gw.key(a.accountId, { rpm: 2 });
     const res2 = await getWithKey(gw, "/v1/me", slow.key);
     expect(res2.headers.get("x-ratelimit-limit-requests")).toBe("2");
     expect(res2.headers.get("x-ratelimit-remaining-requests")).toBe("1");
@@ -76,7 +76,7 @@ describe("[limits] account_rpm across an account's keys", () => {
 
 describe("GET /v1/me with [limits] account_rpm", () => {
   it("names the account's limit beside the key's", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const me = (await (await getWithKey(gw, "/v1/me", a.key)).json()) as { limits: Record<string, unknown> };
     expect(me.limits).toMatchObject({ rpm: 20, count_tokens_rpm: 60, account_rpm: 5 });
   });
@@ -86,8 +86,8 @@ describe("without [limits] account_rpm", () => {
   it("limits each key by its own bucket only: two keys of one account make 40 requests a minute", async () => {
     const plain = await startTestGateway();
     try {
-      const a = plain.account(1);
-      const b = plain.key(a.accountId);
+      const a = await plain.account(1);
+      const b = await plain.key(a.accountId);
       const statuses = await Promise.all(Array.from({ length: 40 }, (_, i) => getWithKey(plain, "/v1/me", i % 2 ? b.key : a.key).then(drain)));
       expect(statuses).toEqual(Array(40).fill(200));
     } finally {

@@ -21,7 +21,7 @@ const count = (key: string | null, body: unknown = BODY) => postWithApiKey(gw, "
 
 describe("POST /v1/messages/count_tokens", () => {
   it("answers input_tokens and a gateway block saying the estimate is byte-based and not measured", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await count(a.key);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({
@@ -31,7 +31,7 @@ describe("POST /v1/messages/count_tokens", () => {
   });
 
   it("estimates by the plain rule: ⌈(3·bytes − characters) / 8⌉, 4 bytes a token for ASCII, more for multi-byte text", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const body = { model: "demo", messages: [{ role: "user", content: "ééé€" }] }; // 2 + 2 + 2 + 3 bytes
     const text = JSON.stringify(body);
     const bytes = new TextEncoder().encode(text).length;
@@ -46,26 +46,26 @@ describe("POST /v1/messages/count_tokens", () => {
   });
 
   it("charges nothing, holds nothing and writes no ledger row", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     for (let i = 0; i < 5; i++) await (await count(a.key)).arrayBuffer();
     expect(gw.money(a.accountId)).toEqual({ balance: 1e9, reserved: 0, ledgerSum: 1e9, openHolds: 0 });
     expect(ledgerRows(gw, a.accountId).map((r) => r.kind)).toEqual(["registration_credit"]);
   });
 
   it("works for an account with nothing left to spend", async () => {
-    const a = gw.account(0);
+    const a = await gw.account(0);
     expect((await count(a.key)).status).toBe(200);
   });
 
   it("still applies the key's restrictions: a model outside the allow-list gets 403 model", async () => {
-    const a = gw.account(1, { models: ["demo-image-1"] });
+    const a = await gw.account(1, { models: ["demo-image-1"] });
     const res = await count(a.key);
     expect(res.status).toBe(403);
     expect((await errorOf(res)).code).toBe("model");
   });
 
   it("refuses an unknown model with 404 model_not_found and a missing messages field with 400", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     expect((await count(a.key, { ...BODY, model: "nope" })).status).toBe(404);
     const res = await count(a.key, { model: "demo" });
     expect(res.status).toBe(400);
@@ -73,7 +73,7 @@ describe("POST /v1/messages/count_tokens", () => {
   });
 
   it("needs no max_tokens", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     expect((await count(a.key, { model: "demo", messages: [{ role: "user", content: "hi" }] })).status).toBe(200);
   });
 });
@@ -87,7 +87,7 @@ describe("POST /v1/messages/count_tokens over 8 MiB", () => {
   };
 
   it("is refused with 413 request_too_large naming the 8 MiB limit", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postWithApiKey(gw, "/v1/messages/count_tokens", JSON.parse(sized(8 * 1024 * 1024 + 1)), a.key);
     expect(res.status).toBe(413);
     const e = await errorOf(res);
@@ -96,7 +96,7 @@ describe("POST /v1/messages/count_tokens over 8 MiB", () => {
   });
 
   it("is counted up to 8 MiB", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postWithApiKey(gw, "/v1/messages/count_tokens", JSON.parse(sized(8 * 1024 * 1024)), a.key);
     expect(res.status).toBe(200);
   });

@@ -23,7 +23,7 @@ const GO_DURATION = /^(\d+h)?(\d+m)?(\d+(\.\d+)?s|\d+ms)$/;
 
 describe("x-ratelimit-* headers on key routes", () => {
   it("are on a successful answer: the key's limit, what is left, and the time until the bucket is full", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const res = await postWithApiKey(gw, "/v1/chat/completions", chat, a.key);
     expect(res.status).toBe(200);
     const h = rateHeaders(res);
@@ -34,20 +34,20 @@ describe("x-ratelimit-* headers on key routes", () => {
   });
 
   it("count down with each request", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     for (let i = 0; i < 3; i++) await (await getWithKey(gw, "/v1/me", a.key)).text();
     expect(rateHeaders(await getWithKey(gw, "/v1/me", a.key)).remaining).toBe("16");
   });
 
   it("are on an error answer after the key is known", async () => {
-    const poor = gw.account(0);
+    const poor = await gw.account(0);
     const res = await postWithApiKey(gw, "/v1/chat/completions", chat, poor.key);
     expect(res.status).toBe(402);
     expect(rateHeaders(res)).toMatchObject({ limit: "20", remaining: "19" });
   });
 
   it("say 0 remaining on a 429, next to Retry-After", async () => {
-    const a = gw.account(1, { rpm: 2 });
+    const a = await gw.account(1, { rpm: 2 });
     await (await getWithKey(gw, "/v1/me", a.key)).text();
     await (await getWithKey(gw, "/v1/me", a.key)).text();
     const res = await getWithKey(gw, "/v1/me", a.key);
@@ -59,12 +59,12 @@ describe("x-ratelimit-* headers on key routes", () => {
   });
 
   it("follow the key's own rpm", async () => {
-    const a = gw.account(1, { rpm: 7 });
+    const a = await gw.account(1, { rpm: 7 });
     expect(rateHeaders(await getWithKey(gw, "/v1/me", a.key))).toMatchObject({ limit: "7", remaining: "6" });
   });
 
   it("describe count_tokens' own bucket on count_tokens", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     await (await getWithKey(gw, "/v1/me", a.key)).text();
     const res = await postWithApiKey(gw, "/v1/messages/count_tokens", { model: "demo", messages: [{ role: "user", content: "hi" }] }, a.key);
     expect(res.status).toBe(200);
@@ -72,7 +72,7 @@ describe("x-ratelimit-* headers on key routes", () => {
   });
 
   it("are on a replayed idempotent answer", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const headers = { "idempotency-key": "rl-replay-1" };
     await (await postWithApiKey(gw, "/v1/chat/completions", chat, a.key, headers)).text();
     const replay = await postWithApiKey(gw, "/v1/chat/completions", chat, a.key, headers);

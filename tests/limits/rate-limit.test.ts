@@ -180,7 +180,7 @@ describe("rate limits on a running gateway (defaults: 20/min, count_tokens 60/mi
   };
 
   it("refuses the 21st request in a minute with 429 rate_limit and an integer Retry-After between 1 and 60", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     expect(await statuses(20, () => me(a.key))).toEqual(Array(20).fill(200));
     const res = await me(a.key);
     expect(res.status).toBe(429);
@@ -193,7 +193,7 @@ describe("rate limits on a running gateway (defaults: 20/min, count_tokens 60/mi
   });
 
   it("counts every key route against the same main bucket", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const chat = () => postWithApiKey(gw, "/v1/chat/completions", { model: "demo", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }, a.key);
     await statuses(10, chat);
     await statuses(10, () => me(a.key));
@@ -201,21 +201,21 @@ describe("rate limits on a running gateway (defaults: 20/min, count_tokens 60/mi
   });
 
   it("limits each key on its own, even within one account", async () => {
-    const a = gw.account(1);
-    const b = gw.key(a.accountId);
+    const a = await gw.account(1);
+    const b = await gw.key(a.accountId);
     await statuses(20, () => me(a.key));
     expect((await me(a.key)).status).toBe(429);
     expect((await me(b.key)).status).toBe(200);
   });
 
   it("keeps count_tokens available when the main bucket is empty", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     await statuses(21, () => me(a.key));
     expect((await count(a.key)).status).toBe(200);
   });
 
   it("gives count_tokens its own 60/min, without touching the main bucket", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     expect(await statuses(60, () => count(a.key))).toEqual(Array(60).fill(200));
     const res = await count(a.key);
     expect(res.status).toBe(429);
@@ -225,11 +225,11 @@ describe("rate limits on a running gateway (defaults: 20/min, count_tokens 60/mi
   });
 
   it("honours a key's own rpm instead of the default", async () => {
-    const slow = gw.account(1, { rpm: 3 });
+    const slow = await gw.account(1, { rpm: 3 });
     expect(await statuses(4, () => me(slow.key))).toEqual([200, 200, 200, 429]);
     const res = await me(slow.key);
     expect(res.headers.get("retry-after")).toBe("20");
-    const fast = gw.account(1, { rpm: 50 });
+    const fast = await gw.account(1, { rpm: 50 });
     expect(await statuses(50, () => me(fast.key))).toEqual(Array(50).fill(200));
   });
 
@@ -242,7 +242,7 @@ describe("configured limits", () => {
   it("apply limits.default_rpm and limits.count_tokens_rpm from the config", async () => {
     const gw = await startTestGateway({ limits: { default_rpm: 2, count_tokens_rpm: 1 } });
     try {
-      const a = gw.account(1);
+      const a = await gw.account(1);
       const codes: number[] = [];
       for (let i = 0; i < 3; i++) codes.push((await getWithKey(gw, "/v1/me", a.key)).status);
       for (let i = 0; i < 2; i++) codes.push((await postWithApiKey(gw, "/v1/messages/count_tokens", { model: "demo", messages: [] }, a.key)).status);

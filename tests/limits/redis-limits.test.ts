@@ -29,7 +29,7 @@ const drain = async (res: Promise<Response>) => (await res).text();
 
 describe("rate limits in Redis", () => {
   it("serves 20 requests of a key in a minute and refuses the 21st with 429 rate_limit and an integer Retry-After", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const first = await postWithApiKey(gw, "/v1/chat/completions", chat, a.key);
     expect(first.status).toBe(200);
     expect(rateHeaders(first)).toEqual({ limit: "20", remaining: "19" });
@@ -42,13 +42,13 @@ describe("rate limits in Redis", () => {
   });
 
   it("counts down in the x-ratelimit headers with each request", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     for (let i = 0; i < 3; i++) await drain(getWithKey(gw, "/v1/me", a.key));
     expect(rateHeaders(await getWithKey(gw, "/v1/me", a.key))).toEqual({ limit: "20", remaining: "16" });
   });
 
   it("follows the key's own rpm", async () => {
-    const a = gw.account(1, { rpm: 2 });
+    const a = await gw.account(1, { rpm: 2 });
     await drain(getWithKey(gw, "/v1/me", a.key));
     await drain(getWithKey(gw, "/v1/me", a.key));
     const res = await getWithKey(gw, "/v1/me", a.key);
@@ -57,7 +57,7 @@ describe("rate limits in Redis", () => {
   });
 
   it("keeps count_tokens on its own bucket of 60 a minute, untouched by the main one", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     for (let i = 0; i < 20; i++) await drain(getWithKey(gw, "/v1/me", a.key));
     expect((await getWithKey(gw, "/v1/me", a.key)).status).toBe(429);
     for (let i = 1; i <= 60; i++) {
@@ -71,7 +71,7 @@ describe("rate limits in Redis", () => {
   });
 
   it("names its keys gateway:rl:<key id>:main and :ct, and lets them expire within a minute", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     await drain(getWithKey(gw, "/v1/me", a.key));
     await drain(postWithApiKey(gw, "/v1/messages/count_tokens", countBody, a.key));
     for (const name of ["main", "ct"]) {
@@ -82,7 +82,7 @@ describe("rate limits in Redis", () => {
   });
 
   it("keeps whole units in the bucket: 60 000 a request, on Redis's millisecond clock", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     await drain(getWithKey(gw, "/v1/me", a.key));
     const [units, at] = (await redis.send("HMGET", `gateway:rl:${a.keyId}:main`, "units", "at")) as string[];
     expect(Number(units)).toBe(19 * 60_000);
@@ -91,7 +91,7 @@ describe("rate limits in Redis", () => {
   });
 
   it("loads its script again when Redis has forgotten it (NOSCRIPT), and goes on counting", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     await drain(getWithKey(gw, "/v1/me", a.key));
     expect(await redis.send("SCRIPT", "FLUSH")).toBe("OK");
     const res = await getWithKey(gw, "/v1/me", a.key);

@@ -36,7 +36,7 @@ const chat = { model: "demo", max_tokens: 20, messages: [{ role: "user", content
 
 describe("a Redis outage", () => {
   it("answers 503 rate_limit_unavailable with the standard error, its request id and Retry-After, and charges nothing", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     expect((await postWithApiKey(gw, "/v1/chat/completions", chat, a.key)).status).toBe(200);
     const untouched = balanceGuard(gw, a.accountId);
     await redis.stop();
@@ -58,7 +58,7 @@ describe("a Redis outage", () => {
   });
 
   it("lets no request through while it lasts, on any key route", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     await redis.stop();
     for (let i = 0; i < 30; i++) expect((await getWithKey(gw, "/v1/me", a.key)).status).toBe(503);
     const counted = await postWithApiKey(gw, "/v1/messages/count_tokens", { model: "demo", messages: [{ role: "user", content: "hi" }] }, a.key);
@@ -66,7 +66,7 @@ describe("a Redis outage", () => {
   });
 
   it("writes a rate_limit_store_failed event line for the operator, without the store's URL", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     await redis.stop();
     await (await getWithKey(gw, "/v1/me", a.key)).text();
     const line = lines.find((l) => l.event === "rate_limit_store_failed");
@@ -75,7 +75,7 @@ describe("a Redis outage", () => {
   });
 
   it("answers 503 within about the timeout when Redis is connected but does not answer", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     await (await getWithKey(gw, "/v1/me", a.key)).text();
     redis.pause();
     const started = performance.now();
@@ -87,7 +87,7 @@ describe("a Redis outage", () => {
   });
 
   it("serves again by itself once Redis is back, with the buckets it then keeps", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     await redis.stop();
     expect((await getWithKey(gw, "/v1/me", a.key)).status).toBe(503);
     await redis.start();

@@ -33,24 +33,24 @@ function copyKey(from: TestGateway, to: TestGateway, keyId: number): void {
 }
 
 /** A key that both gateways know. */
-function sharedKey(opts: { rpm?: number } = {}): string {
-  const a = one.account(1, opts);
-  const b = two.account(1, opts);
+async function sharedKey(opts: { rpm?: number } = {}): Promise<string> {
+  const a = await one.account(1, opts);
+  const b = await two.account(1, opts);
   expect(b.keyId).toBe(a.keyId);
   copyKey(one, two, a.keyId);
   return a.key;
 }
 
 /** An account with `n` keys that both gateways of the account-limited pair know, under the same ids. */
-function sharedAccountKeys(n: number): string[] {
-  const a = oneA.account(1);
-  const b = twoA.account(1);
+async function sharedAccountKeys(n: number): Promise<string[]> {
+  const a = await oneA.account(1);
+  const b = await twoA.account(1);
   expect(b.accountId).toBe(a.accountId);
   const keys = [a.key];
   copyKey(oneA, twoA, a.keyId);
   for (let i = 1; i < n; i++) {
-    const k = oneA.key(a.accountId);
-    expect(twoA.key(b.accountId).keyId).toBe(k.keyId);
+    const k = await oneA.key(a.accountId);
+    expect((await twoA.key(b.accountId)).keyId).toBe(k.keyId);
     copyKey(oneA, twoA, k.keyId);
     keys.push(k.key);
   }
@@ -61,7 +61,7 @@ const chat = { model: "demo", max_tokens: 20, messages: [{ role: "user", content
 
 describe("two gateways on one Redis", () => {
   it("serve a key 20 requests a minute between them, and refuse the 21st on either", async () => {
-    const key = sharedKey();
+    const key = await sharedKey();
     for (let i = 0; i < 20; i++) {
       const res = await getWithKey(i % 2 ? two : one, "/v1/me", key);
       expect(res.status).toBe(200);
@@ -75,7 +75,7 @@ describe("two gateways on one Redis", () => {
   });
 
   it("let exactly 20 of 40 concurrent requests through, whichever gateway each reaches", async () => {
-    const key = sharedKey();
+    const key = await sharedKey();
     const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => getWithKey(i % 2 ? two : one, "/v1/me", key)));
     const statuses = answers.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(20);
@@ -84,7 +84,7 @@ describe("two gateways on one Redis", () => {
   });
 
   it("share count_tokens' own bucket of 60 the same way", async () => {
-    const key = sharedKey();
+    const key = await sharedKey();
     const body = { model: "demo", messages: [{ role: "user", content: "hi" }] };
     for (let i = 0; i < 60; i++) expect((await postWithApiKey(i % 2 ? two : one, "/v1/messages/count_tokens", body, key)).status).toBe(200);
     await expectError(await postWithApiKey(two, "/v1/messages/count_tokens", body, key), 429, "rate_limit");
@@ -97,7 +97,7 @@ describe("two gateways on one Redis with [limits] account_rpm", () => {
   beforeAll(() => redis.send("FLUSHALL"));
 
   it("serve an account 5 requests a minute across its keys and both gateways, and refuse the 6th on either", async () => {
-    const keys = sharedAccountKeys(3);
+    const keys = await sharedAccountKeys(3);
     for (let i = 0; i < 5; i++) {
       const res = await getWithKey(i % 2 ? twoA : oneA, "/v1/me", keys[i % 3]!);
       expect(res.status).toBe(200);
@@ -112,7 +112,7 @@ describe("two gateways on one Redis with [limits] account_rpm", () => {
   });
 
   it("let exactly 5 of 24 concurrent requests of one account through, whichever gateway and key each uses", async () => {
-    const keys = sharedAccountKeys(3);
+    const keys = await sharedAccountKeys(3);
     const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => getWithKey(i % 2 ? twoA : oneA, "/v1/me", keys[i % 3]!)));
     const statuses = answers.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(5);

@@ -39,7 +39,7 @@ describe("a flood of bad-key requests", () => {
   let statuses: Record<number, number>;
   beforeAll(async () => {
     gw = await startTestGateway({ limits: { default_rpm: 100_000 } });
-    valid = gw.account(5).key;
+    valid = (await gw.account(5)).key;
     statuses = await flood(3000, 32, () => postWithApiKey(gw, "/v1/chat/completions", ask, BAD));
   });
   afterAll(() => gw.stop());

@@ -60,7 +60,7 @@ const countBody = { model: "demo", messages: hi };
 
 describe("a count_tokens request refused by a rate limit", () => {
   it("is answered 429 by its key's count_tokens bucket while its body is still coming", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     expect((await postWithApiKey(gw, "/v1/messages/count_tokens", countBody, a.key)).status).toBe(200);
     const res = await postEndless("/v1/messages/count_tokens", keyHeaders(a.key));
     expect(res).not.toBeNull();
@@ -68,16 +68,16 @@ describe("a count_tokens request refused by a rate limit", () => {
   });
 
   it("is answered 429 by its account's bucket while its body is still coming", async () => {
-    const a = gw.account(1);
-    for (let i = 0; i < 3; i++) expect((await postWithApiKey(gw, "/v1/messages/count_tokens", countBody, gw.key(a.accountId).key)).status).toBe(200);
-    const res = await postEndless("/v1/messages/count_tokens", keyHeaders(gw.key(a.accountId).key));
+    const a = await gw.account(1);
+    for (let i = 0; i < 3; i++) expect((await postWithApiKey(gw, "/v1/messages/count_tokens", countBody, (await gw.key(a.accountId)).key)).status).toBe(200);
+    const res = await postEndless("/v1/messages/count_tokens", keyHeaders((await gw.key(a.accountId)).key));
     expect(res).not.toBeNull();
     const err = await expectError(res!, 429, "rate_limit");
     expect(err.message).toContain("this account");
   });
 
   it("is answered at once when it declares 8 MiB (its limit) and sends none of it", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     expect((await postWithApiKey(gw, "/v1/messages/count_tokens", countBody, a.key)).status).toBe(200);
     const { promise, resolve } = Promise.withResolvers<string>();
     let got = "";
@@ -108,8 +108,8 @@ describe("a request refused by its key", () => {
   });
 
   it("is answered 403 inactive on /v1/chat/completions while its body is still coming", async () => {
-    const a = gw.account(1);
-    gw.services.keys.revoke(a.keyId);
+    const a = await gw.account(1);
+    await gw.services.keys.revoke(a.keyId);
     const res = await postEndless("/v1/chat/completions", keyHeaders(a.key));
     expect(res).not.toBeNull();
     await expectError(res!, 403, "inactive", "permission_error");

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { requestIdPrefixAt } from "../../src/core/request-id.ts";
-import { findLog } from "../../src/store/reports/sqlite.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 
 // [logs] retention_days (default 90): how long the server keeps request log rows.
@@ -23,13 +22,13 @@ describe("the server's log retention", () => {
   });
   afterAll(() => gw.stop());
 
-  it("prunes what is older than [logs] retention_days and keeps the rest", () => {
+  it("prunes what is older than [logs] retention_days and keeps the rest", async () => {
     const old = rowAged(gw, 6);
     const young = rowAged(gw, 4);
     expect(gw.services.logs.retentionDays).toBe(5);
     expect(gw.services.logs.prune()).toBe(1);
-    expect(findLog(gw.services.db, old)).toBeNull();
-    expect(findLog(gw.services.db, young)).not.toBeNull();
+    expect(await gw.services.reports.find(old)).toBeNull();
+    expect(await gw.services.reports.find(young)).not.toBeNull();
   });
 });
 
@@ -40,11 +39,11 @@ describe("without [logs] retention_days", () => {
   });
   afterAll(() => gw.stop());
 
-  it("keeps rows 90 days", () => {
+  it("keeps rows 90 days", async () => {
     const old = rowAged(gw, 91);
     const young = rowAged(gw, 89);
     expect(gw.services.logs.prune()).toBe(1);
-    expect(findLog(gw.services.db, old)).toBeNull();
-    expect(findLog(gw.services.db, young)).not.toBeNull();
+    expect(await gw.services.reports.find(old)).toBeNull();
+    expect(await gw.services.reports.find(young)).not.toBeNull();
   });
 });

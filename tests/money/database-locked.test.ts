@@ -34,7 +34,7 @@ function holdWriteLock(): { release(): void } {
 
 describe("a write lock held by another process", () => {
   it("answers 503 database_unavailable (retryable) within a few seconds, charges nothing and leaves no hold", async () => {
-    const a = gw.account(10);
+    const a = await gw.account(10);
     const lock = holdWriteLock();
     let res: Response;
     const started = performance.now();
@@ -53,7 +53,7 @@ describe("a write lock held by another process", () => {
   });
 
   it("does not block the event loop: GET /status answers at once meanwhile", async () => {
-    const a = gw.account(10);
+    const a = await gw.account(10);
     const lock = holdWriteLock();
     try {
       const pending = postWithApiKey(gw, "/v1/messages", messagesBody(100, "claude-l"), a.key);
@@ -68,7 +68,7 @@ describe("a write lock held by another process", () => {
   });
 
   it("serves and charges again once the lock is let go", async () => {
-    const a = gw.account(10);
+    const a = await gw.account(10);
     const lock = holdWriteLock();
     const pending = postWithApiKey(gw, "/v1/messages", messagesBody(100, "claude-l"), a.key);
     await Bun.sleep(300);

@@ -39,7 +39,7 @@ async function settledBooks(accountId: number) {
 describe("a Messages stream the client cancels", () => {
   // item 1: message_start's output_tokens: 1 won over the delivered text, cutting the bill by ~70 %.
   it("right after content_block_stop is billed the output it delivered, not message_start's count of 1", async () => {
-    const a = gw.account(10);
+    const a = await gw.account(10);
     const text = "x".repeat(800);
     up.script({ kind: "text", text, chunks: 4, delayMs: 150 });
     const ctl = new AbortController();
@@ -61,7 +61,7 @@ describe("a Messages stream the client cancels", () => {
 describe("a usage priced above 2^53 nano-dollars", () => {
   // item 2: a RangeError before the hold was let go: 500, nothing charged, the hold leaked.
   it("charges what the balance allows, records the shortfall and leaves no hold", async () => {
-    const a = gw.account(2);
+    const a = await gw.account(2);
     up.script({ kind: "text", text: "ok", usage: { input: 1, output: 1e12, cacheRead: 0, cacheWrite: 0 } });
     const res = await postWithApiKey(gw, "/v1/messages", messagesBody(100, "claude-m"), a.key);
     expect(res.status).toBe(200);
@@ -77,7 +77,7 @@ describe("a usage priced above 2^53 nano-dollars", () => {
 describe("a stream whose upstream keeps the connection open after message_stop", () => {
   // item 5: the answer waited for the upstream's EOF, and a kill meanwhile lost its charge.
   it("ends at message_stop, and its charge is in the ledger before the final usage event arrives", async () => {
-    const a = gw.account(10);
+    const a = await gw.account(10);
     const frames = [
       ["message_start", { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "m", content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 1 } } }],
       ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }],
@@ -96,7 +96,7 @@ describe("a stream whose upstream keeps the connection open after message_stop",
       models: [model("claude-m")],
     });
     up.reset();
-    const a2 = g2.account(10);
+    const a2 = await g2.account(10);
     const started = performance.now();
     const res = await postWithApiKey(g2, "/v1/messages", { ...messagesBody(100, "claude-m"), stream: true }, a2.key);
     const requestId = res.headers.get("x-gateway-request-id")!;
@@ -122,7 +122,7 @@ describe("a stream whose upstream keeps the connection open after message_stop",
 
 describe("an answer whose final usage cannot be charged", () => {
   it("never shows cost_usd for a charge that did not commit: the stream ends in an error, free", async () => {
-    const a = gw.account(10);
+    const a = await gw.account(10);
     const before = gw.money(a.accountId).balance;
     up.script({ kind: "text", text: "hello", chunks: 2 });
     gw.services.db.$client.exec("CREATE TRIGGER no_charge BEFORE INSERT ON ledger_entries WHEN NEW.kind = 'charge' BEGIN SELECT RAISE(ABORT, 'disk says no'); END");
@@ -142,7 +142,7 @@ describe("an answer whose final usage cannot be charged", () => {
 describe("Idempotency-Key on a stream that failed mid-answer", () => {
   // item 12: the failed stream was stored and replayed for 24 h.
   it("is not replayed: the retry runs again", async () => {
-    const a = gw.account(10);
+    const a = await gw.account(10);
     const headers = { "idempotency-key": `idem-${Date.now()}` };
     const body = { ...messagesBody(100, "claude-m"), stream: true };
     up.script({ kind: "fail_mid_stream", afterEvents: 3, mode: "drop" });
@@ -158,7 +158,7 @@ describe("Idempotency-Key on a stream that failed mid-answer", () => {
 
 describe("a request that fails after its reserve", () => {
   it("answers with the error, keeps no hold and charges nothing", async () => {
-    const a = gw.account(10);
+    const a = await gw.account(10);
     up.script({ kind: "error", status: 500 }, { kind: "error", status: 500 });
     const res = await postWithApiKey(gw, "/v1/messages", messagesBody(100, "claude-m"), a.key);
     expect(res.status).toBe(502);
@@ -184,7 +184,7 @@ describe("images", () => {
 
   // item 9: 25 images for n = 1 charged 1 USD against a 0.04 hold.
   it("charges at most the n images asked for, and returns that many", async () => {
-    const a = img.account(5);
+    const a = await img.account(5);
     imgUp.script({ kind: "images", n: 25 });
     const res = await postWithApiKey(img, "/v1/images/generations", { model: "img-1", prompt: "a cat", n: 1 }, a.key);
     expect(res.status).toBe(200);
@@ -220,7 +220,7 @@ describe("images", () => {
       ],
     });
     try {
-      const a = g3.account(5);
+      const a = await g3.account(5);
       const res = await postWithApiKey(g3, "/v1/images/generations", { model: "img-1", prompt: "a cat", n: 1 }, a.key);
       expect(res.status).toBe(502);
       expect((await errorOf(res)).code).toBe("ambiguous_upstream_result");

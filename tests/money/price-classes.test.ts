@@ -102,7 +102,7 @@ const chargeOf = (requestId: string) =>
 
 /** Scripts the upstream's usage, sends the request, and checks the charge, what was shown, and the balance. */
 async function expectCharged(p: Path, modelId: string, usage: UsageOverride, nano: number): Promise<string> {
-  const a = gw.account(100);
+  const a = await gw.account(100);
   const before = gw.money(a.accountId).balance;
   up.script({ kind: "text", text: "ok", usage });
   const { shown, requestId } = await call(a.key, p, modelId);

@@ -43,7 +43,7 @@ function cachedBody(model: string, tokens: number, cache?: object, extra: object
 
 /** Sends `body` on an account of `usd` and returns the answer's status; a refusal leaves the balance as it was. */
 async function statusOn(usd: number, path: string, body: object): Promise<number> {
-  const a = gw.account(usd);
+  const a = await gw.account(usd);
   const before = gw.money(a.accountId).balance;
   up.script({ kind: "text", text: "ok", usage: { input: 10, output: 1 } });
   const res = await postWithApiKey(gw, path, body, a.key);

@@ -22,7 +22,7 @@ const TEXT = "a".repeat(400); // 100 tokens at 4 characters each
 const AT_LEAST_TEXT = 100;
 
 async function billed(path: string, modelId: string, behaviour: Parameters<MockUpstream["script"]>[0], stream = false) {
-  const a = gw.account(10);
+  const a = await gw.account(10);
   up.script(behaviour);
   const body = path === "/v1/messages" ? { ...messagesBody(1000, modelId), stream } : { model: modelId, max_tokens: 1000, stream, messages: [{ role: "user", content: "hi" }] };
   const res = await postWithApiKey(gw, path, body, a.key);

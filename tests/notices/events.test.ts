@@ -18,7 +18,7 @@ const settle = () => rig.gw.services.notices.drain(5_000);
 
 describe("low balance", () => {
   test("one email and one balance.low event per crossing, not per request below the threshold", async () => {
-    const a = rig.gw.account(1);
+    const a = await rig.gw.account(1);
     const { accounts } = rig.gw.services;
     await accounts.setLowBalanceThreshold(a.accountId, usdToNano(1));
     for (let i = 0; i < 3; i++) expect((await chat(a.key)).status).toBe(200);
@@ -27,7 +27,7 @@ describe("low balance", () => {
     expect(lowMails(a.email)[0]!.text).toContain(`${SITE}/`);
     expect(rig.hook.deliveries.filter((d) => d.event.type === "balance.low" && d.event.data.account_id === a.accountId)).toHaveLength(1);
     // Back above the threshold (an operator credit), then below again: a second notice.
-    const admin = rig.gw.account(0);
+    const admin = await rig.gw.account(0);
     rig.gw.services.db!.$client.run("UPDATE accounts SET admin = 1 WHERE id = ?", [admin.accountId]);
     await rig.gw.services.ledger.credit(a.accountId, usdToNano(1), "operator_credit");
     rig.gw.services.notices.credited(a.accountId, usdToNano(1), "operator_credit");
@@ -51,7 +51,7 @@ describe("webhook events", () => {
     expect((await rig.browser().call("POST", "/api/verify", linkIn(mail.text))).status).toBe(200);
     expect((await rig.hook.waitFor("account.verified", { email })).event.data).toMatchObject({ email, starting_credit_usd: 1 });
 
-    const a = rig.gw.account(5);
+    const a = await rig.gw.account(5);
     rig.gw.services.notices.credited(a.accountId, usdToNano(2), "top_up", "cs_test_1");
     expect((await rig.hook.waitFor("topup.credited", { account_id: a.accountId })).event.data).toMatchObject({ account_id: a.accountId, kind: "top_up", amount_usd: 2, reference: "cs_test_1" });
 
@@ -79,7 +79,7 @@ describe("webhook events", () => {
     const { res } = await admin.register();
     const adminId = ((await res.json()) as { id: number }).id;
     rig.gw.services.db!.$client.run("UPDATE accounts SET admin = 1 WHERE id = ?", [adminId]);
-    const a = rig.gw.account(1);
+    const a = await rig.gw.account(1);
     expect((await admin.call("POST", `/api/admin/accounts/${a.accountId}/credit`, { usd: "4" })).status).toBe(200);
     await settle();
     const d = rig.hook.deliveries.find((x) => x.event.type === "topup.credited" && x.event.data.account_id === a.accountId)!;
@@ -88,7 +88,7 @@ describe("webhook events", () => {
 
   test("a receiver that fails is retried with the same event until it answers", async () => {
     rig.hook.failNext = 2;
-    const a = rig.gw.account(1);
+    const a = await rig.gw.account(1);
     rig.gw.services.notices.credited(a.accountId, usdToNano(1), "operator_credit");
     await settle();
     const got = rig.hook.deliveries.filter((d) => d.event.type === "topup.credited" && d.event.data.account_id === a.accountId);

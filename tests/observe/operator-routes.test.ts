@@ -58,7 +58,7 @@ describe("GET /metrics with [server] metrics = \"loopback\" (the default)", () =
   afterAll(() => gw.stop());
 
   it("serves the Prometheus text format to a loopback caller, with requests, tokens, cost, holds, breakers and batches", async () => {
-    const a = gw.account(5);
+    const a = await gw.account(5);
     for (let i = 0; i < 3; i++) await (await postWithApiKey(gw, "/v1/chat/completions", chat, a.key)).text();
     const res = await fetch(`${gw.url}/metrics`);
     expect(res.status).toBe(200);

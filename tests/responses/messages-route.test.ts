@@ -110,7 +110,7 @@ describe("a Responses request on a Messages route", () => {
   });
 
   it("charges the catalog price of every Anthropic usage bucket, cache writes included", async () => {
-    const a = rig.gw.account(5);
+    const a = await rig.gw.account(5);
     const u = { input: 1000, output: 500, cacheRead: 2000, cacheWrite: 300 };
     rig.up.script({ kind: "text", text: "cached", usage: u });
     await rig.openai(a.key).responses.stream({ model, input: "hi", max_output_tokens: 1000 }).finalResponse();

@@ -17,7 +17,7 @@ const ask = (extra: Record<string, unknown> = {}) => ({ model: "gpt-native", inp
 
 /** Sends `body` from a fresh 1 USD account; the refusal must leave the balance and the upstream alone. */
 async function refused(body: unknown): Promise<{ res: Response; error: WireError }> {
-  const a = rig.gw.account(1);
+  const a = await rig.gw.account(1);
   const before = rig.up.requests.length;
   const res = await postResponses(rig, body, a.key);
   const error = await errorOf(res);

@@ -204,8 +204,8 @@ describe("cost", () => {
   const bucketed = { input: 1000, output: 500, cacheRead: 2000, cacheWrite: 0 };
   for (const stream of [false, true]) {
     it(`charges a ${stream ? "streamed" : "non-streamed"} response exactly what the same chat completion costs`, async () => {
-      const viaChat = rig.gw.account(5);
-      const viaResponses = rig.gw.account(5);
+      const viaChat = await rig.gw.account(5);
+      const viaResponses = await rig.gw.account(5);
       rig.up.script({ kind: "text", text: "same answer", usage: bucketed });
       const chat = await rig.openai(viaChat.key).chat.completions.create({ model, max_completion_tokens: 1000, messages: [{ role: "user", content: "hi" }] });
       rig.up.script({ kind: "text", text: "same answer", usage: bucketed });

@@ -38,7 +38,7 @@ for (const [model, label] of [["gpt-native", "an OpenAI"], ["claude-native", "an
       });
 
       it(`charges nothing and holds nothing when the upstream ${how}`, async () => {
-        const a = rig.gw.account(1);
+        const a = await rig.gw.account(1);
         rig.up.script(brokenAfter(4, mode));
         const res = await postResponses(rig, { model, input: "hi", stream: true }, a.key);
         await res.text();

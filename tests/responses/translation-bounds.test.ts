@@ -49,7 +49,7 @@ describe("work before the reserve", () => {
   it("answers a 0 USD key's 100,000 function_call items with 402 in under a second, /healthz answering meanwhile", async () => {
     // Before the fix the translation alone took 13 to 28 s; the body is now refused before it is read.
     const body = JSON.stringify({ model, input: functionCalls(100_000) });
-    const poor = rig.gw.account(0);
+    const poor = await rig.gw.account(0);
     const { result, worstMs } = await worstHealthzMs(async () => {
       const t = performance.now();
       const res = await send(rig.gw, "/v1/responses", { method: "POST", headers: keyHeaders(poor.key), body });
@@ -71,7 +71,7 @@ describe("bodies that grow in translation", () => {
   });
 
   it("admits a 0.10 USD account's concurrent large requests only as far as its balance covers, with no shortfall", async () => {
-    const acct = rig.gw.account("0.10");
+    const acct = await rig.gw.account("0.10");
     // 100 KB client bytes; copied per tool, the description made 10 MB (7.50 USD of input each).
     const body = { model, input: "hi", max_output_tokens: 16, tools: [namespaced(100_000, 100)] };
     const answers = await Promise.all(Array.from({ length: 15 }, () => postResponses(rig, body, acct.key)));
@@ -89,13 +89,13 @@ describe("bodies that grow in translation", () => {
     // A custom tool travels as a function with a fixed schema: about 9x its 30 bytes.
     const tools = Array.from({ length: 90_000 }, (_, i) => ({ type: "custom", name: `c${i}` }));
     const big = { model, input: "hi", max_output_tokens: 16, tools };
-    const sender = rig.gw.account(100);
+    const sender = await rig.gw.account(100);
     for (let i = 0; i < 4; i++) {
       const res = await postResponses(rig, big, sender.key);
       expect(res.status).toBe(413);
       expect((await errorOf(res)).code).toBe("request_too_large");
     }
-    const other = rig.gw.account(1);
+    const other = await rig.gw.account(1);
     const plain = await postResponses(rig, { model, input: "hi" }, other.key);
     expect(plain.status).toBe(200);
     const status = (await (await send(rig.gw, "/status")).json()) as { models: { id: string; state: string }[] };
@@ -108,7 +108,7 @@ describe("estimates others can poison", () => {
   it("keeps another account's count_tokens near the plain estimate after 25 requests that grew 9x in translation", async () => {
     // Custom tools still grow on their way upstream (each gains a fixed schema); the namespace shape
     // (76x) did too. Learnt on the client's bytes, either taught the model a fraction of a byte a token.
-    const attacker = rig.gw.account(100);
+    const attacker = await rig.gw.account(100);
     const tools = Array.from({ length: 300 }, (_, i) => ({ type: "custom", name: `c${i}` }));
     for (let i = 0; i < 25; i++) {
       const res = await postResponses(rig, { model: CAPPED.id, input: `hi ${i}`, tools }, attacker.key);
@@ -116,7 +116,7 @@ describe("estimates others can poison", () => {
     }
     const message = { model: CAPPED.id, messages: [{ role: "user", content: "How many tokens is this sentence, roughly, by your count?" }] };
     const bytes = JSON.stringify(message).length;
-    const res = await postWithApiKey(rig.gw, "/v1/messages/count_tokens", message, rig.gw.account(1).key);
+    const res = await postWithApiKey(rig.gw, "/v1/messages/count_tokens", message, (await rig.gw.account(1)).key);
     const answer = (await res.json()) as { input_tokens: number; gateway: { method: string } };
     expect(answer.gateway.method).toBe("byte_estimate_calibrated");
     const plain = estimateTokens(bytes);

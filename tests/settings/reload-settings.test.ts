@@ -16,7 +16,7 @@ let key: string;
 beforeAll(async () => {
   ({ up, gw, stop } = await startGatewayOnMock({ models: [textModel("claude-x", "anthropic")], limits: { default_rpm: 20 } }));
   other = await startMockUpstream();
-  key = gw.account(5).key;
+  key = (await gw.account(5)).key;
 });
 afterAll(async () => {
   await stop();

@@ -2,19 +2,20 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig, type Config } from "../../src/config/load.ts";
-import { createAccount } from "../../src/store/accounts/sqlite.ts";
 import { usdToNano } from "../../src/core/money.ts";
 import type { NewKey } from "../../src/store/keys/contract.ts";
 import type { SqliteServices } from "../../src/services.ts";
 import { startGateway, type RunningGateway } from "../../src/server.ts";
 import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";
+import { tempInstallation } from "./cli.ts";
+import { stringify } from "smol-toml";
 
 /** Accounts and keys made straight in the database, and the books read back, for any running gateway. */
 export interface Accounts {
   /** A new account with `usd` dollars (default 10) and one key; returns the key text and ids. */
-  account(usd?: number | string, key?: NewKey): { key: string; accountId: number; keyId: number; email: string };
+  account(usd?: number | string, key?: NewKey): Promise<{ key: string; accountId: number; keyId: number; email: string }>;
   /** Another key on an existing account. */
-  key(accountId: number, opts?: NewKey): { key: string; keyId: number };
+  key(accountId: number, opts?: NewKey): Promise<{ key: string; keyId: number }>;
   /** balance_nano, the holds of running requests (in the server's memory) and the ledger sum of an account. */
   money(accountId: number): { balance: number; reserved: number; ledgerSum: number; openHolds: number };
 }
@@ -28,14 +29,14 @@ let seq = 0;
 
 export function accountsOf(svc: SqliteServices): Accounts {
   return {
-    account(usd = 10, key = {}) {
+    async account(usd = 10, key = {}) {
       const email = `user${process.pid}-${++seq}@test.local`;
-      const acc = createAccount(svc.db, svc.ledger, email, { balanceNano: usdToNano(usd) });
-      const k = svc.keys.create(acc.id, key);
+      const acc = await svc.accounts.create(email, { balanceNano: usdToNano(usd) });
+      const k = await svc.keys.create(acc.id, key);
       return { key: k.key, accountId: acc.id, keyId: k.record.id, email };
     },
-    key(accountId, opts = {}) {
-      const k = svc.keys.create(accountId, opts);
+    async key(accountId, opts = {}) {
+      const k = await svc.keys.create(accountId, opts);
       return { key: k.key, keyId: k.record.id };
     },
     money(accountId) {
@@ -100,6 +101,29 @@ export async function startGatewayOnMock(opts: {
     async stop() {
       await gw.stop();
       await up.stop();
+    },
+  };
+}
+
+/**
+ * The gateway of startGatewayOnMock (both vendors, 10,000 requests a minute) and an installation
+ * folder whose config holds the same catalog, for the CLI's own processes: what a test needs to
+ * compare the server's answers with the CLI's. stop() stops both and removes the folder.
+ */
+export async function startGatewayWithInstallation(models: Record<string, unknown>[]): Promise<{
+  up: MockUpstream;
+  gw: TestGateway;
+  install: ReturnType<typeof tempInstallation>;
+  stop(): Promise<void>;
+}> {
+  const rig = await startGatewayOnMock({ openai: true, models, limits: { default_rpm: 10_000 } });
+  const install = tempInstallation(stringify({ server: { host: "127.0.0.1" }, providers: mockProviders(rig.up, true), models }));
+  return {
+    ...rig,
+    install,
+    async stop() {
+      await rig.stop();
+      install.remove();
     },
   };
 }

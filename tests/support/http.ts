@@ -68,7 +68,7 @@ export function fundedGateway<G extends Target & Accounts & { stop(): Promise<vo
   let untouched: (() => void) | null = null;
   beforeAll(async () => {
     env.gw = await start({ limits: { default_rpm: 1000 } });
-    env.a = env.gw.account(5);
+    env.a = await env.gw.account(5);
     if (opts.guardEach) untouched = balanceGuard(env.gw, env.a.accountId);
   });
   if (opts.guardEach) afterEach(() => untouched?.());

@@ -78,7 +78,7 @@ let keys = 0;
 
 /** A key of the account, written by its owner on SQLite and as a row on PostgreSQL (its PostgreSQL owner is another's work). */
 export async function keyOf(o: Opened, accountId: number): Promise<number> {
-  if (o.engine === "sqlite") return new Keys(o.db).create(accountId, {}).record.id;
+  if (o.engine === "sqlite") return (await new Keys(o.db).create(accountId, {})).record.id;
   const [k] = await o.db.$client`INSERT INTO api_keys (account_id, prefix, key_hash, created_at) VALUES (${accountId}, 'gw-test', ${`hash-${process.pid}-${++keys}`}, ${Date.now()}) RETURNING id`;
   return Number(k.id);
 }

@@ -40,7 +40,7 @@ export async function startTextRig(extraModels: Record<string, unknown>[] = []):
       ...extraModels,
     ],
   });
-  const acct = gw.account(100);
+  const acct = await gw.account(100);
   return {
     gw,
     up,

@@ -38,7 +38,7 @@ beforeAll(async () => {
     ],
     limits: { default_rpm: 10_000 },
   }));
-  key = gw.account(100).key;
+  key = (await gw.account(100)).key;
 });
 afterAll(() => stop());
 

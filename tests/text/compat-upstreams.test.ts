@@ -22,7 +22,7 @@ beforeAll(async () => {
     models: [model("plain-gpt", "plain"), model("old-gpt", "old-compat"), model("claude", "anthropic")],
     limits: { default_rpm: 10_000 },
   }));
-  key = gw.account(100).key;
+  key = (await gw.account(100)).key;
 });
 afterAll(() => stop());
 

@@ -47,7 +47,7 @@ describe("fallback before the first byte", () => {
   });
 
   it("passes the vendor's 529 overloaded_error through when every route is overloaded", async () => {
-    const a = rig.gw.account(1);
+    const a = await rig.gw.account(1);
     rig.up.script({ kind: "error", status: 529 });
     const res = await post("/v1/messages", ask({ model: "claude-native" }), a.key);
     expect(res.status).toBe(529);
@@ -60,7 +60,7 @@ describe("fallback before the first byte", () => {
 
 describe("failures after the first byte", () => {
   it("ends a Messages stream with an error event and charges nothing", async () => {
-    const a = rig.gw.account(1);
+    const a = await rig.gw.account(1);
     rig.up.script({ kind: "fail_mid_stream", afterEvents: 3, mode: "drop", content: { kind: "text", text: "a b c d e f", delayMs: 5 } });
     const res = await post("/v1/messages", ask({ model: "claude-native", stream: true }), a.key);
     expect(res.status).toBe(200);
@@ -74,7 +74,7 @@ describe("failures after the first byte", () => {
   });
 
   it("ends a Chat stream with an error chunk, no [DONE], and charges nothing", async () => {
-    const a = rig.gw.account(1);
+    const a = await rig.gw.account(1);
     rig.up.script({ kind: "fail_mid_stream", afterEvents: 2, mode: "error_event" });
     const res = await post("/v1/chat/completions", ask({ model: "gpt-native", stream: true }), a.key);
     const text = await res.text();
@@ -95,7 +95,7 @@ describe("failures after the first byte", () => {
 
 describe("cancellation", () => {
   it("aborts the upstream request when the client goes away mid-stream, charging what was produced", async () => {
-    const a = rig.gw.account(1);
+    const a = await rig.gw.account(1);
     rig.up.script({ kind: "slow_stream", events: 50, intervalMs: 20 });
     const ctrl = new AbortController();
     const res = await fetch(`${rig.gw.url}/v1/messages`, {

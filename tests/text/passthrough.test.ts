@@ -72,7 +72,7 @@ describe("the native Chat path", () => {
 
 describe("vendor errors", () => {
   it("passes Anthropic's authentication_error through with its text and no charge", async () => {
-    const a = rig.gw.account(1);
+    const a = await rig.gw.account(1);
     rig.up.script({ kind: "error", status: 401, body: anthropicError("authentication_error", "invalid x-api-key") });
     const res = await post("/v1/messages", { model: "claude-native", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }, { "x-api-key": a.key });
     expect(res.status).toBe(401);

@@ -30,7 +30,7 @@ let client: OpenAI;
 let key: string;
 beforeAll(async () => {
   ({ gw, up, stop } = await startGatewayOnMock({ models: MODELS.map((id) => model(id, id.endsWith("auto") ? "auto" : undefined)), limits: { default_rpm: 100_000 } }));
-  key = gw.account(100).key;
+  key = (await gw.account(100)).key;
   client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 });
 });
 afterAll(() => stop());
@@ -89,7 +89,7 @@ describe("a Chat client's cache_control reaches a Messages upstream", () => {
   });
 
   it("more than 4 breakpoints are refused 400, naming the fifth, before any upstream call and free", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const before = up.requests.length;
     const parts = Array.from({ length: 5 }, (_, i) => ({ type: "text", text: `part ${i}`, cache_control: EPH }));
     const res = await postJson(gw, "/v1/chat/completions", a.key, { model: "claude-off", max_completion_tokens: 10, messages: [{ role: "user", content: parts }] });
@@ -148,7 +148,7 @@ describe("the hold covers the cache writes the gateway asks for", () => {
   // 100 k tokens held (4 bytes each): 0.30 USD at the input price, 0.375 at the 5-minute write price.
   const big = { max_completion_tokens: 1, messages: [{ role: "user", content: "x".repeat(400_000) }] };
   async function statusOn(usd: number, modelId: string): Promise<number> {
-    const a = gw.account(usd);
+    const a = await gw.account(usd);
     const res = await postJson(gw, "/v1/chat/completions", a.key, { model: modelId, ...big });
     if (res.status === 402) {
       await expectError(res, 402, "insufficient_balance");

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { events } from "../../src/core/events.ts";
-import { setAdmin } from "../../src/store/accounts/sqlite.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { expectError } from "../support/errors.ts";
@@ -39,7 +38,7 @@ const keysUsed = (n: number) => up.requests.slice(-n).map((r) => KEYS.findIndex(
 
 describe("spreading over the keys", () => {
   it("sends a request to the key with fewest in flight: two at once go out on both keys", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     up.script({ kind: "slow_stream", events: 4, intervalMs: 150 }, { kind: "slow_stream", events: 4, intervalMs: 150 });
     const first = ask("kspread", a.key);
     // The first is in flight upstream (its mock answer takes 600 ms) when the second is picked.
@@ -52,7 +51,7 @@ describe("spreading over the keys", () => {
   });
 
   it("holds a streamed answer's key in flight until its stream ends, then lets it go", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     up.script({ kind: "slow_stream", events: 6, intervalMs: 100 });
     const res = await postWithApiKey(gw, "/v1/messages", { ...messagesBody(20, "kspread"), stream: true }, a.key);
     expect(res.status).toBe(200);
@@ -66,7 +65,7 @@ describe("spreading over the keys", () => {
 
 describe("an overloaded key rests and the next key serves", () => {
   it("a 429 with Retry-After: 2 rests the key; the request succeeds on the second key; the first serves again after 2 s", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     up.script({ kind: "error", status: 429, headers: { "retry-after": "2" } }, { kind: "text", text: "from the second key" });
     const res = await ask("k429", a.key);
     expect(res.status).toBe(200);
@@ -81,7 +80,7 @@ describe("an overloaded key rests and the next key serves", () => {
   });
 
   it("a 529 rests the key for its Retry-After given as an HTTP date, and the second key serves", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     up.script({ kind: "error", status: 529, headers: { "retry-after": new Date(Date.now() + 60_000).toUTCString() } });
     expect((await ask("k529", a.key)).status).toBe(200);
     expect(keysUsed(2)).toEqual([0, 1]);
@@ -90,7 +89,7 @@ describe("an overloaded key rests and the next key serves", () => {
   });
 
   it("an overloaded_error body under another status (503) rests the key like a 529", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     up.script({ kind: "error", status: 503, body: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }, headers: { "retry-after": "60" } });
     expect((await ask("kovl", a.key)).status).toBe(200);
     expect(keysUsed(2)).toEqual([0, 1]);
@@ -99,7 +98,7 @@ describe("an overloaded key rests and the next key serves", () => {
   });
 
   it("a key overloaded without a Retry-After rests 30 s", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     up.script({ kind: "raw", status: 429, body: { type: "error", error: { type: "rate_limit_error", message: "slow down" } } });
     const before = Date.now();
     expect((await ask("kdefault", a.key)).status).toBe(200);
@@ -111,7 +110,7 @@ describe("an overloaded key rests and the next key serves", () => {
 
 describe("every key resting", () => {
   it("answers 529 overloaded_error with a Retry-After, calls no upstream, and moves no money", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     up.script(
       { kind: "error", status: 429, body: { type: "error", error: { type: "rate_limit_error", message: "slow down" } }, headers: { "retry-after": "40" } },
       { kind: "error", status: 529, headers: { "retry-after": "20" } },
@@ -135,7 +134,7 @@ describe("every key resting", () => {
 
 describe("a key the provider rejects", () => {
   it("is named by its place in api_keys in the operator's event", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     const lines: Record<string, unknown>[] = [];
     const restore = events.redirect((line) => lines.push(JSON.parse(line) as Record<string, unknown>));
     try {
@@ -158,11 +157,11 @@ describe("a key the provider rejects", () => {
 
 describe("status", () => {
   it("shows a resting key to the admin by index and fingerprint, never the key; /status calls the model degraded", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     up.script({ kind: "error", status: 429, headers: { "retry-after": "60" } });
     expect((await ask("kstatus", a.key)).status).toBe(200);
     const b = await registeredBrowser(gw);
-    setAdmin(gw.services.db, (await body(await b.call("GET", "/api/me"))).id, true);
+    await gw.services.accounts.setAdmin((await body(await b.call("GET", "/api/me"))).id, true);
     const res = await b.call("GET", "/api/admin/status");
     const text = await res.text();
     for (const k of KEYS) expect(text).not.toContain(k);

@@ -114,7 +114,7 @@ describe("Chat clients", () => {
 
 describe("money on the text path", () => {
   it("charges exactly the catalog price of the reported usage, cache buckets included", async () => {
-    const a = rig.gw.account(5);
+    const a = await rig.gw.account(5);
     const u = { input: 1000, output: 500, cacheRead: 2000, cacheWrite: 300 };
     rig.up.script({ kind: "text", text: "cached", usage: u });
     await rig.anthropic(a.key).messages.create({ model: "claude-native", max_tokens: 1000, messages: [{ role: "user", content: "hi" }] });

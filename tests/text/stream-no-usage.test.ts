@@ -62,7 +62,7 @@ function expectChatUsageCharged(accountId: number, shown: unknown): void {
 
 describe("a chat stream from an upstream that sends no usage", () => {
   it("ends with a choices:[] usage chunk carrying the estimate and cost_usd when the client asked for include_usage", async () => {
-    const a = rig.gw.account(START_USD);
+    const a = await rig.gw.account(START_USD);
     const chunks = await chatStream(a.key, true);
     expect(chunks.map((c) => c.choices.map((ch) => ch.delta.content ?? "").join("")).join("")).toBe(TEXT);
     const last = chunks.at(-1)!;
@@ -72,7 +72,7 @@ describe("a chat stream from an upstream that sends no usage", () => {
   });
 
   it("puts the estimate with cost_usd on the finish chunk, and sends no choices:[] chunk, without include_usage", async () => {
-    const a = rig.gw.account(START_USD);
+    const a = await rig.gw.account(START_USD);
     const chunks = await chatStream(a.key, false);
     expect(chunks.every((c) => c.choices.length === 1)).toBe(true);
     const finish = chunks.at(-1)!;
@@ -81,7 +81,7 @@ describe("a chat stream from an upstream that sends no usage", () => {
   });
 
   it("gives the stream helper's final completion the usage it was billed on", async () => {
-    const a = rig.gw.account(START_USD);
+    const a = await rig.gw.account(START_USD);
     scriptNoUsageStream();
     const final = await rig
       .openai(a.key)
@@ -93,7 +93,7 @@ describe("a chat stream from an upstream that sends no usage", () => {
 
 describe("a Responses stream from an upstream that sends no usage", () => {
   it("completes with the estimate, its details and cost_usd in response.usage instead of null", async () => {
-    const a = rig.gw.account(START_USD);
+    const a = await rig.gw.account(START_USD);
     scriptNoUsageStream();
     const stream = rig.openai(a.key).responses.stream({ model: MODEL, input: "hi", max_output_tokens: 100 });
     let completed: Record<string, unknown> | null | undefined;
@@ -109,7 +109,7 @@ describe("a Responses stream from an upstream that sends no usage", () => {
 
 describe("a Messages stream translated from an upstream that sends no usage", () => {
   it("shows the estimate and cost_usd in the final message_delta", async () => {
-    const a = rig.gw.account(START_USD);
+    const a = await rig.gw.account(START_USD);
     scriptNoUsageStream();
     const stream = rig.anthropic(a.key).messages.stream({ model: MODEL, max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
     let delta: Record<string, number> | undefined;
@@ -125,7 +125,7 @@ describe("a Messages stream translated from an upstream that sends no usage", ()
 
 describe("a native Messages stream from an upstream that counts nothing", () => {
   it("shows the estimate and cost_usd in the final message_delta and charges exactly that", async () => {
-    const a = rig.gw.account(START_USD);
+    const a = await rig.gw.account(START_USD);
     const event = (type: string, data: object) => sse(type, { type, ...data });
     const body =
       event("message_start", { message: { id: "msg_nousage", type: "message", role: "assistant", model: "claude-upstream-1", content: [], stop_reason: null, stop_sequence: null } }) +

@@ -45,7 +45,7 @@ const upstreamModels = (n: number) => up.requests.slice(-n).map((r) => (r.body a
 
 describe("weighted routes", () => {
   it("share 1,000 requests 3:1 between weights 3 and 1, within 2 %", async () => {
-    const a = gw.account(100);
+    const a = await gw.account(100);
     const before = up.requests.length;
     for (let i = 0; i < 1_000; i += 20) {
       const batch = await Promise.all(Array.from({ length: 20 }, () => ask("shared", a.key)));
@@ -58,7 +58,7 @@ describe("weighted routes", () => {
   });
 
   it("tries the fallbacks in their listed order once the weighted route fails", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     up.script({ kind: "error", status: 500 }, { kind: "error", status: 500 }, { kind: "text", text: "from the second fallback" });
     const res = await ask("ordered", a.key);
     expect(res.status).toBe(200);
@@ -66,7 +66,7 @@ describe("weighted routes", () => {
   });
 
   it("skips a weighted route whose keys all rest, without calling it", async () => {
-    const a = gw.account(1);
+    const a = await gw.account(1);
     up.script({ kind: "error", status: 529, headers: { "retry-after": "60" } });
     expect((await ask("skipping", a.key)).status).toBe(200);
     expect(upstreamModels(2)).toEqual(["resting-up", "fallback-up"]);

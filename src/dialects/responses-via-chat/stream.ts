@@ -18,11 +18,10 @@ import { callItem, finishOf, logprobsOf, messageItem, outputTextPart, reasoningI
 import { unwrapCustomInput } from "./tools.ts";
 import type { ResponsesEvent, ToolNameMap, ToolTarget } from "./types.ts";
 import { estimatedUsage } from "../stream-usage.ts";
-import { TextCount } from "../../ledger/estimate.ts";
 import { billableChatUsage, chatUsage, usageFromChat } from "../usage.ts";
 import { responsesUsage } from "./usage.ts";
 import { redactSecrets } from "../../wire/scrub.ts";
-import type { StreamOutcome } from "../stream-machine.ts";
+import { CountsOutput, type StreamOutcome } from "../stream-machine.ts";
 
 export interface ResponsesViaChatStreamOptions extends ResponseContext {
   toolNames: ToolNameMap;
@@ -60,7 +59,7 @@ interface Call {
 /** The status of the terminal event sent. */
 export type ResponseStatus = "completed" | "incomplete" | "failed";
 
-export class ResponsesViaChatStream {
+export class ResponsesViaChatStream extends CountsOutput {
   private seq = 0;
   private started = false;
   private terminalStatus: ResponseStatus | null = null;
@@ -81,9 +80,9 @@ export class ResponsesViaChatStream {
   private serviceTier: unknown;
   /** lastUsage is the upstream's, not the estimate a terminal event showed without one. */
   private counted = false;
-  private readonly out = new TextCount();
 
   constructor(private readonly opts: ResponsesViaChatStreamOptions) {
+    super();
     this.id = opts.responseId ?? newResponseId();
     this.createdAt = opts.createdAt ?? Math.floor(Date.now() / 1000);
   }
@@ -103,13 +102,6 @@ export class ResponsesViaChatStream {
     return this.counted;
   }
 
-  /** Characters of reasoning, text, refusal and tool arguments taken in (the output estimate). */
-  get outputChars(): number {
-    return this.out.chars;
-  }
-  get outputBytes(): number {
-    return this.out.bytes;
-  }
 
   /** Which terminal event was sent, if any. */
   get status(): ResponseStatus | null {

@@ -2,7 +2,7 @@ import { findNonTextContent, unsupportedContent } from "../../dialects/content-c
 import { nanoToUsd } from "../../core/money.ts";
 import { resolveModel } from "../../relay/text.ts";
 import { bodySizeOf } from "../../relay/charge.ts";
-import { BODY_LIMIT_BYTES } from "../body.ts";
+import { BODY_LIMIT_BYTES } from "../../wire/body-limit.ts";
 import { json, type KeyedCall } from "../exchange.ts";
 import type { BudgetSpend } from "../../store/ledger/contract.ts";
 import { isoTime } from "../../core/time.ts";

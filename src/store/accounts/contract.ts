@@ -5,9 +5,6 @@ import type { InviteClaim } from "../codes/contract.ts";
 // The accounts' rows and their ledger history, for the CLI, the dashboard and first start: cold
 // paths. The per-request money (reserve, charge, credit) is store/ledger/'s.
 
-/** A value now (SQLite) or later (PostgreSQL). */
-type Answer<T> = T | Promise<T>;
-
 export const STARTING_BALANCE_NANO = 1_000_000_000; // a registration credits 1 USD (docs/api.md#what-it-does)
 
 /** An account as stored, without its password hash; disabledAt is set while its keys are refused (403 inactive). */
@@ -60,44 +57,43 @@ export interface Verified {
 }
 
 /**
- * The accounts' rows and their ledger history, whichever database holds them. On SQLite the answers
- * come at once (the operator's first start and the suite read them as values); on PostgreSQL they
- * are promised. Callers await them all.
+ * The accounts' rows and their ledger history, whichever database holds them. Cold paths (the CLI,
+ * the dashboard, registration): promised on both engines (docs/architecture.md#what-stays-synchronous-on-sqlite-and-why).
  */
 export interface AccountStore {
-  find(email: string): Answer<Account | null>;
-  findById(id: number): Answer<Account | null>;
+  find(email: string): Promise<Account | null>;
+  findById(id: number): Promise<Account | null>;
   /** A new account, its opening balance credited through the ledger. */
-  create(email: string, opts?: NewAccount): Answer<Account>;
-  count(): Answer<number>;
-  list(): Answer<Account[]>;
-  recentEntries(accountId: number, limit: number): Answer<LedgerEntry[]>;
+  create(email: string, opts?: NewAccount): Promise<Account>;
+  count(): Promise<number>;
+  list(): Promise<Account[]>;
+  recentEntries(accountId: number, limit: number): Promise<LedgerEntry[]>;
   /** An operator_debit; the balance after it. */
-  debit(accountId: number, amountNano: number, note: string): Answer<number>;
-  setDisabled(accountId: number, disabled: boolean, now?: number): Answer<boolean>;
-  setAdmin(accountId: number, admin: boolean): Answer<boolean>;
-  chargedSince(accountIds: number[], since: number): Answer<Map<number, number>>;
-  findLogin(email: string): Answer<AccountLogin | null>;
-  loginOf(accountId: number): Answer<AccountLogin | null>;
-  profileOf(accountId: number): Answer<AccountProfile | null>;
-  setPasswordHash(accountId: number, hash: string): Answer<void>;
-  setLowBalanceThreshold(accountId: number, nano: number | null): Answer<void>;
-  statementPage(accountId: number, upTo: number, before: StatementPosition | null, limit: number): Answer<StatementItem[]>;
-  newestLedgerId(): Answer<number>;
-  verificationOf(accountId: number): Answer<VerificationState | null>;
+  debit(accountId: number, amountNano: number, note: string): Promise<number>;
+  setDisabled(accountId: number, disabled: boolean, now?: number): Promise<boolean>;
+  setAdmin(accountId: number, admin: boolean): Promise<boolean>;
+  chargedSince(accountIds: number[], since: number): Promise<Map<number, number>>;
+  findLogin(email: string): Promise<AccountLogin | null>;
+  loginOf(accountId: number): Promise<AccountLogin | null>;
+  profileOf(accountId: number): Promise<AccountProfile | null>;
+  setPasswordHash(accountId: number, hash: string): Promise<void>;
+  setLowBalanceThreshold(accountId: number, nano: number | null): Promise<void>;
+  statementPage(accountId: number, upTo: number, before: StatementPosition | null, limit: number): Promise<StatementItem[]>;
+  newestLedgerId(): Promise<number>;
+  verificationOf(accountId: number): Promise<VerificationState | null>;
   /**
    * Uses a verification link: its token not used, not replaced and not expired at `now` marks the
    * address verified and grants `startingNano` as one registration_credit (within the day's
    * `dailyNano`, counted now), in one transaction. Null for any other token: nothing changes.
    */
-  verifyEmail(tokenHash: string, now: number, startingNano: number, dailyNano: number): Answer<Verified | null>;
+  verifyEmail(tokenHash: string, now: number, startingNano: number, dailyNano: number): Promise<Verified | null>;
   /** A new link replacing the pending one, when the last was sent at or before `sentBefore`; false otherwise (throttled, verified, none). */
-  renewVerification(accountId: number, next: NewVerification, now: number, sentBefore: number): Answer<boolean>;
+  renewVerification(accountId: number, next: NewVerification, now: number, sentBefore: number): Promise<boolean>;
   /**
    * Remembers that the low-balance notice was sent (`sent`), or forgets it once the balance is back;
    * true only for the call that changed it, so that one of several instances sends each notice.
    */
-  markLowBalanceNotice(accountId: number, sent: boolean, now: number): Answer<boolean>;
+  markLowBalanceNotice(accountId: number, sent: boolean, now: number): Promise<boolean>;
 }
 
 export interface AccountLogin {

@@ -1,31 +1,19 @@
 import type { SQL } from "bun";
-import { desc, eq } from "drizzle-orm";
+import { onPostgres } from "../engine/either.ts";
 import type { PgDb } from "../engine/postgres/client.ts";
 import { checkoutSessions } from "../schema/postgres.ts";
 import { creditedAlready, paymentCreditedAlready, topUpNote, type CheckoutSession, type CheckoutStore, type TopUpCredit } from "./contract.ts";
+import { CheckoutsOn } from "./queries.ts";
 
 /** The ledger's credit on PostgreSQL, joining the caller's transaction `tx`. */
 interface PgCredit {
   credit(accountId: number, amountNano: number, kind: "top_up", note: string, externalRef: string, tx: SQL): Promise<boolean>;
 }
 
-/** The checkout sessions on PostgreSQL (`[database] url`), the shared engine. */
-export class PgCheckouts implements CheckoutStore {
-  constructor(private readonly db: PgDb) {}
-
-  async record(id: string, accountId: number, amountNano: number, now = Date.now()): Promise<void> {
-    await this.db.insert(checkoutSessions).values({ id, accountId, amountNano, status: "pending", createdAt: now });
-  }
-
-  async find(id: string): Promise<CheckoutSession | null> {
-    const [row] = await this.db.select().from(checkoutSessions).where(eq(checkoutSessions.id, id));
-    return row ?? null;
-  }
-
-  of(accountId: number, limit = 100): Promise<CheckoutSession[]> {
-    return Promise.resolve(
-      this.db.select().from(checkoutSessions).where(eq(checkoutSessions.accountId, accountId)).orderBy(desc(checkoutSessions.createdAt), desc(checkoutSessions.id)).limit(limit),
-    );
+/** The checkout sessions on PostgreSQL (`[database] url`), the shared engine: queries.ts's statements and the credit's transaction. */
+export class PgCheckouts extends CheckoutsOn implements CheckoutStore {
+  constructor(private readonly db: PgDb) {
+    super(onPostgres(db));
   }
 
   /**

@@ -1,31 +1,20 @@
-import { and, desc, eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
+import { onSqlite } from "../engine/either.ts";
 import type { Db } from "../engine/sqlite/client.ts";
 import type { GroupCommit } from "../commits/sqlite.ts";
 import { checkoutSessions } from "../schema/sqlite.ts";
 import { creditedAlready, paymentCreditedAlready, topUpNote, type CheckoutSession, type CheckoutStore, type TopUpCredit } from "./contract.ts";
+import { CheckoutsOn } from "./queries.ts";
 
 /** The ledger's credit on SQLite, synchronous inside the group commit's transaction. */
 interface SqliteCredit {
   credit(accountId: number, amountNano: number, kind: "top_up", note: string, externalRef: string): boolean;
 }
 
-/** The checkout sessions on SQLite, the embedded default. */
-export class Checkouts implements CheckoutStore {
-  constructor(private readonly db: Db) {}
-
-  async record(id: string, accountId: number, amountNano: number, now = Date.now()): Promise<void> {
-    await this.db.insert(checkoutSessions).values({ id, accountId, amountNano, status: "pending", createdAt: now });
-  }
-
-  async find(id: string): Promise<CheckoutSession | null> {
-    const [row] = await this.db.select().from(checkoutSessions).where(eq(checkoutSessions.id, id));
-    return row ?? null;
-  }
-
-  of(accountId: number, limit = 100): Promise<CheckoutSession[]> {
-    return Promise.resolve(
-      this.db.select().from(checkoutSessions).where(eq(checkoutSessions.accountId, accountId)).orderBy(desc(checkoutSessions.createdAt), desc(checkoutSessions.id)).limit(limit),
-    );
+/** The checkout sessions on SQLite, the embedded default: queries.ts's statements and the credit's transaction. */
+export class Checkouts extends CheckoutsOn implements CheckoutStore {
+  constructor(private readonly db: Db) {
+    super(onSqlite(db));
   }
 
   /**

@@ -55,10 +55,10 @@ export interface NewKey {
 export const hashKey = (key: string): string => Bun.SHA256.hash(key, "hex");
 
 /**
- * The keys as every caller uses them, whichever database holds them. On SQLite every answer comes at
- * once: the lookup runs on every request (a prepared statement, then memory), and the operator's
- * and the suite's callers read the rest as values. On PostgreSQL they are promised, except a lookup
- * already cached. Callers await them all.
+ * The keys as every caller uses them, whichever database holds them. The cold paths (the dashboard,
+ * the CLI) are promised on both engines. The lookup runs on every request: on SQLite it answers at
+ * once (a prepared statement, then memory), on PostgreSQL it is promised except for a key already
+ * cached (docs/architecture.md#what-stays-synchronous-on-sqlite-and-why). Callers await them all.
  */
 export interface KeyStore {
   /**
@@ -66,22 +66,22 @@ export interface KeyStore {
    * gives none), refused with 409 key_limit when the account already has that many keys not revoked:
    * counted and inserted under one lock, so concurrent creates never pass the cap.
    */
-  create(accountId: number, opts?: NewKey, maxKeys?: number): Answer<{ key: string; record: KeyRecord }>;
+  create(accountId: number, opts?: NewKey, maxKeys?: number): Promise<{ key: string; record: KeyRecord }>;
   /** Changes the restrictions given (undefined: unchanged, null: removed); false when no key has this id. */
-  update(id: number, patch: NewKey): Answer<boolean>;
+  update(id: number, patch: NewKey): Promise<boolean>;
   /** Revokes the key; null when no key has this id, else whether it was active until now. */
-  revoke(id: number, now?: number): Answer<boolean | null>;
+  revoke(id: number, now?: number): Promise<boolean | null>;
   /** The row of the key with this id; null when there is none. */
-  row(id: number): Answer<KeyRow | null>;
+  row(id: number): Promise<KeyRow | null>;
   /** The keys of an account, oldest first. */
-  ofAccount(accountId: number): Answer<KeyRow[]>;
+  ofAccount(accountId: number): Promise<KeyRow[]>;
   /**
    * Keys whose visible prefix matches the text (gk_sk_ may be left out), or, for a whole key, the one
    * with its hash: which account owns a leaked key.
    */
-  find(text: string): Answer<KeyRow[]>;
+  find(text: string): Promise<KeyRow[]>;
   /** Per account that has keys: how many, and how many are neither revoked nor expired at `now`. */
-  countsByAccount(now?: number): Answer<Map<number, { keys: number; active: number }>>;
+  countsByAccount(now?: number): Promise<Map<number, { keys: number; active: number }>>;
   /** The key with this hash; null when no key has it. */
   lookupHash(hash: string): Answer<KeyRecord | null>;
   /** Looks the presented key up; null when none was presented or its form is not ours. */

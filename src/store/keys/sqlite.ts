@@ -6,7 +6,10 @@ import { apiKeys } from "../schema/sqlite.ts";
 import { checkKey, hashKey, KEY_PREFIX, type KeyRecord, type KeyRow, type KeyStore, type NewKey } from "./contract.ts";
 import { activeCount, findText, generateKey, keyLimitError, keyPatchValues, keyRecord, LOOKUP_COLUMNS, newKeyValues, notRevokedOf, prefixMatches } from "./rows.ts";
 
-/** Keys on SQLite: every answer at once, the hot path's lookup from memory until another process commits. */
+/**
+ * Keys on SQLite. The hot path (lookupHash, lookup, known, check) answers at once, from memory until
+ * another process commits; the cold paths (the dashboard, the CLI) are promised, as on PostgreSQL.
+ */
 export class Keys implements KeyStore {
   private readonly byHash: Statement;
   private readonly watch: ChangeWatch;
@@ -20,7 +23,7 @@ export class Keys implements KeyStore {
     this.watch.onChange(() => this.records.clear());
   }
 
-  create(accountId: number, opts: NewKey = {}, maxKeys?: number): { key: string; record: KeyRecord } {
+  async create(accountId: number, opts: NewKey = {}, maxKeys?: number): Promise<{ key: string; record: KeyRecord }> {
     const key = generateKey();
     const values = newKeyValues(accountId, key, opts);
     if (maxKeys === undefined) this.db.insert(apiKeys).values(values).run();
@@ -37,7 +40,7 @@ export class Keys implements KeyStore {
     return { key, record: this.lookupHash(hashKey(key))! };
   }
 
-  update(id: number, patch: NewKey): boolean {
+  async update(id: number, patch: NewKey): Promise<boolean> {
     const set = keyPatchValues(patch);
     const where = eq(apiKeys.id, id);
     const found = Object.keys(set).length
@@ -48,7 +51,7 @@ export class Keys implements KeyStore {
     return found.length > 0;
   }
 
-  revoke(id: number, now = Date.now()): boolean | null {
+  async revoke(id: number, now = Date.now()): Promise<boolean | null> {
     const changed = this.db
       .update(apiKeys)
       .set({ revokedAt: now })
@@ -57,24 +60,24 @@ export class Keys implements KeyStore {
       .all();
     this.watch.forget();
     if (changed.length) return true;
-    return this.row(id) ? false : null;
+    return (await this.row(id)) ? false : null;
   }
 
-  row(id: number): KeyRow | null {
+  async row(id: number): Promise<KeyRow | null> {
     return this.db.select().from(apiKeys).where(eq(apiKeys.id, id)).get() ?? null;
   }
 
-  ofAccount(accountId: number): KeyRow[] {
+  async ofAccount(accountId: number): Promise<KeyRow[]> {
     return this.db.select().from(apiKeys).where(eq(apiKeys.accountId, accountId)).orderBy(apiKeys.id).all();
   }
 
-  find(text: string): KeyRow[] {
+  async find(text: string): Promise<KeyRow[]> {
     const t = findText(text);
     if (t.whole) return this.db.select().from(apiKeys).where(eq(apiKeys.keyHash, hashKey(t.text))).all();
     return this.db.select().from(apiKeys).where(prefixMatches(apiKeys.prefix, t.text)).orderBy(apiKeys.id).all();
   }
 
-  countsByAccount(now = Date.now()): Map<number, { keys: number; active: number }> {
+  async countsByAccount(now = Date.now()): Promise<Map<number, { keys: number; active: number }>> {
     const rows = this.db
       .select({ accountId: apiKeys.accountId, keys: sql<number>`count(*)`, active: activeCount(apiKeys.revokedAt, apiKeys.expiresAt, now).mapWith(Number) })
       .from(apiKeys)
