@@ -149,7 +149,7 @@ describe("gateway migrate-db into an empty PostgreSQL database", () => {
   it("refuses a target that already holds an installation, naming what it holds", async () => {
     const r = await gateway(["migrate-db", "--from", install.db, "--to", url]);
     const line = expectOneLineFailure(r);
-    expect(line).toContain("is not empty (accounts: 4");
+    expect(line).toContain("is not empty (account_notes: 1, accounts: 4");
     expect(line).toContain("copies into an empty database only");
     expect(await accountCount(url)).toBe(4);
   });
