@@ -6,6 +6,7 @@ import { budgetRefused, periodEnd, periodStart, periodStarts, spentInPeriod } fr
 import { storedBudget } from "../keys/contract.ts";
 import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
 import { Holds } from "./holds.ts";
+import { releaseMany, reserveMany, TurnBatch, type ReserveItem } from "./postgres-batch.ts";
 import { InstanceLease, type LeaseOptions } from "./postgres-lease.ts";
 import { balanceRefused, budgetSpend, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
 
@@ -84,6 +85,10 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   /** Null for the operator's ledger, which takes no holds. */
   private readonly lease: InstanceLease | null;
   readonly clock: Clock = systemClock();
+  /** This turn's reserves, taken in one statement; null for an item to be decided alone. */
+  private readonly reserves = new TurnBatch<ReserveItem, number | null>((items) => this.reserveTurn(items));
+  /** This turn's releases (voids), in one statement. */
+  private readonly releases = new TurnBatch<number, void>((ids) => this.releaseTurn(ids));
 
   private constructor(
     private readonly sql: SQL,
@@ -146,7 +151,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
       const epoch = lease.epoch;
       let id: number;
       try {
-        id = await this.take(accountId, keyId, amountNano);
+        id = (await this.reserves.add({ accountId, keyId, amountNano })) ?? (await this.take(accountId, keyId, amountNano));
       } catch (e) {
         if (!isOwnRowGone(e)) throw e;
         // Another instance took this one for silent and released its holds: none is relied upon
@@ -165,6 +170,35 @@ export class PgLedger implements MoneyLedger, HoldOwner {
       this.rows.set(hold, { id, epoch });
       return hold;
     }
+  }
+
+  /**
+   * One turn's reserves: the ids of the holds the batch statement granted. A lone reserve, an item
+   * the batch did not grant, and every item of a batch the database refused are decided alone by
+   * `take`, so that each gets the verdict and the error of its own statement, never a neighbour's.
+   */
+  private async reserveTurn(items: ReserveItem[]): Promise<(number | null)[]> {
+    if (items.length === 1) return [null];
+    try {
+      return await reserveMany(this.sql, items, this.opts.instanceId, periodStarts(this.clock.now()));
+    } catch {
+      return items.map(() => null);
+    }
+  }
+
+  /** One turn's releases in one statement; if it fails, each alone (which records its own failure for the retry). */
+  private async releaseTurn(ids: number[]): Promise<void[]> {
+    if (ids.length > 1) {
+      try {
+        await releaseMany(this.sql, ids);
+        for (const id of ids) this.unreleased.delete(id);
+        return [];
+      } catch {
+        // Each alone below: a failure is then its own, recorded for the heartbeat's retry.
+      }
+    }
+    await Promise.all(ids.map((id) => this.release(id)));
+    return [];
   }
 
   /** The reserve's statement: the hold row's id, or the refusal thrown. */
@@ -275,7 +309,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   /** HoldOwner: answers at once; the release runs behind, and is retried on each heartbeat if it fails. */
   void(hold: Hold): void {
     const id = this.forget(hold);
-    if (id !== undefined) this.track(this.release(id));
+    if (id !== undefined) this.track(this.releases.add(id));
   }
 
   private forget(hold: Hold): number | undefined {
