@@ -154,7 +154,7 @@ describe("reserves of one turn", () => {
       const lone = await ledger.reserve("gw_lone", a.accountId, a.keyId, USD).catch((e: Error) => e);
       const results = await oneTurn(Array.from({ length: 4 }, () => ({ ...a, amountNano: USD })));
       expect(lone).toBeInstanceOf(Error);
-      for (const r of results) expect((r as Error).message).toBe((lone as Error).message);
+      for (const r of results) expect((r as unknown as Error).message).toBe((lone as Error).message);
       expect(await held(a.accountId)).toEqual({ account: 0, keys: 0, rows: 0 });
     } finally {
       await sql.unsafe("DROP TRIGGER no_holds ON holds; DROP FUNCTION no_holds()");
