@@ -1,0 +1,108 @@
+// `bun bench/pg-ab.ts --base REV`: the gateway serving from PostgreSQL, this tree against another
+// revision, interleaved in one run, with this tree's SQLite gateway as the yardstick; the gateway's
+// CPU per request and PostgreSQL's own (every process of that side's server, from /proc).
+//
+//   bun bench/pg-ab.ts --base HEAD~1 [--workloads chat-json] [--conc 16] [--seconds 3] [--rounds 3]
+//
+// Each side has its own PostgreSQL server (fsync off, loopback), mock upstream and key, so that
+// PostgreSQL's CPU is counted per side.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { checkoutBase } from "./lib/base-tree.ts";
+import { measure, type Sample } from "./lib/load.ts";
+import { cpuSeconds, installCleanup, stopAll } from "./lib/procs.ts";
+import { startRig, WORKLOADS, type Rig, type Target } from "./lib/rig.ts";
+import { median } from "./lib/stats.ts";
+import { startPostgres, type TestPostgres } from "../tests/support/postgres.ts";
+
+const { values } = parseArgs({
+  options: {
+    base: { type: "string", default: "HEAD" },
+    workloads: { type: "string", default: "chat-json" },
+    conc: { type: "string", default: "16" },
+    seconds: { type: "string", default: "3" },
+    rounds: { type: "string", default: "3" },
+  },
+});
+
+/** The server's processes: the postmaster listening on `port` and its children (backends, writers). */
+function serverPids(port: string): number[] {
+  const procs = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+  const read = (pid: string, f: string) => {
+    try {
+      return readFileSync(`/proc/${pid}/${f}`, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  const master = procs.find((p) => {
+    const argv = read(p, "cmdline").split("\0");
+    return argv[0]?.endsWith("/postgres") && argv.includes("-p") && argv[argv.indexOf("-p") + 1] === port;
+  });
+  if (!master) throw new Error(`no PostgreSQL server on port ${port}`);
+  const children = procs.filter((p) => {
+    const stat = read(p, "stat");
+    return stat !== "" && stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1] === master;
+  });
+  return [Number(master), ...children.map(Number)];
+}
+
+const pgCpu = (port: string) => serverPids(port).reduce((s, pid) => s + (() => { try { return cpuSeconds(pid); } catch { return 0; } })(), 0);
+
+installCleanup();
+const base = checkoutBase(values.base!);
+const servers: TestPostgres[] = [];
+try {
+  const side = async (name: string, dir: string, gatewayRoot?: string) => {
+    const pg = await startPostgres();
+    servers.push(pg);
+    const url = await pg.createDatabase("bench");
+    const rig = await startRig({ dir, paceMs: 20, withProxy: false, gatewayRoot, postgresUrl: url });
+    return { name, rig, port: new URL(url).port };
+  };
+  const a = await side("this tree", join(base.dir, "a"));
+  const b = await side(`base ${base.rev}`, join(base.dir, "b"), base.root);
+  const pgOf = (r: Rig) => r.targets.find((t) => t.id === "gateway-pg")!;
+  const cells: { name: string; rig: Rig; t: Target; port: string | null }[] = [
+    { name: "SQLite (this tree)", rig: a.rig, t: a.rig.targets.find((t) => t.id === "gateway")!, port: null },
+    { name: "PostgreSQL (this tree)", rig: a.rig, t: pgOf(a.rig), port: a.port },
+    { name: `PostgreSQL (${b.name})`, rig: b.rig, t: pgOf(b.rig), port: b.port },
+  ];
+  const workloads = WORKLOADS.filter((w) => values.workloads!.split(",").includes(w.id));
+  const concs = values.conc!.split(",").map(Number);
+  for (const c of cells) for (const w of workloads) await measure(c.rig, w, 16, c.t, 1, 0);
+
+  const samples = new Map<string, (Sample & { pg_us: number })[]>();
+  for (let round = 1; round <= Number(values.rounds); round++) {
+    for (const w of workloads) {
+      for (const conc of concs) {
+        for (const c of round % 2 ? cells : [...cells].reverse()) {
+          const pg0 = c.port ? pgCpu(c.port) : 0;
+          const x = await measure(c.rig, w, conc, c.t, Number(values.seconds), round);
+          const pg_us = c.port ? ((pgCpu(c.port) - pg0) * 1e6) / x.upstreamHits : 0;
+          if (x.errors) throw new Error(`${c.name} ${w.id} c=${conc}: ${x.errorDetail}`);
+          const k = `${w.id}|${conc}|${c.name}`;
+          samples.set(k, [...(samples.get(k) ?? []), { ...x, pg_us }]);
+          console.log(`[round ${round}] ${w.id} c=${conc} ${c.name.padEnd(26)} ${Math.round(x.rps)} req/s  cpu ${Math.round(x.cpu_us)} µs/req  PostgreSQL ${Math.round(pg_us)} µs/req`);
+        }
+      }
+    }
+  }
+  const rows = ["| workload | c | target | req/s | gateway CPU µs/req | PostgreSQL CPU µs/req | gateway CPU ÷ SQLite's | req/s ÷ SQLite's |", "|---|---:|---|---:|---:|---:|---:|---:|"];
+  for (const w of workloads) {
+    for (const conc of concs) {
+      const get = (n: string, f: (x: Sample & { pg_us: number }) => number) => median(samples.get(`${w.id}|${conc}|${n}`)!.map(f));
+      const [sqRps, sqCpu] = [get(cells[0]!.name, (x) => x.rps), get(cells[0]!.name, (x) => x.cpu_us)];
+      for (const c of cells) {
+        const [rps, cpu, pgUs] = [get(c.name, (x) => x.rps), get(c.name, (x) => x.cpu_us), get(c.name, (x) => x.pg_us)];
+        rows.push(`| ${w.id} | ${conc} | ${c.name} | ${Math.round(rps)} | ${Math.round(cpu)} | ${c.port ? Math.round(pgUs) : "–"} | ${(cpu / sqCpu).toFixed(2)}× | ${(rps / sqRps).toFixed(2)} |`);
+      }
+    }
+  }
+  console.log(`\nMedians of ${values.rounds} interleaved rounds of ${values.seconds} s cells:\n\n${rows.join("\n")}`);
+} finally {
+  await stopAll();
+  for (const s of servers) await s.stop();
+  base.remove();
+}
