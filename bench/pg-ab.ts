@@ -59,44 +59,58 @@ try {
     servers.push(pg);
     const url = await pg.createDatabase("bench");
     const rig = await startRig({ dir, paceMs: 20, withProxy: false, gatewayRoot, postgresUrl: url });
-    return { name, rig, port: new URL(url).port };
+    return { name, rig, port: new URL(url).port, url };
   };
   const a = await side("this tree", join(base.dir, "a"));
   const b = await side(`base ${base.rev}`, join(base.dir, "b"), base.root);
   const pgOf = (r: Rig) => r.targets.find((t) => t.id === "gateway-pg")!;
-  const cells: { name: string; rig: Rig; t: Target; port: string | null }[] = [
-    { name: "SQLite (this tree)", rig: a.rig, t: a.rig.targets.find((t) => t.id === "gateway")!, port: null },
-    { name: "PostgreSQL (this tree)", rig: a.rig, t: pgOf(a.rig), port: a.port },
-    { name: `PostgreSQL (${b.name})`, rig: b.rig, t: pgOf(b.rig), port: b.port },
+  const cells: { name: string; rig: Rig; t: Target; port: string | null; url: string | null }[] = [
+    { name: "SQLite (this tree)", rig: a.rig, t: a.rig.targets.find((t) => t.id === "gateway")!, port: null, url: null },
+    { name: "PostgreSQL (this tree)", rig: a.rig, t: pgOf(a.rig), port: a.port, url: a.url },
+    { name: `PostgreSQL (${b.name})`, rig: b.rig, t: pgOf(b.rig), port: b.port, url: b.url },
   ];
+  /** Transactions committed in the database (each statement outside a transaction is one): the statements a request costs. */
+  const commits = async (url: string | null) => {
+    if (!url) return 0;
+    const sql = new Bun.SQL(url, { max: 1 });
+    try {
+      const [r] = await sql`SELECT pg_stat_force_next_flush(), xact_commit::bigint AS n FROM pg_stat_database WHERE datname = current_database()`;
+      return Number(r.n);
+    } finally {
+      await sql.close();
+    }
+  };
   const workloads = WORKLOADS.filter((w) => values.workloads!.split(",").includes(w.id));
   const concs = values.conc!.split(",").map(Number);
   for (const c of cells) for (const w of workloads) await measure(c.rig, w, 16, c.t, 1, 0);
 
-  const samples = new Map<string, (Sample & { pg_us: number })[]>();
+  const samples = new Map<string, (Sample & { pg_us: number; stmts: number })[]>();
   for (let round = 1; round <= Number(values.rounds); round++) {
     for (const w of workloads) {
       for (const conc of concs) {
         for (const c of round % 2 ? cells : [...cells].reverse()) {
           const pg0 = c.port ? pgCpu(c.port) : 0;
+          const x0 = await commits(c.url);
           const x = await measure(c.rig, w, conc, c.t, Number(values.seconds), round);
           const pg_us = c.port ? ((pgCpu(c.port) - pg0) * 1e6) / x.upstreamHits : 0;
+          await Bun.sleep(600);
+          const stmts = ((await commits(c.url)) - x0) / x.upstreamHits;
           if (x.errors) throw new Error(`${c.name} ${w.id} c=${conc}: ${x.errorDetail}`);
           const k = `${w.id}|${conc}|${c.name}`;
-          samples.set(k, [...(samples.get(k) ?? []), { ...x, pg_us }]);
-          console.log(`[round ${round}] ${w.id} c=${conc} ${c.name.padEnd(26)} ${Math.round(x.rps)} req/s  cpu ${Math.round(x.cpu_us)} µs/req  PostgreSQL ${Math.round(pg_us)} µs/req`);
+          samples.set(k, [...(samples.get(k) ?? []), { ...x, pg_us, stmts }]);
+          console.log(`[round ${round}] ${w.id} c=${conc} ${c.name.padEnd(26)} ${Math.round(x.rps)} req/s  cpu ${Math.round(x.cpu_us)} µs/req  PostgreSQL ${Math.round(pg_us)} µs/req, ${stmts.toFixed(2)} statements/req`);
         }
       }
     }
   }
-  const rows = ["| workload | c | target | req/s | gateway CPU µs/req | PostgreSQL CPU µs/req | gateway CPU ÷ SQLite's | req/s ÷ SQLite's |", "|---|---:|---|---:|---:|---:|---:|---:|"];
+  const rows = ["| workload | c | target | req/s | gateway CPU µs/req | PostgreSQL CPU µs/req | statements/req | gateway CPU ÷ SQLite's | req/s ÷ SQLite's |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"];
   for (const w of workloads) {
     for (const conc of concs) {
-      const get = (n: string, f: (x: Sample & { pg_us: number }) => number) => median(samples.get(`${w.id}|${conc}|${n}`)!.map(f));
+      const get = (n: string, f: (x: Sample & { pg_us: number; stmts: number }) => number) => median(samples.get(`${w.id}|${conc}|${n}`)!.map(f));
       const [sqRps, sqCpu] = [get(cells[0]!.name, (x) => x.rps), get(cells[0]!.name, (x) => x.cpu_us)];
       for (const c of cells) {
-        const [rps, cpu, pgUs] = [get(c.name, (x) => x.rps), get(c.name, (x) => x.cpu_us), get(c.name, (x) => x.pg_us)];
-        rows.push(`| ${w.id} | ${conc} | ${c.name} | ${Math.round(rps)} | ${Math.round(cpu)} | ${c.port ? Math.round(pgUs) : "–"} | ${(cpu / sqCpu).toFixed(2)}× | ${(rps / sqRps).toFixed(2)} |`);
+        const [rps, cpu, pgUs, st] = [get(c.name, (x) => x.rps), get(c.name, (x) => x.cpu_us), get(c.name, (x) => x.pg_us), get(c.name, (x) => x.stmts)];
+        rows.push(`| ${w.id} | ${conc} | ${c.name} | ${Math.round(rps)} | ${Math.round(cpu)} | ${c.port ? Math.round(pgUs) : "–"} | ${c.port ? st.toFixed(2) : "–"} | ${(cpu / sqCpu).toFixed(2)}× | ${(rps / sqRps).toFixed(2)} |`);
       }
     }
   }
