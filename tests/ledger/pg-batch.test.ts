@@ -20,6 +20,7 @@ let ledger: PgLedger;
 /** The statements the ledger's pool was given that insert holds. */
 let holdInserts = 0;
 let holdReleases = 0;
+let chargeStatements = 0;
 
 /** The ledger's pool, counting the statements that take and release holds (heartbeats aside). */
 function counting(target: SQL): SQL {
@@ -29,6 +30,7 @@ function counting(target: SQL): SQL {
       if (p === "unsafe") {
         return (text: string, params?: unknown[]) => {
           if (text.includes("INSERT INTO holds")) holdInserts++;
+          if (text.includes("INSERT INTO ledger_entries")) chargeStatements++;
           if (/^WITH h AS \(DELETE FROM holds WHERE id/.test(text)) holdReleases++;
           return v.call(t, text, params);
         };
@@ -171,5 +173,54 @@ describe("voids of one turn", () => {
     await ledger.settled();
     expect(holdReleases - before).toBe(1);
     expect(await held(a.accountId)).toEqual({ account: 0, keys: 0, rows: 0 });
+  });
+});
+
+async function entries(accountId: number): Promise<{ amount: number; shortfall: number }[]> {
+  const rows = await sql`SELECT amount_nano, shortfall_nano FROM ledger_entries WHERE account_id = ${accountId} AND kind = 'charge' ORDER BY id`;
+  return rows.map((r: Record<string, string>) => ({ amount: Number(r.amount_nano), shortfall: Number(r.shortfall_nano) }));
+}
+
+describe("posts of one turn", () => {
+  it("charge every whole cost in one statement, holds released, the books exact", async () => {
+    const a = await account(10);
+    const holds = (await oneTurn(Array.from({ length: 5 }, () => ({ ...a, amountNano: USD })))).filter(isHold);
+    const before = chargeStatements;
+    const settlements = await Promise.all(holds.map((h) => h.post(USD / 2)));
+    expect(chargeStatements - before).toBe(1);
+    expect(settlements).toEqual(Array(5).fill({ chargedNano: USD / 2, shortfallNano: 0 }));
+    expect(await entries(a.accountId)).toEqual(Array(5).fill({ amount: -USD / 2, shortfall: 0 }));
+    expect(await held(a.accountId)).toEqual({ account: 0, keys: 0, rows: 0 });
+    expect((await ledger.balance(a.accountId)).balanceNano).toBe(10 * USD - 5 * (USD / 2));
+  });
+
+  it("cap the second of two charges on one account that together cross its balance, with its shortfall, as one by one", async () => {
+    const a = await account(3);
+    const [h1, h2] = (await oneTurn([{ ...a, amountNano: USD }, { ...a, amountNano: USD }])).filter(isHold);
+    // Two posts at once have no order between them: whichever goes second is capped.
+    const settlements = await Promise.all([h1!.post(2 * USD), h2!.post(2 * USD)]);
+    const byCharge = (x: { chargedNano: number }, y: { chargedNano: number }) => x.chargedNano - y.chargedNano;
+    expect(settlements.sort(byCharge)).toEqual([{ chargedNano: USD, shortfallNano: USD }, { chargedNano: 2 * USD, shortfallNano: 0 }]);
+    expect((await entries(a.accountId)).sort((x, y) => x.amount - y.amount)).toEqual([{ amount: -2 * USD, shortfall: 0 }, { amount: -USD, shortfall: USD }]);
+    expect((await ledger.balance(a.accountId)).balanceNano).toBe(0);
+    expect(await held(a.accountId)).toEqual({ account: 0, keys: 0, rows: 0 });
+  });
+
+  it("are each made alone when the batch statement fails, none failed by it", async () => {
+    await sql.unsafe(`CREATE FUNCTION one_charge_only() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF (SELECT count(*) FROM n) > 1 THEN RAISE EXCEPTION 'several charges refused for the test'; END IF; RETURN NULL; END $$`);
+    await sql.unsafe("CREATE TRIGGER one_charge_only AFTER INSERT ON ledger_entries REFERENCING NEW TABLE AS n FOR EACH STATEMENT EXECUTE FUNCTION one_charge_only()");
+    try {
+      const a = await account(10);
+      const holds = (await oneTurn(Array.from({ length: 4 }, () => ({ ...a, amountNano: USD })))).filter(isHold);
+      const before = chargeStatements;
+      const settlements = await Promise.all(holds.map((h) => h.post(USD)));
+      expect(chargeStatements - before).toBe(1 + 4);
+      expect(settlements).toEqual(Array(4).fill({ chargedNano: USD, shortfallNano: 0 }));
+      expect((await ledger.balance(a.accountId)).balanceNano).toBe(6 * USD);
+      expect(await held(a.accountId)).toEqual({ account: 0, keys: 0, rows: 0 });
+    } finally {
+      await sql.unsafe("DROP TRIGGER one_charge_only ON ledger_entries; DROP FUNCTION one_charge_only()");
+    }
   });
 });

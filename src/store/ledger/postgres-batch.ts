@@ -13,10 +13,11 @@ const MAX_BATCH = 500;
 
 /** One turn's items, sent together by `send`; each item's promise settles with its own answer. */
 export class TurnBatch<I, R> {
-  private pending: { item: I; resolve(r: R): void; reject(e: unknown): void }[] = [];
+  private pending: { item: I; resolve(r: R | Promise<R>): void; reject(e: unknown): void }[] = [];
   private scheduled = false;
 
-  constructor(private readonly send: (items: I[]) => Promise<R[]>) {}
+  /** `send` answers each item's result, or a promise of it (which may reject for that item alone). */
+  constructor(private readonly send: (items: I[]) => Promise<(R | Promise<R>)[]>) {}
 
   add(item: I): Promise<R> {
     return new Promise<R>((resolve, reject) => {
@@ -106,4 +107,75 @@ UPDATE api_keys SET held_nano = api_keys.held_nano - s.n
 
 export async function releaseMany(sql: SQL, ids: number[]): Promise<void> {
   await sql.unsafe(RELEASE_MANY, [ids]);
+}
+
+export interface PostItem {
+  holdId: number;
+  accountId: number;
+  keyId: number;
+  costNano: number;
+  requestId: string;
+  /** The log row's INSERT for this item (a `Rider`'s params), or null when it has none. */
+  rowParams: unknown[] | null;
+}
+
+/**
+ * Posts several holds at once, each charged its whole cost: $1 holds, $2 accounts, $3 keys, $4 costs,
+ * $5 requests (arrival order), $6 now, $7-$9 the periods' starts. All or nothing: when any charge
+ * would meet a cap (the balance, the key's quota or budget, counted in order over the batch), or a
+ * row is missing, the final SELECT divides by zero (by a column, so that the planner cannot fold it beforehand), so that the statement and all it wrote are
+ * undone, and the posts are made one by one by the one-request statement, which caps and records the
+ * shortfall. `logs`: the log rows' multi-row INSERT, a part of the same statement.
+ */
+const postMany = (logs: string | null) => `WITH ${logs ? `log AS (${logs}),\n` : ""}items AS (
+    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[]) WITH ORDINALITY AS t(hold_id, account_id, key_id, cost, request_id, ord)),
+  h AS (DELETE FROM holds WHERE id IN (SELECT hold_id FROM items) RETURNING id, amount_nano),
+  a0 AS (SELECT id, balance_nano FROM accounts WHERE id IN (SELECT account_id FROM items) ORDER BY id FOR UPDATE),
+  k0 AS (SELECT id, quota_nano, spent_nano, budget_nano, period_start, period_spent_nano,
+      (CASE budget_period WHEN 'day' THEN $7::bigint WHEN 'week' THEN $8::bigint ELSE $9::bigint END) AS cur
+    FROM api_keys WHERE id IN (SELECT key_id FROM items) AND (SELECT count(*) FROM a0) >= 0 ORDER BY id FOR UPDATE),
+  c AS (SELECT i.*, coalesce(h.amount_nano, 0) AS released, a0.balance_nano, k0.quota_nano, k0.spent_nano, k0.budget_nano,
+      CASE WHEN k0.period_start = k0.cur THEN k0.period_spent_nano ELSE 0 END AS period_spent,
+      sum(i.cost) OVER (PARTITION BY i.account_id ORDER BY i.ord) AS account_upto,
+      sum(i.cost) OVER (PARTITION BY i.key_id ORDER BY i.ord) AS key_upto
+    FROM items i JOIN a0 ON a0.id = i.account_id JOIN k0 ON k0.id = i.key_id LEFT JOIN h ON h.id = i.hold_id),
+  ok AS (SELECT count(*) = (SELECT count(*) FROM items) AND coalesce(bool_and(account_upto <= GREATEST(balance_nano, 0)
+      AND (quota_nano IS NULL OR key_upto <= GREATEST(quota_nano - spent_nano, 0))
+      AND (budget_nano IS NULL OR key_upto <= GREATEST(budget_nano - period_spent, 0))), true) AS fits FROM c),
+  a AS (UPDATE accounts SET balance_nano = accounts.balance_nano - s.charged, held_nano = accounts.held_nano - s.released
+    FROM (SELECT account_id, sum(cost) AS charged, sum(released) AS released FROM c GROUP BY account_id) s WHERE accounts.id = s.account_id),
+  k AS (UPDATE api_keys SET spent_nano = k0.spent_nano + s.charged, held_nano = api_keys.held_nano - s.released,
+      period_spent_nano = CASE WHEN k0.budget_nano IS NULL THEN k0.period_spent_nano WHEN k0.period_start = k0.cur THEN k0.period_spent_nano + s.charged ELSE s.charged END,
+      period_start = CASE WHEN k0.budget_nano IS NULL THEN k0.period_start ELSE k0.cur END
+    FROM (SELECT key_id, sum(cost) AS charged, sum(released) AS released FROM c GROUP BY key_id) s, k0 WHERE api_keys.id = s.key_id AND k0.id = s.key_id),
+  e AS (INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, created_at)
+    SELECT account_id, 'charge', -cost, 0, key_id, request_id, $6::bigint FROM c WHERE cost > 0 ORDER BY ord)
+SELECT 1 / (CASE WHEN fits THEN 1 ELSE 0 END) AS done FROM ok`;
+
+const POST_PARAMS = 9;
+const postTexts = new Map<string, string>();
+
+/**
+ * Charges every item its whole cost in one statement with its log rows (`logText(n)`: the request
+ * log's INSERT of n rows, their params in order), or throws and changes nothing.
+ */
+export async function postAll(sql: SQL, items: PostItem[], starts: number[], logText: ((n: number) => string) | null): Promise<void> {
+  const rows = items.filter((i) => i.rowParams);
+  const logs = logText && rows.length > 0 ? logText(rows.length) : null;
+  const key = logs ?? "";
+  let text = postTexts.get(key);
+  if (!text) {
+    text = postMany(logs ? logs.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + POST_PARAMS}`) : null);
+    postTexts.set(key, text);
+  }
+  await sql.unsafe(text, [
+    items.map((i) => i.holdId),
+    items.map((i) => i.accountId),
+    items.map((i) => i.keyId),
+    items.map((i) => i.costNano),
+    items.map((i) => i.requestId),
+    Date.now(),
+    ...starts,
+    ...rows.flatMap((i) => i.rowParams!),
+  ]);
 }
