@@ -267,11 +267,12 @@ export class PgLedger implements MoneyLedger, HoldOwner {
    * shortfall, and fails, if it does, with its own statement's error.
    */
   private async postTurn(items: PostWait[]): Promise<(Settlement | Promise<Settlement>)[]> {
-    const many = items[0]!.rider?.many;
-    const sameRows = items.every((w) => !w.rider || (w.rider.many && w.rider.text === items[0]!.rider?.text));
+    // The log rows become one multi-row INSERT: only when every rider is the same write (there is one: the log row's).
+    const first = items.find((w) => w.rider)?.rider;
+    const sameRows = items.every((w) => !w.rider || (w.rider.many && w.rider.text === first!.text));
     if (items.length > 1 && sameRows) {
       try {
-        const logText = items.find((w) => w.rider)?.rider?.many ?? many ?? null;
+        const logText = first?.many ?? null;
         await postAll(
           this.sql,
           items.map((w) => ({ holdId: w.id, accountId: w.hold.accountId, keyId: w.hold.keyId, costNano: w.cost, requestId: w.hold.requestId, rowParams: w.rider?.params ?? null })),
