@@ -27,7 +27,12 @@ async function install(): Promise<void> {
     }),
   );
   console.log(`installing @portkey-ai/gateway ${PORTKEY_VERSION} into ${DIR} (npm)…`);
-  await runToEnd("npm install", ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: DIR });
+  try {
+    await runToEnd("npm install", ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: DIR });
+  } catch (e) {
+    const why = String((e as Error).message ?? e).split("\n").find((l) => l.trim() !== "") ?? "";
+    throw new Error(`--peer portkey: @portkey-ai/gateway ${PORTKEY_VERSION} could not be installed from npm (no registry offline?): ${why.slice(0, 200)}. Run without --peer.`);
+  }
 }
 
 function freePort(): Promise<number> {

@@ -204,7 +204,8 @@ export function reconciliationLine(r: Reconciliation): string {
 }
 
 /** Our gateway next to another one (--peer), cell by cell, medians over rounds. */
-export function peerTable(samples: Sample[], peer: Sample["target"]): string {
+/** `unserved`: the workloads the peer cannot serve (its smoke test's answer), shown as such. */
+export function peerTable(samples: Sample[], peer: Sample["target"], unserved?: ReadonlyMap<string, string>): string {
   const rows = [
     `| workload | c | req/s gateway / ${peer} | p50 ms gateway / ${peer} | CPU µs/req gateway / ${peer} | ${peer} CPU ÷ gateway's | ${peer} errors |`,
     "|---|---:|---:|---:|---:|---:|---:|",
@@ -215,6 +216,11 @@ export function peerTable(samples: Sample[], peer: Sample["target"]): string {
     const [workload, c] = key.split("|");
     const stream = WORKLOADS.find((w) => w.id === workload)!.stream;
     const errors = of.filter((s) => s.target === peer).reduce((n, s) => n + s.errors, 0);
+    const why = unserved?.get(workload!);
+    if (why) {
+      rows.push(`| ${workload}${stream ? " (TTFB)" : ""} | ${c} | ${f0(med("gateway", (s) => s.rps))} / not served | – | ${f0(med("gateway", (s) => s.cpu_us))} / – | – | ${peer} cannot serve it: ${why.slice(0, 80).replace(/\|/g, "/")} |`);
+      continue;
+    }
     rows.push(
       `| ${workload}${stream ? " (TTFB)" : ""} | ${c} | ${f0(med("gateway", (s) => s.rps))} / ${f0(med(peer, (s) => s.rps))} | ` +
         `${ms(med("gateway", (s) => s.p50_us))} / ${ms(med(peer, (s) => s.p50_us))} | ${f0(med("gateway", (s) => s.cpu_us))} / ${f0(med(peer, (s) => s.cpu_us))} | ` +

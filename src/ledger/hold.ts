@@ -9,6 +9,8 @@ import type { SQL } from "bun";
 export interface Rider {
   text: string;
   params: unknown[];
+  /** The same write for n rows, their params one row after another: the riders of a batch of posts as one part. */
+  many?: (n: number) => string;
   settled(error: unknown): void;
 }
 

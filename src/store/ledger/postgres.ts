@@ -6,6 +6,17 @@ import { budgetRefused, periodEnd, periodStart, periodStarts, spentInPeriod } fr
 import { storedBudget } from "../keys/contract.ts";
 import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
 import { Holds } from "./holds.ts";
+import { currentStart, POST, postText, settled } from "./postgres-post.ts";
+import { postAll, releaseMany, reserveMany, TurnBatch, type ReserveItem } from "./postgres-batch.ts";
+import type { Rider } from "../../ledger/hold.ts";
+
+/** A post waiting for its turn's statement. */
+interface PostWait {
+  hold: Hold;
+  id: number;
+  cost: number;
+  rider: Rider | undefined;
+}
 import { InstanceLease, type LeaseOptions } from "./postgres-lease.ts";
 import { balanceRefused, budgetSpend, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
 
@@ -27,51 +38,6 @@ export type PgLedgerOptions = LeaseOptions;
 /** The hold insert's foreign key to this instance's row: the row was deleted by another instance's release. */
 const OWN_ROW_KEY = "holds_instance_id_instances_id_fk";
 
-/**
- * The start of the key's budget period now, from the three starts passed as `$first`… (day, week,
- * month: ledger/budget.ts periodStarts), so that the statement needs no calendar of its own.
- */
-const currentStart = (k: string, first: number) =>
-  `(CASE ${k}budget_period WHEN 'day' THEN $${first}::bigint WHEN 'week' THEN $${first + 1}::bigint ELSE $${first + 2}::bigint END)`;
-
-/**
- * The post's one statement: the hold row deleted (nothing when a silent-instance release took it
- * already), the account's and the key's rows locked, the charge capped at the balance, at what the
- * key's quota has left and at what its budget has left in the period (the rest is shortfall), both
- * rows (the lifetime spend and the period's counter, restarted when the period changed) and the entry
- * written. Nothing to charge: no ledger row, as on SQLite. $1 hold, $2 account, $3 key, $4 cost,
- * $5 request, $6 now, $7-$9 the periods' starts.
- */
-const POST_PARAMS = 9;
-const POST = `WITH h AS (DELETE FROM holds WHERE id = $1 RETURNING amount_nano),
-  a0 AS (SELECT balance_nano FROM accounts WHERE id = $2 FOR UPDATE),
-  k0 AS (SELECT quota_nano, spent_nano, budget_nano, period_start, period_spent_nano, ${currentStart("", 7)} AS cur FROM api_keys WHERE id = $3 FOR UPDATE),
-  c AS (SELECT
-      LEAST($4::bigint, GREATEST((SELECT balance_nano FROM a0), 0),
-        (SELECT CASE WHEN quota_nano IS NULL THEN $4::bigint ELSE GREATEST(quota_nano - spent_nano, 0) END FROM k0),
-        (SELECT CASE WHEN budget_nano IS NULL THEN $4::bigint
-          ELSE GREATEST(budget_nano - CASE WHEN period_start = cur THEN period_spent_nano ELSE 0 END, 0) END FROM k0)) AS charged,
-      coalesce((SELECT amount_nano FROM h), 0) AS released),
-  a AS (UPDATE accounts SET balance_nano = balance_nano - c.charged, held_nano = held_nano - c.released FROM c WHERE id = $2),
-  k AS (UPDATE api_keys SET spent_nano = api_keys.spent_nano + c.charged, held_nano = held_nano - c.released,
-      period_spent_nano = CASE WHEN k0.budget_nano IS NULL THEN k0.period_spent_nano WHEN k0.period_start = k0.cur THEN k0.period_spent_nano + c.charged ELSE c.charged END,
-      period_start = CASE WHEN k0.budget_nano IS NULL THEN k0.period_start ELSE k0.cur END
-    FROM c, k0 WHERE api_keys.id = $3),
-  e AS (INSERT INTO ledger_entries (account_id, kind, amount_nano, shortfall_nano, key_id, request_id, created_at)
-    SELECT $2, 'charge', -c.charged, $4::bigint - c.charged, $3, $5, $6::bigint FROM c WHERE $4::bigint > 0)
-SELECT charged FROM c`;
-
-/** The post's statement with a rider's INSERT as its first part, the rider's `$n` placed after the post's own. */
-const withRider = (text: string) => POST.replace("WITH ", `WITH log AS (${text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + POST_PARAMS}`)}),\n`);
-
-/** Built once per rider text (there is one: the log row's), not per request: the rewrite showed in the profile. */
-const ridden = new Map<string, string>();
-
-const settled = (cost: number, rows: { charged: string | number }[]): Settlement => {
-  const chargedNano = Number(rows[0]!.charged);
-  return { chargedNano, shortfallNano: cost - chargedNano };
-};
-
 export class PgLedger implements MoneyLedger, HoldOwner {
   /** This instance's open holds (its requests in flight), as on SQLite. */
   readonly holds = new Holds();
@@ -84,6 +50,12 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   /** Null for the operator's ledger, which takes no holds. */
   private readonly lease: InstanceLease | null;
   readonly clock: Clock = systemClock();
+  /** This turn's reserves, taken in one statement; null for an item to be decided alone. */
+  private readonly reserves = new TurnBatch<ReserveItem, number | null>((items) => this.reserveTurn(items));
+  /** This turn's releases (voids), in one statement. */
+  private readonly releases = new TurnBatch<number, void>((ids) => this.releaseTurn(ids));
+  /** This turn's posts (each with its log row as a rider, or none), in one statement when every charge is whole. */
+  private readonly posts = new TurnBatch<PostWait, Settlement>((items) => this.postTurn(items));
 
   private constructor(
     private readonly sql: SQL,
@@ -146,7 +118,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
       const epoch = lease.epoch;
       let id: number;
       try {
-        id = await this.take(accountId, keyId, amountNano);
+        id = (await this.reserves.add({ accountId, keyId, amountNano })) ?? (await this.take(accountId, keyId, amountNano));
       } catch (e) {
         if (!isOwnRowGone(e)) throw e;
         // Another instance took this one for silent and released its holds: none is relied upon
@@ -165,6 +137,35 @@ export class PgLedger implements MoneyLedger, HoldOwner {
       this.rows.set(hold, { id, epoch });
       return hold;
     }
+  }
+
+  /**
+   * One turn's reserves: the ids of the holds the batch statement granted. A lone reserve, an item
+   * the batch did not grant, and every item of a batch the database refused are decided alone by
+   * `take`, so that each gets the verdict and the error of its own statement, never a neighbour's.
+   */
+  private async reserveTurn(items: ReserveItem[]): Promise<(number | null)[]> {
+    if (items.length === 1) return [null];
+    try {
+      return await reserveMany(this.sql, items, this.opts.instanceId, periodStarts(this.clock.now()));
+    } catch {
+      return items.map(() => null);
+    }
+  }
+
+  /** One turn's releases in one statement; if it fails, each alone (which records its own failure for the retry). */
+  private async releaseTurn(ids: number[]): Promise<void[]> {
+    if (ids.length > 1) {
+      try {
+        await releaseMany(this.sql, ids);
+        for (const id of ids) this.unreleased.delete(id);
+        return [];
+      } catch {
+        // Each alone below: a failure is then its own, recorded for the heartbeat's retry.
+      }
+    }
+    await Promise.all(ids.map((id) => this.release(id)));
+    return [];
   }
 
   /** The reserve's statement: the hold row's id, or the refusal thrown. */
@@ -238,24 +239,12 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     try {
       if (epoch !== this.lease!.epoch || !this.lease!.valid()) throw databaseUnavailable(new Error(`instance ${this.opts.instanceId} fenced`));
       const cost = boundedCost(costNano);
-      const params = [id, hold.accountId, hold.keyId, cost, hold.requestId, Date.now(), ...periodStarts(this.clock.now())];
       const rider = alongside?.rider?.();
       let settlement: Settlement;
       if (rider || !alongside) {
-        // The log row as one more part of the charge's statement: one round trip, no transaction.
-        let text = POST;
-        if (rider) {
-          text = ridden.get(rider.text) ?? withRider(rider.text);
-          ridden.set(rider.text, text);
-        }
-        try {
-          settlement = settled(cost, await this.sql.unsafe(text, rider ? [...params, ...rider.params] : params));
-          rider?.settled(null);
-        } catch (e) {
-          rider?.settled(e);
-          throw e;
-        }
+        settlement = await this.posts.add({ hold, id, cost, rider });
       } else {
+        const params = [id, hold.accountId, hold.keyId, cost, hold.requestId, Date.now(), ...periodStarts(this.clock.now())];
         settlement = await this.sql.begin(async (tx) => {
           // The other write first: it locks nothing, so the account's row is held only from the
           // money statement to the COMMIT that follows it.
@@ -272,10 +261,51 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     }
   }
 
+  /**
+   * One turn's posts: one statement charging each its whole cost, with the log rows, when no charge
+   * meets a cap; else (a cap met, or any failure) each alone by `postOne`, which caps and records the
+   * shortfall, and fails, if it does, with its own statement's error.
+   */
+  private async postTurn(items: PostWait[]): Promise<(Settlement | Promise<Settlement>)[]> {
+    // The log rows become one multi-row INSERT: only when every rider is the same write (there is one: the log row's).
+    const first = items.find((w) => w.rider)?.rider;
+    const sameRows = items.every((w) => !w.rider || (w.rider.many && w.rider.text === first!.text));
+    if (items.length > 1 && sameRows) {
+      try {
+        const logText = first?.many ?? null;
+        await postAll(
+          this.sql,
+          items.map((w) => ({ holdId: w.id, accountId: w.hold.accountId, keyId: w.hold.keyId, costNano: w.cost, requestId: w.hold.requestId, rowParams: w.rider?.params ?? null })),
+          periodStarts(this.clock.now()),
+          logText,
+        );
+        for (const w of items) w.rider?.settled(null);
+        return items.map((w) => ({ chargedNano: w.cost, shortfallNano: 0 }));
+      } catch {
+        // Each alone below, as before batching.
+      }
+    }
+    return items.map((w) => this.postOne(w));
+  }
+
+  /** The post's statement for one hold, its log row riding on it: one round trip, no transaction. */
+  private async postOne({ hold, id, cost, rider }: PostWait): Promise<Settlement> {
+    const params = [id, hold.accountId, hold.keyId, cost, hold.requestId, Date.now(), ...periodStarts(this.clock.now())];
+    const text = postText(rider?.text);
+    try {
+      const s = settled(cost, await this.sql.unsafe(text, rider ? [...params, ...rider.params] : params));
+      rider?.settled(null);
+      return s;
+    } catch (e) {
+      rider?.settled(e);
+      throw e;
+    }
+  }
+
   /** HoldOwner: answers at once; the release runs behind, and is retried on each heartbeat if it fails. */
   void(hold: Hold): void {
     const id = this.forget(hold);
-    if (id !== undefined) this.track(this.release(id));
+    if (id !== undefined) this.track(this.releases.add(id));
   }
 
   private forget(hold: Hold): number | undefined {

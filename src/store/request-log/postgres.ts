@@ -28,6 +28,14 @@ const insertSql = (rows: number) => `INSERT INTO request_logs (${LOG_COLUMNS}) V
 
 const INSERT_ONE = insertSql(1);
 
+/** Built once per row count: a batch of posts asks for the same few sizes again and again. */
+const inserts = new Map<number, string>();
+const insertOf = (n: number): string => {
+  let text = inserts.get(n);
+  if (!text) inserts.set(n, (text = insertSql(n)));
+  return text;
+};
+
 export class PgRequestLog implements RequestLogStore {
   private readonly sql: SQL;
   readonly retentionDays: number;
@@ -63,6 +71,7 @@ export class PgRequestLog implements RequestLogStore {
     return {
       text: INSERT_ONE,
       params: logValues(r, Date.now()),
+      many: insertOf,
       settled: (error) => {
         if (error) events.writeFailed("request_log", r.requestId, error);
         this.onRow?.(r);
