@@ -149,6 +149,18 @@ describe("the usage page's spend per day", () => {
     expect(await page.getByTestId("usage-spend-period").textContent()).toBe("$0.00");
   });
 
+  it("charts the days the requests list shows: From included, Until left out", async () => {
+    const { page } = tab;
+    const today = new Date().toISOString().slice(0, 10);
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    await visit(page, rig.gw.url, `usage?since=${today}&until=${tomorrow}`, "Usage");
+    await usageChart().waitFor();
+    expect(await usageChart().locator("svg rect").count()).toBe(2);
+    expect(await page.getByRole("region", { name: "Spend per day" }).textContent()).toContain(`${today} to ${today}, UTC days`);
+    await visit(page, rig.gw.url, `usage?since=${today}&until=${today}`, "Usage");
+    expect(await page.getByRole("region", { name: "Spend per day" }).getByTestId("spend-empty").textContent()).toContain("No days to show");
+  });
+
   it("fits a 390 px wide phone without scrolling sideways", async () => {
     const { page } = tab;
     await page.setViewportSize({ width: 390, height: 844 });

@@ -60,10 +60,16 @@ export function chartDays(since: string | null, until: string | null): { from: s
 
 /** The spend per day under the filters: loaded after the view, with its own spinner and refusal. */
 function spendPerDay(f: Record<string, string | null>): HTMLElement {
+  const days = chartDays(f.since ?? null, f.until ?? null);
+  const title = h("h2", {}, "Spend per day");
+  if (days.from && days.to && DAY.test(days.from) && DAY.test(days.to) && days.to < days.from) {
+    // Until on the From day (it is left out, as for the requests): no day to chart, and no refusal.
+    return h("section", { "aria-label": "Spend per day" }, title, h("p", { class: "muted", "data-testid": "spend-empty" }, "No days to show: Until is the first day left out."));
+  }
   const box = h("div", { "aria-busy": "true" }, loading("Loading the spend per day…"));
   const load = async () => {
     box.setAttribute("aria-busy", "true");
-    const s = await api<UsageSummary>("GET", "/api/usage/summary" + query({ ...chartDays(f.since ?? null, f.until ?? null), model: f.model, key_id: f.key_id })).finally(() =>
+    const s = await api<UsageSummary>("GET", "/api/usage/summary" + query({ ...days, model: f.model, key_id: f.key_id })).finally(() =>
       box.removeAttribute("aria-busy"),
     );
     box.replaceChildren(h("p", { class: "hint" }, `${s.from} to ${s.to}, UTC days: `, h("span", { class: "num", "data-testid": "usage-spend-period" }, usd(s.period.cost_usd))), stackedChart(s));
@@ -74,7 +80,7 @@ function spendPerDay(f: Record<string, string | null>): HTMLElement {
     box.replaceChildren(msg.el, h("button", { type: "button", onclick: () => load().catch(fail) }, "Retry"));
   };
   load().catch(fail);
-  return h("section", { "aria-label": "Spend per day" }, h("h2", {}, "Spend per day"), box);
+  return h("section", { "aria-label": "Spend per day" }, title, box);
 }
 
 /** A list that pages backwards with its `next` cursor: "Older" appends the next page. */
