@@ -86,7 +86,7 @@ describe("the account holder's dashboard", () => {
     expect(text).toContain("demo-text-1");
     expect(text).toContain(`$${costUsd}`);
     await page.getByRole("row").filter({ hasText: "Starting credit" }).waitFor();
-    await page.locator(".chart canvas").first().waitFor();
+    await page.getByTestId("spend-chart").locator("svg rect").first().waitFor();
     await tab.shot("usage");
     await visit(page, gw.url, "", "Overview");
     expect(usd(await textOf(page, "balance", /\$/))).toBeCloseTo(1 - costUsd, 9);

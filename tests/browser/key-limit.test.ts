@@ -39,4 +39,13 @@ describe("the keys page at the account's key limit", () => {
     // The refusal is the one problem the page met (Chromium logs the 409 to its console too).
     expect(tab.problems()).toEqual([expect.stringMatching(/^HTTP 409: POST .*\/api\/keys$/), expect.stringContaining("status of 409")]);
   });
+
+  it("names the refused call, its HTTP status and request id as the failure panel does, and keeps what was typed", async () => {
+    const { page } = tab;
+    const alert = page.getByRole("alert");
+    expect(await alert.locator("p").first().textContent()).toStartWith("POST /api/keys failed (HTTP 409): This account already has 1 key");
+    expect(await alert.getByTestId("failed-request-id").textContent()).toMatch(/^gw_\w+$/);
+    expect(await alert.textContent()).toContain("(quote it to the operator)");
+    expect(await page.getByRole("form", { name: "Create a key" }).getByLabel("Name").inputValue()).toBe("second");
+  });
 });

@@ -112,3 +112,62 @@ describe("the overview's spend", () => {
     await page.setViewportSize({ width: 1100, height: 900 });
   });
 });
+
+// The usage page draws the same bars (src/dashboard/ui/views/spend.ts) under its own filters.
+describe("the usage page's spend per day", () => {
+  const usageChart = () => tab.page.getByRole("region", { name: "Spend per day" }).getByTestId("spend-chart");
+
+  it("draws the overview's stacked bars, one part per model, with their legend", async () => {
+    const { page } = tab;
+    await visit(page, rig.gw.url, "usage", "Usage");
+    await usageChart().waitFor();
+    expect(await usageChart().locator("svg rect").count()).toBe(2);
+    expect(await usageChart().locator(".legend li").allTextContents()).toEqual([expect.stringContaining("alpha"), expect.stringContaining("beta")]);
+    expect(await page.locator("canvas").count()).toBe(0);
+    await tab.shot("usage-chart");
+  });
+
+  it("follows the usage page's model and key filters", async () => {
+    const { page } = tab;
+    const form = page.getByRole("form", { name: "Filter requests" });
+    await form.getByLabel("Model").selectOption("alpha");
+    await form.getByLabel("Key").selectOption({ label: (await form.getByLabel("Key").locator("option").filter({ hasText: "laptop" }).textContent())! });
+    await form.getByRole("button", { name: "Filter" }).click();
+    await page.waitForURL(/model=alpha/);
+    await usageChart().locator(".legend li").filter({ hasText: "alpha" }).waitFor();
+    expect(await usageChart().locator(".legend li").count()).toBe(1);
+    await page.getByRole("region", { name: "Spend per day" }).getByLabel("Stack by").selectOption("key");
+    expect(await usageChart().locator(".legend li").allTextContents()).toEqual([expect.stringContaining("laptop")]);
+  });
+
+  it("says there was no spend on dates without requests", async () => {
+    const { page } = tab;
+    await visit(page, rig.gw.url, "usage?since=2026-01-01&until=2026-01-08", "Usage");
+    const empty = page.getByRole("region", { name: "Spend per day" }).getByTestId("spend-empty");
+    await empty.waitFor();
+    expect(await empty.textContent()).toContain("No spend yet in this period");
+    expect(await page.getByTestId("usage-spend-period").textContent()).toBe("$0.00");
+  });
+
+  it("charts the days the requests list shows: From included, Until left out", async () => {
+    const { page } = tab;
+    const today = new Date().toISOString().slice(0, 10);
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    await visit(page, rig.gw.url, `usage?since=${today}&until=${tomorrow}`, "Usage");
+    await usageChart().waitFor();
+    expect(await usageChart().locator("svg rect").count()).toBe(2);
+    expect(await page.getByRole("region", { name: "Spend per day" }).textContent()).toContain(`${today} to ${today}, UTC days`);
+    await visit(page, rig.gw.url, `usage?since=${today}&until=${today}`, "Usage");
+    expect(await page.getByRole("region", { name: "Spend per day" }).getByTestId("spend-empty").textContent()).toContain("No days to show");
+  });
+
+  it("fits a 390 px wide phone without scrolling sideways", async () => {
+    const { page } = tab;
+    await page.setViewportSize({ width: 390, height: 844 });
+    await visit(page, rig.gw.url, "usage", "Usage");
+    await usageChart().waitFor();
+    expect(await noSideScroll()).toBe(true);
+    await tab.shot("usage-chart-phone");
+    await page.setViewportSize({ width: 1100, height: 900 });
+  });
+});

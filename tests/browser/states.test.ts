@@ -128,8 +128,8 @@ describe("the dashboard's states", () => {
     await client.chat.completions.create({ model: "demo", max_tokens: 8, messages: [{ role: "user", content: "Hi" }] });
     await page.setViewportSize({ width: 390, height: 844 });
     await visit(page, gw.url, "usage", "Usage");
-    // The first of the view's own tables (the chart's legend is one too): the requests.
-    const request = page.locator("table.cards").first().locator("tbody tr").first();
+    // The requests' table, not the chart's figures (folded under "The figures as a table").
+    const request = page.locator("table.cards").filter({ has: page.locator("caption", { hasText: "Recent requests" }) }).locator("tbody tr").first();
     await request.waitFor();
     for (const label of ["Status", "Cost", "Request id"]) await inside390(request.locator(`td[data-label="${label}"]`));
     for (const label of ["Key", "Route", "Tokens in / out"]) expect(await request.locator(`td[data-label="${label}"]`).isVisible()).toBe(false);

@@ -87,12 +87,24 @@ export function messages(): { el: HTMLElement; ok(text: string): void; fail(e: u
       el.replaceChildren(h("p", { class: "ok" }, text));
     },
     fail(e) {
-      el.replaceChildren(h("p", { class: "error", role: "alert" }, errorText(e)));
+      // Only the message changes: the form above keeps what was typed, to correct and send again.
+      el.replaceChildren(h("div", { class: "error", role: "alert" }, ...whatFailed(e)));
     },
     clear() {
       el.replaceChildren();
     },
   };
+}
+
+/**
+ * What failed, in the words of the failure panel and the forms alike: the call and its status, the
+ * server's message, and its request id to quote to the operator.
+ */
+export function whatFailed(e: unknown): HTMLElement[] {
+  if (!(e instanceof ApiError)) return [h("p", {}, errorText(e))];
+  const what = h("p", {}, `${e.call} failed${e.status ? ` (HTTP ${e.status})` : ""}: ${e.message}`);
+  if (!e.requestId) return [what];
+  return [what, h("p", { class: "muted" }, "Request id ", h("code", { "data-testid": "failed-request-id" }, e.requestId), " (quote it to the operator)")];
 }
 
 export function errorText(e: unknown): string {
@@ -196,15 +208,7 @@ export const loading = (text = "Loading…") => h("div", { class: "loading", rol
  * Retry that loads just this view again. An alert, so it is read at once.
  */
 export function failure(title: string, e: unknown, retry: () => void): HTMLElement {
-  const call = e instanceof ApiError ? e : null;
-  return h(
-    "section",
-    { class: "failed", role: "alert" },
-    heading(`${title}: not loaded`),
-    h("p", {}, call ? `${call.call} failed${call.status ? ` (HTTP ${call.status})` : ""}: ${call.message}` : errorText(e)),
-    call?.requestId ? h("p", { class: "muted" }, "Request id ", h("code", { "data-testid": "failed-request-id" }, call.requestId), " (quote it to the operator)") : null,
-    h("button", { type: "button", onclick: retry }, "Retry"),
-  );
+  return h("section", { class: "failed", role: "alert" }, heading(`${title}: not loaded`), ...whatFailed(e), h("button", { type: "button", onclick: retry }, "Retry"));
 }
 
 /** A block of text to copy: code, and its button. */

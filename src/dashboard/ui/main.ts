@@ -1,4 +1,3 @@
-import "uplot/dist/uPlot.min.css";
 import { api, ApiError } from "./api.ts";
 import type { Ctx, View } from "./context.ts";
 import { failure, h, loading, usd } from "./dom.ts";

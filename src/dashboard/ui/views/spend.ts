@@ -73,6 +73,14 @@ function chart(s: UsageSummary, by: "model" | "key"): HTMLElement {
   );
 }
 
+/** The chart with its Stack by choice (model first, or key): the overview's and the usage page's. */
+export function stackedChart(s: UsageSummary): HTMLElement {
+  const by = select("stack", [["model", "model"], ["key", "key"]]);
+  const drawn = h("div", {}, chart(s, "model"));
+  by.addEventListener("change", () => drawn.replaceChildren(chart(s, by.value as "model" | "key")));
+  return h("div", {}, h("div", { class: "row" }, field("Stack by", by)), drawn);
+}
+
 function filters(keys: KeyView[], models: string[], p: URLSearchParams): HTMLFormElement {
   const value = (k: string) => p.get(k) ?? "";
   return h(
@@ -104,9 +112,6 @@ export async function spendSection(ctx: Ctx, choices: Promise<{ keys: KeyView[];
     msg.fail(e);
     return h("section", { "aria-label": "Spend" }, h("h2", {}, "Spend"), form, box);
   }
-  const by = select("stack", [["model", "model"], ["key", "key"]]);
-  const drawn = h("div", {}, chart(s, "model"));
-  by.addEventListener("change", () => drawn.replaceChildren(chart(s, by.value as "model" | "key")));
   return h(
     "section",
     { "aria-label": "Spend" },
@@ -116,8 +121,7 @@ export async function spendSection(ctx: Ctx, choices: Promise<{ keys: KeyView[];
     form,
     box,
     h("h3", {}, `Per day, ${s.from} to ${s.to}: `, h("span", { class: "num", "data-testid": "spend-period" }, usd(s.period.cost_usd))),
-    h("div", { class: "row" }, field("Stack by", by)),
-    drawn,
+    stackedChart(s),
     h("h3", {}, "Prompt cache"),
     h(
       "dl",

@@ -1,12 +1,13 @@
 import { api, query } from "../api.ts";
 import type { Ctx } from "../context.ts";
 import { field, h, heading, loading, type Column, input, messages, onSubmit, select, table, usd, when } from "../dom.ts";
-import type { KeyList, KeyView, LedgerEntry, LedgerPage, Pricing, RequestPage, RequestRow } from "../../../http/api-schemas.ts";
-import { spendChart } from "./chart.ts";
+import type { KeyList, KeyView, LedgerEntry, LedgerPage, Pricing, RequestPage, RequestRow, UsageSummary } from "../../../http/api-schemas.ts";
+import { stackedChart } from "./spend.ts";
 import { requestDetail } from "./request-detail.ts";
 
 // Recent requests (never their content) with filters, paging and a CSV export; the ledger with the
-// charges grouped per day; the daily spend chart.
+// charges grouped per day; the spend per day as the overview draws it (docs/dashboard.md#overview),
+// under the same filters as the requests but their status.
 
 const tokens = (n: number | null) => (n === null ? "—" : String(n));
 
@@ -37,6 +38,49 @@ function ledgerCells(e: LedgerEntry) {
   const label = KIND[e.kind] ?? e.kind;
   const detail = "day" in e ? `${e.day}: ${e.count} request${e.count === 1 ? "" : "s"}` : [e.note, e.external_ref].filter(Boolean).join(" · ");
   return [when(e.created_at), label, detail, usd(e.amount_usd)];
+}
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/**
+ * The summary's days for the requests' filters: `since` is the first day; `until` is exclusive (the
+ * requests before it), so a date's day is not charted, a time's day is. Anything else goes as it
+ * came, for the server to refuse with its own message.
+ */
+export function chartDays(since: string | null, until: string | null): { from: string | null; to: string | null } {
+  const day = (v: string | null, last: boolean) => {
+    if (!v) return null;
+    const ms = Date.parse(DAY.test(v) ? v + "T00:00:00Z" : v);
+    if (Number.isNaN(ms)) return v;
+    return utcDay(last ? ms - 1 : ms);
+  };
+  return { from: day(since, false), to: day(until, true) };
+}
+
+/** The spend per day under the filters: loaded after the view, with its own spinner and refusal. */
+function spendPerDay(f: Record<string, string | null>): HTMLElement {
+  const days = chartDays(f.since ?? null, f.until ?? null);
+  const title = h("h2", {}, "Spend per day");
+  if (days.from && days.to && DAY.test(days.from) && DAY.test(days.to) && days.to < days.from) {
+    // Until on the From day (it is left out, as for the requests): no day to chart, and no refusal.
+    return h("section", { "aria-label": "Spend per day" }, title, h("p", { class: "muted", "data-testid": "spend-empty" }, "No days to show: Until is the first day left out."));
+  }
+  const box = h("div", { "aria-busy": "true" }, loading("Loading the spend per day…"));
+  const load = async () => {
+    box.setAttribute("aria-busy", "true");
+    const s = await api<UsageSummary>("GET", "/api/usage/summary" + query({ ...days, model: f.model, key_id: f.key_id })).finally(() =>
+      box.removeAttribute("aria-busy"),
+    );
+    box.replaceChildren(h("p", { class: "hint" }, `${s.from} to ${s.to}, UTC days: `, h("span", { class: "num", "data-testid": "usage-spend-period" }, usd(s.period.cost_usd))), stackedChart(s));
+  };
+  const fail = (e: unknown) => {
+    const msg = messages();
+    msg.fail(e);
+    box.replaceChildren(msg.el, h("button", { type: "button", onclick: () => load().catch(fail) }, "Retry"));
+  };
+  load().catch(fail);
+  return h("section", { "aria-label": "Spend per day" }, title, box);
 }
 
 /** A list that pages backwards with its `next` cursor: "Older" appends the next page. */
@@ -109,10 +153,10 @@ export async function usageView(ctx: Ctx): Promise<HTMLElement> {
     "section",
     {},
     heading("Usage"),
-    spendChart(),
-    h("h2", {}, "Requests"),
     form,
     msg.el,
+    spendPerDay(f),
+    h("h2", {}, "Requests"),
     h(
       "p",
       {},
