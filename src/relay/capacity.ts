@@ -10,6 +10,8 @@ import { isoTime } from "../core/time.ts";
 
 /** Without a Retry-After the key rests this long. */
 export const DEFAULT_REST_S = 30;
+/** A key the provider refused (revoked, out of credit) among several sits out this long before it is tried again. */
+export const REJECTED_REST_S = 300;
 /** A Retry-After past this is read as this: one bad header must not bench a key for days. */
 export const MAX_REST_S = 3600;
 

@@ -7,8 +7,8 @@ import type { RelayServices } from "./context.ts";
 import type { Provider } from "../upstreams/types.ts";
 import { SseSizeGuard } from "../wire/sse.ts";
 import { AttemptClock, limitsOf, timedResponse } from "./timeouts.ts";
-import { classifyStatus, passThrough, readErrorBody, readVendorError, restsKey } from "./upstream-error.ts";
-import { restSeconds, type KeyPool, type KeySlot } from "./capacity.ts";
+import { classifyStatus, passThrough, readErrorBody, readVendorError, rejectsKey, restsKey } from "./upstream-error.ts";
+import { REJECTED_REST_S, restSeconds, type KeyPool, type KeySlot } from "./capacity.ts";
 
 export interface Attempt {
   route: Route;
@@ -54,7 +54,8 @@ class Failure {
  * Tries the model's routes in order (weighted ones first, by their turn: relay/capacity.ts), and
  * on each route its provider's keys, fewest in flight first. Server errors, connection errors and
  * timeouts move on to the next route; an overloaded key (429, 529, overloaded_error) rests and the
- * next key or route is tried; a vendor's other 4xx is the answer; the circuit breaker skips routes
+ * next key or route is tried; one of several keys the provider refuses (revoked, out of credit)
+ * sits out and the next key is tried; a vendor's other 4xx is the answer; the circuit breaker skips routes
  * that keep failing. All of it before the client sees a byte.
  */
 export async function attemptRoutes(svc: RelayServices, model: Model, call: TriedBy, hooks: AttemptHooks): Promise<Attempt> {
@@ -113,6 +114,13 @@ export async function attemptRoutes(svc: RelayServices, model: Model, call: Trie
             const now = svc.capacity.now();
             pool.rest(slot, restSeconds(response.headers.get("retry-after"), now), now);
             last = new Failure(vendor && response.status === 529 ? passThrough(529, vendor) : null, true);
+            continue;
+          }
+          if (pool.slots.length > 1 && rejectsKey(response.status, vendor)) {
+            // One of several keys revoked or out of credit: it sits out and its siblings serve. With
+            // one key there is no sibling, and the vendor's answer is the client's as before.
+            pool.rest(slot, REJECTED_REST_S, svc.capacity.now());
+            last = new Failure(vendor ? passThrough(response.status, vendor) : upstreamUnavailable(model.id), false);
             continue;
           }
           if (kind !== "refusal") {

@@ -39,6 +39,16 @@ export function restsKey(status: number, v: VendorError | null): boolean {
   return status === 429 && v?.code !== "insufficient_quota" && v?.type !== "insufficient_quota";
 }
 
+/**
+ * The provider refused this key itself: revoked or wrong (401; 403 authentication or permission),
+ * or its account is out of credit (429 insufficient_quota). Another of the provider's keys may work.
+ */
+export function rejectsKey(status: number, v: VendorError | null): boolean {
+  if (status === 401) return true;
+  if (status === 403) return v?.type === "authentication_error" || v?.type === "permission_error";
+  return status === 429 && (v?.code === "insufficient_quota" || v?.type === "insufficient_quota");
+}
+
 export function passThrough(status: number, v: VendorError, retryAfter?: number): GatewayError {
   const type = TYPE_FROM_CODE.has(v.code) ? v.code : v.type;
   // A vendor 429 for an exhausted credit balance will not succeed on a retry.

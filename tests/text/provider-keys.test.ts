@@ -15,7 +15,7 @@ import { body, dashboardGateway, registeredBrowser } from "../api/support.ts";
 setDefaultTimeout(30_000);
 
 const KEYS = ["sk-first-key-0000", "sk-second-key-1111"];
-const CASES = ["k429", "k529", "kovl", "kall", "kstatus", "kdefault", "kspread", "krevoked"];
+const CASES = ["k429", "k529", "kovl", "kall", "kstatus", "kdefault", "kspread", "krevoked", "kcredit", "kbothbad"];
 
 let up: MockUpstream;
 let gw: TestGateway;
@@ -133,25 +133,48 @@ describe("every key resting", () => {
 });
 
 describe("a key the provider rejects", () => {
-  it("is named by its place in api_keys in the operator's event", async () => {
+  const rejected = { kind: "error", status: 401, headers: {}, body: { type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } } } as const;
+
+  it("sits out five minutes while the provider's next key serves the same request, and the operator's event names it", async () => {
     const a = await gw.account(1);
     const lines: Record<string, unknown>[] = [];
     const restore = events.redirect((line) => lines.push(JSON.parse(line) as Record<string, unknown>));
     try {
-      // Key 0 busy on a slow answer, so the next request goes out on key 1, which is refused.
-      up.script({ kind: "slow_stream", events: 4, intervalMs: 100 }, { kind: "error", status: 401, headers: {}, body: { type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } } });
-      const slow = ask("krevoked", a.key);
-      while (!up.requests.at(-1)?.headers["x-api-key"]?.endsWith("krevoked")) await Bun.sleep(5);
-      const refused = await ask("krevoked", a.key);
-      expect(refused.status).toBe(401);
-      expect((await slow).status).toBe(200);
-      const id = refused.headers.get("x-gateway-request-id");
+      up.script(rejected);
+      const res = await ask("krevoked", a.key);
+      expect(res.status).toBe(200);
+      expect(keysUsed(2)).toEqual([0, 1]);
+      const id = res.headers.get("x-gateway-request-id");
       const e = lines.find((l) => l.request_id === id && l.event === "provider_key_rejected")!;
-      expect(e).toMatchObject({ key_index: 1 });
-      expect(e.msg).toBe(`the provider rejected the gateway's key for provider krevoked: check providers[${CASES.indexOf("krevoked")}].api_keys[1]`);
+      expect(e).toMatchObject({ key_index: 0 });
+      expect(e.msg).toBe(`the provider rejected the gateway's key for provider krevoked: check providers[${CASES.indexOf("krevoked")}].api_keys[0]`);
     } finally {
       restore();
     }
+    const [first] = gw.services.capacity.pool("krevoked").slots;
+    expect(first!.restUntil - Date.now()).toBeWithin(290_000, 300_001);
+    // The next request goes straight to the key that works.
+    expect((await ask("krevoked", a.key)).status).toBe(200);
+    expect(keysUsed(1)).toEqual([1]);
+  });
+
+  it("out of credit on one key (429 insufficient_quota): the next key serves", async () => {
+    const a = await gw.account(1);
+    up.script({ kind: "error", status: 429, headers: {}, body: { type: "error", error: { type: "insufficient_quota", message: "Your credit balance is too low." } } });
+    expect((await ask("kcredit", a.key)).status).toBe(200);
+    expect(keysUsed(2)).toEqual([0, 1]);
+  });
+
+  it("every key refused: the vendor's own refusal is the answer and nothing is charged", async () => {
+    const a = await gw.account(1);
+    up.script(rejected, rejected);
+    const res = await ask("kbothbad", a.key);
+    await expectError(res, 401, "authentication_error");
+    expect(keysUsed(2)).toEqual([0, 1]);
+    const m = gw.money(a.accountId);
+    expect(m.balance).toBe(1_000_000_000);
+    expect(m.openHolds).toBe(0);
+    expect(m.ledgerSum).toBe(m.balance);
   });
 });
 
