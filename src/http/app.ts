@@ -157,13 +157,21 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
     return response;
   }
 
-  const app = new Elysia({ normalize: false }).use(openapiDocument(svc.version));
-  for (const e of ENDPOINTS) {
-    if (e.when && !e.when(svc.config)) continue;
+  // Each endpoint is registered with Elysia (its router serves `app.handle`, and the OpenAPI document
+  // reads the table) and handed to Bun's own router directly, under the same path and method Elysia
+  // would give it there: Elysia's handler around ours built a context object with a `server`
+  // property defined per request and answered through one more promise, 2 to 3 % of a small
+  // request's CPU (bench/RESULTS.md). Anything ours leaves unmatched still reaches Elysia's fetch.
+  const served = ENDPOINTS.filter((e) => !e.when || e.when(svc.config)).map((e) => {
     const run = runnerOf(e);
-    // Elysia's route() registers on the instance itself; its typed return is not needed here.
-    app.route(e.method, e.path.replace(/\{(\w+)\}/g, ":$1"), ({ request, server }: Ctx) => answer(newExchange(svc, request, server, e), run), detailOf(e));
-  }
+    const handle = (request: Request, server: Server<unknown> | null) => answer(newExchange(svc, request, server, e), run);
+    return { e, path: e.path.replace(/\{(\w+)\}/g, ":$1"), handle };
+  });
+  const routes: Record<string, Record<string, typeof served[number]["handle"]>> = {};
+  for (const { e, path, handle } of served) (routes[encodeURI(path)] ??= {})[e.method] = handle;
+  const app = new Elysia({ normalize: false, serve: { routes } as never }).use(openapiDocument(svc.version));
+  // Elysia's route() registers on the instance itself; its typed return is not needed here.
+  for (const { e, path, handle } of served) app.route(e.method, path, ({ request, server }: Ctx) => handle(request, server), detailOf(e));
 
   return app.onError(async ({ code, error, request, server }) => {
     if (code === "NOT_FOUND" && page) {
