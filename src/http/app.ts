@@ -7,7 +7,7 @@ import { writeBatched } from "../store/request-log/contract.ts";
 import { leavesBodyUnread } from "./body.ts";
 import type { Services } from "../services.ts";
 import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowed, preflight, type AuthKind, type Endpoint } from "./endpoints.ts";
-import { errorBody, errorResponse, requestIdHeaders, toGatewayError } from "./errors.ts";
+import { errorBody, errorResponse, setRequestIdHeaders, toGatewayError } from "./errors.ts";
 import { newExchange, type Exchange } from "./exchange.ts";
 import { detailOf, openapiDocument } from "./openapi.ts";
 import { metricsRefusal } from "./operator-guard.ts";
@@ -23,7 +23,7 @@ type Run = (x: Exchange) => Response | Promise<Response>;
 type Runner<A extends AuthKind> = (x: Exchange, e: Endpoint<A>) => Response | Promise<Response>;
 
 function withRequestId(x: Exchange, response: Response): Response {
-  if (x.api) for (const [k, v] of Object.entries(requestIdHeaders(x.requestId))) response.headers.set(k, v);
+  if (x.api) setRequestIdHeaders(response.headers, x.requestId);
   return response;
 }
 
