@@ -56,3 +56,10 @@ export const toGatewayError = asGatewayError;
 export function requestIdHeaders(requestId: string): Record<string, string> {
   return { "x-gateway-request-id": requestId, "request-id": requestId, "x-request-id": requestId };
 }
+
+/** The same three headers set on an answer's own headers, without the object and entry arrays a copy costs on every request. */
+export function setRequestIdHeaders(headers: Headers, requestId: string): void {
+  headers.set("x-gateway-request-id", requestId);
+  headers.set("request-id", requestId);
+  headers.set("x-request-id", requestId);
+}

@@ -9,7 +9,7 @@ import type { LogRow } from "../store/request-log/contract.ts";
 import type { Services } from "../services.ts";
 import { readBodyLimited, parseJsonObject, refuseDeclaredTooLarge } from "./body.ts";
 import type { Endpoint } from "./endpoints.ts";
-import { requestIdHeaders } from "./errors.ts";
+import { requestIdHeaders, setRequestIdHeaders } from "./errors.ts";
 import type { Exchange } from "./exchange.ts";
 import { formFingerprint, parseForm } from "./form.ts";
 import { refuseModelLookalikes, validate } from "./schemas.ts";
@@ -87,7 +87,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
 
   const call = (x.call = { svc, request, requestId, started, key, bytes, json, form, search: x.search, log, hold: null });
   const response = await e.handler(call);
-  for (const [k, v] of Object.entries(requestIdHeaders(requestId))) response.headers.set(k, v);
+  setRequestIdHeaders(response.headers, requestId);
   svc.limiter.withHeaders(response.headers, rate);
   if (!call.hold) {
     // An endpoint that holds no money (count_tokens, /v1/me): its row is written here.

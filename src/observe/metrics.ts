@@ -23,11 +23,16 @@ const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
  */
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests = new Counter({ name: "gateway_requests_total", help: "Requests on /v1 by endpoint path, model and status.", labelNames: ["path", "model", "status"], registers: [this.registry] });
+  // The per-request counters are plain numbers, handed to prom-client when scraped (tallied below).
+  private readonly requestCells = new Map<string, Cell>();
+  private readonly tokenCells = new Map<string, Cell>();
+  private readonly costCells = new Map<string, Cell>();
+  // Registered in this order, as before: the scrape lists the families in it.
+  private readonly requests = tallied(this.registry, this.requestCells, { name: "gateway_requests_total", help: "Requests on /v1 by endpoint path, model and status.", labelNames: ["path", "model", "status"] });
   private readonly upstreamLatency = new Histogram({ name: "gateway_upstream_latency_seconds", help: "Time from sending a request upstream to its response headers, by route.", labelNames: ["route"], buckets: SECONDS, registers: [this.registry] });
   private readonly ttfb = new Histogram({ name: "gateway_upstream_ttfb_seconds", help: "Time from sending a streamed request upstream to its first event, by route.", labelNames: ["route"], buckets: SECONDS, registers: [this.registry] });
-  private readonly tokens = new Counter({ name: "gateway_tokens_total", help: "Tokens billed, by model and kind (input, output, cache_read, cache_write).", labelNames: ["model", "kind"], registers: [this.registry] });
-  private readonly cost = new Counter({ name: "gateway_cost_usd_total", help: "Cost of answered requests in USD, by model (the exact figures are in the ledger).", labelNames: ["model"], registers: [this.registry] });
+  private readonly tokens = tallied(this.registry, this.tokenCells, { name: "gateway_tokens_total", help: "Tokens billed, by model and kind (input, output, cache_read, cache_write).", labelNames: ["model", "kind"] });
+  private readonly cost = tallied(this.registry, this.costCells, { name: "gateway_cost_usd_total", help: "Cost of answered requests in USD, by model (the exact figures are in the ledger).", labelNames: ["model"] });
   private readonly rateLimited = new Counter({ name: "gateway_rate_limit_refusals_total", help: "Requests refused with 429 rate_limit, by endpoint path.", labelNames: ["path"], registers: [this.registry] });
   private readonly batch = new Histogram({ name: "gateway_group_commit_batch_size", help: "Writes committed together by one group commit.", buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers: [this.registry] });
 
@@ -81,16 +86,22 @@ export class Metrics {
     const model = r.model ?? "";
     // Any path a client sends would be a new series; unknown ones share one label.
     const path = this.endpointOf(r.path);
-    this.child(this.requests, path, model, String(r.status)).inc();
+    const status = r.status;
+    cell(this.requestCells, `${path}\u0000${model}\u0000${status}`, () => ({ path, model, status: String(status) })).value += 1;
     if (r.errorCode === "rate_limit") this.rateLimited.inc({ path });
     const route = r.provider && r.upstreamModel ? `${r.provider}/${r.upstreamModel}` : null;
     if (route && r.upstreamLatencyMs !== undefined) this.child(this.upstreamLatency, route).observe(r.upstreamLatencyMs / 1000);
     if (route && r.ttfbMs !== undefined) this.child(this.ttfb, route).observe(r.ttfbMs / 1000);
-    if (r.inputTokens) this.child(this.tokens, model, "input").inc(r.inputTokens);
-    if (r.outputTokens) this.child(this.tokens, model, "output").inc(r.outputTokens);
-    if (r.cacheReadTokens) this.child(this.tokens, model, "cache_read").inc(r.cacheReadTokens);
-    if (r.cacheWriteTokens) this.child(this.tokens, model, "cache_write").inc(r.cacheWriteTokens);
-    if (r.costNano) this.child(this.cost, model).inc(nanoToUsd(r.costNano));
+    if (r.inputTokens) this.addTokens(model, "input", r.inputTokens);
+    if (r.outputTokens) this.addTokens(model, "output", r.outputTokens);
+    if (r.cacheReadTokens) this.addTokens(model, "cache_read", r.cacheReadTokens);
+    if (r.cacheWriteTokens) this.addTokens(model, "cache_write", r.cacheWriteTokens);
+    // Added one request at a time, as prom-client did: the same float total, to the last bit.
+    if (r.costNano) cell(this.costCells, model, () => ({ model })).value += nanoToUsd(r.costNano);
+  }
+
+  private addTokens(model: string, kind: string, n: number): void {
+    cell(this.tokenCells, `${model}\u0000${kind}`, () => ({ model, kind })).value += n;
   }
 
   // Published paths only are kept (a bounded set); others are looked up again, and share one label.
@@ -106,15 +117,14 @@ export class Metrics {
     return endpoint;
   }
 
-  private readonly children = new Map<unknown, Map<string, { inc(v?: number): void; observe(v: number): void }>>();
+  private readonly children = new Map<unknown, Map<string, { observe(v: number): void }>>();
 
-  /** The metric's child for these label values, made once (prom-client hashes labels on every call otherwise). */
-  private child(metric: { labels(...values: string[]): unknown }, ...values: string[]): { inc(v?: number): void; observe(v: number): void } {
-    let byLabels = this.children.get(metric);
-    if (!byLabels) this.children.set(metric, (byLabels = new Map()));
-    const id = values.join("\u0000");
-    let c = byLabels.get(id);
-    if (!c) byLabels.set(id, (c = metric.labels(...values) as { inc(v?: number): void; observe(v: number): void }));
+  /** The histogram's child for this route, made once (prom-client validates the labels on every `labels` call). */
+  private child(metric: Histogram<"route">, route: string): { observe(v: number): void } {
+    let byRoute = this.children.get(metric);
+    if (!byRoute) this.children.set(metric, (byRoute = new Map()));
+    let c = byRoute.get(route);
+    if (!c) byRoute.set(route, (c = metric.labels(route)));
     return c;
   }
 
@@ -125,4 +135,34 @@ export class Metrics {
   render(): Promise<string> {
     return this.registry.metrics();
   }
+}
+
+type Labels = Record<string, string>;
+/** One series of a tallied counter: its labels and its total so far. */
+interface Cell {
+  labels: Labels;
+  value: number;
+}
+
+/** The series for `key`, made (with `labels()`) the first time it is counted, so only counted series exist, in first-counted order. */
+function cell(cells: Map<string, Cell>, key: string, labels: () => Labels): Cell {
+  let c = cells.get(key);
+  if (!c) cells.set(key, (c = { labels: labels(), value: 0 }));
+  return c;
+}
+
+/**
+ * A counter whose series are plain totals in `cells`, written into prom-client only when scraped:
+ * through prom-client, each increment hashed and validated its labels again, about half of the
+ * metrics' cost per request (bench/RESULTS.md). The text a scrape gets is the same.
+ */
+function tallied(registry: Registry, cells: Map<string, Cell>, o: { name: string; help: string; labelNames: string[] }): Counter {
+  return new Counter({
+    ...o,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of cells.values()) this.inc(c.labels, c.value);
+    },
+  });
 }

@@ -16,7 +16,8 @@ const MODEL_KEY = '"model"';
 const MODEL_KEY_BYTES = Buffer.from(MODEL_KEY);
 // m, o, d, e, l are U+0064..U+006F: a "model" key spelled with an escape holds this sequence. JSON
 // encoders escape control characters and non-ASCII, never these letters.
-const ESCAPED_LETTER = "\\u006";
+const ESCAPED_LETTER = Buffer.from("\\u006");
+// Searched as bytes made once: a string needle is encoded again on every search (bench/RESULTS.md).
 
 const isSpace = (b: number | undefined) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 
@@ -48,7 +49,7 @@ function modelValue(buf: Buffer, parsed: JsonObject): { start: number; end: numb
   if (end === -1 || buf.subarray(start, end).includes(BACKSLASH)) return null;
   if (decoder.decode(buf.subarray(start, end)) !== parsed.model) return null;
   // Any later '"model"' that could be a key, or a letter of it escaped anywhere: the safe answer is no.
-  for (let at = buf.indexOf(MODEL_KEY, end); at !== -1; at = buf.indexOf(MODEL_KEY, at + 1)) {
+  for (let at = buf.indexOf(MODEL_KEY_BYTES, end); at !== -1; at = buf.indexOf(MODEL_KEY_BYTES, at + 1)) {
     if (buf[skipSpace(buf, at + MODEL_KEY.length)] === COLON) return null;
   }
   if (buf.includes(ESCAPED_LETTER)) return null;

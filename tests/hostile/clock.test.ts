@@ -80,6 +80,31 @@ describe("AttemptClock", () => {
     expect(String(abort.signal.reason)).toContain("no byte from the upstream for 60 ms");
   });
 
+  it("times a read that starts with headers arriving after the first look, to the idle limit", async () => {
+    const abort = new AbortController();
+    const clock = new AttemptClock(abort, { firstByteMs: 1_000, idleMs: 60, totalMs: 5_000 });
+    await Bun.sleep(100);
+    clock.wholeRead(new Response("{}"));
+    await Bun.sleep(40);
+    expect(abort.signal.aborted).toBe(false);
+    await Bun.sleep(300);
+    expect(String(abort.signal.reason)).toContain("no byte from the upstream for 60 ms");
+  });
+
+  it("arms one timer for a plain answer, none more when its headers arrive", () => {
+    const real = globalThis.setTimeout;
+    let armed = 0;
+    globalThis.setTimeout = ((...a: Parameters<typeof setTimeout>) => (armed++, real(...a))) as typeof setTimeout;
+    try {
+      const clock = new AttemptClock(new AbortController(), limitsOf({} as never, false));
+      clock.wholeRead(new Response("{}"));
+      clock.stop();
+    } finally {
+      globalThis.setTimeout = real;
+    }
+    expect(armed).toBe(1);
+  });
+
   it("never fires once stopped", async () => {
     const abort = new AbortController();
     const clock = new AttemptClock(abort, limits);

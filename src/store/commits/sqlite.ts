@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Database, Statement } from "bun:sqlite";
 import { changeWatch, type ChangeWatch } from "../engine/sqlite/change-watch.ts";
 import { databaseUnavailableCode } from "../../core/errors.ts";
 
@@ -28,6 +28,9 @@ export class GroupCommit {
   private readonly savepoint: (fn: () => unknown) => unknown;
   private readonly watch: ChangeWatch;
   private readonly commitTurn = () => this.commit();
+  // Prepared once: `db.run(sql)` compiles its text on every call, and these run on every batch.
+  private readonly beginStmt: Statement;
+  private readonly commitStmt: Statement;
 
   /** Told the size of each committed batch (metrics). */
   onCommit: ((writes: number) => void) | null = null;
@@ -38,6 +41,8 @@ export class GroupCommit {
     // Inside the batch's BEGIN, bun:sqlite runs a transaction function as a SAVEPOINT.
     this.savepoint = db.transaction((fn: () => unknown) => fn());
     this.watch = changeWatch(db);
+    this.beginStmt = db.prepare("BEGIN IMMEDIATE");
+    this.commitStmt = db.prepare("COMMIT");
   }
 
   /** Runs `fn` (synchronous SQLite work) in the batch now and returns its result. */
@@ -124,7 +129,7 @@ export class GroupCommit {
     if (this.open) return;
     // Only a transaction of ours may be open here: inside someone else's, "committed" would be a guess.
     if (this.db.inTransaction) throw new Error("GroupCommit used inside another transaction");
-    this.db.run("BEGIN IMMEDIATE");
+    this.beginStmt.run();
     this.open = true;
     this.writes = 0;
     // After the I/O callbacks of this turn: every request that got this far in it joins the batch.
@@ -142,7 +147,7 @@ export class GroupCommit {
       // SQLite rolls the transaction back on SQLITE_FULL or an I/O error. COMMIT would say only
       // "no transaction is active"; the code says what happened (SQLite's own for this case).
       if (!this.db.inTransaction) throw Object.assign(new Error("the write batch was rolled back by SQLite (disk full or I/O error)"), { code: "SQLITE_ABORT_ROLLBACK" });
-      this.db.run("COMMIT");
+      this.commitStmt.run();
     } catch (e) {
       // Nothing of the batch is in the database; the holds it took are gone with it, which leaves
       // every balance consistent (a settle that finds no hold charges without releasing one).
