@@ -3,6 +3,7 @@
 // or a few MiB is not compared across runs a neighbour's load moved (bench/RESULTS.md).
 //
 //   bun bench/ab-streams.ts --base HEAD~1 [--streams 1000] [--seconds 20] [--chunks 100] [--rounds 2] [--settle 10]
+//                           [--body agent-messages-sse] (the streams' request: a workload's body, messages-sse by default)
 //
 // Each side has its own paced upstream, database and key; runs alternate A B B A … Per run: the
 // gateway's CPU per chunk, chunk latency p99, RSS before (idle), in the middle half of the run and
@@ -12,7 +13,7 @@ import { parseArgs } from "node:util";
 import { checkoutBase } from "./lib/base-tree.ts";
 import { runProbe } from "./lib/load.ts";
 import { cpuSeconds, installCleanup, rssMiB, stopAll } from "./lib/procs.ts";
-import { smokeTest, startRig, type Rig } from "./lib/rig.ts";
+import { smokeTest, startRig, type Rig, type WorkloadId } from "./lib/rig.ts";
 import { median } from "./lib/stats.ts";
 
 const { values } = parseArgs({
@@ -24,6 +25,7 @@ const { values } = parseArgs({
     "pace-ms": { type: "string", default: "20" },
     rounds: { type: "string", default: "2" },
     settle: { type: "string", default: "10" },
+    body: { type: "string", default: "messages-sse" },
   },
 });
 const [streams, seconds, chunks, paceMs, rounds, settle] = ["streams", "seconds", "chunks", "pace-ms", "rounds", "settle"].map((k) => Number(values[k as keyof typeof values]));
@@ -44,7 +46,7 @@ async function once(rig: Rig): Promise<Run> {
   const rss: number[] = [];
   const timer = setInterval(() => rss.push(rssMiB(gw.pid)), 1000);
   const cpu0 = cpuSeconds(gw.pid);
-  const r = await runProbe(gw.pacedPort, rig.key, rig.bodyFile("messages-sse", true), streams!, seconds!, ["--lags", "--ramp-ms", String(chunks! * paceMs!)]);
+  const r = await runProbe(gw.pacedPort, rig.key, rig.bodyFile(values.body as WorkloadId, true), streams!, seconds!, ["--lags", "--ramp-ms", String(chunks! * paceMs!)]);
   const cpuUsPerChunk = ((cpuSeconds(gw.pid) - cpu0) * 1e6) / (r.lag_n ?? NaN);
   clearInterval(timer);
   await Bun.sleep(settle! * 1000);

@@ -26,28 +26,44 @@ export interface PairOptions {
 
 export interface UpstreamBody {
   body: JsonObject;
-  /** `body` already serialised: the client's own bytes with the model spliced in (splice.ts), or a translation's */
-  bytes?: Blob;
+  /** `body` already serialised: the client's own bytes with the model spliced in (splice.ts), or a translation's text */
+  bytes?: Blob | string;
   /** A translation's size as sent: what the estimator learns from (relay/charge.ts post) */
   size?: TextSize;
   dropped: string[];
 }
 
 
-/** A translated body serialised once, with its size; over the limit (or too large to build at all) it is the request's 413. */
-export function serialised(body: JsonObject): { bytes: Uint8Array; size: TextSize } {
+/**
+ * A translated body serialised once, as text, with its size; over the limit (or too large to build at
+ * all) it is the request's 413. The text goes to fetch as is: fetch encodes it once, where encoding it
+ * here and wrapping the bytes in a Blob copied a 100 KB turn twice more.
+ */
+export function serialisedText(body: JsonObject): { text: string; size: TextSize } {
   let text: string;
-  let bytes: Uint8Array;
+  let bytes: number;
   try {
     text = JSON.stringify(body);
-    bytes = Buffer.from(text, "utf8");
+    // JSON.stringify escapes lone surrogates, so this is the length fetch's UTF-8 encoding sends.
+    bytes = Buffer.byteLength(text, "utf8");
   } catch (e) {
-    // A string or buffer past the engine's own limits: the request's size, never the route's health.
+    // A string past the engine's own limits: the request's size, never the route's health.
     if (e instanceof RangeError) throw translatedTooLarge(null);
     throw e;
   }
-  if (bytes.byteLength > BODY_LIMIT_BYTES) throw translatedTooLarge(bytes.byteLength);
-  return { bytes, size: { bytes: bytes.byteLength, chars: text.length } };
+  if (bytes > BODY_LIMIT_BYTES) throw translatedTooLarge(bytes);
+  return { text, size: { bytes, chars: text.length } };
+}
+
+/** serialisedText's body as bytes, for a caller that scans or splices them (the Responses adapter). */
+export function serialised(body: JsonObject): { bytes: Uint8Array; size: TextSize } {
+  const { text, size } = serialisedText(body);
+  try {
+    return { bytes: Buffer.from(text, "utf8"), size };
+  } catch (e) {
+    if (e instanceof RangeError) throw translatedTooLarge(null);
+    throw e;
+  }
 }
 
 const translatedTooLarge = (bytes: number | null) =>
@@ -80,8 +96,8 @@ export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObjec
     client === "messages"
       ? messagesRequestToChat(body as MessagesRequest, { upstreamModel, maxTokensField: capField ?? "max_tokens", caps })
       : chatRequestToMessages(body as ChatRequest, { upstreamModel, caps });
-  const sent = serialised(out.body);
-  return { body: out.body, bytes: new Blob([sent.bytes]), size: sent.size, dropped: out.dropped };
+  const sent = serialisedText(out.body);
+  return { body: out.body, bytes: sent.text, size: sent.size, dropped: out.dropped };
 }
 
 const USAGE_MEMBER = ',"stream_options":{"include_usage":true}';

@@ -4,6 +4,8 @@ import type { Attempt } from "./routes.ts";
 import { bodyReader } from "./timeouts.ts";
 import { SsePump, type Opening } from "./sse-pump.ts";
 import { StreamBilling, type BilledStream } from "./stream-billing.ts";
+import type { RelayCall } from "./context.ts";
+import { bodySize } from "../ledger/estimate.ts";
 
 // A relayed stream: its opening (firstEvents), then its pump and its billing (relayStream).
 export { keepAlives, type Opening } from "./sse-pump.ts";
@@ -50,6 +52,20 @@ function notAnOpening(dialect: Dialect, ev: SseEvent): string | null {
   return Array.isArray(d.choices) ? null : "the upstream's first event is not a chat completion chunk";
 }
 
+const NO_BYTES = new Uint8Array(0);
+
+/**
+ * An open stream lives for minutes, and its call with it; the request's body is not read again once
+ * the upstream has answered (its size for the estimator was measured before the hold, charge.ts
+ * bodySizeOf). Kept, an agent's 100 KB turn and the several times larger tree parsed from it stayed
+ * alive for every open stream.
+ */
+function letGoOfBody(call: RelayCall): void {
+  if (call.bodySize === undefined && call.bytes) call.bodySize = bodySize(call.bytes);
+  call.bytes = NO_BYTES;
+  call.json = {};
+}
+
 /** A stream ready to relay: the attempt that answered, what firstEvents read of it, the pair's machine, the request's hold. */
 export interface StreamStart extends BilledStream {
   opening: Opening;
@@ -62,6 +78,7 @@ export interface StreamStart extends BilledStream {
  * resolves it exactly once, whichever way the stream ends.
  */
 export function relayStream(s: StreamStart): Response {
+  letGoOfBody(s.call);
   const pump = new SsePump(s.call, s.attempt, s.opening, s.machine, new StreamBilling(s));
   // Bun's direct stream: the text goes into the response's sink as it is written, without a chunk
   // queue, a pull per chunk and its promises between us and the socket (bench/sink-cost.ts). Its

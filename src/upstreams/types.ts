@@ -7,8 +7,8 @@ export interface TextCall {
   /** Dialect of `body`; the provider must speak it. */
   dialect: Dialect;
   body: JsonObject;
-  /** `body` serialised already (the client's bytes, model spliced): sent as is instead of JSON.stringify(body). */
-  bytes?: Blob;
+  /** `body` serialised already (the client's bytes, model spliced, or a translation's text): sent as is instead of JSON.stringify(body). */
+  bytes?: Blob | string;
   /** The client's headers, for the ones forwarded on the native path (anthropic-version, anthropic-beta). */
   clientHeaders: Headers;
   /** The client's query string on the native Messages path (`?beta=true`). */

@@ -14,10 +14,11 @@ export async function relayInProcess(upstream: ReadableStream<Uint8Array>): Prom
   return (await relayedResponse(upstream)).body!.getReader() as ReadableStreamDefaultReader<Uint8Array>;
 }
 
-/** The relay's response itself, for a test that serves it to a real socket. */
-export async function relayedResponse(upstream: ReadableStream<Uint8Array>): Promise<Response> {
+/** The relay's response itself, for a test that serves it to a real socket; `request`: the call's body, if any. */
+export async function relayedResponse(upstream: ReadableStream<Uint8Array>, request: Partial<RelayCall> = {}): Promise<Response> {
   const attempt = { route: { key: "r", provider: { id: "p" } }, response: new Response(upstream), abort: new AbortController(), attempts: 1, slot: { inFlight: 1 } } as unknown as Attempt;
-  const call = { svc: { cutoff: new Cutoff() }, requestId: "req-inprocess", started: 0, log: { endpoint: "messages" } } as unknown as RelayCall;
+  // `request` itself becomes the call (a test may give it the body and read what the relay left of it).
+  const call = Object.assign(request, { svc: { cutoff: new Cutoff() }, requestId: "req-inprocess", started: 0, log: { endpoint: "messages" } }) as unknown as RelayCall;
   const opening = await firstEvents(attempt, "messages");
   const machine = new NativeMessagesMachine({ costOf: () => 0, estimatedInputTokens: 1 });
   const hold = { open: false } as StreamStart["hold"];

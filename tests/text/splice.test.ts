@@ -9,7 +9,7 @@ import { startTextRig, type TextRig } from "../support/text-rig.ts";
 // trusted to say what the parsed body says; otherwise the parsed body, serialised again.
 
 const enc = new TextEncoder();
-const text = async (b: Blob | null) => (b === null ? null : await b.text());
+const text = async (b: Blob | string | null) => (b === null || typeof b === "string" ? b : await b.text());
 /** Splices `json` (the client's text) as the relay does: parsed, then replaced in the bytes. */
 const splice = (json: string, model = "up-1", append?: string) => text(spliceModel(enc.encode(json), JSON.parse(json), model, append));
 
@@ -139,6 +139,19 @@ describe("what the upstream receives", () => {
     const up = rig.up.requests.at(-1)!;
     expect(up.headers["content-type"]).toBe("application/json");
     expect(up.headers["content-length"]).toBe(String(Buffer.byteLength(up.rawBody)));
+  });
+
+  it("is the translation's JSON, sent as application/json with its UTF-8 length, on a Chat upstream", async () => {
+    const body = JSON.stringify({ model: "gpt-native", max_tokens: 10, system: "sé ✓ 😀", messages: [{ role: "user", content: "naïve \u2028 日本" }] });
+    expect((await post("/v1/messages", body)).status).toBe(200);
+    const up = rig.up.requests.at(-1)!;
+    expect(up.headers["content-type"]).toBe("application/json");
+    expect(up.headers["content-length"]).toBe(String(Buffer.byteLength(up.rawBody)));
+    expect(JSON.parse(up.rawBody)).toEqual({
+      model: "gpt-upstream-1",
+      messages: [{ role: "system", content: "sé ✓ 😀" }, { role: "user", content: "naïve \u2028 日本" }],
+      max_tokens: 10,
+    });
   });
 
   it("is the parsed body serialised again when the model key comes twice", async () => {
