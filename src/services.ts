@@ -18,47 +18,21 @@ import { StripeCheckout } from "./payments/stripe-checkout.ts";
 import { Payments } from "./payments/topups.ts";
 import { Notices } from "./notices/notices.ts";
 import { events } from "./core/events.ts";
-import type { AccountStore } from "./store/accounts/contract.ts";
-import type { AuditTrail } from "./store/audit/contract.ts";
-import type { CodeStore } from "./store/codes/contract.ts";
 import type { Commits } from "./store/commits/contract.ts";
-import type { IdempotencyStore } from "./store/idempotency/contract.ts";
-import type { KeyStore } from "./store/keys/contract.ts";
 import type { MoneyLedger } from "./store/ledger/contract.ts";
-import type { LogReports } from "./store/reports/contract.ts";
-import type { SpendReports } from "./store/reports/contract.ts";
-
-import type { AdminQueries } from "./store/admin/contract.ts";
 import type { LogRow } from "./store/request-log/contract.ts";
-import type { SessionStore } from "./store/sessions/contract.ts";
-import type { SettingsStore } from "./store/settings/contract.ts";
 import type { Db } from "./store/database.ts";
 import { openPostgresStores, openServerDatabase, openSqliteStores, type SqliteStores, type Stores } from "./store/open.ts";
 
-/** Everything a request needs, built once per process: the relay's parts and those of the routes around it. */
-export interface Services extends RelayServices {
-  /** The SQLite database, or null when the instance serves from PostgreSQL (`[database] url`). */
-  db: Db | null;
-  keys: KeyStore;
-  accounts: AccountStore;
-  /** The dashboard's sessions (`[dashboard] session_ttl`). */
-  sessions: SessionStore;
-  audit: AuditTrail;
-  /** The request log's reports: the CLI's and the dashboard's. */
-  reports: LogReports;
-  /** Spend per day, key and model with its cache tokens: the dashboard overview's. */
-  spend: SpendReports;
+/** The stores a request reaches directly: the top-ups' are reached through `payments`, and their stop runs in `atStop`. */
+type Reached<S extends Stores> = Omit<S, "checkouts" | "topUps" | "atStop">;
 
-  /** The admin page's totals, account search and operator notes. */
-  adminQueries: AdminQueries;
+/** Everything a request needs, built once per process: the relay's parts, the stores and the parts of the routes around them. */
+export interface Services extends RelayServices, Reached<Stores> {
   /** The token buckets: in this process, or in `[limits] store` shared by every instance. */
   limiter: Limiter;
   /** The dashboard's login and registration throttles: in this process, or in `[limits] store` with the buckets. */
   throttles: AccountThrottles;
-  settings: SettingsStore;
-  idempotency: IdempotencyStore;
-  /** Redemption codes (docs/dashboard.md#redemption-codes). */
-  codes: CodeStore;
   /** Top-ups through Stripe Checkout; `enabled` is false without [payments.stripe]. */
   payments: Payments;
   /** Emails to holders (`[email]`) and signed events to the operator (`[notifications]`), sent in the background. */
@@ -74,7 +48,7 @@ export interface Services extends RelayServices {
 }
 
 /** The parts as SQLite builds them: every hot-path answer synchronous (the embedded default, and what most tests drive). */
-export type SqliteServices = Omit<SqliteStores, "atStop" | "checkouts" | "topUps"> & Services;
+export type SqliteServices = Reached<SqliteStores> & Services;
 
 export const VERSION = "0.1.0";
 

@@ -68,24 +68,27 @@ export interface OperatorStores {
 
 /** What a serving instance uses, on either engine. */
 export interface Stores {
+  /** The SQLite database, or null when the instance serves from PostgreSQL (`[database] url`). */
   db: Db | null;
   commits: Commits;
   ledger: MoneyLedger;
   keys: KeyStore;
   accounts: AccountStore;
+  /** The dashboard's sessions (`[dashboard] session_ttl`). */
   sessions: SessionStore;
   audit: AuditTrail;
+  /** The request log's reports: the CLI's and the dashboard's. */
   reports: LogReports;
-  /** The dashboard overview's spend (docs/dashboard.md#overview). */
+  /** Spend per day, key and model with its cache tokens: the dashboard overview's (docs/dashboard.md#overview). */
   spend: SpendReports;
-
-  /** The admin page's totals, account search and notes. */
+  /** The admin page's totals, account search and operator notes. */
   adminQueries: AdminQueries;
   logs: RequestLogStore;
   settings: SettingsStore;
   idempotency: IdempotencyStore;
   checkouts: CheckoutStore;
   topUps: TopUpCredit;
+  /** Redemption codes (docs/dashboard.md#redemption-codes). */
   codes: CodeStore;
   /** Run in order at stop, after the last request: what is buffered goes out, then the database closes. */
   atStop: (() => unknown)[];

@@ -28,7 +28,7 @@ const OWNERS: Record<string, string[]> = {
   checkout_sessions: ["store/checkouts/queries.ts", "store/checkouts/sqlite.ts", "store/checkouts/postgres.ts"],
   code_batches: ["store/codes/sqlite.ts", "store/codes/postgres.ts"],
   redemption_codes: ["store/codes/sqlite.ts", "store/codes/postgres.ts"],
-  account_notes: ["store/admin/sqlite.ts", "store/admin/postgres.ts"],
+  account_notes: ["store/admin/queries.ts"],
   // PostgreSQL only (store/schema/postgres.ts): the holds of running requests as rows, and the instances that
   // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (store/ledger/holds.ts).
   holds: ["store/ledger/postgres.ts", "store/ledger/postgres-batch.ts", "store/ledger/postgres-post.ts", "store/ledger/postgres-lease.ts"],
@@ -48,8 +48,6 @@ const JOINED_READS: Record<string, string[]> = {
   // Reports name the account's email and the key's prefix.
   "store/reports/queries.ts": ["accounts", "api_keys"],
   // The admin page's totals over the log and its account search (store/admin/).
-  "store/admin/sqlite.ts": ["accounts", "request_logs"],
-  "store/admin/postgres.ts": ["accounts", "request_logs"],
   "store/admin/queries.ts": ["accounts", "request_logs"],
   // migrate-db's proof on the target: database.md's reconciliation query and the held sums. Its copy
   // writes every table, but through the schema's table objects (copyPlan), never by name: the one

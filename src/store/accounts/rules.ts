@@ -1,11 +1,24 @@
 import { GatewayError } from "../../core/errors.ts";
 import { formatUsd } from "../../core/money.ts";
+import type { accounts as pgAccounts } from "../schema/postgres.ts";
+import type { accounts } from "../schema/sqlite.ts";
 import type { StatementItem, StatementPosition } from "./contract.ts";
 
 // The accounts' rules both engines apply alike: the email's form, the refusals, the statement's order.
 
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
+/** The columns of an `Account`, on either engine's table: never the password's hash or the money held.
+ * Each column is typed as `T`'s own, so a select keeps its engine's types (a union of both engines' columns selects nothing). */
+export const accountColumns = <T extends typeof accounts | typeof pgAccounts>(t: T) => ({
+  id: t.id as T["id"],
+  email: t.email as T["email"],
+  balanceNano: t.balanceNano as T["balanceNano"],
+  disabledAt: t.disabledAt as T["disabledAt"],
+  admin: t.admin as T["admin"],
+  lowBalanceNano: t.lowBalanceNano as T["lowBalanceNano"],
+  createdAt: t.createdAt as T["createdAt"],
+});
 
 /** The email as stored (trimmed, lower case); refuses what is not an address. */
 export function normalizedEmail(email: string): string {

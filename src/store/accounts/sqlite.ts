@@ -6,21 +6,13 @@ import { countRegistrationCredit } from "../settings/sqlite.ts";
 import type { Ledger } from "../ledger/sqlite.ts";
 import type { Claim } from "../codes/contract.ts";
 import { STARTING_BALANCE_NANO, type Account, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type NewVerification, type StatementItem, type StatementPosition, type VerificationState, type Verified } from "./contract.ts";
-import { accountExists, checkDebitAmount, checkThreshold, DAY_MS, dayOf, debitRefused, isEarlier, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
+import { accountColumns, accountExists, checkDebitAmount, checkThreshold, DAY_MS, dayOf, debitRefused, isEarlier, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
 
 // The accounts' rows and their ledger history, for the CLI, the dashboard and first start: cold
 // paths, through the query builder, async like PostgreSQL's. The per-request money (reserve,
 // charge, credit) is ledger/sqlite.ts's.
 
-const ACCOUNT = {
-  id: accounts.id,
-  email: accounts.email,
-  balanceNano: accounts.balanceNano,
-  disabledAt: accounts.disabledAt,
-  admin: accounts.admin,
-  lowBalanceNano: accounts.lowBalanceNano,
-  createdAt: accounts.createdAt,
-};
+const ACCOUNT = accountColumns(accounts);
 
 /** An account by its address, at once: what a transaction of this file checks before it writes. */
 const accountByEmail = (db: Db, email: string): Account | null => db.select(ACCOUNT).from(accounts).where(eq(accounts.email, email.trim().toLowerCase())).get() ?? null;
