@@ -134,8 +134,8 @@ describe("parseConfig", () => {
   });
 
   it("refuses an unknown field inside a route", () => {
-    const raw = { providers: [demo], models: [textModel({ routes: [{ provider: "demo", model: "x", weight: 2 }] })] };
-    expect(refusal(raw)).toStartWith("gateway.toml: models[0].routes[0].weight: unknown field");
+    const raw = { providers: [demo], models: [textModel({ routes: [{ provider: "demo", model: "x", wieght: 2 }] })] };
+    expect(refusal(raw)).toStartWith("gateway.toml: models[0].routes[0].wieght: unknown field");
   });
 
   it("refuses a name used twice across ids and aliases", () => {
