@@ -360,7 +360,9 @@ function streamed(ctx: Ctx, frames: string[], delayMs: number, end: "close" | "d
       }
       if (end === "close") { ctx.settle("completed"); c.close(); return; }
       ctx.settle("dropped");
-      await Bun.sleep(5); // let the sent events reach the socket before the reset
+      // Let the sent events reach the gateway before the reset: a reset can discard what its socket
+      // buffered but had not read yet, and 5 ms was too short on a loaded CI machine.
+      await Bun.sleep(50);
       c.error();
     },
     cancel() { ctx.settle("aborted"); },
