@@ -1,7 +1,8 @@
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Registry } from "prom-client";
 import type { LogRow } from "../store/request-log/contract.ts";
 import { nanoToUsd } from "../core/money.ts";
 import type { CalibrationView } from "../ledger/calibration.ts";
+import { TalliedHistogram } from "./tallied-histogram.ts";
 
 /** What the metrics read at scrape time rather than count as they go. */
 export interface MetricsSources {
@@ -29,12 +30,13 @@ export class Metrics {
   private readonly costCells = new Map<string, Cell>();
   // Registered in this order, as before: the scrape lists the families in it.
   private readonly requests = tallied(this.registry, this.requestCells, { name: "gateway_requests_total", help: "Requests on /v1 by endpoint path, model and status.", labelNames: ["path", "model", "status"] });
-  private readonly upstreamLatency = new Histogram({ name: "gateway_upstream_latency_seconds", help: "Time from sending a request upstream to its response headers, by route.", labelNames: ["route"], buckets: SECONDS, registers: [this.registry] });
-  private readonly ttfb = new Histogram({ name: "gateway_upstream_ttfb_seconds", help: "Time from sending a streamed request upstream to its first event, by route.", labelNames: ["route"], buckets: SECONDS, registers: [this.registry] });
+  private readonly upstreamLatency = new TalliedHistogram(this.registry, "gateway_upstream_latency_seconds", "Time from sending a request upstream to its response headers, by route.", SECONDS);
+  private readonly ttfb = new TalliedHistogram(this.registry, "gateway_upstream_ttfb_seconds", "Time from sending a streamed request upstream to its first event, by route.", SECONDS);
   private readonly tokens = tallied(this.registry, this.tokenCells, { name: "gateway_tokens_total", help: "Tokens billed, by model and kind (input, output, cache_read, cache_write).", labelNames: ["model", "kind"] });
   private readonly cost = tallied(this.registry, this.costCells, { name: "gateway_cost_usd_total", help: "Cost of answered requests in USD, by model (the exact figures are in the ledger).", labelNames: ["model"] });
   private readonly rateLimited = new Counter({ name: "gateway_rate_limit_refusals_total", help: "Requests refused with 429 rate_limit, by endpoint path.", labelNames: ["path"], registers: [this.registry] });
-  private readonly batch = new Histogram({ name: "gateway_group_commit_batch_size", help: "Writes committed together by one group commit.", buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers: [this.registry] });
+  private readonly batch = new TalliedHistogram(this.registry, "gateway_group_commit_batch_size", "Writes committed together by one group commit.", [1, 2, 4, 8, 16, 32, 64, 128]);
+  private readonly batchSeries = this.batch.child("", () => ({}));
 
   constructor(private readonly sources: MetricsSources) {
     const registers = [this.registry];
@@ -90,8 +92,8 @@ export class Metrics {
     cell(this.requestCells, `${path}\u0000${model}\u0000${status}`, () => ({ path, model, status: String(status) })).value += 1;
     if (r.errorCode === "rate_limit") this.rateLimited.inc({ path });
     const route = r.provider && r.upstreamModel ? `${r.provider}/${r.upstreamModel}` : null;
-    if (route && r.upstreamLatencyMs !== undefined) this.child(this.upstreamLatency, route).observe(r.upstreamLatencyMs / 1000);
-    if (route && r.ttfbMs !== undefined) this.child(this.ttfb, route).observe(r.ttfbMs / 1000);
+    if (route && r.upstreamLatencyMs !== undefined) this.upstreamLatency.observe(this.upstreamLatency.child(route, () => ({ route })), r.upstreamLatencyMs / 1000);
+    if (route && r.ttfbMs !== undefined) this.ttfb.observe(this.ttfb.child(route, () => ({ route })), r.ttfbMs / 1000);
     if (r.inputTokens) this.addTokens(model, "input", r.inputTokens);
     if (r.outputTokens) this.addTokens(model, "output", r.outputTokens);
     if (r.cacheReadTokens) this.addTokens(model, "cache_read", r.cacheReadTokens);
@@ -117,19 +119,8 @@ export class Metrics {
     return endpoint;
   }
 
-  private readonly children = new Map<unknown, Map<string, { observe(v: number): void }>>();
-
-  /** The histogram's child for this route, made once (prom-client validates the labels on every `labels` call). */
-  private child(metric: Histogram<"route">, route: string): { observe(v: number): void } {
-    let byRoute = this.children.get(metric);
-    if (!byRoute) this.children.set(metric, (byRoute = new Map()));
-    let c = byRoute.get(route);
-    if (!c) byRoute.set(route, (c = metric.labels(route)));
-    return c;
-  }
-
   commitBatch(writes: number): void {
-    this.batch.observe(writes);
+    this.batch.observe(this.batchSeries, writes);
   }
 
   render(): Promise<string> {

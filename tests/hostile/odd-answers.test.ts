@@ -110,6 +110,19 @@ describe("a non-streamed answer that is not one", () => {
     });
   }
 
+  it("a bodiless 204 or 205 is named so in the operator's event, as the route's failure", async () => {
+    for (const status of [204, 205]) {
+      rig.reset();
+      const res = await expectFailure(() => new Response(null, { status }));
+      expect(rig.eventsOf(res).map((e) => e.reason)).toContain(`HTTP ${status} answer without a body`);
+    }
+  });
+
+  it("an empty 200 is read as an answer that is not JSON, not as one without a body", async () => {
+    const res = await expectFailure(() => new Response("", { headers: { "content-type": "application/json" } }));
+    expect(rig.eventsOf(res).map((e) => e.reason)).toContain("answer is not a JSON object (0 bytes)");
+  });
+
   it("cut mid-body: 502, not charged", async () => {
     rig.raw.handle = () => new Response('{"id":"msg_1","type":"message","content":[{"type":"te', { headers: { "content-type": "application/json", "content-length": "400" } });
     const before = balance();

@@ -1,6 +1,7 @@
-import { afterAll, describe, expect, it } from "bun:test";
+import { afterAll, describe, expect, it, setSystemTime } from "bun:test";
 import { join } from "node:path";
 import { gatewayJson, startServe, tempInstallation } from "../support/cli.ts";
+import { AccessLog } from "../../src/observe/access-log.ts";
 
 // Issue 13: an access log, one JSON line per request on stdout, never content, never a key;
 // off with [server] access_log = false.
@@ -109,4 +110,27 @@ describe("the client address", () => {
     expect(s.out).not.toContain("cookie-secret-123");
     expect(s.out).not.toContain("password-secret-456");
   }, 60_000);
+});
+
+describe("the access log's time", () => {
+  it("is the time each line is written, to the millisecond, lines of the same millisecond sharing it", () => {
+    const written: string[] = [];
+    const log = new AccessLog((text) => written.push(text));
+    const row = { requestId: "r", method: "POST", path: "/v1/chat/completions", status: 200, latencyMs: 1 };
+    const at = ["2026-11-27T02:40:00.000Z", "2026-11-27T02:40:00.000Z", "2026-11-27T02:40:00.001Z", "2026-11-27T03:00:00.001Z"];
+    try {
+      for (const t of at) {
+        setSystemTime(new Date(t));
+        log.line(row);
+      }
+      setSystemTime(new Date("2026-11-27T03:00:00.002Z"));
+      log.call({ ...row, path: "/api/me", clientIp: null });
+    } finally {
+      setSystemTime();
+      log.flush();
+      log.close();
+    }
+    const times = written.join("").trim().split("\n").map((l) => (JSON.parse(l) as { time: string }).time);
+    expect(times).toEqual([...at, "2026-11-27T03:00:00.002Z"]);
+  });
 });

@@ -2,6 +2,8 @@ import { describe, expect, it } from "bun:test";
 import { nanoToUsd } from "../../src/core/money.ts";
 import { Metrics } from "../../src/observe/metrics.ts";
 import type { LogRow } from "../../src/store/request-log/contract.ts";
+import { Histogram, Registry } from "prom-client";
+import { TalliedHistogram } from "../../src/observe/tallied-histogram.ts";
 
 const metrics = () => new Metrics({ holds: () => ({ count: 0, nano: 0 }), endpoint: (p) => p, routes: () => [], calibration: () => [] });
 const row = (o: Partial<LogRow>): LogRow => ({ requestId: "r", method: "POST", path: "/v1/chat/completions", status: 200, latencyMs: 1, ...o });
@@ -28,5 +30,28 @@ describe("metrics from the request log rows", () => {
     expect(text).not.toContain('kind="output"');
     expect(text).toContain('gateway_requests_total{path="/v1/chat/completions",model="m",status="200"} 1');
     expect(text).toContain('gateway_requests_total{path="/v1/chat/completions",model="m",status="429"} 1');
+  });
+
+  it("renders a tallied histogram exactly as prom-client's histogram of the same observations, labelled or not, as text and as JSON", async () => {
+    const bounds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+    const theirs = new Registry();
+    const ours = new Registry();
+    const routed = new Histogram({ name: "h_routed", help: "by route", labelNames: ["route"], buckets: bounds, registers: [theirs] });
+    const plain = new Histogram({ name: "h_plain", help: "unlabelled", buckets: [1, 2, 4, 8], registers: [theirs] });
+    const tRouted = new TalliedHistogram(ours, "h_routed", "by route", bounds);
+    const tPlain = new TalliedHistogram(ours, "h_plain", "unlabelled", [1, 2, 4, 8]);
+    const plainSeries = tPlain.child("", () => ({}));
+    // Unobserved: no routed series, the unlabelled one at zero, in both.
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+    const values = [0.0031, 0.01, 0.0100001, 0.7, 3, 42, 0.049999, 1e-9, 5, 5.0001];
+    values.forEach((v, i) => {
+      const route = i % 3 === 0 ? "b/\"q\"" : "a/m";
+      routed.labels(route).observe(v);
+      tRouted.observe(tRouted.child(route, () => ({ route })), v);
+      plain.observe(i * 1.7);
+      tPlain.observe(plainSeries, i * 1.7);
+    });
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+    expect(await ours.getMetricsAsJSON()).toEqual(await theirs.getMetricsAsJSON());
   });
 });
