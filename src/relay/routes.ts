@@ -7,7 +7,7 @@ import type { RelayServices } from "./context.ts";
 import type { Provider } from "../upstreams/types.ts";
 import { SseSizeGuard } from "../wire/sse.ts";
 import { AttemptClock, limitsOf, timedResponse } from "./timeouts.ts";
-import { classifyStatus, passThrough, readErrorBody, readVendorError, rejectsKey, restsKey } from "./upstream-error.ts";
+import { classifyStatus, passThrough, readErrorBody, readVendorError, refusesCredential, rejectsKey, restsKey } from "./upstream-error.ts";
 import { REJECTED_REST_S, restSeconds, type KeyPool, type KeySlot } from "./capacity.ts";
 
 export interface Attempt {
@@ -276,7 +276,7 @@ function reportStatus(svc: RelayServices, call: TriedBy, route: Route, status: n
     upstreamStatus: status,
     reason: `HTTP ${status}${vendorType ? ` ${vendorType}` : ""}`,
   };
-  if (status === 401 || (status === 403 && (vendorType === "authentication_error" || vendorType === "permission_error"))) {
+  if (refusesCredential(status, vendorType)) {
     events.providerKeyRejected({ ...failure, providerIndex: svc.config.providers.findIndex((p) => p.id === route.provider.id), keyIndex });
   } else {
     events.upstreamFailed(failure);

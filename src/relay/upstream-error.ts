@@ -29,6 +29,14 @@ export function readVendorError(text: string): VendorError | null {
 // OpenAI marks region blocks with type request_forbidden; the gateway names the error by its code (docs/api.md#errors).
 const TYPE_FROM_CODE = new Set(["unsupported_country_region_territory", "insufficient_quota"]);
 
+/** A 429 about the provider account's credit: the same on a retry with this key. */
+const outOfCredit = (v: VendorError | null) => v?.code === "insufficient_quota" || v?.type === "insufficient_quota";
+
+/** The provider refused the gateway's credential itself: 401, or 403 with an authentication or permission error. */
+export function refusesCredential(status: number, vendorType: string | undefined): boolean {
+  return status === 401 || (status === 403 && (vendorType === "authentication_error" || vendorType === "permission_error"));
+}
+
 /**
  * An answer that says this key is over its limits right now, not that the request is wrong: 529,
  * an overloaded_error under any status, or a 429 that is not about the provider's credit (an
@@ -36,17 +44,15 @@ const TYPE_FROM_CODE = new Set(["unsupported_country_region_territory", "insuffi
  */
 export function restsKey(status: number, v: VendorError | null): boolean {
   if (status === 529 || v?.type === "overloaded_error") return true;
-  return status === 429 && v?.code !== "insufficient_quota" && v?.type !== "insufficient_quota";
+  return status === 429 && !outOfCredit(v);
 }
 
 /**
- * The provider refused this key itself: revoked or wrong (401; 403 authentication or permission),
- * or its account is out of credit (429 insufficient_quota). Another of the provider's keys may work.
+ * The provider refused this key itself: revoked or wrong, or its account is out of credit (429
+ * insufficient_quota). Another of the provider's keys may work.
  */
 export function rejectsKey(status: number, v: VendorError | null): boolean {
-  if (status === 401) return true;
-  if (status === 403) return v?.type === "authentication_error" || v?.type === "permission_error";
-  return status === 429 && (v?.code === "insufficient_quota" || v?.type === "insufficient_quota");
+  return refusesCredential(status, v?.type) || (status === 429 && outOfCredit(v));
 }
 
 export function passThrough(status: number, v: VendorError, retryAfter?: number): GatewayError {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { mintBatch } from "../../src/payments/codes.ts";
-import { GATEWAY_ENGINES, type EngineGateway } from "../support/engine-gateway.ts";
+import { FIXED_MODEL, GATEWAY_ENGINES, type EngineGateway } from "../support/engine-gateway.ts";
 import { stopEngines } from "../support/engines.ts";
 import { Browser } from "./support.ts";
 
@@ -20,7 +20,7 @@ for (const engine of GATEWAY_ENGINES) {
     let stop: () => Promise<void>;
     beforeAll(async () => {
       ({ gw, stop } = await engine.start({
-        models: [{ id: "fixed", modalities: ["text"], endpoints: ["messages"], pricing: { input: 3, output: 15 }, routes: [{ provider: "anthropic", model: "fixed-upstream" }] }],
+        models: [FIXED_MODEL],
       }));
     });
     afterAll(() => stop());

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { openTab, signIn, textOf, visit, type Tab } from "./support.ts";
+import { openTab, signIn, textOf, usdIn, visit, type Tab } from "./support.ts";
 
 // Right after a key is made, the keys page shows the clients' set-ups with the whole key in them and
 // a button that tries the key. Each check that moves money reads the balance afterwards.
@@ -23,7 +23,6 @@ afterEach(() => {
   expect(tab.problems()).toEqual([]);
 });
 
-const usd = (text: string) => Number(text.replace(/[^0-9.-]/g, ""));
 /** The account's balance as the gateway holds it, asked with the page's session. */
 const balance = async () => (await tab.page.evaluate('fetch("/api/me").then((r) => r.json()).then((m) => m.balance_usd)')) as number;
 
@@ -84,8 +83,8 @@ describe("connecting right after creating a key", () => {
     await page.getByRole("form", { name: "Create a key" }).getByRole("button", { name: "Create key" }).click();
     await page.getByRole("button", { name: "Test this key" }).click();
     const answer = await textOf(page, "test-answer", /\S/);
-    const cost = usd(await textOf(page, "test-cost", /\$/));
-    const after = usd(await textOf(page, "test-balance", /\$/));
+    const cost = usdIn(await textOf(page, "test-cost", /\$/));
+    const after = usdIn(await textOf(page, "test-balance", /\$/));
     expect(answer.length).toBeGreaterThan(0);
     expect(cost).toBeGreaterThan(0);
     expect(after).toBeCloseTo(before - cost, 9);

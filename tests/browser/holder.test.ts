@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import OpenAI from "openai";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
-import { openTab, signIn, textOf, visit, type Tab } from "./support.ts";
+import { openTab, signIn, textOf, usdIn, visit, type Tab } from "./support.ts";
 
 // An account holder's day in a real browser: register, make a restricted key, spend with it through
 // the openai SDK, find the request in usage, edit the key, revoke it. The steps share one page and run in order.
@@ -29,7 +29,6 @@ afterEach(() => {
   expect(tab.problems()).toEqual([]);
 });
 
-const usd = (text: string) => Number(text.replace(/[^0-9.-]/g, ""));
 
 describe("the account holder's dashboard", () => {
   it("registers with email and password and shows the starting 1 USD", async () => {
@@ -89,7 +88,7 @@ describe("the account holder's dashboard", () => {
     await page.getByTestId("spend-chart").locator("svg rect").first().waitFor();
     await tab.shot("usage");
     await visit(page, gw.url, "", "Overview");
-    expect(usd(await textOf(page, "balance", /\$/))).toBeCloseTo(1 - costUsd, 9);
+    expect(usdIn(await textOf(page, "balance", /\$/))).toBeCloseTo(1 - costUsd, 9);
   });
 
   it("shows prices and client snippets filled in with the key's prefix", async () => {

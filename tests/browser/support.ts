@@ -96,3 +96,6 @@ export async function signIn(page: Page, base: string, how: "register" | "login"
   await page.getByRole("button", { name }).click();
   await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
 }
+
+/** The number in a money text as the page shows it ("$1,234.50" → 1234.5). */
+export const usdIn = (text: string) => Number(text.replace(/[^0-9.-]/g, ""));

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { GATEWAY_ENGINES, type EngineGateway } from "../support/engine-gateway.ts";
+import { FIXED_MODEL, GATEWAY_ENGINES, type EngineGateway } from "../support/engine-gateway.ts";
 import { stopEngines } from "../support/engines.ts";
 import { estimateOf, messagesBody, postWithApiKey } from "../support/keyed.ts";
 import { errorOf } from "../support/errors.ts";
@@ -51,9 +51,7 @@ for (const engine of GATEWAY_ENGINES) {
     let stop: () => Promise<void>;
     beforeAll(async () => {
       const started = await engine.start({
-        models: [
-          { id: "fixed", modalities: ["text"], endpoints: ["messages"], pricing: { input: 3, output: 15 }, routes: [{ provider: "anthropic", model: "fixed-upstream" }] },
-        ],
+        models: [FIXED_MODEL],
       });
       ({ gw, stop } = started);
       started.up.setDefault({ kind: "text", text: "ok", usage: { input: EST, output: MAX_TOKENS, cacheRead: 0, cacheWrite: 0 } });

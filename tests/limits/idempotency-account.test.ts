@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
-import { GATEWAY_ENGINES, type EngineGateway } from "../support/engine-gateway.ts";
+import { FIXED_MODEL, GATEWAY_ENGINES, type EngineGateway } from "../support/engine-gateway.ts";
 import { stopEngines } from "../support/engines.ts";
 import type { MockUpstream } from "../support/mock-upstream.ts";
 import { messagesBody, postWithApiKey } from "../support/keyed.ts";
@@ -21,7 +21,7 @@ for (const engine of GATEWAY_ENGINES) {
     let stop: () => Promise<void>;
     beforeAll(async () => {
       ({ gw, up, stop } = await engine.start({
-        models: [{ id: "fixed", modalities: ["text"], endpoints: ["messages"], pricing: { input: 3, output: 15 }, routes: [{ provider: "anthropic", model: "fixed-upstream" }] }],
+        models: [FIXED_MODEL],
       }));
     });
     afterAll(() => stop());

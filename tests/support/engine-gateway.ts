@@ -55,6 +55,9 @@ export interface EngineGateway {
   numbers(sql: string, ...params: (string | number)[]): Promise<Record<string, number | null>>;
 }
 
+/** A text model on the mock's Anthropic route at 3 / 15 USD per million tokens: the engine suites' usual catalog. */
+export const FIXED_MODEL = { id: "fixed", modalities: ["text"], endpoints: ["messages"], pricing: { input: 3, output: 15 }, routes: [{ provider: "anthropic", model: "fixed-upstream" }] };
+
 export interface MockGatewayOptions {
   models: Record<string, unknown>[];
 }
