@@ -163,13 +163,13 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
     return response;
   }
 
-  // Each exchange takes the config generation running at its start (services.ts, Live) and keeps it
-  // to its end: a reload changes the requests after it, never one in flight.
   // Each endpoint is registered with Elysia (its router serves `app.handle`, and the OpenAPI document
   // reads the table) and handed to Bun's own router directly, under the same path and method Elysia
   // would give it there: Elysia's handler around ours built a context object with a `server`
   // property defined per request and answered through one more promise (0.3 µs a request,
-  // bench/RESULTS.md). Anything ours leaves unmatched still reaches Elysia's fetch.
+  // bench/RESULTS.md). Anything ours leaves unmatched still reaches Elysia's fetch. Each exchange
+  // takes the config generation running at its start (services.ts, Live) and keeps it to its end:
+  // a reload changes the requests after it, never one in flight.
   const served = ENDPOINTS.filter((e) => !e.when || e.when(svc.config)).map((e) => {
     const run = runnerOf(e);
     const handle = (request: Request, server: Server<unknown> | null) => answer(newExchange(svc.live.current(), request, server, e), run);
