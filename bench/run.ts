@@ -31,7 +31,7 @@ import { installCleanup, rssMiB, stopAll, stopChild } from "./lib/procs.ts";
 import { PORTKEY_VERSION, startPortkey } from "./lib/peer.ts";
 import { profileRun } from "./lib/profile.ts";
 import {
-  cellTable, logCheck, pacingTable, peerTable, reconciliationLine, summarise, verdicts, verdictTable, type PacingResult,
+  cellTable, logCheck, pacingTable, peerTable, postgresVerdicts, reconciliationLine, summarise, verdicts, verdictTable, type PacingResult,
 } from "./lib/report.ts";
 import {
   agentConcs, heldNano, isGateway, parseUs, reconcile, reconcilePostgres, ROOT, smokeTest, startRig, WORKLOADS, type Reconciliation, type Rig, type Target, type WorkloadId,
@@ -183,7 +183,7 @@ async function matrixRun(dir: string): Promise<void> {
   await pg?.stop();
 
   const cells = summarise(samples, parses);
-  const vs = verdicts(cells, pacing, paceMs);
+  const vs = [...verdicts(cells, pacing, paceMs), ...postgresVerdicts(samples)];
   const checksOk = cells.every((c) => c.errors === 0 && c.hitsOk) && rec.ok && logs.ok && (!pgChecks || (pgChecks.rec.ok && pgChecks.logs.ok));
   const md = [
     `# Gateway benchmark results${quick ? " (quick)" : ""}`,
