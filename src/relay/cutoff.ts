@@ -9,6 +9,11 @@ export class Cutoff {
   reason: unknown = undefined;
   private readonly live = new Set<AbortController>();
 
+  /** How many upstream calls are held: each is released when its answer has been read or its stream ends. */
+  get held(): number {
+    return this.live.size;
+  }
+
   /** An upstream call begins; one that begins after the deadline is ended at once. */
   hold(call: AbortController): void {
     if (this.aborted) call.abort(this.reason);

@@ -8,6 +8,7 @@ import type { Provider } from "../upstreams/types.ts";
 import { SseSizeGuard } from "../wire/sse.ts";
 import { AttemptClock, limitsOf, timedResponse } from "./timeouts.ts";
 import { classifyStatus, passThrough, readErrorBody, readVendorError, refusesCredential, rejectsKey, restsKey } from "./upstream-error.ts";
+import { AnsweredAttempt } from "./attempt.ts";
 import { REJECTED_REST_S, restSeconds, type KeyPool, type KeySlot } from "./capacity.ts";
 
 export interface Attempt {
@@ -19,6 +20,8 @@ export interface Attempt {
   attempts: number;
   /** The provider key that answered: counted in flight until the answer ends (a stream's at its settle). */
   slot: KeySlot;
+  /** Stops its clock, leaves the cutoff and the key's count in flight; once, however often called (relay/attempt.ts). */
+  release(): void;
 }
 
 /** The request as the route loop records it: its log row names the route last tried, even when all fail. */
@@ -140,10 +143,10 @@ export async function attemptRoutes(svc: RelayServices, model: Model, call: Trie
         // body to a JSON request can run on for the whole total timeout.
         if (stream && type.startsWith("application/json")) throw new Error("a JSON answer to a streamed request");
         if (!stream && sse) throw new Error("an SSE answer to a non-streamed request");
-        const attempt: Attempt = { route, provider, response, abort, attempts, slot };
+        const attempt = new AnsweredAttempt(route, provider, response, abort, attempts, slot, clock, svc.cutoff);
         if (hooks.confirm) await hooks.confirm(attempt);
-        // A plain answer has been read whole by confirm: nothing left to time.
-        if (!stream) clock.stop();
+        // A plain answer has been read whole by confirm: nothing left to time or hold.
+        if (!stream) attempt.release();
         if (call.log.stream) call.log.ttfbMs = performance.now() - sentAt;
         svc.health.success(route.key);
         // A stream's body is still being read: its clock stops when the relay ends or cancels it.
@@ -167,8 +170,8 @@ export async function attemptRoutes(svc: RelayServices, model: Model, call: Trie
           abort.abort(new Error("attempt failed"));
         }
         clientSignal.removeEventListener("abort", onClientAbort);
-        // A stream's call stays held, and its key in flight, until the stream ends (relay/stream-billing.ts).
-        if (!handedOff || !stream) {
+        // An answer handed over is released by its holder (relay/attempt.ts).
+        if (!handedOff) {
           svc.cutoff.release(abort);
           slot.inFlight--;
         }

@@ -61,10 +61,9 @@ export class StreamBilling {
     if (this.settled) return;
     this.settled = true;
     const { call, attempt, machine, hold } = this.s;
-    // attemptRoutes left the call held by the cutoff; the stream lets it go when it ends.
+    // attemptRoutes left the call held by the cutoff and its key in flight; the stream lets them go when it ends.
+    attempt.release();
     const cutoff = call.svc.cutoff;
-    cutoff.release(attempt.abort);
-    attempt.slot.inFlight--;
     if (!hold.open) return;
     if (ending === "upstream_failed") {
       hold.void("upstream_failed");

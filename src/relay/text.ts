@@ -12,7 +12,7 @@ import { chatUsage, messagesUsage } from "../dialects/usage.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
 import type { StreamMachine } from "../dialects/stream-machine.ts";
 import { clientAnswer, streamMachine, upstreamBody, withCost, type PairOptions } from "./adapters.ts";
-import { attemptRoutes, readJsonAnswer } from "./routes.ts";
+import { attemptRoutes, readJsonAnswer, type Attempt } from "./routes.ts";
 import { relayStream, firstEvents, type Opening } from "./stream.ts";
 import { bodySizeOf, post, reserve } from "./charge.ts";
 
@@ -123,12 +123,13 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
 
   const hold = await reserve(call, reserveNano);
   let stream: Response | null = null;
+  let attempt: Attempt | undefined;
   try {
     let dropped: string[] = [];
     let upstreamDialect: Dialect = client.dialect;
     let whole: { text: string; json: JsonObject } | null = null;
     let opening: Opening | null = null;
-    const attempt = await attemptRoutes(call.svc, model, call, {
+    attempt = await attemptRoutes(call.svc, model, call, {
       send(route, provider, signal, apiKey) {
         upstreamDialect = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
         const out = built(() => upstreamBody(client.dialect, upstreamDialect, client.body, route, client.raw));
@@ -171,6 +172,11 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
   } finally {
     // A stream owns its hold from here; any other ending without a post is a failure, and free.
     if (!stream) hold.close("failed");
+    // A stream handed over but never relayed (its set-up threw): nothing else lets its upstream call go.
+    if (!stream && client.stream && attempt) {
+      attempt.abort.abort(new Error("the stream's set-up failed"));
+      attempt.release();
+    }
   }
 }
 
