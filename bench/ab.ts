@@ -2,8 +2,10 @@
 // run. Differences of 10 to 20 µs per request drown in the noise between separate runs on a shared
 // machine (bench/RESULTS.md); interleaved cells of the same run compare them.
 //
-//   bun bench/ab.ts --base HEAD~1 [--workloads chat-json,messages-json] [--conc 1,16] [--seconds 3] [--rounds 3] [--agent-kb 100]
+//   bun bench/ab.ts --base HEAD~1[,REV…] [--workloads chat-json,messages-json] [--conc 1,16] [--seconds 3] [--rounds 3] [--agent-kb 100]
 //
+// Several bases (a comma list: branches to weigh against each other) run as more sides of the same
+// interleaved rounds, each reported against this tree.
 // Each side has its own mock upstream, database and key; cells alternate A B B A … per round. The
 // base revision is checked out into a temporary git worktree that borrows this tree's node_modules.
 import { join } from "node:path";
@@ -26,24 +28,26 @@ const { values } = parseArgs({
 });
 
 installCleanup();
-const base = checkoutBase(values.base!);
-const { dir, rev } = base;
+const bases = values.base!.split(",").map(checkoutBase);
 try {
   const sides: { name: string; rig: Rig }[] = [
-    { name: "this tree", rig: await startRig({ dir: join(dir, "a"), paceMs: 20, withProxy: false, agentKb: Number(values["agent-kb"]) }) },
-    { name: `base ${rev}`, rig: await startRig({ dir: join(dir, "b"), paceMs: 20, withProxy: false, gatewayRoot: base.root, agentKb: Number(values["agent-kb"]) }) },
+    { name: "this tree", rig: await startRig({ dir: join(bases[0]!.dir, "a"), paceMs: 20, withProxy: false, agentKb: Number(values["agent-kb"]) }) },
   ];
+  for (const b of bases) {
+    sides.push({ name: `base ${b.rev}`, rig: await startRig({ dir: join(b.dir, "b"), paceMs: 20, withProxy: false, gatewayRoot: b.root, agentKb: Number(values["agent-kb"]) }) });
+  }
   for (const s of sides) await smokeTest(s.rig, s.rig.targets[0]!);
   const seconds = Number(values.seconds);
   const workloads = WORKLOADS.filter((w) => values.workloads!.split(",").includes(w.id));
   const concs = values.conc!.split(",").map(Number);
-  // Warm both JITs before anything is measured.
+  // Warm every JIT before anything is measured.
   for (const s of sides) for (const w of workloads) await measure(s.rig, w, 16, s.rig.targets[0]!, 1, 0);
 
   const samples = new Map<string, Sample[]>();
   for (let round = 1; round <= Number(values.rounds); round++) {
     for (const w of workloads) {
       for (const c of concs) {
+        // Each round in the other direction, so no side always runs right after the same one.
         const order = round % 2 ? sides : [...sides].reverse();
         for (const s of order) {
           const x = await measure(s.rig, w, c, s.rig.targets[0]!, seconds, round);
@@ -56,18 +60,21 @@ try {
     }
   }
 
-  const rows = ["| workload | c | req/s this / base | p50 ms this / base (diff) | CPU µs/req this / base (ratio) |", "|---|---:|---:|---:|---:|"];
+  const rows = ["| workload | c | base | req/s this / base | p50 ms this / base (diff) | CPU µs/req this / base (ratio) |", "|---|---:|---|---:|---:|---:|"];
   for (const w of workloads) {
     for (const c of concs) {
       const get = (s: string, f: (x: Sample) => number) => median(samples.get(`${w.id}|${c}|${s}`)!.map(f));
-      const [a, b] = sides.map((s) => ({ rps: get(s.name, (x) => x.rps), p50: get(s.name, (x) => x.p50_us) / 1000, cpu: get(s.name, (x) => x.cpu_us) }));
-      rows.push(
-        `| ${w.id} | ${c} | ${Math.round(a!.rps)} / ${Math.round(b!.rps)} | ${a!.p50.toFixed(3)} / ${b!.p50.toFixed(3)} (${(a!.p50 - b!.p50 >= 0 ? "+" : "") + (a!.p50 - b!.p50).toFixed(3)}) | ${Math.round(a!.cpu)} / ${Math.round(b!.cpu)} (${(a!.cpu / b!.cpu).toFixed(2)}×) |`,
-      );
+      const [a, ...others] = sides.map((s) => ({ name: s.name, rps: get(s.name, (x) => x.rps), p50: get(s.name, (x) => x.p50_us) / 1000, cpu: get(s.name, (x) => x.cpu_us) }));
+      for (const b of others) {
+        const diff = a!.p50 - b.p50;
+        rows.push(
+          `| ${w.id} | ${c} | ${b.name.slice(5)} | ${Math.round(a!.rps)} / ${Math.round(b.rps)} | ${a!.p50.toFixed(3)} / ${b.p50.toFixed(3)} (${(diff >= 0 ? "+" : "") + diff.toFixed(3)}) | ${Math.round(a!.cpu)} / ${Math.round(b.cpu)} (${(a!.cpu / b.cpu).toFixed(2)}×) |`,
+        );
+      }
     }
   }
-  console.log(`\nThis tree against ${rev}, medians of ${values.rounds} interleaved rounds of ${seconds} s cells:\n\n${rows.join("\n")}`);
+  console.log(`\nThis tree against ${bases.map((b) => b.rev).join(", ")}, medians of ${values.rounds} interleaved rounds of ${seconds} s cells:\n\n${rows.join("\n")}`);
 } finally {
   await stopAll();
-  base.remove();
+  for (const b of bases) b.remove();
 }
