@@ -6,7 +6,7 @@ import type { ImageCall, Provider, TextCall } from "./types.ts";
 
 const trimSlash = (s: string) => s.replace(/\/+$/, "");
 
-function send(url: string, headers: Record<string, string>, body: string | Blob | FormData, signal: AbortSignal): Promise<Response> {
+function send(url: string, headers: Record<string, string>, body: string | Blob | Uint8Array | FormData, signal: AbortSignal): Promise<Response> {
   return fetch(url, { method: "POST", headers, body, signal, redirect: "manual" });
 }
 
