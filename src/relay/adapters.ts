@@ -27,7 +27,7 @@ export interface PairOptions {
 export interface UpstreamBody {
   body: JsonObject;
   /** `body` already serialised: the client's own bytes with the model spliced in (splice.ts), or a translation's text */
-  bytes?: Blob | string;
+  bytes?: Blob | Uint8Array | string;
   /** A translation's size as sent: what the estimator learns from (relay/charge.ts post) */
   size?: TextSize;
   dropped: string[];

@@ -15,7 +15,10 @@ export interface Attempt {
   route: Route;
   provider: Provider;
   response: Response;
-  /** Aborts the upstream request (client gone, or the stream is over). */
+  /**
+   * Aborts the upstream request (client gone, or the stream is over). A stream's only: a plain
+   * answer's, read whole by `confirm`, is reused by a later attempt once attemptRoutes returns.
+   */
   abort: AbortController;
   attempts: number;
   /** The provider key that answered: counted in flight until the answer ends (a stream's at its settle). */
@@ -39,11 +42,18 @@ export interface AttemptHooks {
   /**
    * Optional: read ahead of the answer before it is committed (the first SSE event of a stream).
    * Throwing counts as a route failure, so the next route is tried before the client sees a byte.
+   * A plain (non-streamed) answer's confirm reads its body to the end: the call is then over.
    */
   confirm?(a: Attempt): Promise<void>;
   /** Whether the client asked for a stream; default: the log row's `stream`. Picks the first-byte timeout. */
   stream?: boolean;
 }
+
+// Controllers of plain answers read to the end and never aborted, for later attempts: fetch lets go
+// of a signal when its call ends, and a new AbortController cost 0.7 to 0.9 µs, the dearest
+// object of an attempt (bench/RESULTS.md). Bounded: a burst's leftovers are left to the collector.
+const spareControllers: AbortController[] = [];
+const MAX_SPARE_CONTROLLERS = 64;
 
 /** Why the last attempt did not answer: `rest` when its key was overloaded (then `error` is the vendor's 529, if any). */
 class Failure {
@@ -84,13 +94,13 @@ export async function attemptRoutes(svc: RelayServices, model: Model, call: Trie
     for (; slot; slot = pool.pick(tried, capacity.now())) {
       tried |= 1 << slot.index;
       attempts++;
-      const abort = new AbortController();
-      const onClientAbort = () => abort.abort(new Error("client went away"));
-      // Removed in the finally below whatever happens, and a signal aborts once: `{ once: true }` would
-      // only double what adding a listener costs (0.4 µs a request, bench/RESULTS.md).
-      clientSignal.addEventListener("abort", onClientAbort);
-      svc.cutoff.hold(abort);
+      const abort = spareControllers.pop() ?? new AbortController();
       const clock = new AttemptClock(abort, limitsOf(provider.config, stream));
+      // The clock is the listener (AttemptClock.handleEvent): no closure per attempt. Removed in the
+      // finally below whatever happens, and a signal aborts once: `{ once: true }` would only double
+      // what adding a listener costs (0.4 µs a request, bench/RESULTS.md).
+      clientSignal.addEventListener("abort", clock);
+      svc.cutoff.hold(abort);
       let handedOff = false;
       call.log.provider = route.provider.id;
       call.log.upstreamModel = route.upstreamModel;
@@ -169,12 +179,14 @@ export async function attemptRoutes(svc: RelayServices, model: Model, call: Trie
           // A failed attempt's connection is closed, not left to the upstream.
           abort.abort(new Error("attempt failed"));
         }
-        clientSignal.removeEventListener("abort", onClientAbort);
+        clientSignal.removeEventListener("abort", clock);
         // An answer handed over is released by its holder (relay/attempt.ts).
         if (!handedOff) {
           svc.cutoff.release(abort);
           slot.inFlight--;
         }
+        // A plain answer read to its end: its fetch is over and nothing else holds the controller.
+        if (handedOff && !stream && hooks.confirm && !abort.signal.aborted && spareControllers.length < MAX_SPARE_CONTROLLERS) spareControllers.push(abort);
       }
     }
   }

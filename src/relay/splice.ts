@@ -29,6 +29,23 @@ function skipSpace(bytes: Uint8Array, i: number): number {
 const decoder = new TextDecoder();
 
 /**
+ * Whether the bytes between the quotes are exactly `model`, with no escape. Of the same length, only
+ * an ASCII name can match (UTF-8 spends more than one byte on any other character): compared byte by
+ * byte, with no view or string made for the usual name.
+ */
+function sameName(buf: Buffer, start: number, end: number, model: string): boolean {
+  if (end - start === model.length) {
+    for (let k = 0; k < model.length; k++) {
+      const c = model.charCodeAt(k);
+      if (c >= 0x80 || c === BACKSLASH || buf[start + k] !== c) return false;
+    }
+    return true;
+  }
+  const value = buf.subarray(start, end);
+  return !value.includes(BACKSLASH) && decoder.decode(value) === model;
+}
+
+/**
  * Where the value of the top-level "model" lies in the client's bytes (the quotes excluded), or null
  * when it cannot be located for sure: the body is not valid UTF-8 (the decoder repaired what was
  * parsed), "model" is not the object's first key, its value holds an escape or differs from the
@@ -39,15 +56,14 @@ function modelValue(buf: Buffer, parsed: JsonObject): { start: number; end: numb
   let i = skipSpace(buf, 0);
   if (buf[i] !== OPEN) return null;
   i = skipSpace(buf, i + 1);
-  if (!buf.subarray(i, i + MODEL_KEY.length).equals(MODEL_KEY_BYTES)) return null;
+  for (let k = 0; k < MODEL_KEY_BYTES.length; k++) if (buf[i + k] !== MODEL_KEY_BYTES[k]) return null;
   i = skipSpace(buf, i + MODEL_KEY.length);
   if (buf[i] !== COLON) return null;
   i = skipSpace(buf, i + 1);
   if (buf[i] !== QUOTE) return null;
   const start = i + 1;
   const end = buf.indexOf(QUOTE, start);
-  if (end === -1 || buf.subarray(start, end).includes(BACKSLASH)) return null;
-  if (decoder.decode(buf.subarray(start, end)) !== parsed.model) return null;
+  if (end === -1 || !sameName(buf, start, end, parsed.model)) return null;
   // Any later '"model"' that could be a key, or a letter of it escaped anywhere: the safe answer is no.
   for (let at = buf.indexOf(MODEL_KEY_BYTES, end); at !== -1; at = buf.indexOf(MODEL_KEY_BYTES, at + 1)) {
     if (buf[skipSpace(buf, at + MODEL_KEY.length)] === COLON) return null;
@@ -60,18 +76,38 @@ function modelValue(buf: Buffer, parsed: JsonObject): { start: number; end: numb
  * The client's body with the top-level model replaced by `model` and `append` (members, JSON text
  * starting with a comma) added before the closing brace; null when the bytes cannot be trusted to
  * say what `parsed` says (see modelValue), and the caller serialises the parsed body instead.
- * A Blob of the client's byte ranges around the new name, not one new buffer: fetch sends its parts
- * without the copy into JavaScript memory a concatenation costs (9 µs of CPU per 100 KB request).
+ * A large body goes out as a Blob of the client's byte ranges around the new name: fetch sends it
+ * for less CPU than one concatenated buffer (9 µs per 100 KB request). A small one goes out as one
+ * buffer, which fetch sends for less than a Blob (bench/RESULTS.md).
  */
-export function spliceModel(bytes: Uint8Array, parsed: JsonObject, model: string, append = ""): Blob | null {
+export function spliceModel(bytes: Uint8Array, parsed: JsonObject, model: string, append = ""): Blob | Uint8Array | null {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const at = modelValue(buf, parsed);
   if (!at) return null;
   let close = buf.length - 1;
   while (isSpace(buf[close])) close--;
   if (buf[close] !== CLOSE) return null;
-  // JSON.stringify writes the name as a JSON string, quotes included; the splice keeps the client's.
-  const name = JSON.stringify(model).slice(1, -1);
-  if (!append) return new Blob([buf.subarray(0, at.start), name, buf.subarray(at.end)]);
-  return new Blob([buf.subarray(0, at.start), name, buf.subarray(at.end, close), append, buf.subarray(close)]);
+  const name = jsonName(model);
+  if (buf.length > SMALL_BODY_BYTES) {
+    if (!append) return new Blob([buf.subarray(0, at.start), name, buf.subarray(at.end)]);
+    return new Blob([buf.subarray(0, at.start), name, buf.subarray(at.end, close), append, buf.subarray(close)]);
+  }
+  const out = Buffer.allocUnsafe(buf.length - (at.end - at.start) + name.length + append.length);
+  let o = buf.copy(out, 0, 0, at.start);
+  o += name.copy(out, o);
+  o += buf.copy(out, o, at.end, append ? close : buf.length);
+  if (append) buf.copy(out, o + out.write(append, o, "latin1"), close);
+  return out;
+}
+
+/** Under this size one buffer is cheaper to send than a Blob; over it, the Blob (bench/RESULTS.md). */
+export const SMALL_BODY_BYTES = 16 * 1024;
+
+// The name as JSON writes it inside a string's quotes (the splice keeps the client's quotes), in
+// UTF-8. Once per upstream model name: the names are the config's, so the map stays small.
+const names = new Map<string, Buffer>();
+function jsonName(model: string): Buffer {
+  let name = names.get(model);
+  if (name === undefined) names.set(model, (name = Buffer.from(JSON.stringify(model).slice(1, -1))));
+  return name;
 }

@@ -8,7 +8,7 @@ export interface TextCall {
   dialect: Dialect;
   body: JsonObject;
   /** `body` serialised already (the client's bytes, model spliced, or a translation's text): sent as is instead of JSON.stringify(body). */
-  bytes?: Blob | string;
+  bytes?: Blob | Uint8Array | string;
   /** The client's headers, for the ones forwarded on the native path (anthropic-version, anthropic-beta). */
   clientHeaders: Headers;
   /** The client's query string on the native Messages path (`?beta=true`). */

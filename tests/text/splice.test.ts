@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { Route } from "../../src/catalog/catalog.ts";
 import { upstreamBody } from "../../src/relay/adapters.ts";
-import { spliceModel } from "../../src/relay/splice.ts";
+import { SMALL_BODY_BYTES, spliceModel } from "../../src/relay/splice.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { startTextRig, type TextRig } from "../support/text-rig.ts";
 
@@ -9,7 +9,8 @@ import { startTextRig, type TextRig } from "../support/text-rig.ts";
 // trusted to say what the parsed body says; otherwise the parsed body, serialised again.
 
 const enc = new TextEncoder();
-const text = async (b: Blob | string | null) => (b === null || typeof b === "string" ? b : await b.text());
+const text = async (b: Blob | Uint8Array | string | null) =>
+  b === null || typeof b === "string" ? b : b instanceof Uint8Array ? new TextDecoder().decode(b) : await b.text();
 /** Splices `json` (the client's text) as the relay does: parsed, then replaced in the bytes. */
 const splice = (json: string, model = "up-1", append?: string) => text(spliceModel(enc.encode(json), JSON.parse(json), model, append));
 
@@ -73,6 +74,21 @@ describe("spliceModel", () => {
 
   it("declines when the parsed model is not the one in the bytes", async () => {
     expect(await text(spliceModel(enc.encode('{"model":"gw"}'), { model: "other" }, "up-1"))).toBeNull();
+  });
+
+  it("matches a model name with non-ASCII characters by its UTF-8 bytes", async () => {
+    expect(await splice('{"model":"gw-é","max_tokens":5}')).toBe('{"model":"up-1","max_tokens":5}');
+    // The same two bytes read one by one as Latin-1 characters are another name.
+    expect(spliceModel(enc.encode('{"model":"é"}'), { model: "\u00c3\u00a9" }, "up-1")).toBeNull();
+  });
+
+  it("sends one buffer for a small body and a Blob for a large one, the same bytes either way", async () => {
+    for (const size of [100, SMALL_BODY_BYTES + 1000]) {
+      const json = JSON.stringify({ model: "gw", stream: true, messages: [{ role: "user", content: "é".repeat(size / 2) }] });
+      const spliced = spliceModel(enc.encode(json), JSON.parse(json), "up-ü", ',"stream_options":{"include_usage":true}');
+      expect(spliced instanceof Blob).toBe(size > SMALL_BODY_BYTES);
+      expect(await text(spliced)).toBe(JSON.stringify({ ...JSON.parse(json), model: "up-ü", stream_options: { include_usage: true } }));
+    }
   });
 });
 
