@@ -19,16 +19,7 @@ export interface Limits {
   totalMs: number;
 }
 
-// Per provider config, a plain call's and a stream's: read by every attempt, never changed.
-const limitsByConfig = new WeakMap<ProviderConfig, { plain: Limits; stream: Limits }>();
-
 export function limitsOf(config: ProviderConfig, stream: boolean): Limits {
-  let both = limitsByConfig.get(config);
-  if (!both) limitsByConfig.set(config, (both = { plain: limitsFor(config, false), stream: limitsFor(config, true) }));
-  return stream ? both.stream : both.plain;
-}
-
-function limitsFor(config: ProviderConfig, stream: boolean): Limits {
   return {
     firstByteMs: config.timeout_ms ?? (stream ? DEFAULT_STREAM_FIRST_BYTE_MS : DEFAULT_FIRST_BYTE_MS),
     idleMs: config.idle_timeout_ms ?? DEFAULT_IDLE_MS,
