@@ -72,7 +72,7 @@ export async function serveText(call: RelayCall, dialect: Dialect, body: JsonObj
     raw: call.bytes,
     maxOut: outputCap(dialect, body),
     stream: body.stream === true,
-    answer: (out, cost) => withCost(out, cost),
+    answer: withCost,
     machine: (o, upstream) => streamMachine(dialect, upstream, includeUsage, o),
   });
 }
@@ -121,7 +121,8 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
   const reserveNano = holdNano(model, client.body, call.bytes, heldInputTokens, client.maxOut, gatewayMayCache(model, client.dialect));
   call.log.stream = client.stream;
 
-  const hold = await reserve(call, reserveNano);
+  const held = reserve(call, reserveNano);
+  const hold = held instanceof Promise ? await held : held;
   let stream: Response | null = null;
   let attempt: Attempt | undefined;
   try {
