@@ -44,7 +44,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   log.keyPrefix = key.prefix;
   const taken = takeBuckets(svc, key, e);
   const rate = (x.rate = taken instanceof Promise ? await taken : taken);
-  if (e.paid && largeBody(headers, length)) await refuseNothingToSpend(svc, key);
+  if (e.paid && largeBody(headers, length, declared)) await refuseNothingToSpend(svc, key);
   let bytes: Uint8Array;
   try {
     bytes = e.body === "none" ? NO_BODY : await readBodyLimited(request, e.maxBodyBytes, declared);
@@ -137,9 +137,9 @@ function takeBuckets(svc: Services, key: KeyRecord, e: Endpoint<"key">): Bucket 
 /** Past this a body costs real work to read and parse (a 7 MB JSON: about 60 ms of the event loop). */
 const LARGE_BODY_BYTES = 1024 * 1024;
 
-/** A body declared (`length`, its content-length) over LARGE_BODY_BYTES, or sent without a length (chunked): its size is unknown until read. */
-function largeBody(headers: Headers, length: string | null): boolean {
-  return length === null ? headers.has("transfer-encoding") : Number(length) > LARGE_BODY_BYTES;
+/** A body declared over LARGE_BODY_BYTES (`length`: its content-length, and `declared` as a number), or sent without a length (chunked): its size is unknown until read. */
+function largeBody(headers: Headers, length: string | null, declared: number): boolean {
+  return length === null ? headers.has("transfer-encoding") : declared > LARGE_BODY_BYTES;
 }
 
 /**
