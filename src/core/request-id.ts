@@ -5,10 +5,19 @@ let counter = 0;
 // Fixed widths, so no two (tag, counter) pairs print the same.
 const bootTag = Math.floor(Math.random() * 0xffffff).toString(36).padStart(5, "0");
 
+// The id's start (time and tag), made once per millisecond: requests of the same millisecond share it.
+let prefixMs = -1;
+let prefix = "";
+
 /** gw_ + time + process tag + counter: unique without a random call per request. */
 export function newRequestId(): string {
   counter = (counter + 1) % 0x7fffffff;
-  return `${requestIdPrefixAt(Date.now())}${bootTag}${counter.toString(36).padStart(6, "0")}`;
+  const ms = Date.now();
+  if (ms !== prefixMs) {
+    prefixMs = ms;
+    prefix = requestIdPrefixAt(ms) + bootTag;
+  }
+  return prefix + counter.toString(36).padStart(6, "0");
 }
 
 /** The start of every request id made at `ms`: 8 base-36 digits keep ids in time order until 2059. */

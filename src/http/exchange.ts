@@ -91,7 +91,11 @@ export function newExchange(svc: Services, request: Request, server: Server<unkn
     idem: null,
     call: null,
     clientIp() {
-      if (ip === undefined) ip = clientAddress(server?.requestIP(request)?.address ?? null, request.headers.get("x-forwarded-for"), svc.config.trustProxy);
+      if (ip === undefined) {
+        // X-Forwarded-For is read only when some proxy is trusted: otherwise it is never believed.
+        const trusted = svc.config.trustProxy;
+        ip = clientAddress(server?.requestIP(request)?.address ?? null, trusted.length === 0 ? null : request.headers.get("x-forwarded-for"), trusted);
+      }
       return ip;
     },
   };

@@ -1,13 +1,12 @@
-import { createHash } from "node:crypto";
 import { presentedKey } from "../auth/presented-key.ts";
 import type { KeyRecord } from "../store/keys/contract.ts";
 import { GatewayError } from "../core/errors.ts";
 import { scopedIdempotencyKey, type StoredAnswer } from "../store/idempotency/contract.ts";
-import type { Bucket, Take } from "../limits/rate-limit.ts";
+import type { Bucket } from "../limits/rate-limit.ts";
 import { events } from "../core/events.ts";
 import type { LogRow } from "../store/request-log/contract.ts";
 import type { Services } from "../services.ts";
-import { readBodyLimited, parseJsonObject, refuseDeclaredTooLarge } from "./body.ts";
+import { readBodyLimited, parseJsonObject, tooLarge } from "./body.ts";
 import type { Endpoint } from "./endpoints.ts";
 import { requestIdHeaders, setRequestIdHeaders } from "./errors.ts";
 import type { Exchange } from "./exchange.ts";
@@ -29,18 +28,26 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   const { svc, request, requestId, started, log } = x;
   if (svc.settings.paused) throw pausedError();
   events.servedAgain();
-  if (e.body !== "none") refuseDeclaredTooLarge(request, e.maxBodyBytes);
-  const presented = presentedKey(request.headers);
-  // A key known to this process answers at once; PostgreSQL's first lookup of a key is a query.
-  const key = svc.keys.check(presented, await svc.keys.lookup(presented), x.clientIp);
+  // Each read of a header (and of `request.headers`) is a native call: the length is read once for
+  // the three checks of the declared size.
+  const headers = request.headers;
+  const length = headers.get("content-length");
+  const declared = Number(length ?? NaN);
+  if (e.body !== "none" && declared > e.maxBodyBytes) throw tooLarge(e.maxBodyBytes);
+  const presented = presentedKey(headers);
+  // A key known to this process answers at once; PostgreSQL's first lookup of a key is a query. A
+  // value is not awaited (here and for the buckets): each await is a turn of the microtask queue.
+  const found = svc.keys.lookup(presented);
+  const key = svc.keys.check(presented, found instanceof Promise ? await found : found, x.clientIp);
   log.keyId = key.id;
   log.accountId = key.accountId;
   log.keyPrefix = key.prefix;
-  const rate = (x.rate = await takeBuckets(svc, key, e));
-  if (e.paid && largeBody(request)) await refuseNothingToSpend(svc, key);
+  const taken = takeBuckets(svc, key, e);
+  const rate = (x.rate = taken instanceof Promise ? await taken : taken);
+  if (e.paid && largeBody(headers, length, declared)) await refuseNothingToSpend(svc, key);
   let bytes: Uint8Array;
   try {
-    bytes = e.body === "none" ? NO_BODY : await readBodyLimited(request, e.maxBodyBytes);
+    bytes = e.body === "none" ? NO_BODY : await readBodyLimited(request, e.maxBodyBytes, declared);
   } catch (err) {
     if (svc.settings.paused) throw pausedError();
     throw err;
@@ -54,9 +61,9 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   const asked = json.model ?? form?.get("model");
   if (typeof asked === "string") log.model = asked.slice(0, MODEL_NAME_MAX);
 
-  const idemKey = scopedIdempotencyKey(x.pathname, request.headers.get("idempotency-key"));
+  const idemKey = scopedIdempotencyKey(x.pathname, headers.get("idempotency-key"));
   if (idemKey && request.method === "POST") {
-    const sha = form ? await formFingerprint(form) : createHash("sha256").update(bytes).digest("hex");
+    const sha = form ? await formFingerprint(form) : Bun.SHA256.hash(bytes, "hex");
     // The account's, not the key's (docs/api.md#rules): a client that retries on another of its keys runs once.
     const begun = await svc.idempotency.begin(key.accountId, idemKey, sha, requestId);
     if (begun.kind === "replay") {
@@ -112,31 +119,27 @@ export function finishIdempotency(svc: Services, idem: { accountId: number; key:
   })();
 }
 
-/** The key's own bucket (count_tokens has its own). */
-function ownBucket(svc: Services, key: KeyRecord, e: Endpoint<"key">): Take {
-  return e.bucket === "count_tokens"
-    ? { id: `${key.id}:ct`, rpm: svc.config.countTokensRpm, what: "count_tokens on this key" }
-    : { id: `${key.id}:main`, rpm: key.rpm ?? svc.config.defaultRpm, what: "this key" };
-}
-
 /**
- * Takes from the request's buckets: its key's and, with `[limits] account_rpm`, its account's, shared
- * by all the account's keys on every key route. Without it, the one bucket is taken without a list.
+ * Takes from the request's buckets: its key's own (count_tokens has its own) and, with `[limits]
+ * account_rpm`, its account's, shared by all the account's keys on every key route. Without it, the
+ * one bucket is taken without a list or a Take object.
  */
 function takeBuckets(svc: Services, key: KeyRecord, e: Endpoint<"key">): Bucket | Promise<Bucket> {
-  const own = ownBucket(svc, key, e);
+  const ct = e.bucket === "count_tokens";
+  const id = ct ? `${key.id}:ct` : `${key.id}:main`;
+  const rpm = ct ? svc.config.countTokensRpm : (key.rpm ?? svc.config.defaultRpm);
+  const what = ct ? "count_tokens on this key" : "this key";
   const accountRpm = svc.config.accountRpm;
-  if (accountRpm === null) return svc.limiter.take(own.id, own.rpm, own.what);
-  return svc.limiter.takeAll([own, { id: `acct:${key.accountId}`, rpm: accountRpm, what: "all the keys of this account together" }]);
+  if (accountRpm === null) return svc.limiter.take(id, rpm, what);
+  return svc.limiter.takeAll([{ id, rpm, what }, { id: `acct:${key.accountId}`, rpm: accountRpm, what: "all the keys of this account together" }]);
 }
 
 /** Past this a body costs real work to read and parse (a 7 MB JSON: about 60 ms of the event loop). */
 const LARGE_BODY_BYTES = 1024 * 1024;
 
-/** A body declared over LARGE_BODY_BYTES, or sent without a length (chunked): its size is unknown until read. */
-function largeBody(request: Request): boolean {
-  const declared = request.headers.get("content-length");
-  return declared === null ? request.headers.has("transfer-encoding") : Number(declared) > LARGE_BODY_BYTES;
+/** A body declared over LARGE_BODY_BYTES (`length`: its content-length, and `declared` as a number), or sent without a length (chunked): its size is unknown until read. */
+function largeBody(headers: Headers, length: string | null, declared: number): boolean {
+  return length === null ? headers.has("transfer-encoding") : declared > LARGE_BODY_BYTES;
 }
 
 /**

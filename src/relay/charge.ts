@@ -8,9 +8,14 @@ import { bodySize, type TextSize } from "../ledger/estimate.ts";
 // A request's hold, as the relay takes and posts it: the one place where a request's money meets its
 // log row (the JSON relays and the stream both post through here).
 
-/** Takes the request's hold; the pipeline's error path closes it too, as a last resort. */
-export async function reserve(call: RelayCall, amountNano: number): Promise<Hold> {
-  return (call.hold = await call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, amountNano));
+/**
+ * Takes the request's hold; the pipeline's error path closes it too, as a last resort. SQLite's
+ * hold is returned as it is, not promised: awaiting a value costs a turn of the microtask queue.
+ */
+export function reserve(call: RelayCall, amountNano: number): Hold | Promise<Hold> {
+  const held = call.svc.ledger.reserve(call.requestId, call.key.accountId, call.key.id, amountNano);
+  if (held instanceof Promise) return held.then((hold) => (call.hold = hold));
+  return (call.hold = held);
 }
 
 /**

@@ -50,8 +50,12 @@ function outputCap(dialect: Dialect, body: JsonObject): number {
 
 const ANTHROPIC_VERSION = /^\d{4}-\d{2}-\d{2}$/;
 
-/** POST /v1/messages and /v1/chat/completions after the pipeline's checks. */
-export async function serveText(call: RelayCall, dialect: Dialect, body: JsonObject): Promise<Response> {
+/**
+ * POST /v1/messages and /v1/chat/completions after the pipeline's checks. Not async: relayText's
+ * promise is handed on as it is (an async function resolving to a promise costs two more turns);
+ * its refusals throw where the pipeline awaits it, which rejects the same.
+ */
+export function serveText(call: RelayCall, dialect: Dialect, body: JsonObject): Promise<Response> {
   const model = resolveModel(call, body.model, ENDPOINT[dialect]);
   if (dialect === "messages") {
     const v = call.request.headers.get("anthropic-version");
@@ -72,7 +76,7 @@ export async function serveText(call: RelayCall, dialect: Dialect, body: JsonObj
     raw: call.bytes,
     maxOut: outputCap(dialect, body),
     stream: body.stream === true,
-    answer: (out, cost) => withCost(out, cost),
+    answer: withCost,
     machine: (o, upstream) => streamMachine(dialect, upstream, includeUsage, o),
   });
 }
@@ -121,7 +125,8 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
   const reserveNano = holdNano(model, client.body, call.bytes, heldInputTokens, client.maxOut, gatewayMayCache(model, client.dialect));
   call.log.stream = client.stream;
 
-  const hold = await reserve(call, reserveNano);
+  const held = reserve(call, reserveNano);
+  const hold = held instanceof Promise ? await held : held;
   let stream: Response | null = null;
   let attempt: Attempt | undefined;
   try {
