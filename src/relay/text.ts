@@ -183,10 +183,12 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     const usage = reported ?? estimatedUsage(estimatedInputTokens, TextCount.of(text));
     if (!reported) out.usage = client.dialect === "messages" ? messagesUsage(usage) : chatUsage(usage);
     const cost = priceUsage(prices, usage);
-    const body = JSON.stringify(client.answer(out, cost));
+    // Serialised before the charge, so that an answer that cannot be written is never charged;
+    // Response.json writes the same bytes as JSON.stringify into a Response, 0.5 µs cheaper (bench/RESULTS.md).
+    const answer = Response.json(client.answer(out, cost), headers ? { headers: { "content-type": "application/json", ...headers } } : JSON_ANSWER);
     // The charge and the request's log row are durable before the answer leaves.
     await post(call, hold, cost, usage, 200, reported !== null);
-    return new Response(body, headers ? { headers: { "content-type": "application/json", ...headers } } : JSON_ANSWER);
+    return answer;
   } finally {
     // A stream owns its hold from here; any other ending without a post is a failure, and free.
     if (!stream) hold.close("failed");
