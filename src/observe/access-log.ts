@@ -1,6 +1,7 @@
 import { writeSync } from "node:fs";
 import type { LogRow } from "../store/request-log/contract.ts";
 import { nanoToUsd } from "../core/money.ts";
+import { routeName } from "./route-name.ts";
 
 /** Lines go out when this much is buffered, or at the latest every FLUSH_MS. */
 const BUFFER_CHARS = 8 * 1024;
@@ -62,7 +63,7 @@ export class AccessLog {
     e.status = r.status;
     e.error_code = r.errorCode ?? undefined;
     e.model = r.model ?? undefined;
-    e.route = r.provider && r.upstreamModel ? `${r.provider}/${r.upstreamModel}` : undefined;
+    e.route = r.provider && r.upstreamModel ? routeName(r.provider, r.upstreamModel) : undefined;
     e.provider = r.provider ?? undefined;
     e.key_prefix = r.keyPrefix ?? undefined;
     e.stream = r.stream || undefined;

@@ -3,6 +3,7 @@ import type { LogRow } from "../store/request-log/contract.ts";
 import { nanoToUsd } from "../core/money.ts";
 import type { CalibrationView } from "../ledger/calibration.ts";
 import { TalliedHistogram } from "./tallied-histogram.ts";
+import { routeName } from "./route-name.ts";
 
 /** What the metrics read at scrape time rather than count as they go. */
 export interface MetricsSources {
@@ -30,8 +31,6 @@ export class Metrics {
   private readonly tokenCells: Cell[] = [];
   private readonly costCells: Cell[] = [];
   private readonly byModel = new Map<string, ModelCells>();
-  /** provider → upstream model → `provider/model`: the histograms' key, made once rather than per row. */
-  private readonly routeNames = new Map<string, Map<string, string>>();
   // Registered in this order, as before: the scrape lists the families in it.
   private readonly requests = tallied(this.registry, this.requestCells, { name: "gateway_requests_total", help: "Requests on /v1 by endpoint path, model and status.", labelNames: ["path", "model", "status"] });
   private readonly upstreamLatency = new TalliedHistogram(this.registry, "gateway_upstream_latency_seconds", "Time from sending a request upstream to its response headers, by route.", SECONDS);
@@ -104,7 +103,7 @@ export class Metrics {
     if (!c) byStatus.set(status, (c = counted(this.requestCells, { path, model, status: String(status) })));
     c.value += 1;
     if (r.errorCode === "rate_limit") this.rateLimited.inc({ path });
-    const route = r.provider && r.upstreamModel ? this.routeName(r.provider, r.upstreamModel) : null;
+    const route = r.provider && r.upstreamModel ? routeName(r.provider, r.upstreamModel) : null;
     if (route && r.upstreamLatencyMs !== undefined) this.upstreamLatency.observe(this.upstreamLatency.child(route, () => ({ route })), r.upstreamLatencyMs / 1000);
     if (route && r.ttfbMs !== undefined) this.ttfb.observe(this.ttfb.child(route, () => ({ route })), r.ttfbMs / 1000);
     if (r.inputTokens) this.addTokens(m, INPUT, r.inputTokens);
@@ -123,14 +122,6 @@ export class Metrics {
 
   private addTokens(m: ModelCells, kind: number, n: number): void {
     (m.tokens[kind] ??= counted(this.tokenCells, { model: m.model, kind: KINDS[kind]! })).value += n;
-  }
-
-  private routeName(provider: string, upstreamModel: string): string {
-    let names = this.routeNames.get(provider);
-    if (!names) this.routeNames.set(provider, (names = new Map()));
-    let name = names.get(upstreamModel);
-    if (name === undefined) names.set(upstreamModel, (name = `${provider}/${upstreamModel}`));
-    return name;
   }
 
   // Published paths only are kept (a bounded set); others are looked up again, and share one label.
