@@ -161,8 +161,12 @@ interface ModelCells {
   cost: Cell | undefined;
 }
 
+/** The token kinds' labels, by the index a model's cells keep them under. */
 const KINDS = ["input", "output", "cache_read", "cache_write"] as const;
-const [INPUT, OUTPUT, CACHE_READ, CACHE_WRITE] = [0, 1, 2, 3];
+const INPUT = 0;
+const OUTPUT = 1;
+const CACHE_READ = 2;
+const CACHE_WRITE = 3;
 
 /** A new series, listed after those counted before it: a scrape lists them in first-counted order. */
 function counted(cells: Cell[], labels: Labels): Cell {
