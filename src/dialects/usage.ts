@@ -20,20 +20,29 @@ const whole = (v: unknown): boolean => typeof v === "number" && Number.isSafeInt
 function countsValid(u: unknown, names: readonly string[], required: readonly string[]): boolean {
   if (!u || typeof u !== "object" || Array.isArray(u)) return false;
   const o = u as Record<string, unknown>;
-  for (const k of names) if (o[k] != null && !whole(o[k])) return false;
-  return required.every((k) => whole(o[k]));
+  // Index loops and the lists below made once: every answer and stream is checked here (bench/RESULTS.md).
+  for (let i = 0; i < names.length; i++) {
+    const v = o[names[i]!];
+    if (v != null && !whole(v)) return false;
+  }
+  for (let i = 0; i < required.length; i++) if (!whole(o[required[i]!])) return false;
+  return true;
 }
 
 const MESSAGES_COUNTS = ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"] as const;
 const CHAT_COUNTS = ["prompt_tokens", "completion_tokens", "total_tokens"] as const;
 const SPLIT_COUNTS = ["ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"] as const;
 const SEARCH_COUNTS = ["web_search_requests"] as const;
+const CACHE_DETAIL_COUNTS = ["cached_tokens", "cache_write_tokens"] as const;
+const NONE: readonly string[] = [];
+const MESSAGES_REQUIRED = ["input_tokens", "output_tokens"] as const;
+const CHAT_REQUIRED = ["prompt_tokens", "completion_tokens"] as const;
 
 /** A nested object of counts (the cache write split, server tool use) is valid when absent or all whole. */
-const nestedValid = (o: unknown, names: readonly string[]): boolean => o == null || countsValid(o, names, []);
+const nestedValid = (o: unknown, names: readonly string[]): boolean => o == null || countsValid(o, names, NONE);
 
 /** A Messages usage (a whole answer's, or message_start's) that can be billed; `required` for message_delta is output only. */
-export function billableMessagesUsage(u: unknown, required: readonly string[] = ["input_tokens", "output_tokens"]): boolean {
+export function billableMessagesUsage(u: unknown, required: readonly string[] = MESSAGES_REQUIRED): boolean {
   if (!countsValid(u, MESSAGES_COUNTS, required)) return false;
   const o = u as MessagesUsage;
   return nestedValid(o.cache_creation, SPLIT_COUNTS) && nestedValid(o.server_tool_use, SEARCH_COUNTS);
@@ -41,11 +50,11 @@ export function billableMessagesUsage(u: unknown, required: readonly string[] = 
 
 /** A Chat usage that can be billed: prompt and completion counts, and valid cache details if any. */
 export function billableChatUsage(u: unknown): boolean {
-  if (!countsValid(u, CHAT_COUNTS, ["prompt_tokens", "completion_tokens"])) return false;
+  if (!countsValid(u, CHAT_COUNTS, CHAT_REQUIRED)) return false;
   const c = u as ChatUsage;
   const d = c.prompt_tokens_details;
   return (
-    (d == null || (countsValid(d, ["cached_tokens", "cache_write_tokens"], []) && nestedValid(d.cache_creation_token_details, SPLIT_COUNTS))) &&
+    (d == null || (countsValid(d, CACHE_DETAIL_COUNTS, NONE) && nestedValid(d.cache_creation_token_details, SPLIT_COUNTS))) &&
     nestedValid(c.server_tool_use, SEARCH_COUNTS)
   );
 }

@@ -3,6 +3,7 @@ import type { LogRow } from "../store/request-log/contract.ts";
 import { nanoToUsd } from "../core/money.ts";
 import type { CalibrationView } from "../ledger/calibration.ts";
 import { TalliedHistogram } from "./tallied-histogram.ts";
+import { routeName } from "./route-name.ts";
 
 /** What the metrics read at scrape time rather than count as they go. */
 export interface MetricsSources {
@@ -24,10 +25,12 @@ const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
  */
 export class Metrics {
   readonly registry = new Registry();
-  // The per-request counters are plain numbers, handed to prom-client when scraped (tallied below).
-  private readonly requestCells = new Map<string, Cell>();
-  private readonly tokenCells = new Map<string, Cell>();
-  private readonly costCells = new Map<string, Cell>();
+  // The per-request counters are plain numbers, handed to prom-client when scraped (tallied below),
+  // each list in first-counted order; a row finds its cells through byModel.
+  private readonly requestCells: Cell[] = [];
+  private readonly tokenCells: Cell[] = [];
+  private readonly costCells: Cell[] = [];
+  private readonly byModel = new Map<string, ModelCells>();
   // Registered in this order, as before: the scrape lists the families in it.
   private readonly requests = tallied(this.registry, this.requestCells, { name: "gateway_requests_total", help: "Requests on /v1 by endpoint path, model and status.", labelNames: ["path", "model", "status"] });
   private readonly upstreamLatency = new TalliedHistogram(this.registry, "gateway_upstream_latency_seconds", "Time from sending a request upstream to its response headers, by route.", SECONDS);
@@ -83,27 +86,42 @@ export class Metrics {
     }
   }
 
-  /** One finished /v1 request, from its log row. */
+  /**
+   * One finished /v1 request, from its log row. Its cells are found by the model, path and status
+   * themselves, not by a label string built per row: that string was made and hashed anew for each
+   * series a row counts (bench/RESULTS.md).
+   */
   row(r: LogRow): void {
     const model = r.model ?? "";
+    const m = this.modelCells(model);
     // Any path a client sends would be a new series; unknown ones share one label.
     const path = this.endpointOf(r.path);
     const status = r.status;
-    cell(this.requestCells, `${path}\u0000${model}\u0000${status}`, () => ({ path, model, status: String(status) })).value += 1;
+    let byStatus = m.requests.get(path);
+    if (!byStatus) m.requests.set(path, (byStatus = new Map()));
+    let c = byStatus.get(status);
+    if (!c) byStatus.set(status, (c = counted(this.requestCells, { path, model, status: String(status) })));
+    c.value += 1;
     if (r.errorCode === "rate_limit") this.rateLimited.inc({ path });
-    const route = r.provider && r.upstreamModel ? `${r.provider}/${r.upstreamModel}` : null;
+    const route = r.provider && r.upstreamModel ? routeName(r.provider, r.upstreamModel) : null;
     if (route && r.upstreamLatencyMs !== undefined) this.upstreamLatency.observe(this.upstreamLatency.child(route, () => ({ route })), r.upstreamLatencyMs / 1000);
     if (route && r.ttfbMs !== undefined) this.ttfb.observe(this.ttfb.child(route, () => ({ route })), r.ttfbMs / 1000);
-    if (r.inputTokens) this.addTokens(model, "input", r.inputTokens);
-    if (r.outputTokens) this.addTokens(model, "output", r.outputTokens);
-    if (r.cacheReadTokens) this.addTokens(model, "cache_read", r.cacheReadTokens);
-    if (r.cacheWriteTokens) this.addTokens(model, "cache_write", r.cacheWriteTokens);
+    if (r.inputTokens) this.addTokens(m, INPUT, r.inputTokens);
+    if (r.outputTokens) this.addTokens(m, OUTPUT, r.outputTokens);
+    if (r.cacheReadTokens) this.addTokens(m, CACHE_READ, r.cacheReadTokens);
+    if (r.cacheWriteTokens) this.addTokens(m, CACHE_WRITE, r.cacheWriteTokens);
     // Added one request at a time, as prom-client did: the same float total, to the last bit.
-    if (r.costNano) cell(this.costCells, model, () => ({ model })).value += nanoToUsd(r.costNano);
+    if (r.costNano) (m.cost ??= counted(this.costCells, { model })).value += nanoToUsd(r.costNano);
   }
 
-  private addTokens(model: string, kind: string, n: number): void {
-    cell(this.tokenCells, `${model}\u0000${kind}`, () => ({ model, kind })).value += n;
+  private modelCells(model: string): ModelCells {
+    let m = this.byModel.get(model);
+    if (!m) this.byModel.set(model, (m = { model, requests: new Map(), tokens: [], cost: undefined }));
+    return m;
+  }
+
+  private addTokens(m: ModelCells, kind: number, n: number): void {
+    (m.tokens[kind] ??= counted(this.tokenCells, { model: m.model, kind: KINDS[kind]! })).value += n;
   }
 
   // Published paths only are kept (a bounded set); others are looked up again, and share one label.
@@ -135,10 +153,25 @@ interface Cell {
   value: number;
 }
 
-/** The series for `key`, made (with `labels()`) the first time it is counted, so only counted series exist, in first-counted order. */
-function cell(cells: Map<string, Cell>, key: string, labels: () => Labels): Cell {
-  let c = cells.get(key);
-  if (!c) cells.set(key, (c = { labels: labels(), value: 0 }));
+/** A model's cells: requests by endpoint path then status, tokens by kind (KINDS' index), cost. */
+interface ModelCells {
+  model: string;
+  requests: Map<string, Map<number, Cell>>;
+  tokens: (Cell | undefined)[];
+  cost: Cell | undefined;
+}
+
+/** The token kinds' labels, by the index a model's cells keep them under. */
+const KINDS = ["input", "output", "cache_read", "cache_write"] as const;
+const INPUT = 0;
+const OUTPUT = 1;
+const CACHE_READ = 2;
+const CACHE_WRITE = 3;
+
+/** A new series, listed after those counted before it: a scrape lists them in first-counted order. */
+function counted(cells: Cell[], labels: Labels): Cell {
+  const c = { labels, value: 0 };
+  cells.push(c);
   return c;
 }
 
@@ -147,13 +180,13 @@ function cell(cells: Map<string, Cell>, key: string, labels: () => Labels): Cell
  * through prom-client, each increment hashed and validated its labels again, about half of the
  * metrics' cost per request (bench/RESULTS.md). The text a scrape gets is the same.
  */
-function tallied(registry: Registry, cells: Map<string, Cell>, o: { name: string; help: string; labelNames: string[] }): Counter {
+function tallied(registry: Registry, cells: readonly Cell[], o: { name: string; help: string; labelNames: string[] }): Counter {
   return new Counter({
     ...o,
     registers: [registry],
     collect() {
       this.reset();
-      for (const c of cells.values()) this.inc(c.labels, c.value);
+      for (const c of cells) this.inc(c.labels, c.value);
     },
   });
 }

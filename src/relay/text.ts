@@ -111,6 +111,22 @@ export interface ClientSide {
   headers?: Record<string, string>;
 }
 
+/** A JSON answer's init when the relay adds no header of its own: read by each Response, never changed. */
+const JSON_ANSWER: ResponseInit = { headers: { "content-type": "application/json" } };
+
+/**
+ * The answer's own headers, or undefined when there are none (a plain chat or messages answer, which
+ * then builds no header object of its own). The client side may have dropped fields of its own
+ * (Responses → Chat): x-gateway-dropped is then one list of both.
+ */
+function answerHeaders(own: Record<string, string> | undefined, dropped: string[]): Record<string, string> | undefined {
+  if (dropped.length === 0) return own;
+  const headers: Record<string, string> = { ...own };
+  const all = [own?.["x-gateway-dropped"], ...dropped].filter(Boolean);
+  if (all.length) headers["x-gateway-dropped"] = all.join(", ");
+  return headers;
+}
+
 /**
  * reserve → routes (with fallback) → answer or stream → post. The hold is this function's until a
  * stream takes it (relayStream resolves it when the stream ends); whatever else happens, the
@@ -151,16 +167,13 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
             whole = await readJsonAnswer(a);
           },
     });
-    const headers: Record<string, string> = { ...client.headers };
-    // The client side may have dropped fields of its own (Responses → Chat): one list of both.
-    const allDropped = [client.headers?.["x-gateway-dropped"], ...dropped].filter(Boolean);
-    if (allDropped.length) headers["x-gateway-dropped"] = allDropped.join(", ");
+    const headers = answerHeaders(client.headers, dropped);
     // The route that answered prices it: an unset class follows its provider's rules.
     const prices = attempt.route.prices;
-    const pair: PairOptions = { model, estimatedInputTokens, costOf: (u) => priceUsage(prices, u) };
     if (client.stream) {
+      const pair: PairOptions = { model, estimatedInputTokens, costOf: (u) => priceUsage(prices, u) };
       const machine = client.machine(pair, upstreamDialect);
-      stream = relayStream({ call, attempt, opening: opening!, machine, hold, model, estimatedInputTokens, maxOut: client.maxOut, headers });
+      stream = relayStream({ call, attempt, opening: opening!, machine, hold, model, estimatedInputTokens, maxOut: client.maxOut, headers: headers ?? {} });
       return stream;
     }
     const { text, json } = whole!;
@@ -170,10 +183,12 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     const usage = reported ?? estimatedUsage(estimatedInputTokens, TextCount.of(text));
     if (!reported) out.usage = client.dialect === "messages" ? messagesUsage(usage) : chatUsage(usage);
     const cost = priceUsage(prices, usage);
-    const body = JSON.stringify(client.answer(out, cost));
+    // Serialised before the charge, so that an answer that cannot be written is never charged;
+    // Response.json writes the same bytes as JSON.stringify into a Response, 0.2 to 0.7 µs cheaper (bench/RESULTS.md).
+    const answer = Response.json(client.answer(out, cost), headers ? { headers: { "content-type": "application/json", ...headers } } : JSON_ANSWER);
     // The charge and the request's log row are durable before the answer leaves.
     await post(call, hold, cost, usage, 200, reported !== null);
-    return new Response(body, { headers: { "content-type": "application/json", ...headers } });
+    return answer;
   } finally {
     // A stream owns its hold from here; any other ending without a post is a failure, and free.
     if (!stream) hold.close("failed");

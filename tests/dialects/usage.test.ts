@@ -120,6 +120,18 @@ describe("price classes in usage (docs/pricing.md)", () => {
     expect(usageFromChat(chatUsage(t))).toEqual(t);
     expect(usageFromMessages(messagesUsage(t))).toEqual(t);
   });
+  it("bills a usage only when its required counts are whole and every optional count present is whole", () => {
+    expect(billableChatUsage({ prompt_tokens: 1, completion_tokens: 2 })).toBe(true);
+    expect(billableChatUsage({ prompt_tokens: 1, completion_tokens: 2, total_tokens: null, prompt_tokens_details: { cached_tokens: 0 } })).toBe(true);
+    expect(billableChatUsage({ prompt_tokens: 1 })).toBe(false);
+    expect(billableChatUsage({ prompt_tokens: 1, completion_tokens: 2, total_tokens: 3.5 })).toBe(false);
+    expect(billableChatUsage({ prompt_tokens: 1, completion_tokens: 2, prompt_tokens_details: { cache_write_tokens: -1 } })).toBe(false);
+    expect(billableMessagesUsage({ input_tokens: 1, output_tokens: 2, cache_read_input_tokens: 0 })).toBe(true);
+    expect(billableMessagesUsage({ output_tokens: 2 })).toBe(false);
+    expect(billableMessagesUsage({ output_tokens: 2 }, ["output_tokens"])).toBe(true);
+    expect(billableMessagesUsage({ input_tokens: 1, output_tokens: 2, cache_creation_input_tokens: "4" })).toBe(false);
+    expect(billableMessagesUsage([1, 2])).toBe(false);
+  });
   it("refuses nested counts that are not counts, as it refuses flat ones", () => {
     expect(billableMessagesUsage({ input_tokens: 1, output_tokens: 1, cache_creation: { ephemeral_1h_input_tokens: -5 } })).toBe(false);
     expect(billableChatUsage({ prompt_tokens: 1, completion_tokens: 1, server_tool_use: { web_search_requests: "3" } })).toBe(false);

@@ -2,6 +2,8 @@ import { afterAll, describe, expect, it, setSystemTime } from "bun:test";
 import { join } from "node:path";
 import { gatewayJson, startServe, tempInstallation } from "../support/cli.ts";
 import { AccessLog } from "../../src/observe/access-log.ts";
+import { nanoToUsd } from "../../src/core/money.ts";
+import type { LogRow } from "../../src/store/request-log/contract.ts";
 
 // Issue 13: an access log, one JSON line per request on stdout, never content, never a key;
 // off with [server] access_log = false.
@@ -132,5 +134,50 @@ describe("the access log's time", () => {
     }
     const times = written.join("").trim().split("\n").map((l) => (JSON.parse(l) as { time: string }).time);
     expect(times).toEqual([...at, "2026-11-27T03:00:00.002Z"]);
+  });
+});
+
+describe("the access log's lines", () => {
+  it("write each row's fields only, as JSON.stringify writes them, none carried over from the row before", () => {
+    const written: string[] = [];
+    const log = new AccessLog((text) => written.push(text));
+    const base = { requestId: "gw_1", method: "POST", path: "/v1/chat/completions", status: 200, latencyMs: 1.5 };
+    const rows: LogRow[] = [
+      { ...base, errorCode: "rate_limit", model: "m", provider: "p", upstreamModel: "u", keyPrefix: "gk_sk_abcdef", stream: true, inputTokens: 0, outputTokens: 7, costNano: 1_234, clientIp: "10.0.0.1" },
+      { ...base, requestId: "gw_2", latencyMs: 2.4999 },
+      { ...base, requestId: "gw_3", path: '/v1/"odd"\\path\u0001é', model: "mødel \ud83d\ude00 \"q\"", provider: "p", upstreamModel: null, costNano: 0, stream: false, errorCode: null, inputTokens: null, clientIp: null },
+      { ...base, requestId: "gw_4", provider: "p", upstreamModel: "u2", outputTokens: 3, costNano: 999_999_999_999 },
+    ];
+    const at = new Date("2026-11-27T04:00:00.123Z");
+    try {
+      setSystemTime(at);
+      for (const r of rows) log.line(r);
+    } finally {
+      setSystemTime();
+      log.flush();
+      log.close();
+    }
+    const expected = rows.map((r) =>
+      JSON.stringify({
+        level: "info",
+        time: at.toISOString(),
+        request_id: r.requestId,
+        method: r.method,
+        path: r.path,
+        status: r.status,
+        error_code: r.errorCode ?? undefined,
+        model: r.model ?? undefined,
+        route: r.provider && r.upstreamModel ? `${r.provider}/${r.upstreamModel}` : undefined,
+        provider: r.provider ?? undefined,
+        key_prefix: r.keyPrefix ?? undefined,
+        stream: r.stream || undefined,
+        latency_ms: Math.round(r.latencyMs),
+        input_tokens: r.inputTokens ?? undefined,
+        output_tokens: r.outputTokens ?? undefined,
+        cost_usd: r.costNano ? nanoToUsd(r.costNano) : undefined,
+        client_ip: r.clientIp ?? undefined,
+      }) + "\n",
+    );
+    expect(written.join("")).toBe(expected.join(""));
   });
 });

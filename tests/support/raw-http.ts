@@ -14,6 +14,8 @@ export interface RawResponse {
   status: number;
   /** Lowercased names; a repeated header keeps its last value. */
   headers: Record<string, string>;
+  /** The header names as written on the wire, in order, repeats included. */
+  names: string[];
   body: Uint8Array;
   text(): string;
 }
@@ -86,14 +88,16 @@ export function parseResponse(bytes: Uint8Array): RawResponse {
   const lines = dec.decode(bytes.subarray(0, end)).split("\r\n");
   const status = Number(lines[0]!.split(" ")[1]);
   const headers: Record<string, string> = {};
+  const names: string[] = [];
   for (const line of lines.slice(1)) {
     const c = line.indexOf(":");
+    names.push(line.slice(0, c));
     headers[line.slice(0, c).trim().toLowerCase()] = line.slice(c + 1).trim();
   }
   let body = bytes.subarray(end + 4);
   if (headers["transfer-encoding"]?.includes("chunked")) body = dechunk(body);
   else if (headers["content-length"] !== undefined) body = body.subarray(0, Number(headers["content-length"]));
-  return { status, headers, body, text: () => dec.decode(body) };
+  return { status, headers, names, body, text: () => dec.decode(body) };
 }
 
 /** Chunked transfer coding; a stream cut short keeps what arrived. */
