@@ -48,14 +48,18 @@ export class GroupCommit {
   private inWrite = false;
   /** SQLite's update hook is set: while a batch is open, between our writes. */
   private listening = false;
+  /**
+   * The open batch holds the write lock and looked for other connections' commits after taking it: the
+   * in-memory copies of rows (store/engine/sqlite/change-watch.ts) are exact until the batch ends, as
+   * long as whoever writes on this connection keeps them current or forgets them, as the writers of money do.
+   */
+  exact = false;
   /** The batch's writes are running again after one failed: what they tell others (a log row's access log line) was told already. */
   replaying = false;
   private readonly savepoint: (fn: () => unknown) => unknown;
   private readonly watch: ChangeWatch;
   private readonly commitTurn = () => this.commit();
-  private readonly seen = () => {
-    this.foreign = true;
-  };
+  private readonly seen = () => this.wrote();
   // Prepared once: `db.run(sql)` compiles its text on every call, and these run on every batch.
   private readonly beginStmt: Statement;
   private readonly commitStmt: Statement;
@@ -73,6 +77,8 @@ export class GroupCommit {
     this.beginStmt = db.prepare("BEGIN IMMEDIATE");
     this.commitStmt = db.prepare("COMMIT");
     this.rollbackStmt = db.prepare("ROLLBACK");
+    // Rows our writes delete are rare: this one stays set (see listen).
+    db.onDelete = this.seen;
   }
 
   /** Told of a write on this connection that SQLite's update hook does not report (a WITHOUT ROWID table's). */
@@ -163,6 +169,7 @@ export class GroupCommit {
       for (let again = true; again; ) {
         again = false;
         this.rollbackStmt.run();
+        this.exact = false;
         this.watch.forget();
         if (this.writes.length === 0) {
           this.open = false;
@@ -170,10 +177,12 @@ export class GroupCommit {
         }
         try {
           this.beginStmt.run();
+          this.watch.check();
         } catch (e) {
           this.failing = e;
           return this.end(e);
         }
+        this.exact = true;
         for (let i = 0; i < this.writes.length; i++) {
           const w = this.writes[i]!;
           try {
@@ -198,13 +207,16 @@ export class GroupCommit {
   /** The batch is gone: every write of it fails with `e`. */
   private end(e: unknown): void {
     this.open = false;
+    this.exact = false;
+    // What the copies learnt from it is gone too.
+    this.watch.forget();
     for (const w of this.writes.splice(0)) w.reject?.(e);
   }
 
   /**
-   * SQLite's update hook, set while a batch is open and none of our writes runs: a row it reports was
-   * written by someone else. Set and cleared around each write (a few native calls), which costs less
-   * than a call into JavaScript for each row our writes change.
+   * SQLite's update hook for inserted and updated rows, set while a batch is open and none of our writes
+   * runs: a row it reports was written by someone else. Set and cleared around each write (a few native
+   * calls), which costs less than a call into JavaScript for each row a charge writes.
    */
   private listen(on: boolean): void {
     if (on === this.listening) return;
@@ -212,7 +224,6 @@ export class GroupCommit {
     const hook = on ? this.seen : null;
     this.db.onInsert = hook;
     this.db.onUpdate = hook;
-    this.db.onDelete = hook;
   }
 
   /**
@@ -238,6 +249,8 @@ export class GroupCommit {
     for (let pause = 2; ; pause = Math.min(pause * 2, 100)) {
       try {
         this.begin();
+        // Others may write before this batch's first write, which follows a turn of microtasks later.
+        this.listen(true);
         return;
       } catch (e) {
         if (!isBusy(e)) throw e;
@@ -255,6 +268,8 @@ export class GroupCommit {
     // Only a transaction of ours may be open here: inside someone else's, "committed" would be a guess.
     if (this.db.inTransaction) throw new Error("GroupCommit used inside another transaction");
     this.beginStmt.run();
+    this.watch.check();
+    this.exact = true;
     this.open = true;
     this.writes = [];
     this.foreign = false;
@@ -266,6 +281,7 @@ export class GroupCommit {
     // A batch whose only write failed was rolled back already (a new one has its own turn's commit).
     if (!this.open) return;
     this.open = false;
+    this.exact = false;
     this.listen(false);
     const writes = this.writes;
     this.writes = [];

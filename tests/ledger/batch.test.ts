@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Database } from "bun:sqlite";
 import { Keys } from "../../src/store/keys/sqlite.ts";
 import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
 import { Accounts } from "../../src/store/accounts/sqlite.ts";
@@ -12,6 +13,7 @@ import type { LogRow } from "../../src/store/request-log/contract.ts";
 
 // The group commit's writes take no savepoint: a failing one rolls the batch back and the others run
 // again (store/commits/sqlite.ts). The books must come out as if the failing request alone had failed.
+// A charge in the batch caps at the ledger's copy of the balance: it must be the row's value.
 
 const USD = 1_000_000_000;
 let dir: string;
@@ -103,5 +105,34 @@ describe("a failing charge in the middle of a batch", () => {
       { kind: "operator_debit", n: 1 },
       { kind: "registration_credit", n: 1 },
     ]);
+  });
+});
+
+describe("the balance a charge in a batch caps at", () => {
+  it("is what another process committed after this turn's reserve read it and before the batch began", async () => {
+    const a = await account(1);
+    const hold = ledger.reserve("gw_x1", a.accountId, a.keyId, 1000);
+    // The CLI's debit, committed in the gap: the ledger's copy, read by the reserve this turn, is now stale.
+    const cli = new Database(join(dir, "gateway.db"), { strict: true });
+    cli.transaction(() => {
+      cli.run("INSERT INTO ledger_entries (account_id, kind, amount_nano, created_at) VALUES (?, 'operator_debit', ?, 0)", [a.accountId, -900_000_000]);
+      cli.run("UPDATE accounts SET balance_nano = balance_nano - 900000000 WHERE id = ?", [a.accountId]);
+    })();
+    cli.close();
+    expect(await hold.post(500_000_000)).toEqual({ chargedNano: 100_000_000, shortfallNano: 400_000_000 });
+    expect(books(a.accountId, a.keyId)).toEqual({ balance: 0, sum: 0, spent: 100_000_000 });
+  });
+
+  it("is what the batch's earlier charges and an operator's debit on this connection left", async () => {
+    const a = await account(1);
+    const holds = [1, 2].map((i) => ledger.reserve(`gw_y${i}`, a.accountId, a.keyId, 1000));
+    const first = holds[0]!.post(300_000_000);
+    await new Accounts(db, ledger).debit(a.accountId, 600_000_000, "correction");
+    const second = holds[1]!.post(300_000_000);
+    expect(await Promise.all([first, second])).toEqual([
+      { chargedNano: 300_000_000, shortfallNano: 0 },
+      { chargedNano: 100_000_000, shortfallNano: 200_000_000 },
+    ]);
+    expect(books(a.accountId, a.keyId)).toEqual({ balance: 0, sum: 0, spent: 400_000_000 });
   });
 });
