@@ -92,8 +92,8 @@ export class Ledger implements HoldOwner, MoneyLedger {
 
   /**
    * Runs `fn` in a write transaction of its own, or as part of the one already open, whose owner
-   * rolls it back (or back to its savepoint) when `fn` throws: the group commit, the one caller that
-   * settles inside a transaction, does; a savepoint of ours would cost two statements per request.
+   * undoes `fn`'s writes alone when it throws: the group commit, the one caller that settles inside a
+   * transaction, does (store/commits/sqlite.ts); a savepoint of ours would cost two statements per request.
    */
   private write<T>(fn: () => T): T {
     try {
