@@ -48,7 +48,8 @@ function keyMoney(r: Record<string, unknown>): KeyMoney {
  * against the balance and spend this process last read or wrote (re-read after another process
  * commits: store/engine/sqlite/change-watch.ts), atomic because this process is the only one that takes holds and
  * JavaScript runs it in one go; a settle is part of one write transaction (the group commit's
- * batch) and reads the balance it charges inside that transaction.
+ * batch) and charges the balance as that transaction sees it (the copy, checked after the batch's
+ * BEGIN: GroupCommit.exact).
  */
 export class Ledger implements HoldOwner, MoneyLedger {
   readonly holds = new Holds();
