@@ -135,7 +135,7 @@ export function openSqliteStores(config: Config, db: Db, hooks: Pick<StoreHooks,
     spend: new SqliteSpend(db),
 
     adminQueries: new AdminSqlite(db),
-    logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow: (r) => hooks.onRow(r) }),
+    logs: new RequestLog(db, { retentionDays: config.logRetentionDays, onRow: (r) => hooks.onRow(r), commits }),
     settings: new Settings(db),
     idempotency: new Idempotency(db),
     checkouts: new Checkouts(db),

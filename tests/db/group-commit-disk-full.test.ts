@@ -58,6 +58,14 @@ describe("group commit on a full disk", () => {
     expect(databaseUnavailableCode({ code })).toBe(code);
   });
 
+  it("commits a write that came after a swallowed failure rolled its batch back, and tells its caller so", async () => {
+    const lost = codeOf(commits.run(small));
+    const quiet = codeOf(commits.run(quietly(big)));
+    const after = codeOf(commits.run(() => db.run("INSERT INTO t VALUES (x'01')")));
+    expect([await lost, await quiet, await after]).toEqual(["SQLITE_ABORT_ROLLBACK", "SQLITE_ABORT_ROLLBACK", "committed"]);
+    expect(db.query("SELECT count(*) AS n FROM t").get()).toEqual({ n: 1 });
+  });
+
   it("commits the next batch once there is room again", async () => {
     await codeOf(commits.run(big));
     db.exec("PRAGMA max_page_count = 1000000");

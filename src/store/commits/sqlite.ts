@@ -5,11 +5,18 @@ import { databaseUnavailableCode } from "../../core/errors.ts";
 /**
  * Group commit for the per-request writes (a settle and its request log row). A write runs at once
  * inside a batch transaction that stays open until the end of the current turn of the event loop;
- * then one COMMIT makes every write of the turn durable. A failing write rolls back alone: the first
- * write of a batch by rolling the batch back (nothing else is in it yet), any later one to its own
- * savepoint. A batch of n requests writes the shared pages (account, key, index leaves) and pays the
- * WAL commit once instead of n times (bench/RESULTS.md: about 8.5 requests per commit at c=16); a
- * lone request (concurrency 1) pays no savepoint.
+ * then one COMMIT makes every write of the turn durable. A batch of n requests writes the shared pages
+ * (account, key, index leaves) and pays the WAL commit once instead of n times (bench/RESULTS.md: about
+ * 8.5 requests per commit at c=16).
+ *
+ * A failing write rolls back alone, though no write takes a savepoint (its statements and the copies
+ * of the pages it touches cost more than the rest of a small write, bench/RESULTS.md): the batch is
+ * rolled back and its other writes run again, in order, in a new transaction. Each is a function of the
+ * database as it finds it, and their callers get the results of that run, the one that commits. That
+ * is exact only while every write in the batch is one of ours: a write on this connection that did not
+ * come through here (an operator's credit, a session, made while a batch is open) is reported by
+ * SQLite's update hook, or told through `wrote` for a WITHOUT ROWID table, which the hook does not
+ * report; every later write of that batch then takes a savepoint of its own, as all did before.
  *
  * `run` is for writes a client must not see before they are durable (a charge and its log row): it
  * resolves after the COMMIT. `now` is for writes whose loss in a crash would change nothing: the
@@ -18,19 +25,45 @@ import { databaseUnavailableCode } from "../../core/errors.ts";
 /** How long a write waits for another process's lock (an operator's sqlite3, a VACUUM) before 503. */
 export const LOCK_WAIT_MS = 2000;
 
+// SQLite's own code for a transaction it rolled back itself.
+const batchLost = () => Object.assign(new Error("the write batch was rolled back by SQLite (disk full or I/O error)"), { code: "SQLITE_ABORT_ROLLBACK" });
+
 const isBusy = (e: unknown) => /^SQLITE_(BUSY|LOCKED)/.test(String((e as { code?: unknown })?.code ?? ""));
+
+/** One write of the open batch: what it runs (again, should a later one fail), its result, its waiter. */
+interface Write {
+  fn: () => unknown;
+  value: unknown;
+  resolve: ((value: unknown) => void) | null;
+  reject: ((e: unknown) => void) | null;
+}
 
 export class GroupCommit {
   private open = false;
-  /** Writes in the open batch; the first needs no savepoint. */
-  private writes = 0;
-  private waiters: { resolve(): void; reject(e: unknown): void }[] = [];
+  /** The open batch's writes, in order. */
+  private writes: Write[] = [];
+  /** A write that did not come through here has joined the open batch: a rollback would undo it. */
+  private foreign = false;
+  /** One of our writes is running: what it writes is its own. */
+  private inWrite = false;
+  /** SQLite's update hook is set: while a batch is open, between our writes. */
+  private listening = false;
+  /**
+   * The open batch holds the write lock and looked for other connections' commits after taking it: the
+   * in-memory copies of rows (store/engine/sqlite/change-watch.ts) are exact until the batch ends, as
+   * long as whoever writes on this connection keeps them current or forgets them, as the writers of money do.
+   */
+  exact = false;
+  /** The batch's writes are running again after one failed: what they tell others (a log row's access log line) was told already. */
+  replaying = false;
   private readonly savepoint: (fn: () => unknown) => unknown;
   private readonly watch: ChangeWatch;
   private readonly commitTurn = () => this.commit();
+  private readonly seen = () => this.wrote();
   // Prepared once: `db.run(sql)` compiles its text on every call, and these run on every batch.
   private readonly beginStmt: Statement;
   private readonly commitStmt: Statement;
+  private readonly rollbackStmt: Statement;
 
   /** Told the size of each committed batch (metrics). */
   onCommit: ((writes: number) => void) | null = null;
@@ -43,30 +76,19 @@ export class GroupCommit {
     this.watch = changeWatch(db);
     this.beginStmt = db.prepare("BEGIN IMMEDIATE");
     this.commitStmt = db.prepare("COMMIT");
+    this.rollbackStmt = db.prepare("ROLLBACK");
+    // Rows our writes delete are rare: this one stays set (see listen).
+    db.onDelete = this.seen;
+  }
+
+  /** Told of a write on this connection that SQLite's update hook does not report (a WITHOUT ROWID table's). */
+  wrote(): void {
+    if (this.open && !this.inWrite) this.foreign = true;
   }
 
   /** Runs `fn` (synchronous SQLite work) in the batch now and returns its result. */
   now<T>(fn: () => T): T {
-    this.begin();
-    const first = this.writes++ === 0;
-    try {
-      return (first ? fn() : this.savepoint(fn)) as T;
-    } catch (e) {
-      if (!this.db.inTransaction) {
-        // SQLite ended the batch itself (it rolls back the transaction on SQLITE_FULL, SQLITE_IOERR, …):
-        // every write of the batch is gone, so its waiters fail with this error, not with COMMIT's
-        // "no transaction is active", which would hide a full disk behind a 500.
-        this.open = false;
-        for (const w of this.waiters.splice(0)) w.reject(e);
-      } else if (first) {
-        this.db.run("ROLLBACK");
-        this.open = false;
-      }
-      // In-memory copies of rows may hold what was rolled back.
-      this.watch.forget();
-      if (databaseUnavailableCode(e)) this.failing = e;
-      throw e;
-    }
+    return this.write(fn).value as T;
   }
 
   /**
@@ -83,11 +105,125 @@ export class GroupCommit {
         await this.begun();
       }
     }
-    const value = this.now(fn);
-    const { promise, resolve, reject } = Promise.withResolvers<void>();
-    this.waiters.push({ resolve, reject });
-    await promise;
-    return value;
+    const w = this.write(fn);
+    const { promise, resolve, reject } = Promise.withResolvers<unknown>();
+    w.resolve = resolve;
+    w.reject = reject;
+    return promise as Promise<T>;
+  }
+
+  private write(fn: () => unknown): Write {
+    this.begin();
+    if (this.writes.length > 0 && !this.db.inTransaction) {
+      // A write that fails quietly (a log row) let SQLite end the batch: its writes are gone; this one starts the next.
+      this.end(batchLost());
+      this.begin();
+    }
+    // After a foreign write, a savepoint of its own, as every write had before: a rollback would undo that write.
+    const own = this.foreign;
+    this.listen(false);
+    this.inWrite = true;
+    let value: unknown;
+    try {
+      value = own ? this.savepoint(fn) : fn();
+    } catch (e) {
+      this.inWrite = false;
+      this.failed(e, own);
+      throw e;
+    }
+    this.inWrite = false;
+    this.listen(true);
+    const w: Write = { fn, value, resolve: null, reject: null };
+    this.writes.push(w);
+    return w;
+  }
+  /**
+   * Undoes a write that threw and keeps the rest of the batch, or ends the batch. Without a savepoint of
+   * its own, by rolling the batch back and running its other writes again (see the class's comment).
+   */
+  private failed(e: unknown, own: boolean): void {
+    // In-memory copies of rows may hold what was rolled back.
+    this.watch.forget();
+    if (databaseUnavailableCode(e)) this.failing = e;
+    if (!this.db.inTransaction) {
+      // SQLite ended the batch itself (it rolls back the transaction on SQLITE_FULL, SQLITE_IOERR, …):
+      // every write of the batch is gone, so its waiters fail with this error, not with COMMIT's
+      // "no transaction is active", which would hide a full disk behind a 500.
+      this.end(e);
+    } else if (!own) {
+      this.redo();
+    }
+    this.listen(this.open);
+  }
+
+  /**
+   * Rolls the batch back and runs its writes again, in order, in a new transaction. A write that fails
+   * now (it read what the failed one left undone differently) fails alone too, and the rest run once
+   * more. Between the ROLLBACK and the BEGIN another process may take the write lock: the batch's
+   * writes then fail as a failed COMMIT fails them, with nothing of them in the database.
+   */
+  private redo(): void {
+    this.replaying = true;
+    this.inWrite = true;
+    try {
+      for (let again = true; again; ) {
+        again = false;
+        this.rollbackStmt.run();
+        this.exact = false;
+        this.watch.forget();
+        if (this.writes.length === 0) {
+          this.open = false;
+          return;
+        }
+        try {
+          this.beginStmt.run();
+          this.watch.check();
+        } catch (e) {
+          this.failing = e;
+          return this.end(e);
+        }
+        this.exact = true;
+        for (let i = 0; i < this.writes.length; i++) {
+          const w = this.writes[i]!;
+          try {
+            w.value = w.fn();
+          } catch (e) {
+            this.watch.forget();
+            if (databaseUnavailableCode(e)) this.failing = e;
+            if (!this.db.inTransaction) return this.end(e);
+            this.writes.splice(i, 1);
+            w.reject?.(e);
+            again = true;
+            break;
+          }
+        }
+      }
+    } finally {
+      this.replaying = false;
+      this.inWrite = false;
+    }
+  }
+
+  /** The batch is gone: every write of it fails with `e`. */
+  private end(e: unknown): void {
+    this.open = false;
+    this.exact = false;
+    // What the copies learnt from it is gone too.
+    this.watch.forget();
+    for (const w of this.writes.splice(0)) w.reject?.(e);
+  }
+
+  /**
+   * SQLite's update hook for inserted and updated rows, set while a batch is open and none of our writes
+   * runs: a row it reports was written by someone else. Set and cleared around each write (a few native
+   * calls), which costs less than a call into JavaScript for each row a charge writes.
+   */
+  private listen(on: boolean): void {
+    if (on === this.listening) return;
+    this.listening = on;
+    const hook = on ? this.seen : null;
+    this.db.onInsert = hook;
+    this.db.onUpdate = hook;
   }
 
   /**
@@ -113,6 +249,8 @@ export class GroupCommit {
     for (let pause = 2; ; pause = Math.min(pause * 2, 100)) {
       try {
         this.begin();
+        // Others may write before this batch's first write, which follows a turn of microtasks later.
+        this.listen(true);
         return;
       } catch (e) {
         if (!isBusy(e)) throw e;
@@ -130,8 +268,11 @@ export class GroupCommit {
     // Only a transaction of ours may be open here: inside someone else's, "committed" would be a guess.
     if (this.db.inTransaction) throw new Error("GroupCommit used inside another transaction");
     this.beginStmt.run();
+    this.watch.check();
+    this.exact = true;
     this.open = true;
-    this.writes = 0;
+    this.writes = [];
+    this.foreign = false;
     // After the I/O callbacks of this turn: every request that got this far in it joins the batch.
     setImmediate(this.commitTurn);
   }
@@ -140,13 +281,15 @@ export class GroupCommit {
     // A batch whose only write failed was rolled back already (a new one has its own turn's commit).
     if (!this.open) return;
     this.open = false;
-    const waiters = this.waiters;
-    this.waiters = [];
+    this.exact = false;
+    this.listen(false);
+    const writes = this.writes;
+    this.writes = [];
     try {
       // A write that fails quietly (a request log row never fails its request) may have ended the batch:
       // SQLite rolls the transaction back on SQLITE_FULL or an I/O error. COMMIT would say only
       // "no transaction is active"; the code says what happened (SQLite's own for this case).
-      if (!this.db.inTransaction) throw Object.assign(new Error("the write batch was rolled back by SQLite (disk full or I/O error)"), { code: "SQLITE_ABORT_ROLLBACK" });
+      if (!this.db.inTransaction) throw batchLost();
       this.commitStmt.run();
     } catch (e) {
       // Nothing of the batch is in the database; the holds it took are gone with it, which leaves
@@ -154,11 +297,11 @@ export class GroupCommit {
       if (this.db.inTransaction) this.db.run("ROLLBACK");
       this.watch.forget();
       this.failing = e;
-      for (const w of waiters) w.reject(e);
+      for (const w of writes) w.reject?.(e);
       return;
     }
     this.failing = null;
-    this.onCommit?.(this.writes);
-    for (const w of waiters) w.resolve();
+    this.onCommit?.(writes.length);
+    for (const w of writes) w.resolve?.(w.value);
   }
 }

@@ -48,7 +48,8 @@ function keyMoney(r: Record<string, unknown>): KeyMoney {
  * against the balance and spend this process last read or wrote (re-read after another process
  * commits: store/engine/sqlite/change-watch.ts), atomic because this process is the only one that takes holds and
  * JavaScript runs it in one go; a settle is part of one write transaction (the group commit's
- * batch) and reads the balance it charges inside that transaction.
+ * batch) and charges the balance as that transaction sees it (the copy, checked after the batch's
+ * BEGIN: GroupCommit.exact).
  */
 export class Ledger implements HoldOwner, MoneyLedger {
   readonly holds = new Holds();
@@ -92,8 +93,8 @@ export class Ledger implements HoldOwner, MoneyLedger {
 
   /**
    * Runs `fn` in a write transaction of its own, or as part of the one already open, whose owner
-   * rolls it back (or back to its savepoint) when `fn` throws: the group commit, the one caller that
-   * settles inside a transaction, does; a savepoint of ours would cost two statements per request.
+   * undoes `fn`'s writes alone when it throws: the group commit, the one caller that settles inside a
+   * transaction, does (store/commits/sqlite.ts); a savepoint of ours would cost two statements per request.
    */
   private write<T>(fn: () => T): T {
     try {
@@ -186,8 +187,10 @@ export class Ledger implements HoldOwner, MoneyLedger {
     const cost = boundedCost(costNano);
     // Nothing to charge: no ledger row.
     if (cost === 0) return { chargedNano: 0, shortfallNano: 0 };
+    // In the group commit's batch the copy is the row's value (GroupCommit.exact): no statement to read it.
+    const copy = this.commits?.exact && this.db.$client.inTransaction ? this.balances.get(hold.accountId) : undefined;
     return this.write((): Settlement => {
-      const acc = this.s.balance!.get(hold.accountId) as { balance_nano: number };
+      const balanceNano = copy ?? (this.s.balance!.get(hold.accountId) as { balance_nano: number }).balance_nano;
       // Most keys have neither quota nor budget (known from the copy the reserve read): no statement for them.
       const known = this.spend.get(hold.keyId);
       const row = known && known.quotaNano === null && known.budget === null ? null : (this.s.keySpend!.get(hold.keyId) as Record<string, unknown> | null);
@@ -197,13 +200,14 @@ export class Ledger implements HoldOwner, MoneyLedger {
       const budget = key?.budget ?? null;
       const start = budget ? periodStart(budget.period, now) : 0;
       const budgetLeft = budget ? Math.max(budget.nano - spentInPeriod(budget.period, key!.periodStart, key!.periodSpentNano, now), 0) : Infinity;
-      const chargedNano = Math.min(cost, Math.max(acc.balance_nano, 0), quotaLeft, budgetLeft);
+      const chargedNano = Math.min(cost, Math.max(balanceNano, 0), quotaLeft, budgetLeft);
       const shortfallNano = cost - chargedNano;
       this.s.charge!.run(chargedNano, hold.accountId);
       if (budget) this.s.chargeBudget!.run(chargedNano, hold.keyId, start);
       else this.s.chargeKey!.run(chargedNano, hold.keyId);
-      this.s.entry!.run(hold.accountId, "charge", -chargedNano, shortfallNano, hold.keyId, hold.requestId, null, null, Date.now());
-      this.balances.set(hold.accountId, acc.balance_nano - chargedNano);
+      // The values as one array: bound as the positional parameters, without a spread's copy.
+      this.s.entry!.run([hold.accountId, "charge", -chargedNano, shortfallNano, hold.keyId, hold.requestId, null, null, Date.now()] as never);
+      this.balances.set(hold.accountId, balanceNano - chargedNano);
       const spend = this.spend.get(hold.keyId);
       if (spend) {
         spend.spentNano += chargedNano;

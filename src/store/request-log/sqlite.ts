@@ -1,6 +1,7 @@
 import type { Statement } from "bun:sqlite";
 import { and, lt } from "drizzle-orm";
 import { changedRows, type Db } from "../engine/sqlite/client.ts";
+import type { GroupCommit } from "../commits/sqlite.ts";
 import { requestLogs } from "../schema/sqlite.ts";
 import { events } from "../../core/events.ts";
 import { DEFAULT_RETENTION_DAYS, type LogRow, type RequestLogStore } from "./contract.ts";
@@ -15,24 +16,31 @@ export class RequestLog implements RequestLogStore {
   readonly retentionDays: number;
   /** Told of every row written (the access log and metrics). */
   private readonly onRow: ((r: LogRow) => void) | null;
+  /** The serving process's group commit, told of the rows its update hook cannot see (this table is WITHOUT ROWID). */
+  private readonly commits: GroupCommit | null;
 
   constructor(
     private readonly db: Db,
-    opts: { retentionDays?: number; onRow?: (r: LogRow) => void } = {},
+    opts: { retentionDays?: number; onRow?: (r: LogRow) => void; commits?: GroupCommit } = {},
   ) {
     this.retentionDays = opts.retentionDays ?? DEFAULT_RETENTION_DAYS;
     this.onRow = opts.onRow ?? null;
+    this.commits = opts.commits ?? null;
     this.insert = db.$client.prepare(`INSERT OR REPLACE INTO request_logs (${LOG_COLUMNS}) VALUES (${Array(LOG_COLUMN_COUNT).fill("?").join(", ")})`);
   }
 
   write(r: LogRow): void {
+    const commits = this.commits;
+    commits?.wrote();
     try {
-      this.insert.run(...(logValues(r, Date.now()) as never[]));
+      // The values as one array: bun:sqlite binds it as the positional parameters, without a spread's copy.
+      this.insert.run(logValues(r, Date.now()) as never);
     } catch (e) {
       // A log row must never turn a served request into a failure; the event (rate-limited) keeps its id.
       events.writeFailed("request_log", r.requestId, e);
     }
-    this.onRow?.(r);
+    // Written again after another write of its batch failed: the access log and metrics have it already.
+    if (!commits?.replaying) this.onRow?.(r);
   }
 
   /** Every row is written when write returns. */
@@ -41,6 +49,7 @@ export class RequestLog implements RequestLogStore {
   prune(now = Date.now()): number {
     // Request ids begin with their time (newRequestId), so the key range finds the candidates without a created_at index.
     const { idBefore, createdBefore } = pruneBefore(this.retentionDays, now);
+    this.commits?.wrote();
     return changedRows(this.db.delete(requestLogs).where(and(lt(requestLogs.requestId, idBefore), lt(requestLogs.createdAt, createdBefore))).run());
   }
 }

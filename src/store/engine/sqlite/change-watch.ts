@@ -31,8 +31,18 @@ export class ChangeWatch {
   /** Called before a copy is used: forgets them all when another connection has committed. */
   sync(): void {
     if (this.checked) return;
-    this.checked = true;
-    setImmediate(this.reset);
+    this.check();
+  }
+
+  /**
+   * Looks now, also when it has this turn: inside a write transaction just begun (the group commit's),
+   * which no other connection can commit into, the copies are then exact until it ends.
+   */
+  check(): void {
+    if (!this.checked) {
+      this.checked = true;
+      setImmediate(this.reset);
+    }
     const v = (this.stmt.values() as number[][])[0]![0]!;
     if (v !== this.version) {
       this.version = v;

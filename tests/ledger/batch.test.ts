@@ -1,0 +1,138 @@
+import { afterEach, beforeEach, describe, expect, it } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Database } from "bun:sqlite";
+import { Keys } from "../../src/store/keys/sqlite.ts";
+import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
+import { Accounts } from "../../src/store/accounts/sqlite.ts";
+import { Ledger } from "../../src/store/ledger/sqlite.ts";
+import { GroupCommit } from "../../src/store/commits/sqlite.ts";
+import { RequestLog } from "../../src/store/request-log/sqlite.ts";
+import type { LogRow } from "../../src/store/request-log/contract.ts";
+
+// The group commit's writes take no savepoint: a failing one rolls the batch back and the others run
+// again (store/commits/sqlite.ts). The books must come out as if the failing request alone had failed.
+// A charge in the batch caps at the ledger's copy of the balance: it must be the row's value.
+
+const USD = 1_000_000_000;
+let dir: string;
+let db: Db;
+let commits: GroupCommit;
+let ledger: Ledger;
+let logs: RequestLog;
+let told: string[];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "gw-batch-fail-"));
+  db = openDatabase(join(dir, "gateway.db"));
+  migrate(db);
+  commits = new GroupCommit(db.$client);
+  ledger = new Ledger(db, commits);
+  told = [];
+  logs = new RequestLog(db, { commits, onRow: (r) => told.push(r.requestId) });
+});
+afterEach(() => {
+  db.$client.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function account(usd: number) {
+  const acc = await new Accounts(db, ledger).create(`f${Math.random()}@test.local`, { balanceNano: usd * USD });
+  const key = (await new Keys(db).create(acc.id, {})).record;
+  return { accountId: acc.id, keyId: key.id };
+}
+const books = (accountId: number, keyId: number) =>
+  db.$client
+    .query("SELECT balance_nano AS balance, (SELECT sum(amount_nano) FROM ledger_entries WHERE account_id = ?1) AS sum, (SELECT spent_nano FROM api_keys WHERE id = ?2) AS spent FROM accounts WHERE id = ?1")
+    .get(accountId, keyId) as { balance: number; sum: number; spent: number };
+const logged = () => (db.$client.query("SELECT request_id AS id FROM request_logs ORDER BY request_id").all() as { id: string }[]).map((r) => r.id);
+const row = (requestId: string, a: { accountId: number; keyId: number }): LogRow => ({ requestId, accountId: a.accountId, keyId: a.keyId, method: "POST", path: "/v1/chat/completions", status: 200, latencyMs: 1 });
+
+describe("a failing charge in the middle of a batch", () => {
+  it("fails that request alone: the others are charged and logged, and the balance is the ledger's sum", async () => {
+    const a = await account(1);
+    db.$client.run("CREATE TEMP TRIGGER refuse_one BEFORE INSERT ON ledger_entries WHEN NEW.request_id = 'gw_p2' BEGIN SELECT RAISE(ABORT, 'refused'); END");
+    const holds = [1, 2, 3].map((i) => ledger.reserve(`gw_p${i}`, a.accountId, a.keyId, 1000));
+    const results = await Promise.allSettled(holds.map((h) => h.post(100_000_000, () => logs.write(row(h.requestId, a)))));
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(books(a.accountId, a.keyId)).toEqual({ balance: 800_000_000, sum: 800_000_000, spent: 200_000_000 });
+    expect(ledger.balance(a.accountId).balanceNano).toBe(800_000_000);
+    expect(logged()).toEqual(["gw_p1", "gw_p3"]);
+  });
+
+  it("tells the access log of each written row once, though the batch wrote it twice", async () => {
+    const a = await account(1);
+    db.$client.run("CREATE TEMP TRIGGER refuse_one BEFORE INSERT ON ledger_entries WHEN NEW.request_id = 'gw_t2' BEGIN SELECT RAISE(ABORT, 'refused'); END");
+    const holds = [1, 2].map((i) => ledger.reserve(`gw_t${i}`, a.accountId, a.keyId, 1000));
+    await Promise.allSettled(holds.map((h) => h.post(1_000_000, () => logs.write(row(h.requestId, a)))));
+    expect(told).toEqual(["gw_t1"]);
+  });
+
+  it("charges the batch's later requests against the balance without the failed one's charge", async () => {
+    const a = await account(1);
+    // The second request's log row fails after its charge: that charge is undone with it.
+    const failing = () => {
+      throw new Error("log row refused");
+    };
+    const holds = [1, 2, 3].map((i) => ledger.reserve(`gw_c${i}`, a.accountId, a.keyId, 1000));
+    const results = await Promise.allSettled([holds[0]!.post(400_000_000), holds[1]!.post(500_000_000, failing), holds[2]!.post(600_000_000)]);
+    expect(results.map((r) => (r.status === "fulfilled" ? r.value : "failed"))).toEqual([
+      { chargedNano: 400_000_000, shortfallNano: 0 },
+      "failed",
+      { chargedNano: 600_000_000, shortfallNano: 0 },
+    ]);
+    expect(books(a.accountId, a.keyId)).toEqual({ balance: 0, sum: 0, spent: USD });
+  });
+
+  it("keeps an operator's credit and debit made in the same turn as the charges", async () => {
+    const a = await account(1);
+    const accounts = new Accounts(db, ledger);
+    db.$client.run("CREATE TEMP TRIGGER refuse_one BEFORE INSERT ON ledger_entries WHEN NEW.request_id = 'gw_o3' BEGIN SELECT RAISE(ABORT, 'refused'); END");
+    const holds = [1, 2, 3].map((i) => ledger.reserve(`gw_o${i}`, a.accountId, a.keyId, 1000));
+    const pending = [holds[0]!.post(100_000_000)];
+    // While the batch is open: they join it, unknown to the group commit.
+    ledger.credit(a.accountId, 50_000_000, "operator_credit", "goodwill");
+    const debited = accounts.debit(a.accountId, 20_000_000, "correction");
+    pending.push(holds[1]!.post(100_000_000), holds[2]!.post(100_000_000));
+    const results = await Promise.allSettled([...pending, debited]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+    expect(books(a.accountId, a.keyId)).toEqual({ balance: 830_000_000, sum: 830_000_000, spent: 200_000_000 });
+    const kinds = db.$client.query("SELECT kind, count(*) AS n FROM ledger_entries WHERE account_id = ? GROUP BY kind ORDER BY kind").all(a.accountId);
+    expect(kinds).toEqual([
+      { kind: "charge", n: 2 },
+      { kind: "operator_credit", n: 1 },
+      { kind: "operator_debit", n: 1 },
+      { kind: "registration_credit", n: 1 },
+    ]);
+  });
+});
+
+describe("the balance a charge in a batch caps at", () => {
+  it("is what another process committed after this turn's reserve read it and before the batch began", async () => {
+    const a = await account(1);
+    const hold = ledger.reserve("gw_x1", a.accountId, a.keyId, 1000);
+    // The CLI's debit, committed in the gap: the ledger's copy, read by the reserve this turn, is now stale.
+    const cli = new Database(join(dir, "gateway.db"), { strict: true });
+    cli.transaction(() => {
+      cli.run("INSERT INTO ledger_entries (account_id, kind, amount_nano, created_at) VALUES (?, 'operator_debit', ?, 0)", [a.accountId, -900_000_000]);
+      cli.run("UPDATE accounts SET balance_nano = balance_nano - 900000000 WHERE id = ?", [a.accountId]);
+    })();
+    cli.close();
+    expect(await hold.post(500_000_000)).toEqual({ chargedNano: 100_000_000, shortfallNano: 400_000_000 });
+    expect(books(a.accountId, a.keyId)).toEqual({ balance: 0, sum: 0, spent: 100_000_000 });
+  });
+
+  it("is what the batch's earlier charges and an operator's debit on this connection left", async () => {
+    const a = await account(1);
+    const holds = [1, 2].map((i) => ledger.reserve(`gw_y${i}`, a.accountId, a.keyId, 1000));
+    const first = holds[0]!.post(300_000_000);
+    await new Accounts(db, ledger).debit(a.accountId, 600_000_000, "correction");
+    const second = holds[1]!.post(300_000_000);
+    expect(await Promise.all([first, second])).toEqual([
+      { chargedNano: 300_000_000, shortfallNano: 0 },
+      { chargedNano: 100_000_000, shortfallNano: 200_000_000 },
+    ]);
+    expect(books(a.accountId, a.keyId)).toEqual({ balance: 0, sum: 0, spent: 400_000_000 });
+  });
+});
