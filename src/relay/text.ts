@@ -1,4 +1,5 @@
-import type { Model } from "../catalog/catalog.ts";
+import type { Model, Route } from "../catalog/catalog.ts";
+import type { Provider } from "../upstreams/types.ts";
 import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
 import type { JsonObject } from "../wire/shapes.ts";
 import { GatewayError, modelNotFound } from "../core/errors.ts";
@@ -11,8 +12,8 @@ import type { Dialect } from "../dialects/dialect.ts";
 import { chatUsage, messagesUsage } from "../dialects/usage.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
 import type { StreamMachine } from "../dialects/stream-machine.ts";
-import { clientAnswer, streamMachine, upstreamBody, withCost, type PairOptions } from "./adapters.ts";
-import { attemptRoutes, readJsonAnswer, type Attempt } from "./routes.ts";
+import { clientAnswer, streamMachine, upstreamBody, withCost, NOTHING_DROPPED, type PairOptions, type UpstreamBody } from "./adapters.ts";
+import { attemptRoutes, readJsonAnswer, type Attempt, type AttemptHooks, type WholeAnswer } from "./routes.ts";
 import { relayStream, firstEvents, type Opening } from "./stream.ts";
 import { bodySizeOf, post, reserve } from "./charge.ts";
 
@@ -86,9 +87,9 @@ export function serveText(call: RelayCall, dialect: Dialect, body: JsonObject): 
  * counts as the route's failure: a body that cannot be built is this request's fault, and must not
  * open the circuit for every other account on the route (relay/health.ts).
  */
-function built<T>(build: () => T): T {
+function built(client: ClientSide, upstream: Dialect, route: Route): UpstreamBody {
   try {
-    return build();
+    return upstreamBody(client.dialect, upstream, client.body, route, client.raw);
   } catch (e) {
     if (e instanceof GatewayError) throw e;
     throw new GatewayError("internal_error", `The gateway could not build this request's body for its upstream (${(e as Error).name}); it was not sent and not charged.`);
@@ -119,12 +120,47 @@ const JSON_ANSWER: ResponseInit = { headers: { "content-type": "application/json
  * then builds no header object of its own). The client side may have dropped fields of its own
  * (Responses → Chat): x-gateway-dropped is then one list of both.
  */
-function answerHeaders(own: Record<string, string> | undefined, dropped: string[]): Record<string, string> | undefined {
+function answerHeaders(own: Record<string, string> | undefined, dropped: readonly string[]): Record<string, string> | undefined {
   if (dropped.length === 0) return own;
   const headers: Record<string, string> = { ...own };
   const all = [own?.["x-gateway-dropped"], ...dropped].filter(Boolean);
   if (all.length) headers["x-gateway-dropped"] = all.join(", ");
   return headers;
+}
+
+/** What the route loop's confirm step reads: a stream's first events, or a plain answer whole. */
+type Confirmed = Opening | WholeAnswer;
+
+/**
+ * The route loop's hooks for one text request: one object whose methods are its class's, where
+ * closures made per request (and an async wrapper around each confirm) cost 9 objects more a
+ * request (bench/RESULTS.md). It keeps what the last route tried speaks and what its body dropped.
+ */
+class TextRoute implements AttemptHooks<Confirmed> {
+  upstreamDialect: Dialect;
+  dropped: readonly string[] = NOTHING_DROPPED;
+
+  constructor(
+    private readonly call: RelayCall,
+    private readonly client: ClientSide,
+  ) {
+    this.upstreamDialect = client.dialect;
+  }
+
+  send(route: Route, provider: Provider, signal: AbortSignal, apiKey: string | undefined): Promise<Response> {
+    const { call, client } = this;
+    const upstream = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
+    this.upstreamDialect = upstream;
+    const out = built(client, upstream, route);
+    this.dropped = out.dropped;
+    // The estimator learns from what the upstream counted: this body, when it is not the client's.
+    call.sentSize = out.size;
+    return provider.text({ dialect: upstream, body: out.body, bytes: out.bytes, clientHeaders: call.request.headers, search: call.search, signal, apiKey });
+  }
+
+  confirm(a: Attempt): Promise<Confirmed> {
+    return this.client.stream ? firstEvents(a, this.upstreamDialect) : readJsonAnswer(a);
+  }
 }
 
 /**
@@ -144,39 +180,21 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
   const held = reserve(call, reserveNano);
   const hold = held instanceof Promise ? await held : held;
   let stream: Response | null = null;
-  let attempt: Attempt | undefined;
+  let attempt: Attempt<Confirmed> | undefined;
   try {
-    let dropped: string[] = [];
-    let upstreamDialect: Dialect = client.dialect;
-    let whole: { text: string; json: JsonObject } | null = null;
-    let opening: Opening | null = null;
-    attempt = await attemptRoutes(call.svc, model, call, {
-      send(route, provider, signal, apiKey) {
-        upstreamDialect = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
-        const out = built(() => upstreamBody(client.dialect, upstreamDialect, client.body, route, client.raw));
-        dropped = out.dropped;
-        // The estimator learns from what the upstream counted: this body, when it is not the client's.
-        call.sentSize = out.size;
-        return provider.text({ dialect: upstreamDialect, body: out.body, bytes: out.bytes, clientHeaders: call.request.headers, search: call.search, signal, apiKey });
-      },
-      confirm: client.stream
-        ? async (a) => {
-            opening = await firstEvents(a, upstreamDialect);
-          }
-        : async (a) => {
-            whole = await readJsonAnswer(a);
-          },
-    });
-    const headers = answerHeaders(client.headers, dropped);
+    const route = new TextRoute(call, client);
+    attempt = await attemptRoutes(call.svc, model, call, route);
+    const upstreamDialect = route.upstreamDialect;
+    const headers = answerHeaders(client.headers, route.dropped);
     // The route that answered prices it: an unset class follows its provider's rules.
     const prices = attempt.route.prices;
     if (client.stream) {
       const pair: PairOptions = { model, estimatedInputTokens, costOf: (u) => priceUsage(prices, u) };
       const machine = client.machine(pair, upstreamDialect);
-      stream = relayStream({ call, attempt, opening: opening!, machine, hold, model, estimatedInputTokens, maxOut: client.maxOut, headers: headers ?? {} });
+      stream = relayStream({ call, attempt, opening: attempt.confirmed as Opening, machine, hold, model, estimatedInputTokens, maxOut: client.maxOut, headers: headers ?? {} });
       return stream;
     }
-    const { text, json } = whole!;
+    const { text, json } = attempt.confirmed as WholeAnswer;
     const { body: out, usage: reported } = clientAnswer(client.dialect, upstreamDialect, json, model.id);
     // Some compatible servers report no usage: bill our own count (estimate in, answer bytes out) and
     // show the client the counts it was billed on, in its own dialect.
