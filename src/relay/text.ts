@@ -15,7 +15,7 @@ import type { StreamMachine } from "../dialects/stream-machine.ts";
 import { clientAnswer, streamMachine, upstreamBody, withCost, NOTHING_DROPPED, type PairOptions, type UpstreamBody } from "./adapters.ts";
 import { attemptRoutes, readJsonAnswer, type Attempt, type AttemptHooks, type WholeAnswer } from "./routes.ts";
 import { relayStream, firstEvents, type Opening } from "./stream.ts";
-import { bodySizeOf, post, reserve } from "./charge.ts";
+import { bodySizeOf, charged, commitCharge, reserve } from "./charge.ts";
 
 const ENDPOINT: Record<Dialect, "messages" | "chat.completions"> = { messages: "messages", chat: "chat.completions" };
 
@@ -205,7 +205,8 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     // Response.json writes the same bytes as JSON.stringify into a Response, 0.2 to 0.7 µs cheaper (bench/RESULTS.md).
     const answer = Response.json(client.answer(out, cost), headers ? { headers: { "content-type": "application/json", ...headers } } : JSON_ANSWER);
     // The charge and the request's log row are durable before the answer leaves.
-    await post(call, hold, cost, usage, 200, reported !== null);
+    await commitCharge(call, hold, cost, usage, 200);
+    charged(call, cost, usage, reported !== null, null);
     return answer;
   } finally {
     // A stream owns its hold from here; any other ending without a post is a failure, and free.
