@@ -71,15 +71,27 @@ export function serveText(call: RelayCall, dialect: Dialect, body: JsonObject): 
   const hit = findNonTextContent(dialect, body);
   if (hit) throw unsupportedContent(hit);
   const includeUsage = dialect === "chat" && (body.stream_options as JsonObject | undefined)?.include_usage === true;
-  return relayText(call, model, {
-    dialect,
-    body,
-    raw: call.bytes,
-    maxOut: outputCap(dialect, body),
-    stream: body.stream === true,
-    answer: withCost,
-    machine: (o, upstream) => streamMachine(dialect, upstream, includeUsage, o),
-  });
+  return relayText(call, model, new TextClient(dialect, body, call.bytes, outputCap(dialect, body), body.stream === true, includeUsage));
+}
+
+/** A Messages or Chat client: its stream machine is a method, where a closure was made for every request, streamed or not. */
+class TextClient implements ClientSide {
+  constructor(
+    readonly dialect: Dialect,
+    readonly body: JsonObject,
+    readonly raw: Uint8Array,
+    readonly maxOut: number,
+    readonly stream: boolean,
+    private readonly includeUsage: boolean,
+  ) {}
+
+  answer(out: JsonObject, costNano: number): JsonObject {
+    return withCost(out, costNano);
+  }
+
+  machine(o: PairOptions, upstream: Dialect): StreamMachine {
+    return streamMachine(this.dialect, upstream, this.includeUsage, o);
+  }
 }
 
 /**
