@@ -50,7 +50,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
     if (e.body === "none") bytes = NO_BODY;
     else if (Number.isFinite(declared)) {
       // readBodyLimited's path for a declared length (within the limit, checked above), awaited here
-      // without its async layer: 3 objects and a turn of the microtask queue a request (bench/RESULTS.md).
+      // without its async layer: 5 objects a request (bench/RESULTS.md).
       bytes = await request.bytes();
       if (bytes.byteLength > e.maxBodyBytes) throw tooLarge(e.maxBodyBytes);
     } else bytes = await readBodyLimited(request, e.maxBodyBytes, declared);

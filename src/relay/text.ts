@@ -145,7 +145,7 @@ type Confirmed = Opening | WholeAnswer;
 
 /**
  * The route loop's hooks for one text request: one object whose methods are its class's, where
- * closures made per request (and an async wrapper around each confirm) cost 9 objects more a
+ * closures made per request (and an async wrapper around each confirm) cost 11 objects more a
  * request (bench/RESULTS.md). It keeps what the last route tried speaks and what its body dropped.
  */
 class TextRoute implements AttemptHooks<Confirmed> {
