@@ -84,7 +84,7 @@ export function newExchange(svc: Services, request: Request, server: Server<unkn
     endpoint,
     requestId,
     started: performance.now(),
-    log: { requestId, method: request.method, path: pathname, status: 0, latencyMs: 0 },
+    log: newLogRow(requestId, request.method, pathname),
     api,
     logged: api,
     rate: null,
@@ -102,6 +102,45 @@ export function newExchange(svc: Services, request: Request, server: Server<unkn
   // The row records the address the allow-lists check, computed once per request and shared with them.
   if (api) x.log.clientIp = x.clientIp();
   return x;
+}
+
+/**
+ * A request's log row with every field it can get, unset ones undefined (as absent ones read):
+ * made with 5 keys, it grew one key at a time to about 25 as the request went, changing its shape
+ * each time; made whole it keeps one (bench/RESULTS.md). Keys in LogRow's order.
+ */
+function newLogRow(requestId: string, method: string, path: string): LogRow {
+  return {
+    requestId,
+    accountId: undefined,
+    keyId: undefined,
+    method,
+    path,
+    endpoint: undefined,
+    model: undefined,
+    provider: undefined,
+    upstreamModel: undefined,
+    stream: undefined,
+    status: 0,
+    errorCode: undefined,
+    inputTokens: undefined,
+    outputTokens: undefined,
+    cacheReadTokens: undefined,
+    cacheWriteTokens: undefined,
+    cacheWrite1hTokens: undefined,
+    webSearches: undefined,
+    serviceTier: undefined,
+    images: undefined,
+    imageInputTokens: undefined,
+    imageOutputTokens: undefined,
+    costNano: undefined,
+    latencyMs: 0,
+    attempts: undefined,
+    clientIp: undefined,
+    keyPrefix: undefined,
+    upstreamLatencyMs: undefined,
+    ttfbMs: undefined,
+  };
 }
 
 /** A `{name}` of the endpoint's path, percent-decoded. A malformed escape (%E0%A4%A) names nothing: it is kept as sent (a 404 for a model id, not a 500). */

@@ -30,8 +30,12 @@ export interface UpstreamBody {
   bytes?: Blob | Uint8Array | string;
   /** A translation's size as sent: what the estimator learns from (relay/charge.ts post) */
   size?: TextSize;
-  dropped: string[];
+  /** Shared and never changed when nothing was dropped (NOTHING_DROPPED). */
+  dropped: readonly string[];
 }
+
+/** No dropped field: one list for every request that drops none. */
+export const NOTHING_DROPPED: readonly string[] = Object.freeze([]);
 
 
 /**
@@ -89,7 +93,7 @@ export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObjec
     if (askUsage) out.stream_options = { ...(body.stream_options as JsonObject | undefined), include_usage: true };
     if (upstream === "chat" && capField) renameCap(out, capField);
     const bytes = raw && spliceable(body, upstream, capField) ? spliceModel(raw, body, upstreamModel, askUsage && !("stream_options" in body) ? USAGE_MEMBER : "") : null;
-    return bytes ? { body: out, bytes, dropped: [] } : { body: out, dropped: [] };
+    return bytes ? { body: out, bytes, dropped: NOTHING_DROPPED } : { body: out, dropped: NOTHING_DROPPED };
   }
   const caps = route.capabilities;
   const out =

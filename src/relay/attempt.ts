@@ -11,8 +11,10 @@ import type { AttemptClock } from "./timeouts.ts";
  * the stream's end, the relay when a stream's set-up fails before the stream takes it (text.ts).
  * A second release would count the key one fewer than it is (docs/reliability.md#a-stream-whose-set-up-fails-after-the-upstream-answered).
  */
-export class AnsweredAttempt {
+export class AnsweredAttempt<C = unknown> {
   private released = false;
+  /** What the route loop's confirm step read of the answer (AttemptHooks.confirm), once it has. */
+  confirmed: C | undefined = undefined;
 
   constructor(
     readonly route: Route,

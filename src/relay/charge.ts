@@ -1,6 +1,7 @@
 import type { RelayCall } from "./context.ts";
 import type { Alongside } from "../ledger/hold.ts";
-import { boundedCost, type Hold } from "../ledger/hold.ts";
+import { boundedCost, type Hold, type Settlement } from "../ledger/hold.ts";
+import type { LogRow } from "../store/request-log/contract.ts";
 import { balanceRefused } from "../store/ledger/contract.ts";
 import { promptTokens, type TokenUsage } from "../core/money.ts";
 import { bodySize, type TextSize } from "../ledger/estimate.ts";
@@ -48,6 +49,15 @@ export async function post(
   inputCounted = false,
   countedOutput: TextSize | null = null,
 ): Promise<void> {
+  await commitCharge(call, hold, cost, usage, status);
+  charged(call, cost, usage, inputCounted, countedOutput);
+}
+
+/**
+ * post's commit: the hold's own promise, handed on without an async layer around it (the plain
+ * answer's relay awaits it, then calls `charged`). Rejects as the commit does; never `charged` then.
+ */
+export function commitCharge(call: RelayCall, hold: Hold, cost: number, usage: TokenUsage | null, status: number): Promise<Settlement> {
   const log = call.log;
   log.costNano = boundedCost(cost);
   log.status = status;
@@ -61,13 +71,21 @@ export async function post(
     log.serviceTier = usage.serviceTier ?? null;
   }
   const logs = call.svc.logs;
-  const stamped = () => {
-    log.latencyMs = performance.now() - call.started;
-    return log;
-  };
-  const alongside: Alongside = (tx) => logs.write(stamped(), tx);
-  if (logs.rider) alongside.rider = () => logs.rider!(stamped());
-  await hold.post(cost, alongside);
+  // One closure: the row is stamped as it is written, inside the commit.
+  const alongside: Alongside = (tx) => logs.write(stamped(call), tx);
+  if (logs.rider) alongside.rider = () => logs.rider!(stamped(call));
+  return hold.post(cost, alongside);
+}
+
+/** The row's latency, at its write. */
+function stamped(call: RelayCall): LogRow {
+  call.log.latencyMs = performance.now() - call.started;
+  return call.log;
+}
+
+/** What follows a committed charge: the low-balance notice and the calibration's samples (see post). */
+export function charged(call: RelayCall, cost: number, usage: TokenUsage | null, inputCounted: boolean, countedOutput: TextSize | null): void {
+  const log = call.log;
   // The low-balance notice is looked at off this request (notices/notices.ts): a no-op without [email] or [notifications].
   if (cost > 0) call.svc.notices?.charged(call.key.accountId);
   if (!usage || !log.model) return;

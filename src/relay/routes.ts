@@ -11,7 +11,7 @@ import { classifyStatus, passThrough, readErrorBody, readVendorError, refusesCre
 import { AnsweredAttempt } from "./attempt.ts";
 import { REJECTED_REST_S, restSeconds, type KeyPool, type KeySlot } from "./capacity.ts";
 
-export interface Attempt {
+export interface Attempt<C = unknown> {
   route: Route;
   provider: Provider;
   response: Response;
@@ -25,6 +25,8 @@ export interface Attempt {
   slot: KeySlot;
   /** Stops its clock, leaves the cutoff and the key's count in flight; once, however often called (relay/attempt.ts). */
   release(): void;
+  /** What `confirm` resolved with (AttemptHooks.confirm): the hooks need no closure of their own to keep it. */
+  confirmed: C | undefined;
 }
 
 /** The request as the route loop records it: its log row names the route last tried, even when all fail. */
@@ -36,15 +38,16 @@ export interface TriedBy {
   upstreamStatus?: number;
 }
 
-export interface AttemptHooks {
+export interface AttemptHooks<C = unknown> {
   /** Builds and sends the upstream call for one route with one of its provider's keys. Throwing a GatewayError stops the loop. */
   send(route: Route, provider: Provider, signal: AbortSignal, apiKey: string | undefined): Promise<Response>;
   /**
    * Optional: read ahead of the answer before it is committed (the first SSE event of a stream).
    * Throwing counts as a route failure, so the next route is tried before the client sees a byte.
-   * A plain (non-streamed) answer's confirm reads its body to the end: the call is then over.
+   * A plain (non-streamed) answer's confirm reads its body to the end: the call is then over. What
+   * it resolves with is kept on the attempt (`confirmed`).
    */
-  confirm?(a: Attempt): Promise<void>;
+  confirm?(a: Attempt): Promise<C>;
   /** Whether the client asked for a stream; default: the log row's `stream`. Picks the first-byte timeout. */
   stream?: boolean;
 }
@@ -71,7 +74,7 @@ class Failure {
  * sits out and the next key is tried; a vendor's other 4xx is the answer; the circuit breaker skips routes
  * that keep failing. All of it before the client sees a byte.
  */
-export async function attemptRoutes(svc: RelayServices, model: Model, call: TriedBy, hooks: AttemptHooks): Promise<Attempt> {
+export async function attemptRoutes<C>(svc: RelayServices, model: Model, call: TriedBy, hooks: AttemptHooks<C>): Promise<Attempt<C>> {
   const capacity = svc.capacity;
   const clientSignal = call.request.signal;
   const stream = hooks.stream ?? call.log.stream === true;
@@ -153,8 +156,8 @@ export async function attemptRoutes(svc: RelayServices, model: Model, call: Trie
         // body to a JSON request can run on for the whole total timeout.
         if (stream && type.startsWith("application/json")) throw new Error("a JSON answer to a streamed request");
         if (!stream && sse) throw new Error("an SSE answer to a non-streamed request");
-        const attempt = new AnsweredAttempt(route, provider, response, abort, attempts, slot, clock, svc.cutoff);
-        if (hooks.confirm) await hooks.confirm(attempt);
+        const attempt = new AnsweredAttempt<C>(route, provider, response, abort, attempts, slot, clock, svc.cutoff);
+        if (hooks.confirm) attempt.confirmed = await hooks.confirm(attempt);
         // A plain answer has been read whole by confirm: nothing left to time or hold.
         if (!stream) attempt.release();
         if (call.log.stream) call.log.ttfbMs = performance.now() - sentAt;
@@ -240,12 +243,18 @@ function overloaded(svc: RelayServices, model: Model, vendor: GatewayError | nul
 export const shuttingDown = () =>
   new GatewayError("upstream_unavailable", "The gateway is shutting down; this request was not charged. Retry it.");
 
+/** A plain answer read whole: its text and its parse. */
+export interface WholeAnswer {
+  text: string;
+  json: JsonObject;
+}
+
 /**
  * Reads a whole non-streamed answer inside the route loop (as AttemptHooks.confirm): a body cut
  * mid-way or one that is not JSON is that route's failure (502 or the next route), not a 500. The
  * reasons never quote the body: it is content.
  */
-export async function readJsonAnswer(a: Attempt): Promise<{ text: string; json: JsonObject }> {
+export async function readJsonAnswer(a: Attempt): Promise<WholeAnswer> {
   let text: string;
   try {
     text = await a.response.text();

@@ -1,4 +1,5 @@
-import type { Model } from "../catalog/catalog.ts";
+import type { Model, Route } from "../catalog/catalog.ts";
+import type { Provider } from "../upstreams/types.ts";
 import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
 import type { JsonObject } from "../wire/shapes.ts";
 import { GatewayError, modelNotFound } from "../core/errors.ts";
@@ -11,10 +12,10 @@ import type { Dialect } from "../dialects/dialect.ts";
 import { chatUsage, messagesUsage } from "../dialects/usage.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
 import type { StreamMachine } from "../dialects/stream-machine.ts";
-import { clientAnswer, streamMachine, upstreamBody, withCost, type PairOptions } from "./adapters.ts";
-import { attemptRoutes, readJsonAnswer, type Attempt } from "./routes.ts";
+import { clientAnswer, streamMachine, upstreamBody, withCost, NOTHING_DROPPED, type PairOptions, type UpstreamBody } from "./adapters.ts";
+import { attemptRoutes, readJsonAnswer, type Attempt, type AttemptHooks, type WholeAnswer } from "./routes.ts";
 import { relayStream, firstEvents, type Opening } from "./stream.ts";
-import { bodySizeOf, post, reserve } from "./charge.ts";
+import { bodySizeOf, charged, commitCharge, reserve } from "./charge.ts";
 
 const ENDPOINT: Record<Dialect, "messages" | "chat.completions"> = { messages: "messages", chat: "chat.completions" };
 
@@ -70,15 +71,27 @@ export function serveText(call: RelayCall, dialect: Dialect, body: JsonObject): 
   const hit = findNonTextContent(dialect, body);
   if (hit) throw unsupportedContent(hit);
   const includeUsage = dialect === "chat" && (body.stream_options as JsonObject | undefined)?.include_usage === true;
-  return relayText(call, model, {
-    dialect,
-    body,
-    raw: call.bytes,
-    maxOut: outputCap(dialect, body),
-    stream: body.stream === true,
-    answer: withCost,
-    machine: (o, upstream) => streamMachine(dialect, upstream, includeUsage, o),
-  });
+  return relayText(call, model, new TextClient(dialect, body, call.bytes, outputCap(dialect, body), body.stream === true, includeUsage));
+}
+
+/** A Messages or Chat client: its stream machine is a method, where a closure was made for every request, streamed or not. */
+class TextClient implements ClientSide {
+  constructor(
+    readonly dialect: Dialect,
+    readonly body: JsonObject,
+    readonly raw: Uint8Array,
+    readonly maxOut: number,
+    readonly stream: boolean,
+    private readonly includeUsage: boolean,
+  ) {}
+
+  answer(out: JsonObject, costNano: number): JsonObject {
+    return withCost(out, costNano);
+  }
+
+  machine(o: PairOptions, upstream: Dialect): StreamMachine {
+    return streamMachine(this.dialect, upstream, this.includeUsage, o);
+  }
 }
 
 /**
@@ -86,9 +99,9 @@ export function serveText(call: RelayCall, dialect: Dialect, body: JsonObject): 
  * counts as the route's failure: a body that cannot be built is this request's fault, and must not
  * open the circuit for every other account on the route (relay/health.ts).
  */
-function built<T>(build: () => T): T {
+function built(client: ClientSide, upstream: Dialect, route: Route): UpstreamBody {
   try {
-    return build();
+    return upstreamBody(client.dialect, upstream, client.body, route, client.raw);
   } catch (e) {
     if (e instanceof GatewayError) throw e;
     throw new GatewayError("internal_error", `The gateway could not build this request's body for its upstream (${(e as Error).name}); it was not sent and not charged.`);
@@ -119,12 +132,47 @@ const JSON_ANSWER: ResponseInit = { headers: { "content-type": "application/json
  * then builds no header object of its own). The client side may have dropped fields of its own
  * (Responses → Chat): x-gateway-dropped is then one list of both.
  */
-function answerHeaders(own: Record<string, string> | undefined, dropped: string[]): Record<string, string> | undefined {
+function answerHeaders(own: Record<string, string> | undefined, dropped: readonly string[]): Record<string, string> | undefined {
   if (dropped.length === 0) return own;
   const headers: Record<string, string> = { ...own };
   const all = [own?.["x-gateway-dropped"], ...dropped].filter(Boolean);
   if (all.length) headers["x-gateway-dropped"] = all.join(", ");
   return headers;
+}
+
+/** What the route loop's confirm step reads: a stream's first events, or a plain answer whole. */
+type Confirmed = Opening | WholeAnswer;
+
+/**
+ * The route loop's hooks for one text request: one object whose methods are its class's, where
+ * closures made per request (and an async wrapper around each confirm) cost 11 objects more a
+ * request (bench/RESULTS.md). It keeps what the last route tried speaks and what its body dropped.
+ */
+class TextRoute implements AttemptHooks<Confirmed> {
+  upstreamDialect: Dialect;
+  dropped: readonly string[] = NOTHING_DROPPED;
+
+  constructor(
+    private readonly call: RelayCall,
+    private readonly client: ClientSide,
+  ) {
+    this.upstreamDialect = client.dialect;
+  }
+
+  send(route: Route, provider: Provider, signal: AbortSignal, apiKey: string | undefined): Promise<Response> {
+    const { call, client } = this;
+    const upstream = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
+    this.upstreamDialect = upstream;
+    const out = built(client, upstream, route);
+    this.dropped = out.dropped;
+    // The estimator learns from what the upstream counted: this body, when it is not the client's.
+    call.sentSize = out.size;
+    return provider.text({ dialect: upstream, body: out.body, bytes: out.bytes, clientHeaders: call.request.headers, search: call.search, signal, apiKey });
+  }
+
+  confirm(a: Attempt): Promise<Confirmed> {
+    return this.client.stream ? firstEvents(a, this.upstreamDialect) : readJsonAnswer(a);
+  }
 }
 
 /**
@@ -144,39 +192,21 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
   const held = reserve(call, reserveNano);
   const hold = held instanceof Promise ? await held : held;
   let stream: Response | null = null;
-  let attempt: Attempt | undefined;
+  let attempt: Attempt<Confirmed> | undefined;
   try {
-    let dropped: string[] = [];
-    let upstreamDialect: Dialect = client.dialect;
-    let whole: { text: string; json: JsonObject } | null = null;
-    let opening: Opening | null = null;
-    attempt = await attemptRoutes(call.svc, model, call, {
-      send(route, provider, signal, apiKey) {
-        upstreamDialect = provider.dialects.includes(client.dialect) ? client.dialect : provider.dialects[0]!;
-        const out = built(() => upstreamBody(client.dialect, upstreamDialect, client.body, route, client.raw));
-        dropped = out.dropped;
-        // The estimator learns from what the upstream counted: this body, when it is not the client's.
-        call.sentSize = out.size;
-        return provider.text({ dialect: upstreamDialect, body: out.body, bytes: out.bytes, clientHeaders: call.request.headers, search: call.search, signal, apiKey });
-      },
-      confirm: client.stream
-        ? async (a) => {
-            opening = await firstEvents(a, upstreamDialect);
-          }
-        : async (a) => {
-            whole = await readJsonAnswer(a);
-          },
-    });
-    const headers = answerHeaders(client.headers, dropped);
+    const route = new TextRoute(call, client);
+    attempt = await attemptRoutes(call.svc, model, call, route);
+    const upstreamDialect = route.upstreamDialect;
+    const headers = answerHeaders(client.headers, route.dropped);
     // The route that answered prices it: an unset class follows its provider's rules.
     const prices = attempt.route.prices;
     if (client.stream) {
       const pair: PairOptions = { model, estimatedInputTokens, costOf: (u) => priceUsage(prices, u) };
       const machine = client.machine(pair, upstreamDialect);
-      stream = relayStream({ call, attempt, opening: opening!, machine, hold, model, estimatedInputTokens, maxOut: client.maxOut, headers: headers ?? {} });
+      stream = relayStream({ call, attempt, opening: attempt.confirmed as Opening, machine, hold, model, estimatedInputTokens, maxOut: client.maxOut, headers: headers ?? {} });
       return stream;
     }
-    const { text, json } = whole!;
+    const { text, json } = attempt.confirmed as WholeAnswer;
     const { body: out, usage: reported } = clientAnswer(client.dialect, upstreamDialect, json, model.id);
     // Some compatible servers report no usage: bill our own count (estimate in, answer bytes out) and
     // show the client the counts it was billed on, in its own dialect.
@@ -187,7 +217,8 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     // Response.json writes the same bytes as JSON.stringify into a Response, 0.2 to 0.7 µs cheaper (bench/RESULTS.md).
     const answer = Response.json(client.answer(out, cost), headers ? { headers: { "content-type": "application/json", ...headers } } : JSON_ANSWER);
     // The charge and the request's log row are durable before the answer leaves.
-    await post(call, hold, cost, usage, 200, reported !== null);
+    await commitCharge(call, hold, cost, usage, 200);
+    charged(call, cost, usage, reported !== null, null);
     return answer;
   } finally {
     // A stream owns its hold from here; any other ending without a post is a failure, and free.

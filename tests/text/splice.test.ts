@@ -83,7 +83,8 @@ describe("spliceModel", () => {
   });
 
   it("sends one buffer for a small body and a Blob for a large one, the same bytes either way", async () => {
-    for (const size of [100, SMALL_BODY_BYTES + 1000]) {
+    // 100: copied out of the client's array; 4000: a view on it, sent as one buffer; past SMALL_BODY_BYTES: a Blob.
+    for (const size of [100, 4000, SMALL_BODY_BYTES + 1000]) {
       const json = JSON.stringify({ model: "gw", stream: true, messages: [{ role: "user", content: "é".repeat(size / 2) }] });
       const spliced = spliceModel(enc.encode(json), JSON.parse(json), "up-ü", ',"stream_options":{"include_usage":true}');
       expect(spliced instanceof Blob).toBe(size > SMALL_BODY_BYTES);
