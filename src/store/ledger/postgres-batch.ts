@@ -11,10 +11,18 @@ import type { SQL } from "bun";
 /** Items per statement: eight arrays whatever the count, but one turn's answer should stay small. */
 const MAX_BATCH = 500;
 
-/** One turn's items, sent together by `send`; each item's promise settles with its own answer. */
+/**
+ * One turn's items, sent together by `send`; each item's promise settles with its own answer. While
+ * a statement of this batch is under way, the items that arrive wait for its answer and then go
+ * together: at c=16 one turn held about one request, so a statement per turn was still about one
+ * per request (bench/RESULTS.md). The wait costs nothing a request would not have spent anyway,
+ * since the statements of one account queue on its row in PostgreSQL.
+ */
 export class TurnBatch<I, R> {
   private pending: { item: I; resolve(r: R | Promise<R>): void; reject(e: unknown): void }[] = [];
   private scheduled = false;
+  /** Statements of this batch under way (each chunk of a turn is one). */
+  private sending = 0;
 
   /** `send` answers each item's result, or a promise of it (which may reject for that item alone). */
   constructor(private readonly send: (items: I[]) => Promise<(R | Promise<R>)[]>) {}
@@ -22,11 +30,14 @@ export class TurnBatch<I, R> {
   add(item: I): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.pending.push({ item, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
+      this.schedule();
     });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.sending > 0) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
   }
 
   private flush(): void {
@@ -35,10 +46,20 @@ export class TurnBatch<I, R> {
     this.pending = [];
     for (let i = 0; i < all.length; i += MAX_BATCH) {
       const chunk = all.slice(i, i + MAX_BATCH);
-      this.send(chunk.map((w) => w.item)).then(
-        (rs) => chunk.forEach((w, j) => w.resolve(rs[j]!)),
-        (e) => chunk.forEach((w) => w.reject(e)),
-      );
+      this.sending++;
+      this.send(chunk.map((w) => w.item))
+        .then(
+          // An item decided alone (its own statement) keeps this batch under way until it answers.
+          (rs) => {
+            chunk.forEach((w, j) => w.resolve(rs[j]!));
+            return Promise.allSettled(rs);
+          },
+          (e) => chunk.forEach((w) => w.reject(e)),
+        )
+        .finally(() => {
+          this.sending--;
+          if (this.pending.length > 0) this.schedule();
+        });
     }
   }
 }
