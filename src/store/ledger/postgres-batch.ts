@@ -64,6 +64,13 @@ export class TurnBatch<I, R> {
   }
 }
 
+/**
+ * A `bigint[]` parameter as PostgreSQL's array text, joined here: Bun's client quotes an array's
+ * elements one by one, 10 µs of CPU a statement of four 8-item arrays against this (bench/RESULTS.md).
+ * Whole numbers only (ids, nano-dollars), which print without quotes or exponent.
+ */
+const bigints = (xs: number[]): string => `{${xs.join(",")}}`;
+
 export interface ReserveItem {
   accountId: number;
   keyId: number;
@@ -107,9 +114,9 @@ SELECT ord::int AS ord, hold_id FROM take`;
 /** The hold ids of the items granted, by position; null where the item must be decided alone. */
 export async function reserveMany(sql: SQL, items: ReserveItem[], instanceId: string, starts: number[]): Promise<(number | null)[]> {
   const rows = await sql.unsafe(RESERVE_MANY, [
-    items.map((i) => i.amountNano),
-    items.map((i) => i.accountId),
-    items.map((i) => i.keyId),
+    bigints(items.map((i) => i.amountNano)),
+    bigints(items.map((i) => i.accountId)),
+    bigints(items.map((i) => i.keyId)),
     instanceId,
     Date.now(),
     ...starts,
@@ -127,7 +134,7 @@ UPDATE api_keys SET held_nano = api_keys.held_nano - s.n
   FROM (SELECT key_id, sum(amount_nano) AS n FROM h GROUP BY key_id) s WHERE api_keys.id = s.key_id AND (SELECT count(*) FROM a) >= 0`;
 
 export async function releaseMany(sql: SQL, ids: number[]): Promise<void> {
-  await sql.unsafe(RELEASE_MANY, [ids]);
+  await sql.unsafe(RELEASE_MANY, [bigints(ids)]);
 }
 
 export interface PostItem {
@@ -190,10 +197,10 @@ export async function postAll(sql: SQL, items: PostItem[], starts: number[], log
     postTexts.set(key, text);
   }
   await sql.unsafe(text, [
-    items.map((i) => i.holdId),
-    items.map((i) => i.accountId),
-    items.map((i) => i.keyId),
-    items.map((i) => i.costNano),
+    bigints(items.map((i) => i.holdId)),
+    bigints(items.map((i) => i.accountId)),
+    bigints(items.map((i) => i.keyId)),
+    bigints(items.map((i) => i.costNano)),
     items.map((i) => i.requestId),
     Date.now(),
     ...starts,
