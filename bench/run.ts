@@ -4,6 +4,7 @@
 //   bun run bench --quick         2 s cells, for development
 //   bun run bench --memory        2 minutes at c=64, the gateway's RSS after 20 s and at the end
 //   bun run bench --profile       the gateway under --cpu-prof at c=16 (JSON, then SSE, or --workloads) + SQLite timings
+//                                 (with --postgres: the gateway serving from PostgreSQL instead)
 //   bun run bench --peer portkey  the same cells for Portkey's gateway from npm (on Node), side by side
 //   bun run bench --streams       1,000 streams at once paced like an LLM for 2 minutes (--quick: 20 s):
 //                                 per-chunk added latency, the gateway's RSS idle, during and after
@@ -308,7 +309,12 @@ try {
   }
   else if (values.profile) {
     const workloads = values.workloads?.split(",") as WorkloadId[] | undefined;
-    await profileRun({ dir, out: OUT, seconds: Number(values.seconds ?? (quick ? 3 : 10)), paceMs, workloads });
+    const pg = values.postgres ? await startPostgres() : null;
+    try {
+      await profileRun({ dir, out: OUT, seconds: Number(values.seconds ?? (quick ? 3 : 10)), paceMs, workloads, postgres: pg ? (name) => pg.createDatabase(name) : undefined });
+    } finally {
+      await pg?.stop();
+    }
   }
   else await matrixRun(dir);
 } catch (e) {

@@ -143,6 +143,8 @@ export interface RigOptions {
   withProxy: boolean;
   /** extra `bun` flags for the gateway process, e.g. --cpu-prof */
   gatewayBunFlags?: string[];
+  /** extra `bun` flags for the gateway on PostgreSQL (postgresUrl), e.g. --cpu-prof */
+  pgGatewayBunFlags?: string[];
   /** the source tree whose gateway runs (bench/ab.ts: another revision); this one by default */
   gatewayRoot?: string;
   /** size of the agent workloads' bodies, KiB (100 by default) */
@@ -188,7 +190,7 @@ export async function startRig(o: RigOptions): Promise<Rig> {
     writeFileSync(pgConfig, `[database]\nurl = "${o.postgresUrl}"\n\n${configToml(upstream.info)}`);
     pgGateway = await startChild<GatewayInfo>(
       "gateway on PostgreSQL",
-      ["bun", ...(o.gatewayBunFlags ?? []), "src/cli/main.ts", "serve", "--config", pgConfig, "--port", "0", "--json"],
+      ["bun", ...(o.pgGatewayBunFlags ?? []), "src/cli/main.ts", "serve", "--config", pgConfig, "--port", "0", "--json"],
       { cwd: gwRoot, env: RIG_ENV },
     );
   }

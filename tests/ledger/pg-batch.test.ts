@@ -92,6 +92,33 @@ describe("reserves of one turn", () => {
     for (const a of accounts) expect(await held(a.accountId)).toEqual({ account: USD, keys: USD, rows: 1 });
   });
 
+  it("that arrive while a reserve's statement is under way go together in one statement once it answers", async () => {
+    const a = await account(10);
+    const before = holdInserts;
+    // The account's row locked elsewhere keeps the first reserve's statement waiting, however fast the machine.
+    let unlock!: () => void;
+    const locked = new Promise<void>((r) => (unlock = r));
+    let isLocked!: () => void;
+    const lockTaken = new Promise<void>((r) => (isLocked = r));
+    const lock = sql.begin(async (tx) => {
+      await tx`SELECT 1 FROM accounts WHERE id = ${a.accountId} FOR UPDATE`;
+      isLocked();
+      await locked;
+    });
+    await lockTaken;
+    const first = ledger.reserve(`gw_w${++seq}`, a.accountId, a.keyId, USD);
+    await Bun.sleep(50);
+    const second = ledger.reserve(`gw_w${++seq}`, a.accountId, a.keyId, USD);
+    await Bun.sleep(50);
+    const third = ledger.reserve(`gw_w${++seq}`, a.accountId, a.keyId, USD);
+    await Bun.sleep(50);
+    unlock();
+    await lock;
+    expect((await Promise.all([first, second, third])).every(isHold)).toBe(true);
+    expect(holdInserts - before).toBe(2);
+    expect(await held(a.accountId)).toEqual({ account: 3 * USD, keys: 3 * USD, rows: 3 });
+  });
+
   it("grant the first of two on one account that together cross its balance and refuse the second 402, as alone", async () => {
     const a = await account(1.5);
     const [first, second] = await oneTurn([{ ...a, amountNano: USD }, { ...a, amountNano: USD }]);

@@ -11,10 +11,18 @@ import type { SQL } from "bun";
 /** Items per statement: eight arrays whatever the count, but one turn's answer should stay small. */
 const MAX_BATCH = 500;
 
-/** One turn's items, sent together by `send`; each item's promise settles with its own answer. */
+/**
+ * One turn's items, sent together by `send`; each item's promise settles with its own answer. While
+ * a statement of this batch is under way, the items that arrive wait for its answer and then go
+ * together: at c=16 one turn held about one request, so a statement per turn was still about one
+ * per request (bench/RESULTS.md). The wait costs a request little, since the statements of one
+ * account queue on its row in PostgreSQL anyway; two under way at once measured worse.
+ */
 export class TurnBatch<I, R> {
   private pending: { item: I; resolve(r: R | Promise<R>): void; reject(e: unknown): void }[] = [];
   private scheduled = false;
+  /** Statements of this batch under way (each chunk of a turn is one). */
+  private sending = 0;
 
   /** `send` answers each item's result, or a promise of it (which may reject for that item alone). */
   constructor(private readonly send: (items: I[]) => Promise<(R | Promise<R>)[]>) {}
@@ -22,11 +30,14 @@ export class TurnBatch<I, R> {
   add(item: I): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.pending.push({ item, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
+      this.schedule();
     });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.sending > 0) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
   }
 
   private flush(): void {
@@ -35,13 +46,30 @@ export class TurnBatch<I, R> {
     this.pending = [];
     for (let i = 0; i < all.length; i += MAX_BATCH) {
       const chunk = all.slice(i, i + MAX_BATCH);
-      this.send(chunk.map((w) => w.item)).then(
-        (rs) => chunk.forEach((w, j) => w.resolve(rs[j]!)),
-        (e) => chunk.forEach((w) => w.reject(e)),
-      );
+      this.sending++;
+      this.send(chunk.map((w) => w.item))
+        .then(
+          // An item decided alone (its own statement) keeps this batch under way until it answers.
+          (rs) => {
+            chunk.forEach((w, j) => w.resolve(rs[j]!));
+            return Promise.allSettled(rs);
+          },
+          (e) => chunk.forEach((w) => w.reject(e)),
+        )
+        .finally(() => {
+          this.sending--;
+          if (this.pending.length > 0) this.schedule();
+        });
     }
   }
 }
+
+/**
+ * A `bigint[]` parameter as PostgreSQL's array text, joined here: Bun's client quotes an array's
+ * elements one by one, 10 µs of CPU a statement of four 8-item arrays against this (bench/RESULTS.md).
+ * Whole numbers only (ids, nano-dollars), which print without quotes or exponent.
+ */
+const bigints = (xs: number[]): string => `{${xs.join(",")}}`;
 
 export interface ReserveItem {
   accountId: number;
@@ -86,9 +114,9 @@ SELECT ord::int AS ord, hold_id FROM take`;
 /** The hold ids of the items granted, by position; null where the item must be decided alone. */
 export async function reserveMany(sql: SQL, items: ReserveItem[], instanceId: string, starts: number[]): Promise<(number | null)[]> {
   const rows = await sql.unsafe(RESERVE_MANY, [
-    items.map((i) => i.amountNano),
-    items.map((i) => i.accountId),
-    items.map((i) => i.keyId),
+    bigints(items.map((i) => i.amountNano)),
+    bigints(items.map((i) => i.accountId)),
+    bigints(items.map((i) => i.keyId)),
     instanceId,
     Date.now(),
     ...starts,
@@ -106,7 +134,7 @@ UPDATE api_keys SET held_nano = api_keys.held_nano - s.n
   FROM (SELECT key_id, sum(amount_nano) AS n FROM h GROUP BY key_id) s WHERE api_keys.id = s.key_id AND (SELECT count(*) FROM a) >= 0`;
 
 export async function releaseMany(sql: SQL, ids: number[]): Promise<void> {
-  await sql.unsafe(RELEASE_MANY, [ids]);
+  await sql.unsafe(RELEASE_MANY, [bigints(ids)]);
 }
 
 export interface PostItem {
@@ -169,10 +197,10 @@ export async function postAll(sql: SQL, items: PostItem[], starts: number[], log
     postTexts.set(key, text);
   }
   await sql.unsafe(text, [
-    items.map((i) => i.holdId),
-    items.map((i) => i.accountId),
-    items.map((i) => i.keyId),
-    items.map((i) => i.costNano),
+    bigints(items.map((i) => i.holdId)),
+    bigints(items.map((i) => i.accountId)),
+    bigints(items.map((i) => i.keyId)),
+    bigints(items.map((i) => i.costNano)),
     items.map((i) => i.requestId),
     Date.now(),
     ...starts,

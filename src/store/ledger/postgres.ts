@@ -50,8 +50,8 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   /** Null for the operator's ledger, which takes no holds. */
   private readonly lease: InstanceLease | null;
   readonly clock: Clock = systemClock();
-  /** This turn's reserves, taken in one statement; null for an item to be decided alone. */
-  private readonly reserves = new TurnBatch<ReserveItem, number | null>((items) => this.reserveTurn(items));
+  /** This turn's reserves, taken in one statement (each a hold row's id). */
+  private readonly reserves = new TurnBatch<ReserveItem, number>((items) => this.reserveTurn(items));
   /** This turn's releases (voids), in one statement. */
   private readonly releases = new TurnBatch<number, void>((ids) => this.releaseTurn(ids));
   /** This turn's posts (each with its log row as a rider, or none), in one statement when every charge is whole. */
@@ -118,7 +118,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
       const epoch = lease.epoch;
       let id: number;
       try {
-        id = (await this.reserves.add({ accountId, keyId, amountNano })) ?? (await this.take(accountId, keyId, amountNano));
+        id = await this.reserves.add({ accountId, keyId, amountNano });
       } catch (e) {
         if (!isOwnRowGone(e)) throw e;
         // Another instance took this one for silent and released its holds: none is relied upon
@@ -144,13 +144,16 @@ export class PgLedger implements MoneyLedger, HoldOwner {
    * the batch did not grant, and every item of a batch the database refused are decided alone by
    * `take`, so that each gets the verdict and the error of its own statement, never a neighbour's.
    */
-  private async reserveTurn(items: ReserveItem[]): Promise<(number | null)[]> {
-    if (items.length === 1) return [null];
-    try {
-      return await reserveMany(this.sql, items, this.opts.instanceId, periodStarts(this.clock.now()));
-    } catch {
-      return items.map(() => null);
+  private async reserveTurn(items: ReserveItem[]): Promise<(number | Promise<number>)[]> {
+    let ids: (number | null)[] = items.map(() => null);
+    if (items.length > 1) {
+      try {
+        ids = await reserveMany(this.sql, items, this.opts.instanceId, periodStarts(this.clock.now()));
+      } catch {
+        // Each alone below, with its own statement's error.
+      }
     }
+    return items.map((x, i) => ids[i] ?? this.take(x.accountId, x.keyId, x.amountNano));
   }
 
   /** One turn's releases in one statement; if it fails, each alone (which records its own failure for the retry). */
