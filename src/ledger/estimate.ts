@@ -1,4 +1,4 @@
-import { isAscii } from "node:buffer";
+import { asciiBody } from "../wire/body-scan.ts";
 
 // The byte estimator (docs/database.md#the-plain-rule): it answers count_tokens, sizes reservations and counts the output of an
 // answer without usage (or a cancelled stream, before its model is calibrated, ledger/calibration.ts).
@@ -43,7 +43,7 @@ const decoder = new TextDecoder();
  */
 export function bodySize(body: Uint8Array): TextSize {
   const bytes = body.byteLength;
-  return { bytes, chars: bytes === 0 || isAscii(body) ? bytes : decoder.decode(body).length };
+  return { bytes, chars: bytes === 0 || asciiBody(body) ? bytes : decoder.decode(body).length };
 }
 
 /** Output text counted as it goes out (the estimate of an answer without usage, or of a cancelled stream). */

@@ -1,7 +1,8 @@
 import type { Model } from "../catalog/catalog.ts";
-import { serviceSheetOf, sheetFor, type ModelPrices } from "../catalog/prices.ts";
+import { serviceSheetOf, sheetFor, type ModelPrices, type ServiceSheet } from "../catalog/prices.ts";
 import { tokenCost } from "../core/money.ts";
 import type { JsonObject } from "../wire/shapes.ts";
+import { mayHoldEscape } from "../wire/body-scan.ts";
 
 // The hold covers the worst class a request can incur (docs/pricing.md, "The hold"): what it asks
 // for decides which prices could apply, before any route has answered.
@@ -51,10 +52,9 @@ function cacheAsked(v: unknown, depth = 0): "none" | "5m" | "1h" {
   return found;
 }
 
-// The needles as bytes, made once: a string needle is encoded again on every search, which cost
+// The needle as bytes, made once: a string needle is encoded again on every search, which cost
 // more than the search itself (0.8 µs of the 1 µs a 350-byte body took).
 const CACHE_CONTROL = Buffer.from("cache_control");
-const ESCAPE = Buffer.from("\\u");
 // Buffer's native search, on the body's own Uint8Array: no Buffer made around it per request.
 const indexOf = Buffer.prototype.indexOf;
 
@@ -64,7 +64,7 @@ const indexOf = Buffer.prototype.indexOf;
  */
 function mayAskCache(raw: Uint8Array | undefined): boolean {
   if (!raw) return true;
-  return indexOf.call(raw, CACHE_CONTROL) !== -1 || indexOf.call(raw, ESCAPE) !== -1;
+  return indexOf.call(raw, CACHE_CONTROL) !== -1 || mayHoldEscape(raw);
 }
 
 function searchesAllowed(body: JsonObject): number {
@@ -79,11 +79,15 @@ function searchesAllowed(body: JsonObject): number {
   return n;
 }
 
-/** What `body` asks for that can raise its price; `raw`: the client's bytes, when known (skips the walk for most bodies). */
-export function priceAsks(body: JsonObject, raw?: Uint8Array): PriceAsks {
+/**
+ * What `body` asks for that can raise its price; `raw`: the client's bytes, when known (skips the walk
+ * for most bodies). `cacheCounts` false: the prices it is held at charge no cache write above input,
+ * so the cache asked is not looked for ("none").
+ */
+export function priceAsks(body: JsonObject, raw?: Uint8Array, cacheCounts = true): PriceAsks {
   const tier = body.service_tier;
   return {
-    cache: mayAskCache(raw) ? cacheAsked(body) : "none",
+    cache: cacheCounts && mayAskCache(raw) ? cacheAsked(body) : "none",
     searches: searchesAllowed(body),
     priority: tier === undefined || tier === null || tier === "auto" || tier === "priority",
   };
@@ -114,11 +118,26 @@ export function gatewayMayCache(model: Model, clientDialect: "chat" | "messages"
  * cache write when the gateway may ask for it (`gatewayCaches`).
  */
 export function holdNano(model: Model, body: JsonObject, raw: Uint8Array | undefined, inputTokens: number, maxOut: number, gatewayCaches = false): number {
-  const asks = priceAsks(body, raw);
+  // On a model whose cache writes cost no more than its input (an OpenAI-kind table), no cache asked
+  // can raise the hold: the body is not searched (two scans of an agent's 100 KB turn, bench/RESULTS.md).
+  const asks = priceAsks(body, raw, cacheRaises(model));
   if (gatewayCaches && asks.cache === "none") asks.cache = "5m";
   let worst = 0;
   for (const p of model.priceTables) worst = Math.max(worst, worstOn(p, asks, inputTokens, maxOut));
   return worst;
+}
+
+const raising = new WeakMap<Model, boolean>();
+
+/** Whether a cache write is dearer than input in any sheet of any of `model`'s tables (worstOn's max then can rise); once per model. */
+function cacheRaises(model: Model): boolean {
+  let r = raising.get(model);
+  if (r === undefined) {
+    const dearer = (s: ServiceSheet) => [s.base, ...s.tiers].some(({ prices: p }) => p.cacheWrite > p.input || p.cacheWrite1h > p.input);
+    r = model.priceTables.some((p) => dearer(p.standard) || Object.values(p.service).some((s) => s !== undefined && dearer(s)));
+    raising.set(model, r);
+  }
+  return r;
 }
 
 /**

@@ -17,12 +17,14 @@ const GPT5 = {
   service_tiers: { flex: { input: 0.625, output: 5 }, priority: { input: 2.5, output: 20 } },
 };
 // A model per test: no test's calibration samples size another's hold.
-const ids = ["cache5m", "cache1h", "nocache", "tier", "search50", "search5", "gptprio", "gptdefault", "gptauto", "gptflex"];
+// Cache writes priced as input in the standard table, dearer only at the priority tier.
+const GPT_PRIORITY_WRITE = { ...GPT5, service_tiers: { priority: { input: 2.5, output: 20, cache_write: 5 } } };
+const ids = ["cache5m", "cache1h", "nocache", "tier", "search50", "search5", "gptprio", "gptdefault", "gptauto", "gptflex", "gptwrite", "gptwritenone"];
 const models = ids.map((id) => ({
   id,
   modalities: ["text"],
   endpoints: ["messages", "chat.completions"],
-  ...(id.startsWith("gpt") ? GPT5 : SONNET),
+  ...(id.startsWith("gptwrite") ? GPT_PRIORITY_WRITE : id.startsWith("gpt") ? GPT5 : SONNET),
   routes: [{ provider: id.startsWith("gpt") ? "openai" : "anthropic", model: `${id}-up` }],
 }));
 
@@ -102,6 +104,21 @@ describe("a request that may be answered at the priority tier is held at its pri
   });
   it("service_tier flex passes on 1.50 USD", async () => {
     expect(await statusOn(1.5, "/v1/chat/completions", chat("gptflex", "flex"))).toBe(200);
+  });
+});
+
+describe("a cache write dearer than input in any of a model's tables raises the hold", () => {
+  // 100 k tokens held at the priority input: 0.25 USD; at its cache write: 0.50 USD.
+  const chat = (model: string, cache: boolean) => ({
+    model,
+    max_tokens: 1,
+    messages: [{ role: "user", content: [{ type: "text", text: "x".repeat(400_000), ...(cache ? { cache_control: { type: "ephemeral" } } : {}) }] }],
+  });
+  it("a cache_control on a model dearer to write only at priority is refused on 0.40 USD", async () => {
+    expect(await statusOn(0.4, "/v1/chat/completions", chat("gptwrite", true))).toBe(402);
+  });
+  it("the same body without cache_control passes on 0.40 USD", async () => {
+    expect(await statusOn(0.4, "/v1/chat/completions", chat("gptwritenone", false))).toBe(200);
   });
 });
 

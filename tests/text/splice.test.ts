@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { Route } from "../../src/catalog/catalog.ts";
 import { upstreamBody } from "../../src/relay/adapters.ts";
 import { SMALL_BODY_BYTES, spliceModel } from "../../src/relay/splice.ts";
+import { bodySize } from "../../src/ledger/estimate.ts";
+import { priceAsks } from "../../src/relay/hold-size.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { startTextRig, type TextRig } from "../support/text-rig.ts";
 
@@ -70,6 +72,25 @@ describe("spliceModel", () => {
   it("declines a body that starts with a byte-order mark", () => {
     const bytes = new Uint8Array([0xef, 0xbb, 0xbf, ...enc.encode('{"model":"gw"}')]);
     expect(spliceModel(bytes, { model: "gw" }, "up-1")).toBeNull();
+  });
+
+  // A large body's answers to "ASCII?" and "any \\u?" are kept from the estimator's and the hold's
+  // scans (wire/body-scan.ts): the splice must still decline what it declined scanning for itself.
+  const large = (inner: string) => `{"model":"gw","pad":"${"x".repeat(20_000)}",${inner}}`;
+
+  it("declines a large body's escaped second model key after the estimator and the hold have read its bytes", () => {
+    const json = large('"mod\\u0065l":"gw"');
+    const bytes = enc.encode(json);
+    const parsed = JSON.parse(json);
+    bodySize(bytes);
+    priceAsks(parsed, bytes);
+    expect(spliceModel(bytes, parsed, "up-1")).toBeNull();
+  });
+
+  it("declines a large body that is not valid UTF-8 after the estimator has read its bytes", () => {
+    const bytes = new Uint8Array([...enc.encode(`{"model":"gw","pad":"${"x".repeat(20_000)}","x":"`), 0xff, ...enc.encode('"}')]);
+    bodySize(bytes);
+    expect(spliceModel(bytes, { model: "gw", pad: "x".repeat(20_000), x: "\ufffd" }, "up-1")).toBeNull();
   });
 
   it("declines when the parsed model is not the one in the bytes", async () => {
