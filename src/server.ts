@@ -1,3 +1,4 @@
+import { heapSize } from "bun:jsc";
 import type { Server } from "bun";
 import { loadConfig, type Config } from "./config/load.ts";
 import { acquireServeLock, ensureDatabaseFolder, type Db } from "./store/database.ts";
@@ -59,9 +60,34 @@ export async function startGatewayOnPostgres(config: Config, opts: ListenOptions
   return listen(svc, config, opts, await svc.idempotency.abandonInFlight());
 }
 
+/** How often an idle server looks at whether its heap grew since its last collection. */
+const IDLE_CHECK_MS = 10_000;
+/** Growth of the JavaScript heap since the last collection worth a full one once the server is idle. */
+const IDLE_GROWTH_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Once a burst is over, nothing allocates, so nothing triggers a collection: what the burst left
+ * (request bodies, parsed turns, streams' buffers) would be held until the next burst. A full
+ * collection when no request is in flight and the heap has grown gives that memory back; it runs
+ * once per burst, never under load (bench/RESULTS.md, many open streams).
+ */
+export function idleCollector(server: { pendingRequests: number }, heap: () => number = heapSize, collect: () => void = () => Bun.gc(true)): () => void {
+  let heapAfterCollection = heap();
+  return () => {
+    if (server.pendingRequests > 0 || heap() - heapAfterCollection < IDLE_GROWTH_BYTES) return;
+    collect();
+    heapAfterCollection = heap();
+  };
+}
+
 export interface ListenOptions {
   port?: number;
   quiet?: boolean;
+  /**
+   * A full collection once a burst is over (`gateway serve`). Off for servers started inside another
+   * program (the tests), whose own allocations would make it run while their timers are measured.
+   */
+  collectWhenIdle?: boolean;
   /** How a reload reads the config again (serve's: its file and --db); by default the file it came from. */
   read?: () => Config;
 }
@@ -105,11 +131,14 @@ function listen<S extends Services>(svc: S, config: Config, opts: ListenOptions,
     throw listenError(e, config.host, port);
   }
   const server = app.server!;
+  const collector = opts.collectWhenIdle ? setInterval(idleCollector(server), IDLE_CHECK_MS) : null;
+  collector?.unref();
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
     clearInterval(timer);
+    if (collector) clearInterval(collector);
     await holdsResolved(svc);
     await stopServices(svc);
   };

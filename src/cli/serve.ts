@@ -25,7 +25,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const signals = handleSignals(config.shutdownTimeoutMs);
   // A reload reads the file again as this start did: the same --config and --db.
   const read = () => loadInstallation(values);
-  const gw = config.databaseUrl ? await startGatewayOnPostgres(config, { port, read }) : startGateway(config, { port, read });
+  const gw = config.databaseUrl ? await startGatewayOnPostgres(config, { port, read, collectWhenIdle: true }) : startGateway(config, { port, read, collectWhenIdle: true });
   signals.serving(gw);
   const svc = gw.services;
   const base = config.publicUrl || `http://${linkHost(config.host)}:${gw.port}`;
