@@ -45,8 +45,10 @@ describe("spliceModel", () => {
     expect(await splice('{"model":"gw","max_tokens":5,"model":"gw"}')).toBeNull();
   });
 
-  it("declines a second model key spelled with an escape", async () => {
+  it("declines a second model key spelled with an escape, whatever its value", async () => {
     expect(await splice('{"model":"other","max_tokens":5,"mod\\u0065l":"gw"}')).toBeNull();
+    // The same value twice: only the escape's search can see the second key.
+    expect(await splice('{"model":"gw","max_tokens":5,"mod\\u0065l":"gw"}')).toBeNull();
   });
 
   it("declines a model value written with escapes", async () => {
