@@ -51,5 +51,24 @@ export function applyFields<C>(obj: JsonObject, rules: Record<string, FieldRule<
 /** A field read together with others by the translator itself. */
 export const handledElsewhere: FieldRule<unknown> = () => {};
 
+/**
+ * The longest x-gateway-dropped value. A turn of a thousand messages each with a `name` would list a
+ * thousand paths, and Node's HTTP parser (the official SDKs') refuses an answer whose headers pass
+ * 16 KiB in all: past this the list is cut and ends with how many it left out.
+ */
+export const DROPPED_HEADER_MAX = 2048;
+
+/** The x-gateway-dropped (or -tools) value for these paths, cut at DROPPED_HEADER_MAX. */
+export function droppedList(paths: readonly string[]): string {
+  let out = "";
+  for (let i = 0; i < paths.length; i++) {
+    const next = out ? `${out}, ${paths[i]}` : paths[i]!;
+    // Room kept for the tail, ", and 99999 more".
+    if (next.length > DROPPED_HEADER_MAX - 20) return out ? `${out}, and ${paths.length - i} more` : `${paths.length} fields`;
+    out = next;
+  }
+  return out;
+}
+
 /** Accepted but not sent: the path goes into the x-gateway-dropped list. */
 export const lose: FieldRule<{ dropped: string[] }> = (_v, c, path) => void c.dropped.push(path);

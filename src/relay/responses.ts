@@ -8,6 +8,7 @@ import { outputFloorNano } from "./hold-size.ts";
 import { serialised } from "./adapters.ts";
 import { refuseBelowFloor } from "./charge.ts";
 import { relayText, resolveModel } from "./text.ts";
+import { droppedList } from "../dialects/fields.ts";
 
 // POST /v1/responses: an adapter on Chat Completions. The request becomes a chat request that runs
 // through the same routes, fallbacks, ledger and logs; the answer is turned back into a response.
@@ -27,8 +28,8 @@ export async function serveResponses(call: RelayCall): Promise<Response> {
   call.bodySize = sent.size;
   const headers: Record<string, string> = {};
   // Hosted tools (Codex offers web_search by default) cannot run here; they were left out, and the client is told.
-  if (chat.droppedTools.length) headers["x-gateway-dropped-tools"] = chat.droppedTools.join(", ");
-  if (chat.droppedFields.length) headers["x-gateway-dropped"] = chat.droppedFields.join(", ");
+  if (chat.droppedTools.length) headers["x-gateway-dropped-tools"] = droppedList(chat.droppedTools);
+  if (chat.droppedFields.length) headers["x-gateway-dropped"] = droppedList(chat.droppedFields);
   const ctx = { model: model.id, request, toolNames: chat.toolNames };
   return relayText(call, model, {
     dialect: "chat",

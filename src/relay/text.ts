@@ -1,6 +1,7 @@
 import type { Model, Route } from "../catalog/catalog.ts";
 import type { Provider } from "../upstreams/types.ts";
 import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
+import { droppedList } from "../dialects/fields.ts";
 import type { JsonObject } from "../wire/shapes.ts";
 import { GatewayError, modelNotFound } from "../core/errors.ts";
 import type { RelayCall } from "./context.ts";
@@ -136,7 +137,7 @@ function answerHeaders(own: Record<string, string> | undefined, dropped: readonl
   if (dropped.length === 0) return own;
   const headers: Record<string, string> = { ...own };
   const all = [own?.["x-gateway-dropped"], ...dropped].filter(Boolean);
-  if (all.length) headers["x-gateway-dropped"] = all.join(", ");
+  if (all.length) headers["x-gateway-dropped"] = droppedList(all as string[]);
   return headers;
 }
 

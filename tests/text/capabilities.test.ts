@@ -152,3 +152,24 @@ describe("a Chat client on a Messages upstream", () => {
     expect(sent().output_config).toEqual({ effort: "low" });
   });
 });
+
+describe("the x-gateway-dropped list", () => {
+  it("is cut at 2,048 characters with how many it left out, so that an official SDK still reads the answer", async () => {
+    const OpenAI = (await import("openai")).default;
+    const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    // A thousand named user turns to a Messages upstream: each name is a documented loss.
+    const messages = Array.from({ length: 1000 }, (_, i) => ({ role: "user" as const, content: `turn ${i}`, name: `speaker_${i}` }));
+    const { data, response } = await client.chat.completions.create({ model: "claude-plain", max_completion_tokens: 100, messages }).withResponse();
+    expect(data.choices[0]!.message.content).toBeString();
+    const header = response.headers.get("x-gateway-dropped")!;
+    expect(header.length).toBeLessThanOrEqual(2048);
+    expect(header.startsWith("messages[0].name, messages[1].name")).toBe(true);
+    const listed = header.split(", ").filter((p) => p.endsWith(".name")).length;
+    expect(header.endsWith(`, and ${1000 - listed} more`)).toBe(true);
+  });
+
+  it("is written whole when it is short", async () => {
+    const res = await chat("claude-plain", { messages: [{ role: "user", content: "hi", name: "ann" }] });
+    expect(dropped(res)).toEqual(["messages[0].name"]);
+  });
+});
