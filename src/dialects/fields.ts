@@ -56,7 +56,7 @@ export const handledElsewhere: FieldRule<unknown> = () => {};
  * thousand paths, and Node's HTTP parser (the official SDKs') refuses an answer whose headers pass
  * 16 KiB in all: past this the list is cut and ends with how many it left out.
  */
-export const DROPPED_HEADER_MAX = 2048;
+const DROPPED_HEADER_MAX = 2048;
 
 /** The x-gateway-dropped (or -tools) value for these paths, cut at DROPPED_HEADER_MAX. */
 export function droppedList(paths: readonly string[]): string {

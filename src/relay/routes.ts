@@ -177,19 +177,18 @@ export async function attemptRoutes<C>(svc: RelayServices, model: Model, call: T
         last = new Failure(upstreamUnavailable(model.id), false);
         break;
       } finally {
-        if (!handedOff) {
-          clock.stop();
-          // A failed attempt's connection is closed, not left to the upstream.
-          abort.abort(new Error("attempt failed"));
-        }
         clientSignal.removeEventListener("abort", clock);
-        // An answer handed over is released by its holder (relay/attempt.ts).
         if (!handedOff) {
+          // A failed attempt's connection is closed, not left to the upstream. An answer handed over
+          // is released by its holder instead (relay/attempt.ts).
+          clock.stop();
+          abort.abort(new Error("attempt failed"));
           svc.cutoff.release(abort);
           slot.inFlight--;
+        } else if (!stream && hooks.confirm && !abort.signal.aborted && spareControllers.length < MAX_SPARE_CONTROLLERS) {
+          // A plain answer read to its end: its fetch is over and nothing else holds the controller.
+          spareControllers.push(abort);
         }
-        // A plain answer read to its end: its fetch is over and nothing else holds the controller.
-        if (handedOff && !stream && hooks.confirm && !abort.signal.aborted && spareControllers.length < MAX_SPARE_CONTROLLERS) spareControllers.push(abort);
       }
     }
   }
