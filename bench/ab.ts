@@ -2,7 +2,11 @@
 // run. Differences of 10 to 20 µs per request drown in the noise between separate runs on a shared
 // machine (bench/RESULTS.md); interleaved cells of the same run compare them.
 //
-//   bun bench/ab.ts --base HEAD~1[,REV…] [--workloads chat-json,messages-json] [--conc 1,16] [--seconds 3] [--rounds 3] [--agent-kb 100]
+//   bun bench/ab.ts --base HEAD~1[,REV…] [--workloads chat-json,messages-json] [--conc 1,16] [--seconds 3] [--rounds 3] [--agent-kb 100] [--bare]
+//
+// --bare adds the bare Bun proxy (its buffered listener, on this tree's mock upstream) as one more
+// side, and every side's CPU per request is also given as a multiple of the bare proxy's in the
+// same round: how an older tree stands against the physical limit on today's machine.
 //
 // Several bases (a comma list: branches to weigh against each other) run as more sides of the same
 // interleaved rounds, each reported against this tree.
@@ -13,7 +17,7 @@ import { parseArgs } from "node:util";
 import { checkoutBase } from "./lib/base-tree.ts";
 import { measure, type Sample } from "./lib/load.ts";
 import { installCleanup, stopAll } from "./lib/procs.ts";
-import { ROOT, smokeTest, startRig, WORKLOADS, type Rig } from "./lib/rig.ts";
+import { ROOT, smokeTest, startRig, WORKLOADS, type Rig, type Target } from "./lib/rig.ts";
 import { median } from "./lib/stats.ts";
 
 const { values } = parseArgs({
@@ -24,24 +28,27 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "3" },
     rounds: { type: "string", default: "3" },
     "agent-kb": { type: "string", default: "100" },
+    bare: { type: "boolean", default: false },
   },
 });
 
 installCleanup();
 const bases = values.base!.split(",").map(checkoutBase);
 try {
-  const sides: { name: string; rig: Rig }[] = [
-    { name: "this tree", rig: await startRig({ dir: join(bases[0]!.dir, "a"), paceMs: 20, withProxy: false, agentKb: Number(values["agent-kb"]) }) },
-  ];
+  const gatewayOf = (rig: Rig) => rig.targets.find((t) => t.id === "gateway")!;
+  const here = await startRig({ dir: join(bases[0]!.dir, "a"), paceMs: 20, withProxy: values.bare!, agentKb: Number(values["agent-kb"]) });
+  const sides: { name: string; rig: Rig; target: Target }[] = [{ name: "this tree", rig: here, target: gatewayOf(here) }];
   for (const b of bases) {
-    sides.push({ name: `base ${b.rev}`, rig: await startRig({ dir: join(b.dir, "b"), paceMs: 20, withProxy: false, gatewayRoot: b.root, agentKb: Number(values["agent-kb"]) }) });
+    const rig = await startRig({ dir: join(b.dir, "b"), paceMs: 20, withProxy: false, gatewayRoot: b.root, agentKb: Number(values["agent-kb"]) });
+    sides.push({ name: `base ${b.rev}`, rig, target: gatewayOf(rig) });
   }
-  for (const s of sides) await smokeTest(s.rig, s.rig.targets[0]!);
+  if (values.bare) sides.push({ name: "bare proxy", rig: here, target: here.targets.find((t) => t.id === "proxy-buffered")! });
+  for (const s of sides) await smokeTest(s.rig, s.target);
   const seconds = Number(values.seconds);
   const workloads = WORKLOADS.filter((w) => values.workloads!.split(",").includes(w.id));
   const concs = values.conc!.split(",").map(Number);
   // Warm every JIT before anything is measured.
-  for (const s of sides) for (const w of workloads) await measure(s.rig, w, 16, s.rig.targets[0]!, 1, 0);
+  for (const s of sides) for (const w of workloads) await measure(s.rig, w, 16, s.target, 1, 0);
 
   const samples = new Map<string, Sample[]>();
   for (let round = 1; round <= Number(values.rounds); round++) {
@@ -50,7 +57,7 @@ try {
         // Each round in the other direction, so no side always runs right after the same one.
         const order = round % 2 ? sides : [...sides].reverse();
         for (const s of order) {
-          const x = await measure(s.rig, w, c, s.rig.targets[0]!, seconds, round);
+          const x = await measure(s.rig, w, c, s.target, seconds, round);
           if (x.errors) throw new Error(`${s.name} ${w.id} c=${c}: ${x.errorDetail}`);
           const k = `${w.id}|${c}|${s.name}`;
           samples.set(k, [...(samples.get(k) ?? []), x]);
@@ -60,11 +67,19 @@ try {
     }
   }
 
+  const bareRows = ["| workload | c | side | CPU µs/req side / bare (ratio) | throughput ÷ bare |", "|---|---:|---|---:|---:|"];
   const rows = ["| workload | c | base | req/s this / base | p50 ms this / base (diff) | CPU µs/req this / base (ratio) |", "|---|---:|---|---:|---:|---:|"];
   for (const w of workloads) {
     for (const c of concs) {
       const get = (s: string, f: (x: Sample) => number) => median(samples.get(`${w.id}|${c}|${s}`)!.map(f));
-      const [a, ...others] = sides.map((s) => ({ name: s.name, rps: get(s.name, (x) => x.rps), p50: get(s.name, (x) => x.p50_us) / 1000, cpu: get(s.name, (x) => x.cpu_us) }));
+      const all = sides.map((s) => ({ name: s.name, rps: get(s.name, (x) => x.rps), p50: get(s.name, (x) => x.p50_us) / 1000, cpu: get(s.name, (x) => x.cpu_us) }));
+      const bare = all.find((s) => s.name === "bare proxy");
+      const [a, ...others] = all.filter((s) => s !== bare);
+      if (bare) {
+        for (const s of [a!, ...others]) {
+          bareRows.push(`| ${w.id} | ${c} | ${s.name} | ${Math.round(s.cpu)} / ${Math.round(bare.cpu)} (${(s.cpu / bare.cpu).toFixed(2)}×) | ${(s.rps / bare.rps).toFixed(2)} |`);
+        }
+      }
       for (const b of others) {
         const diff = a!.p50 - b.p50;
         rows.push(
@@ -74,6 +89,7 @@ try {
     }
   }
   console.log(`\nThis tree against ${bases.map((b) => b.rev).join(", ")}, medians of ${values.rounds} interleaved rounds of ${seconds} s cells:\n\n${rows.join("\n")}`);
+  if (values.bare) console.log(`\nEach side against the bare proxy in the same rounds:\n\n${bareRows.join("\n")}`);
 } finally {
   await stopAll();
   for (const b of bases) b.remove();
