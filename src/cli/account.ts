@@ -7,7 +7,7 @@ import { accountOf, keyLine, keyView } from "./key.ts";
 
 export const ACCOUNT_USAGE = `Usage:
   gateway account create --email E [--balance USD] [--password-stdin] [--admin]
-  gateway account update --email E --admin|--no-admin
+  gateway account update --email E [--admin|--no-admin] [--password-stdin]
   gateway account credit --email E --usd N [--note T]
   gateway account debit --email E --usd N --note T
   gateway account list
@@ -18,7 +18,9 @@ export const ACCOUNT_USAGE = `Usage:
 create without --balance credits the starting balance of ${formatUsd(STARTING_BALANCE_NANO)} USD (--balance 0 for none).
 --admin marks the account admin: its dashboard session may use the admin page and /api/admin/
 (accounts, credits and debits, disable, pause); update --no-admin takes that away. Both are
-written to the audit log as the operator's (no admin account) action.
+written to the audit log as the operator's (no admin account) action. update --password-stdin sets
+the dashboard password (read from standard input, at least 8 characters): how an account created
+without one gets its login, or a holder who lost theirs a new one; the account's open sessions end.
 debit is a correcting ledger entry (kind operator_debit) with a required note; it never takes the
 balance below zero. disable refuses every key of the account (403 inactive) on the running server
 at its next request, until enable. list and show print the balance in the database file; the holds
@@ -36,7 +38,7 @@ const READ_ONLY = new Set(["list", "show"]);
 // Which flags each subcommand takes, so a flag of another one is refused rather than ignored.
 const TAKES: Record<string, string[]> = {
   create: ["email", "balance", "password-stdin", "admin"],
-  update: ["email", "admin", "no-admin"],
+  update: ["email", "admin", "no-admin", "password-stdin"],
   credit: ["email", "usd", "note"],
   debit: ["email", "usd", "note"],
   list: [],
@@ -124,12 +126,29 @@ export async function accountCommand(argv: string[]): Promise<void> {
     return;
   }
   if (sub === "update") {
-    if (values.admin === values["no-admin"]) throw new UsageError("account update needs one of --admin or --no-admin");
-    const admin = values.admin === true;
-    const changed = await ctx.accounts.setAdmin(acc.id, admin);
-    if (changed) await ctx.audit.record({ actorAccountId: null, action: admin ? "admin_granted" : "admin_revoked", targetAccountId: acc.id });
-    const was = changed ? "" : "already ";
-    output(ctx, { id: acc.id, email: acc.email, admin, changed }, `account ${acc.email} ${was}${admin ? "is an admin" : "is not an admin"}`);
+    const setsPassword = values["password-stdin"] === true;
+    if (values.admin && values["no-admin"]) throw new UsageError("account update takes one of --admin or --no-admin, not both");
+    if (values.admin === undefined && values["no-admin"] === undefined && !setsPassword) {
+      throw new UsageError("account update needs --admin or --no-admin, or --password-stdin");
+    }
+    const data: Record<string, unknown> = { id: acc.id, email: acc.email };
+    const said: string[] = [];
+    if (setsPassword) {
+      await ctx.accounts.setPasswordHash(acc.id, await Bun.password.hash(await readPasswordFromStdin()));
+      // Whoever logged in with the old password (or a stolen session) is out.
+      const ended = await ctx.sessions.revokeAll(acc.id);
+      await ctx.audit.record({ actorAccountId: null, action: "password_set", targetAccountId: acc.id });
+      Object.assign(data, { password_set: true, sessions_ended: ended });
+      said.push(`account ${acc.email} has a new password (${ended} session${ended === 1 ? "" : "s"} ended)`);
+    }
+    if (values.admin !== undefined || values["no-admin"] !== undefined) {
+      const admin = values.admin === true;
+      const changed = await ctx.accounts.setAdmin(acc.id, admin);
+      if (changed) await ctx.audit.record({ actorAccountId: null, action: admin ? "admin_granted" : "admin_revoked", targetAccountId: acc.id });
+      Object.assign(data, { admin, changed });
+      said.push(`account ${acc.email} ${changed ? "" : "already "}${admin ? "is an admin" : "is not an admin"}`);
+    }
+    output(ctx, data, said.join("\n"));
     return;
   }
   if (sub === "credit" || sub === "debit") {

@@ -28,7 +28,7 @@ Usage:
   gateway migrate
   gateway migrate-db --from FILE --to postgres://…      # copy an installation to PostgreSQL, proved
   gateway account create --email E [--balance USD] [--password-stdin] [--admin]
-  gateway account update --email E --admin|--no-admin
+  gateway account update --email E [--admin|--no-admin] [--password-stdin]
   gateway account credit --email E --usd N [--note T]
   gateway account debit --email E --usd N --note T
   gateway account list | account show --email E

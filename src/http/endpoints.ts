@@ -8,7 +8,7 @@ import { countTokens, me } from "./handlers/v1-account.ts";
 import type { SessionCall } from "./session-guard.ts";
 import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./handlers/dashboard-keys.ts";
 import { adminStatus, CreditBody, creditAccount, DebitBody, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./handlers/dashboard-admin.ts";
-import { createAdminAccount, createKeyFor, getAdminAccount, NewAccountBody, NoteBody, putNote, revokeKeyOf } from "./handlers/dashboard-admin-account.ts";
+import { createAdminAccount, createKeyFor, getAdminAccount, NewAccountBody, NoteBody, PasswordBody, putNote, revokeKeyOf, setPasswordOf } from "./handlers/dashboard-admin-account.ts";
 import { getTotals } from "./handlers/dashboard-admin-totals.ts";
 import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./handlers/dashboard-usage.ts";
 import { getUsageSummary } from "./handlers/dashboard-summary.ts";
@@ -154,6 +154,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/admin/accounts", auth: "session", body: "json", schema: NewAccountBody, response: A.created(A.AdminAccount), summary: "Admin: create an account for someone", handler: createAdminAccount }),
   row({ method: "GET", path: "/api/admin/accounts/{id}", auth: "session", response: A.ok(A.AdminAccountDetail), summary: "Admin: one account's money, keys, newest requests, ledger and note", handler: getAdminAccount }),
   row({ method: "PUT", path: "/api/admin/accounts/{id}/note", auth: "session", body: "json", schema: NoteBody, response: A.ok(A.AdminNote), summary: "Admin: the operator's note on an account (empty removes it)", handler: putNote }),
+  row({ method: "PUT", path: "/api/admin/accounts/{id}/password", auth: "session", body: "json", schema: PasswordBody, response: A.ok(A.PasswordChanged), summary: "Admin: set an account's dashboard password; its sessions end", handler: setPasswordOf }),
   row({ method: "POST", path: "/api/admin/accounts/{id}/keys", auth: "session", body: "json", schema: KeyBody, response: A.created(A.NewKeyView), summary: "Admin: a new key for the account, shown once", handler: createKeyFor }),
   row({ method: "DELETE", path: "/api/admin/accounts/{id}/keys/{key_id}", auth: "session", response: A.ok(A.KeyView), summary: "Admin: revoke one of the account's keys", handler: revokeKeyOf }),
   row({ method: "GET", path: "/api/admin/totals", auth: "session", response: A.ok(A.AdminTotals), summary: "Admin: spend, requests and error rate today and this month, by model and by provider", handler: getTotals }),

@@ -62,6 +62,8 @@ export interface OperatorStores {
   requestLog: RequestLogStore;
   idempotency: IdempotencyStore;
   codes: CodeStore;
+  /** The dashboard's sessions: a password the operator sets ends them. */
+  sessions: SessionStore;
   /** The pause switch and the estimator's rows (PostgreSQL's are read when asked). */
   settings(): Promise<SettingsStore>;
 }
@@ -204,6 +206,7 @@ export function sqliteOperatorStores(config: Config, db: Db): OperatorStores {
     requestLog: new RequestLog(db, { retentionDays: config.logRetentionDays }),
     idempotency: new Idempotency(db),
     codes: new Codes(db, ledger),
+    sessions: new Sessions(db, config.dashboard.sessionTtlMs),
     settings: async () => new Settings(db),
   };
 }
@@ -221,6 +224,7 @@ export function postgresOperatorStores(config: Config, pg: PgDb): OperatorStores
     requestLog: new PgRequestLog(pg, { retentionDays: config.logRetentionDays }),
     idempotency: new PgIdempotency(pg, config.cluster.instanceId),
     codes: new PgCodes(pg, ledger),
+    sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
     settings: () => PgSettings.load(pg),
   };
 }

@@ -27,6 +27,7 @@ describe("the new admin routes for a session that is not admin", () => {
     ["POST", "/api/admin/accounts", { email: "x@test.local" }],
     ["GET", "/api/admin/accounts/1"],
     ["PUT", "/api/admin/accounts/1/note", { note: "x" }],
+    ["PUT", "/api/admin/accounts/1/password", { password: "correct horse" }],
     ["POST", "/api/admin/accounts/1/keys", {}],
     ["DELETE", "/api/admin/accounts/1/keys/1"],
   ];
@@ -44,6 +45,7 @@ describe("routes naming an account that does not exist", () => {
   const routes: [string, string, unknown?][] = [
     ["GET", "/api/admin/accounts/999999"],
     ["PUT", "/api/admin/accounts/999999/note", { note: "x" }],
+    ["PUT", "/api/admin/accounts/999999/password", { password: "correct horse" }],
     ["POST", "/api/admin/accounts/999999/keys", {}],
     ["DELETE", "/api/admin/accounts/999999/keys/1"],
     ["GET", "/api/admin/accounts/nope"],
@@ -179,6 +181,50 @@ describe("POST /api/admin/accounts", () => {
     expect(await refusedWith(await a.b.call("POST", "/api/admin/accounts", { email: freshEmail(), balance_usd: -1 }), 400, "invalid_request")).toStartWith("balance_usd: ");
     await refusedWith(await a.b.call("POST", "/api/admin/accounts", { email: freshEmail(), password: "short" }), 400, "invalid_request");
     expect(sqlGet<{ n: number }>(gw, "SELECT count(*) AS n FROM accounts").n).toBe(before);
+  });
+});
+
+describe("PUT /api/admin/accounts/{id}/password", () => {
+  const login = (email: string, password: string) => new Browser(gw.url).call("POST", "/api/login", { email, password });
+
+  it("gives an account made without a password its login, audited", async () => {
+    const a = await admin();
+    const email = freshEmail();
+    const made = await body(await a.b.call("POST", "/api/admin/accounts", { email }));
+    const res = await a.b.call("PUT", `/api/admin/accounts/${made.id}/password`, { password: "operator's pick" });
+    expect(res.status).toBe(200);
+    expect(await body(res)).toEqual({ password_changed: true, sessions_ended: 0 });
+    expect((await login(email, "operator's pick")).status).toBe(200);
+    expect(auditOf(made.id).map((r) => [r.actor_account_id, r.action])).toEqual([
+      [a.id, "account_created"],
+      [a.id, "password_set"],
+    ]);
+  });
+
+  it("replaces a holder's password and ends every session of theirs: the old password and the old cookie open nothing", async () => {
+    const a = await admin();
+    const h = await holder();
+    const res = await a.b.call("PUT", `/api/admin/accounts/${h.id}/password`, { password: "a new one here" });
+    expect((await body(res)).sessions_ended).toBe(1);
+    await refusedWith(await h.b.call("GET", "/api/me"), 401, "no-session");
+    await refusedWith(await login(h.email, "correct horse"), 401, "invalid_credentials");
+    expect((await login(h.email, "a new one here")).status).toBe(200);
+  });
+
+  it("keeps the admin's own session when the account is the admin's", async () => {
+    const a = await admin();
+    expect(await body(await a.b.call("PUT", `/api/admin/accounts/${a.id}/password`, { password: "my own new one" }))).toEqual({ password_changed: true, sessions_ended: 0 });
+    expect((await a.b.call("GET", "/api/me")).status).toBe(200);
+  });
+
+  it("refuses a short password or a body without one with 400, changing nothing", async () => {
+    const a = await admin();
+    const h = await holder();
+    await refusedWith(await a.b.call("PUT", `/api/admin/accounts/${h.id}/password`, { password: "short" }), 400, "invalid_request");
+    await refusedWith(await a.b.call("PUT", `/api/admin/accounts/${h.id}/password`, {}), 400, "invalid_request");
+    expect((await h.b.call("GET", "/api/me")).status).toBe(200);
+    expect((await login(h.email, "correct horse")).status).toBe(200);
+    expect(auditOf(h.id)).toEqual([]);
   });
 });
 

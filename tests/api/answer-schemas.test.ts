@@ -84,6 +84,7 @@ beforeAll(async () => {
   const made = await hit(visitor, "POST", "/api/admin/accounts", undefined, { email: `made${process.pid}@test.local`, balance_usd: 1 });
   const madeKey = await hit(visitor, "POST", "/api/admin/accounts/{id}/keys", `/api/admin/accounts/${made.id}/keys`, { name: "given" });
   await hit(visitor, "PUT", "/api/admin/accounts/{id}/note", `/api/admin/accounts/${made.id}/note`, { note: "made for a colleague" });
+  await hit(visitor, "PUT", "/api/admin/accounts/{id}/password", `/api/admin/accounts/${made.id}/password`, { password: "a colleague's pick" });
   await hit(visitor, "GET", "/api/admin/accounts/{id}", `/api/admin/accounts/${made.id}`);
   await hit(visitor, "DELETE", "/api/admin/accounts/{id}/keys/{key_id}", `/api/admin/accounts/${made.id}/keys/${madeKey.id}`);
   await hit(visitor, "GET", "/api/admin/totals");

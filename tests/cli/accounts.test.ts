@@ -3,6 +3,7 @@ import { expectOneLineFailure, gateway, gatewayJson } from "../support/cli.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { hi, postJson } from "../support/http.ts";
 import { expectError } from "../support/errors.ts";
+import { Browser } from "../api/support.ts";
 
 // gateway account list / show / debit / disable / enable, against the database of a running
 // server, whose answers show each command took effect.
@@ -185,5 +186,43 @@ describe("account create --admin and account update", () => {
     const e = email();
     await run("account", "create", "--email", e);
     expect(expectOneLineFailure(await gateway(["account", "credit", "--email", e, "--usd", "1", "--admin", "--db", db]))).toContain("takes no --admin");
+  });
+});
+
+describe("account update --password-stdin", () => {
+  const login = (e: string, password: string) => new Browser(gw.url).call("POST", "/api/login", { email: e, password });
+  const setPassword = (e: string, password: string) => gateway(["account", "update", "--email", e, "--password-stdin", "--json", "--db", db], { stdin: `${password}\n` });
+
+  it("gives an account created without a password its dashboard login, in the audit log as the operator's", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    expect((await login(e, "first of its kind")).status).toBe(401);
+    const r = await setPassword(e, "first of its kind");
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ email: e, password_set: true, sessions_ended: 0 });
+    expect((await login(e, "first of its kind")).status).toBe(200);
+    expect(gw.services.db.$client.query("SELECT actor_account_id AS actor, action FROM audit_log WHERE target_account_id = (SELECT id FROM accounts WHERE email = ?)").all(e)).toEqual([
+      { actor: null, action: "password_set" },
+    ]);
+  });
+
+  it("replaces the password and ends the account's open sessions", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    await setPassword(e, "the old password");
+    const b = new Browser(gw.url);
+    expect((await b.call("POST", "/api/login", { email: e, password: "the old password" })).status).toBe(200);
+    expect(JSON.parse((await setPassword(e, "the new password")).stdout).sessions_ended).toBe(1);
+    expect((await b.call("GET", "/api/me")).status).toBe(401);
+    expect((await login(e, "the old password")).status).toBe(401);
+    expect((await login(e, "the new password")).status).toBe(200);
+  });
+
+  it("refuses a password under 8 characters in one line, setting nothing", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    const r = await gateway(["account", "update", "--email", e, "--password-stdin", "--db", db], { stdin: "short\n" });
+    expect(expectOneLineFailure(r)).toContain("at least 8 characters");
+    expect((await login(e, "short")).status).toBe(401);
   });
 });

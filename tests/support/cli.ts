@@ -25,8 +25,9 @@ function childEnv(extra: Record<string, string>): Record<string, string> {
 }
 
 /** Runs one `gateway …` command to its end. */
-export async function gateway(args: string[], opts: { env?: Record<string, string> } = {}): Promise<CliResult> {
-  const proc = Bun.spawn(["bun", MAIN, ...args], { cwd: ROOT, env: childEnv(opts.env ?? {}), stdout: "pipe", stderr: "pipe" });
+export async function gateway(args: string[], opts: { env?: Record<string, string>; stdin?: string } = {}): Promise<CliResult> {
+  const stdin = opts.stdin === undefined ? "ignore" : new Blob([opts.stdin]);
+  const proc = Bun.spawn(["bun", MAIN, ...args], { cwd: ROOT, env: childEnv(opts.env ?? {}), stdin, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
 }

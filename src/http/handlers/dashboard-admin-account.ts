@@ -7,7 +7,7 @@ import type { Services } from "../../services.ts";
 import type { KeyRow } from "../../store/keys/contract.ts";
 import type { SessionCall } from "../session-guard.ts";
 import { json, pathParam } from "../exchange.ts";
-import type { AdminAccount, AdminAccountDetail, AdminNote, KeyView, NewKeyView } from "../api-schemas.ts";
+import type { AdminAccount, AdminAccountDetail, AdminNote, KeyView, NewKeyView, PasswordChanged } from "../api-schemas.ts";
 import { accountViews, adminOnly, targetOf } from "./dashboard-admin.ts";
 import { keyView, rowView, sharedRules } from "./dashboard-keys.ts";
 import { ledgerView, requestView } from "./dashboard-usage.ts";
@@ -23,12 +23,14 @@ export const NoteBody = T.Object({ note: T.String({ maxLength: 2000 }) }, { addi
 export const NewAccountBody = T.Object(
   {
     email: T.String({ minLength: 1, maxLength: 320 }),
-    /** Absent: the account has no password until its holder is given one (`gateway account update`); keys work without. */
+    /** Absent: the account has no password until the operator sets one (PUT …/password, `gateway account update --password-stdin`); keys work without. */
     password: T.Optional(T.String()),
     balance_usd: T.Optional(T.Union([T.Number(), T.String()])),
   },
   { additionalProperties: false },
 );
+
+export const PasswordBody = T.Object({ password: T.String() }, { additionalProperties: false });
 
 async function noteView(svc: Services, accountId: number): Promise<AdminNote> {
   const n = await svc.adminQueries.noteOf(accountId);
@@ -63,6 +65,21 @@ export const putNote = adminOnly(async (c, adminId) => {
   await c.svc.adminQueries.setNote(target.id, note, adminId);
   await c.svc.audit.record({ actorAccountId: adminId, action: note ? "account_note_set" : "account_note_removed", targetAccountId: target.id, detail: note || null });
   return json<AdminNote>(await noteView(c.svc, target.id));
+});
+
+/**
+ * The operator sets an account's password: the login of an account made without one, or a new one for
+ * a holder who lost theirs. Every session of the account ends (whoever held the old password is out),
+ * except the admin's own when the account is theirs.
+ */
+export const setPasswordOf = adminOnly(async (c, adminId) => {
+  const target = await targetOf(c);
+  const { password } = c.json as { password: string };
+  checkNewPassword(password);
+  await c.svc.accounts.setPasswordHash(target.id, await hashPassword(password));
+  const ended = await c.dash.sessions.revokeAll(target.id, target.id === adminId ? c.session!.id : null);
+  await c.svc.audit.record({ actorAccountId: adminId, action: "password_set", targetAccountId: target.id });
+  return json<PasswordChanged>({ password_changed: true, sessions_ended: ended });
 });
 
 /** An account made by the operator: no registration credit and no address check; an opening balance only when given. */
