@@ -6,7 +6,8 @@ import { openTab, signIn, visit, type Tab } from "./support.ts";
 
 // The operator's console in a real browser, at a desktop's width and a phone's (390 px): find an
 // account by search, open its page (keys, requests, ledger), add a note, make a key for it, credit
-// it (its balance checked in the database), read the gateway's totals, and create an account.
+// it (its balance checked in the database), read the gateway's totals, create an account and set
+// its password.
 
 setDefaultTimeout(60_000);
 
@@ -131,6 +132,17 @@ for (const [size, width] of [["desktop", 1100], ["phone", 390]] as const) {
       await page.getByRole("heading", { level: 1, name: email }).waitFor();
       expect(await page.getByRole("main").getByTestId(/^balance-/).textContent()).toBe("$3.00");
       expect(balanceNano(email)).toBe(3_000_000_000);
+    });
+
+    it("sets the new account's dashboard password, with which its holder then logs in", async () => {
+      const { page } = tab;
+      const email = `made-${size}@example.test`;
+      expect((await new ApiBrowser(gw.url).call("POST", "/api/login", { email, password: "given by the operator" })).status).toBe(401);
+      const form = page.getByRole("form", { name: "Set the dashboard password" });
+      await form.getByLabel("New password").fill("given by the operator");
+      await form.getByRole("button", { name: "Set password" }).click();
+      await page.getByText("Password set; 0 sessions ended.").waitFor();
+      expect((await new ApiBrowser(gw.url).call("POST", "/api/login", { email, password: "given by the operator" })).status).toBe(200);
     });
   });
 }

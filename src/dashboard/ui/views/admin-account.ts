@@ -1,11 +1,11 @@
 import { api } from "../api.ts";
 import type { Ctx } from "../context.ts";
 import { copyBlock, field, h, heading, input, messages, onSubmit, table, truncated, usd, when } from "../dom.ts";
-import type { AdminAccountDetail, AdminNote, KeyView, NewKeyView } from "../../../http/api-schemas.ts";
+import type { AdminAccountDetail, AdminNote, KeyView, NewKeyView, PasswordChanged } from "../../../http/api-schemas.ts";
 import { accountSwitch, moneyForm } from "./admin-money.ts";
 
 // One account's page for the operator (#/admin/account/ID): its money with credit or debit, disable,
-// the operator's note, its keys (revoke, or make one for the holder: shown here once), its newest
+// the operator's note, its dashboard password, its keys (revoke, or make one for the holder: shown here once), its newest
 // requests and its ledger.
 
 const detailOf = (id: string) => api<AdminAccountDetail>("GET", `/api/admin/accounts/${id}`);
@@ -52,6 +52,22 @@ function noteForm(id: number, note: AdminNote, msg: ReturnType<typeof messages>)
   return h("div", {}, form, said);
 }
 
+/** The holder's dashboard password set by the operator: an account made without one, or a lost one. */
+function passwordForm(id: number, msg: ReturnType<typeof messages>): HTMLElement {
+  const form = h(
+    "form",
+    { "aria-label": "Set the dashboard password", class: "inline" },
+    field("New password", input({ type: "password", name: "password", required: true, minlength: 8, maxlength: 1024, autocomplete: "new-password", size: 14 }), "The account's open sessions end."),
+    h("button", { type: "submit" }, "Set password"),
+  );
+  onSubmit(form, msg, async (d) => {
+    const done = await api<PasswordChanged>("PUT", `/api/admin/accounts/${id}/password`, { password: String(d.get("password") ?? "") });
+    form.reset();
+    msg.ok(`Password set; ${done.sessions_ended} session${done.sessions_ended === 1 ? "" : "s"} ended.`);
+  });
+  return form;
+}
+
 function newKeyForm(id: number, msg: ReturnType<typeof messages>, shown: HTMLElement, refresh: () => Promise<void>): HTMLElement {
   const form = h("form", { "aria-label": "Create a key for this account", class: "inline" }, field("Key name", input({ name: "name", maxlength: 100, size: 14 })), h("button", { type: "submit" }, "Create key"));
   onSubmit(form, msg, async (d) => {
@@ -91,6 +107,8 @@ export async function adminAccountView(ctx: Ctx): Promise<HTMLElement> {
     h("div", { class: "actions" }, moneyForm(ctx, a, msg), accountSwitch(ctx, a, msg)),
     h("h2", {}, "Note"),
     noteForm(a.id, d.note, msg),
+    h("h2", {}, "Dashboard password"),
+    passwordForm(a.id, msg),
     h("h2", {}, "Keys"),
     newKeyForm(a.id, msg, shown, refresh),
     shown,
