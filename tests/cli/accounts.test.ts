@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { expectOneLineFailure, gateway, gatewayJson } from "../support/cli.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { hi, postJson } from "../support/http.ts";
@@ -7,6 +7,10 @@ import { Browser } from "../api/support.ts";
 
 // gateway account list / show / debit / disable / enable, against the database of a running
 // server, whose answers show each command took effect.
+
+// Each test runs the CLI as a process, some several times, and a password is hashed with Argon2id:
+// seconds on a loaded machine.
+setDefaultTimeout(30_000);
 
 let gw: TestGateway;
 let db: string;

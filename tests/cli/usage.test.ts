@@ -1,9 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expectOneLineFailure, gateway, gatewayJson, ROOT, tempInstallation } from "../support/cli.ts";
 
-// The CLI explains itself and refuses bad input in one line (DESIGN, Commands).
+// Each test runs the CLI as a process: seconds on a loaded machine.
+setDefaultTimeout(30_000);
+
+// The CLI explains itself and refuses bad input in one line.
 
 const install = tempInstallation();
 const db = install.db;
