@@ -207,8 +207,9 @@ export class Ledger implements HoldOwner, MoneyLedger {
     const row = known && known.quotaNano === null && known.budget === null ? null : (this.s.keySpend!.get(hold.keyId) as Record<string, unknown> | null);
     const key = row ? keyMoney(row) : null;
     const quotaLeft = key?.quotaNano == null ? Infinity : Math.max(key.quotaNano - key.spentNano, 0);
-    const now = this.clock.now();
     const budget = key?.budget ?? null;
+    // The clock is asked only by a key with a budget (its period): most keys have none.
+    const now = budget ? this.clock.now() : 0;
     const start = budget ? periodStart(budget.period, now) : 0;
     const budgetLeft = budget ? Math.max(budget.nano - spentInPeriod(budget.period, key!.periodStart, key!.periodSpentNano, now), 0) : Infinity;
     const chargedNano = Math.min(cost, Math.max(balanceNano, 0), quotaLeft, budgetLeft);
