@@ -254,8 +254,8 @@ export interface WholeAnswer {
  * reasons never quote the body: it is content.
  */
 export function readJsonAnswer(a: Attempt): Promise<WholeAnswer> {
-  // Not async: the read's own promise carries on to the parse, where an async layer cost its
-  // generator, promise and scopes a request (bench/RESULTS.md).
+  // Not async: the read's own promise carries on to the parse, where an async layer made its
+  // generator, promise and scopes every answer (bench/RESULTS.md).
   const status = a.response.status;
   return a.response.text().then((text) => wholeAnswer(text, status), answerCut);
 }
