@@ -63,13 +63,12 @@ const nested = (o: unknown, k: string): unknown => (o !== null && typeof o === "
 
 /**
  * 5-minute and 1-hour cache writes from a total and its split (Anthropic's cache_creation, or its
- * copy in a Chat usage): the 1-hour part as split, the rest of the total at the 5-minute rate, and
- * never less than the split's own 5-minute count.
+ * copy in a Chat usage): the 1-hour part as split (`writes1h`), the rest of the total at the 5-minute
+ * rate, and never less than the split's own 5-minute count (`writes5m`). Two numbers, not an object
+ * made per usage read only to be taken apart.
  */
-export function splitWrites(total: number, split: unknown): { cacheWrite: number; cacheWrite1h: number } {
-  const w1h = count(nested(split, "ephemeral_1h_input_tokens"));
-  return { cacheWrite: Math.max(total - w1h, count(nested(split, "ephemeral_5m_input_tokens"))), cacheWrite1h: w1h };
-}
+const writes1h = (split: unknown): number => count(nested(split, "ephemeral_1h_input_tokens"));
+const writes5m = (total: number, split: unknown, w1h: number): number => Math.max(total - w1h, count(nested(split, "ephemeral_5m_input_tokens")));
 
 /** Adds the classes a usage only sometimes has, when non-zero (plain usages stay four plain counts). */
 export function withExtras(t: TokenUsage, cacheWrite1h: number, webSearches: number, serviceTier?: unknown): TokenUsage {
@@ -80,7 +79,8 @@ export function withExtras(t: TokenUsage, cacheWrite1h: number, webSearches: num
 }
 
 export function usageFromMessages(u: MessagesUsage): TokenUsage {
-  const { cacheWrite, cacheWrite1h } = splitWrites(count(u.cache_creation_input_tokens), u.cache_creation);
+  const cacheWrite1h = writes1h(u.cache_creation);
+  const cacheWrite = writes5m(count(u.cache_creation_input_tokens), u.cache_creation, cacheWrite1h);
   return withExtras(
     { input: count(u.input_tokens), output: count(u.output_tokens), cacheRead: count(u.cache_read_input_tokens), cacheWrite },
     cacheWrite1h,
@@ -97,7 +97,8 @@ export function usageFromChat(u: ChatUsage, serviceTier?: unknown): TokenUsage {
   const cacheRead = count(d?.cached_tokens);
   // cache_write_tokens is a newer field (OpenRouter and others, reports); absent means none.
   const writes = count(d?.cache_write_tokens);
-  const { cacheWrite, cacheWrite1h } = splitWrites(writes, d?.cache_creation_token_details);
+  const cacheWrite1h = writes1h(d?.cache_creation_token_details);
+  const cacheWrite = writes5m(writes, d?.cache_creation_token_details, cacheWrite1h);
   const prompt = count(u.prompt_tokens);
   const completion = count(u.completion_tokens);
   const outside = Math.max(count(u.total_tokens) - prompt - completion, 0);

@@ -101,8 +101,10 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   // Every field the relay may set is here from the start: the call keeps one shape.
   const call: KeyedCall = (x.call = { svc, request, requestId, started, key, bytes, json, form, search: x.search, log, hold: null, bodySize: undefined, sentSize: undefined, upstreamStatus: undefined });
   const response = await e.handler(call);
-  setRequestIdHeaders(response.headers, requestId);
-  svc.limiter.withHeaders(response.headers, rate);
+  // One read of the answer's headers for both sets: each read is a native call.
+  const answerHeaders = response.headers;
+  setRequestIdHeaders(answerHeaders, requestId);
+  svc.limiter.withHeaders(answerHeaders, rate);
   if (!call.hold) {
     // An endpoint that holds no money (count_tokens, /v1/me): its row is written here.
     log.status = response.status;

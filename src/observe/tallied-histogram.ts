@@ -32,10 +32,13 @@ export class TalliedHistogram {
     registry.registerMetric(this as never);
   }
 
-  /** The series under `key` (`labels` made only the first time), for the caller to keep and observe on. */
-  child(key: string, labels: () => Labels): Series {
+  /**
+   * The series under `key` (`labels(key)` made only the first time), for the caller to keep and
+   * observe on. The labels are made from the key so that a caller needs no closure per call.
+   */
+  child(key: string, labels: (key: string) => Labels): Series {
     let s = this.series.get(key);
-    if (!s) this.series.set(key, (s = { labels: labels(), counts: new Array<number>(this.bounds.length + 1).fill(0), sum: 0, count: 0 }));
+    if (!s) this.series.set(key, (s = { labels: labels(key), counts: new Array<number>(this.bounds.length + 1).fill(0), sum: 0, count: 0 }));
     return s;
   }
 

@@ -127,21 +127,29 @@ function renameCap(body: JsonObject, field: "max_tokens" | "max_completion_token
   if (cap !== undefined) body[field] = cap;
 }
 
-/** A non-streamed upstream answer in the client's dialect, with its usage for billing. */
-export function clientAnswer(client: Dialect, upstream: Dialect, answer: JsonObject, model: string): { body: JsonObject; usage: TokenUsage | null } {
-  // The upstream's own usage decides, read in its own dialect before any translation (a class the
-  // client's dialect cannot say is still billed): without valid counts it is no usage, and the
-  // estimate is billed (a translation would turn a missing usage into zeros, and zeros into a free answer).
-  const usage =
-    upstream === "messages"
-      ? billableMessagesUsage(answer.usage) ? usageFromMessages(answer.usage as MessagesUsage) : null
-      : billableChatUsage(answer.usage) ? usageFromChat(answer.usage as ChatUsage, answer.service_tier) : null;
-  let body: JsonObject;
+/**
+ * A non-streamed upstream answer's usage for billing. The upstream's own usage decides, read in its
+ * own dialect before any translation (a class the client's dialect cannot say is still billed):
+ * without valid counts it is no usage, and the estimate is billed (a translation would turn a missing
+ * usage into zeros, and zeros into a free answer). Read before `clientBody`, which may take the answer apart.
+ */
+export function answerUsage(upstream: Dialect, answer: JsonObject): TokenUsage | null {
+  if (upstream === "messages") return billableMessagesUsage(answer.usage) ? usageFromMessages(answer.usage as MessagesUsage) : null;
+  return billableChatUsage(answer.usage) ? usageFromChat(answer.usage as ChatUsage, answer.service_tier) : null;
+}
+
+/**
+ * A non-streamed upstream answer in the client's dialect, under the client's model name. Apart from
+ * `answerUsage`, so that no object is built per answer only to carry the two.
+ */
+export function clientBody(client: Dialect, upstream: Dialect, answer: JsonObject, model: string): JsonObject {
   // `answer` was parsed for this request alone: renamed in place, its keys keep their order.
-  if (client === upstream) (body = answer).model = model;
-  else if (client === "messages") body = chatResponseToMessages(answer as ChatResponse, { model });
-  else body = messagesResponseToChat(answer as MessagesResponse, { model });
-  return { body, usage };
+  if (client === upstream) {
+    answer.model = model;
+    return answer;
+  }
+  if (client === "messages") return chatResponseToMessages(answer as ChatResponse, { model });
+  return messagesResponseToChat(answer as MessagesResponse, { model });
 }
 
 /** Adds usage.cost_usd to an answer the caller owns (in place: keys keep their order). */

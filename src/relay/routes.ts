@@ -253,13 +253,19 @@ export interface WholeAnswer {
  * mid-way or one that is not JSON is that route's failure (502 or the next route), not a 500. The
  * reasons never quote the body: it is content.
  */
-export async function readJsonAnswer(a: Attempt): Promise<WholeAnswer> {
-  let text: string;
-  try {
-    text = await a.response.text();
-  } catch (e) {
-    throw new Error(`answer cut while reading it: ${describe(e)}`);
-  }
+export function readJsonAnswer(a: Attempt): Promise<WholeAnswer> {
+  // Not async: the read's own promise carries on to the parse, where an async layer made its
+  // generator, promise and scopes every answer (bench/RESULTS.md).
+  const status = a.response.status;
+  return a.response.text().then((text) => wholeAnswer(text, status), answerCut);
+}
+
+function answerCut(e: unknown): never {
+  throw new Error(`answer cut while reading it: ${describe(e)}`);
+}
+
+/** A plain answer's text as its parse, or why it is no answer (thrown: the route's failure). */
+function wholeAnswer(text: string, status: number): WholeAnswer {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -267,7 +273,7 @@ export async function readJsonAnswer(a: Attempt): Promise<WholeAnswer> {
     // reported below, without the parser's quote of the body
   }
   if (!json || typeof json !== "object" || Array.isArray(json)) throw new Error(`answer is not a JSON object (${text.length} bytes)`);
-  const problem = notAnAnswer(json as JsonObject, a.response.status);
+  const problem = notAnAnswer(json as JsonObject, status);
   if (problem) throw new Error(problem);
   return { text, json: json as JsonObject };
 }

@@ -174,3 +174,63 @@ describe("writes that need not wait", () => {
     expect(values()).toEqual([]);
   });
 });
+
+describe("a write's settled hook", () => {
+  /** The order in which the hook and the waiter see a write end: "settled" must come first, once. */
+  const traced = (fn: () => unknown) => {
+    const seen: string[] = [];
+    const done = commits.run(fn, () => seen.push("settled")).then(
+      () => seen.push("resolved"),
+      () => seen.push("rejected"),
+    );
+    return { seen, done };
+  };
+
+  it("is told once, before the waiter, when the batch commits", async () => {
+    const t = traced(insert(1));
+    expect(t.seen).toEqual([]);
+    await t.done;
+    expect(t.seen).toEqual(["settled", "resolved"]);
+  });
+
+  it("is told once, before the waiter, when the write fails alone", async () => {
+    const ok = traced(insert(1));
+    const failing = traced(insert(1));
+    await Promise.all([ok.done, failing.done]);
+    expect([ok.seen, failing.seen]).toEqual([["settled", "resolved"], ["settled", "rejected"]]);
+  });
+
+  it("is told once, before the waiter, when the write fails again as its batch runs again", async () => {
+    let runs = 0;
+    // Passes its first run, fails once another write of the batch has failed and the batch runs again.
+    const flaky = traced(() => {
+      if (++runs > 1) throw new Error("fails when run again");
+    });
+    const failing = traced(() => {
+      throw new Error("fails at once");
+    });
+    await Promise.all([flaky.done, failing.done]);
+    expect([flaky.seen, failing.seen]).toEqual([["settled", "rejected"], ["settled", "rejected"]]);
+  });
+
+  it("is told once, before the waiter, when the COMMIT fails", async () => {
+    db.exec("CREATE TABLE must_point (ref INTEGER REFERENCES t(v) DEFERRABLE INITIALLY DEFERRED)");
+    db.exec("PRAGMA foreign_keys = ON");
+    const t = traced(() => db.run("INSERT INTO must_point VALUES (999)"));
+    await t.done;
+    expect(t.seen).toEqual(["settled", "rejected"]);
+  });
+
+  it("is told once, before the waiter, when another process held the write lock for a while", async () => {
+    const other = new Database(join(dir, "t.db"));
+    other.exec("BEGIN IMMEDIATE");
+    const t = traced(insert(1));
+    await Bun.sleep(30);
+    expect(t.seen).toEqual([]);
+    other.exec("COMMIT");
+    await t.done;
+    expect(t.seen).toEqual(["settled", "resolved"]);
+    expect(values()).toEqual([1]);
+    other.close();
+  });
+});

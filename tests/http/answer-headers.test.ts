@@ -44,5 +44,15 @@ describe("a plain JSON answer's header lines", () => {
       expect(id).toMatch(/^gw_/);
       expect([res.headers["request-id"], res.headers["x-request-id"]]).toEqual([id, id]);
     });
+
+    it(`are each answer's own: a later answer repeats none of an earlier one's (${dialect})`, async () => {
+      const body = { model, max_tokens: 10, messages: [{ role: "user", content: "hi" }] };
+      const first = await head(target, body);
+      const second = await head(target, body);
+      expect(second.names).toEqual(ANSWER_HEADERS);
+      const [a, b] = [first.res.headers["x-request-id"], second.res.headers["x-request-id"]];
+      expect(b).not.toBe(a);
+      expect([second.res.headers["x-gateway-request-id"], second.res.headers["request-id"]]).toEqual([b, b]);
+    });
   }
 });

@@ -58,6 +58,8 @@ export class Ledger implements HoldOwner, MoneyLedger {
   // The database's values as this connection sees them, kept current by settle and credit.
   private readonly balances = new Map<number, number>();
   private readonly spend = new Map<number, KeyMoney>();
+  // A charge's ledger row, refilled by each (see charged).
+  private readonly entryValues: (number | string | null)[] = [0, "charge", 0, 0, 0, "", null, null, 0];
   // Built once: bun:sqlite builds a new wrapper (and its properties) on every db.transaction call.
   private readonly tx: { immediate: (fn: () => unknown) => unknown };
 
@@ -156,21 +158,19 @@ export class Ledger implements HoldOwner, MoneyLedger {
   }
 
   /** HoldOwner: the charge and `alongside` in one group-committed transaction (see Hold.post). */
-  async post(hold: Hold, costNano: number, alongside: Alongside | undefined): Promise<Settlement> {
-    if (!this.commits) throw new Error("holds post through the serving process's group commit");
-    const commits = this.commits;
-    try {
-      return await commits.run(() => {
+  post(hold: Hold, costNano: number, alongside: Alongside | undefined): Promise<Settlement> {
+    if (!this.commits) return Promise.reject(new Error("holds post through the serving process's group commit"));
+    return this.commits.run(
+      () => {
         const s = this.charge(hold, costNano);
         // The group commit's transaction is on this connection: the row's owner writes through its own statements.
         alongside?.(null);
         return s;
-      });
-    } finally {
-      // Also when the write failed: the request is over either way (it failed, so it is free),
-      // and a hold kept would only shrink the spendable balance until the next start.
-      this.holds.remove(hold);
-    }
+      },
+      // Once the write is committed, and also when it failed: the request is over either way (it
+      // failed, so it is free), and a hold kept would only shrink the spendable balance until the next start.
+      () => this.holds.remove(hold),
+    );
   }
 
   /** HoldOwner: nothing is written; the held amount is spendable again. */
@@ -187,37 +187,56 @@ export class Ledger implements HoldOwner, MoneyLedger {
     const cost = boundedCost(costNano);
     // Nothing to charge: no ledger row.
     if (cost === 0) return { chargedNano: 0, shortfallNano: 0 };
+    if (!this.db.$client.inTransaction) return this.write(() => this.charged(hold, cost, undefined));
     // In the group commit's batch the copy is the row's value (GroupCommit.exact): no statement to read it.
-    const copy = this.commits?.exact && this.db.$client.inTransaction ? this.balances.get(hold.accountId) : undefined;
-    return this.write((): Settlement => {
-      const balanceNano = copy ?? (this.s.balance!.get(hold.accountId) as { balance_nano: number }).balance_nano;
-      // Most keys have neither quota nor budget (known from the copy the reserve read): no statement for them.
-      const known = this.spend.get(hold.keyId);
-      const row = known && known.quotaNano === null && known.budget === null ? null : (this.s.keySpend!.get(hold.keyId) as Record<string, unknown> | null);
-      const key = row ? keyMoney(row) : null;
-      const quotaLeft = key?.quotaNano == null ? Infinity : Math.max(key.quotaNano - key.spentNano, 0);
-      const now = this.clock.now();
-      const budget = key?.budget ?? null;
-      const start = budget ? periodStart(budget.period, now) : 0;
-      const budgetLeft = budget ? Math.max(budget.nano - spentInPeriod(budget.period, key!.periodStart, key!.periodSpentNano, now), 0) : Infinity;
-      const chargedNano = Math.min(cost, Math.max(balanceNano, 0), quotaLeft, budgetLeft);
-      const shortfallNano = cost - chargedNano;
-      this.s.charge!.run(chargedNano, hold.accountId);
-      if (budget) this.s.chargeBudget!.run(chargedNano, hold.keyId, start);
-      else this.s.chargeKey!.run(chargedNano, hold.keyId);
-      // The values as one array: bound as the positional parameters, without a spread's copy.
-      this.s.entry!.run([hold.accountId, "charge", -chargedNano, shortfallNano, hold.keyId, hold.requestId, null, null, Date.now()] as never);
-      this.balances.set(hold.accountId, balanceNano - chargedNano);
-      const spend = this.spend.get(hold.keyId);
-      if (spend) {
-        spend.spentNano += chargedNano;
-        if (budget) {
-          spend.periodSpentNano = (spend.periodStart === start ? spend.periodSpentNano : 0) + chargedNano;
-          spend.periodStart = start;
-        }
+    const copy = this.commits?.exact ? this.balances.get(hold.accountId) : undefined;
+    // Inside the caller's transaction, as `write` would run it, without its closure.
+    try {
+      return this.charged(hold, cost, copy);
+    } catch (e) {
+      this.watch.forget();
+      throw e;
+    }
+  }
+
+  /** charge's statements, in the transaction open; `copy`: the balance as this connection knows it exactly, if it does. */
+  private charged(hold: Hold, cost: number, copy: number | undefined): Settlement {
+    const balanceNano = copy ?? (this.s.balance!.get(hold.accountId) as { balance_nano: number }).balance_nano;
+    // Most keys have neither quota nor budget (known from the copy the reserve read): no statement for them.
+    const known = this.spend.get(hold.keyId);
+    const row = known && known.quotaNano === null && known.budget === null ? null : (this.s.keySpend!.get(hold.keyId) as Record<string, unknown> | null);
+    const key = row ? keyMoney(row) : null;
+    const quotaLeft = key?.quotaNano == null ? Infinity : Math.max(key.quotaNano - key.spentNano, 0);
+    const budget = key?.budget ?? null;
+    // The clock is asked only by a key with a budget (its period): most keys have none.
+    const now = budget ? this.clock.now() : 0;
+    const start = budget ? periodStart(budget.period, now) : 0;
+    const budgetLeft = budget ? Math.max(budget.nano - spentInPeriod(budget.period, key!.periodStart, key!.periodSpentNano, now), 0) : Infinity;
+    const chargedNano = Math.min(cost, Math.max(balanceNano, 0), quotaLeft, budgetLeft);
+    const shortfallNano = cost - chargedNano;
+    this.s.charge!.run(chargedNano, hold.accountId);
+    if (budget) this.s.chargeBudget!.run(chargedNano, hold.keyId, start);
+    else this.s.chargeKey!.run(chargedNano, hold.keyId);
+    // The values as one array, bound as the positional parameters (no spread's copy), and the same
+    // array each time: bun:sqlite binds it before `run` returns and keeps nothing of it.
+    const v = this.entryValues;
+    v[0] = hold.accountId;
+    v[2] = -chargedNano;
+    v[3] = shortfallNano;
+    v[4] = hold.keyId;
+    v[5] = hold.requestId;
+    v[8] = Date.now();
+    this.s.entry!.run(v as never);
+    this.balances.set(hold.accountId, balanceNano - chargedNano);
+    const spend = this.spend.get(hold.keyId);
+    if (spend) {
+      spend.spentNano += chargedNano;
+      if (budget) {
+        spend.periodSpentNano = (spend.periodStart === start ? spend.periodSpentNano : 0) + chargedNano;
+        spend.periodStart = start;
       }
-      return { chargedNano, shortfallNano };
-    });
+    }
+    return { chargedNano, shortfallNano };
   }
 
   /** Adds money with its ledger row. externalRef makes a payment event credit at most once. */

@@ -5,7 +5,7 @@ import type { GroupCommit } from "../commits/sqlite.ts";
 import { requestLogs } from "../schema/sqlite.ts";
 import { events } from "../../core/events.ts";
 import { DEFAULT_RETENTION_DAYS, type LogRow, type RequestLogStore } from "./contract.ts";
-import { LOG_COLUMN_COUNT, LOG_COLUMNS, logValues, pruneBefore } from "./rows.ts";
+import { fillLogValues, LOG_COLUMN_COUNT, LOG_COLUMNS, pruneBefore } from "./rows.ts";
 
 /**
  * One row per /v1 request; content and keys never reach this table. The insert runs on every request
@@ -13,6 +13,8 @@ import { LOG_COLUMN_COUNT, LOG_COLUMNS, logValues, pruneBefore } from "./rows.ts
  */
 export class RequestLog implements RequestLogStore {
   private readonly insert: Statement;
+  /** The row's values, refilled by each write (rows.ts, fillLogValues). */
+  private readonly values: unknown[] = new Array(LOG_COLUMN_COUNT).fill(null);
   readonly retentionDays: number;
   /** Told of every row written (the access log and metrics). */
   private readonly onRow: ((r: LogRow) => void) | null;
@@ -34,7 +36,7 @@ export class RequestLog implements RequestLogStore {
     commits?.wrote();
     try {
       // The values as one array: bun:sqlite binds it as the positional parameters, without a spread's copy.
-      this.insert.run(logValues(r, Date.now()) as never);
+      this.insert.run(fillLogValues(this.values, r, Date.now()) as never);
     } catch (e) {
       // A log row must never turn a served request into a failure; the event (rate-limited) keeps its id.
       events.writeFailed("request_log", r.requestId, e);
