@@ -41,14 +41,17 @@ export class MemberText {
    * serialised again.
    */
   text(out: JsonObject): string {
-    let json = "{";
-    for (const key of Object.keys(out)) {
-      const value = out[key];
-      const text = this.from[key] === value && this.texts.get(key);
-      const member = text || JSON.stringify(value);
-      if (member === undefined) continue;
-      json += `${json.length === 1 ? "" : ","}${JSON.stringify(key)}:${member}`;
-    }
-    return `${json}}`;
+    return objectJson(out, (key, value) => (this.from[key] === value && this.texts.get(key)) || JSON.stringify(value));
   }
+}
+
+/** JSON.stringify of one object level, each value written by `value` (undefined leaves the key out, as JSON.stringify does). */
+export function objectJson(obj: JsonObject, value: (key: string, v: unknown) => string | undefined): string {
+  let out = "";
+  for (const key of Object.keys(obj)) {
+    const json = value(key, obj[key]);
+    if (json === undefined) continue;
+    out += `${out === "" ? "" : ","}${JSON.stringify(key)}:${json}`;
+  }
+  return `{${out}}`;
 }
