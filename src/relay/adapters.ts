@@ -45,18 +45,11 @@ export const NOTHING_DROPPED: readonly string[] = Object.freeze([]);
  * here and wrapping the bytes in a Blob copied a 100 KB turn twice more.
  */
 export function serialisedText(body: JsonObject): { text: string; size: TextSize } {
-  let text: string;
-  let bytes: number;
-  try {
-    text = JSON.stringify(body);
+  const { text, bytes } = withinLimit(() => {
+    const text = JSON.stringify(body);
     // JSON.stringify escapes lone surrogates, so this is the length fetch's UTF-8 encoding sends.
-    bytes = Buffer.byteLength(text, "utf8");
-  } catch (e) {
-    // A string past the engine's own limits: the request's size, never the route's health.
-    if (e instanceof RangeError) throw translatedTooLarge(null);
-    throw e;
-  }
-  if (bytes > BODY_LIMIT_BYTES) throw translatedTooLarge(bytes);
+    return { text, bytes: Buffer.byteLength(text, "utf8") };
+  });
   return { text, size: { bytes, chars: text.length } };
 }
 
@@ -65,15 +58,22 @@ export function serialisedText(body: JsonObject): { text: string; size: TextSize
  * member by member (wire/member-text.ts): each route's body is then its members joined again.
  */
 export function serialisedMembers(body: JsonObject): { members: MemberText; size: TextSize } {
-  let members: MemberText;
+  const members = withinLimit(() => MemberText.of(body));
+  return { members, size: { bytes: members.bytes, chars: members.chars } };
+}
+
+/** A translation built by `build`, of `bytes` UTF-8 bytes, or the request's 413 past the limit or the engine's own. */
+function withinLimit<T extends { bytes: number }>(build: () => T): T {
+  let built: T;
   try {
-    members = MemberText.of(body);
+    built = build();
   } catch (e) {
+    // A string past the engine's own limits: the request's size, never the route's health.
     if (e instanceof RangeError) throw translatedTooLarge(null);
     throw e;
   }
-  if (members.bytes > BODY_LIMIT_BYTES) throw translatedTooLarge(members.bytes);
-  return { members, size: { bytes: members.bytes, chars: members.chars } };
+  if (built.bytes > BODY_LIMIT_BYTES) throw translatedTooLarge(built.bytes);
+  return built;
 }
 
 const translatedTooLarge = (bytes: number | null) =>
