@@ -14,6 +14,7 @@ import type { TextSize } from "../ledger/estimate.ts";
 import type { Dialect } from "../dialects/dialect.ts";
 import { spliceModel } from "./splice.ts";
 import { BODY_LIMIT_BYTES } from "../wire/body-limit.ts";
+import { MemberText } from "../wire/member-text.ts";
 
 // The four (client dialect, upstream dialect) pairs: the body each sends, the answer each returns, the
 // stream machine each runs. The relay never branches on them.
@@ -44,30 +45,35 @@ export const NOTHING_DROPPED: readonly string[] = Object.freeze([]);
  * here and wrapping the bytes in a Blob copied a 100 KB turn twice more.
  */
 export function serialisedText(body: JsonObject): { text: string; size: TextSize } {
-  let text: string;
-  let bytes: number;
-  try {
-    text = JSON.stringify(body);
+  const { text, bytes } = withinLimit(() => {
+    const text = JSON.stringify(body);
     // JSON.stringify escapes lone surrogates, so this is the length fetch's UTF-8 encoding sends.
-    bytes = Buffer.byteLength(text, "utf8");
+    return { text, bytes: Buffer.byteLength(text, "utf8") };
+  });
+  return { text, size: { bytes, chars: text.length } };
+}
+
+/**
+ * serialisedText's check and size for a translation the relay may send on several routes, kept
+ * member by member (wire/member-text.ts): each route's body is then its members joined again.
+ */
+export function serialisedMembers(body: JsonObject): { members: MemberText; size: TextSize } {
+  const members = withinLimit(() => MemberText.of(body));
+  return { members, size: { bytes: members.bytes, chars: members.chars } };
+}
+
+/** A translation built by `build`, of `bytes` UTF-8 bytes, or the request's 413 past the limit or the engine's own. */
+function withinLimit<T extends { bytes: number }>(build: () => T): T {
+  let built: T;
+  try {
+    built = build();
   } catch (e) {
     // A string past the engine's own limits: the request's size, never the route's health.
     if (e instanceof RangeError) throw translatedTooLarge(null);
     throw e;
   }
-  if (bytes > BODY_LIMIT_BYTES) throw translatedTooLarge(bytes);
-  return { text, size: { bytes, chars: text.length } };
-}
-
-/** serialisedText's body as bytes, for a caller that scans or splices them (the Responses adapter). */
-export function serialised(body: JsonObject): { bytes: Uint8Array; size: TextSize } {
-  const { text, size } = serialisedText(body);
-  try {
-    return { bytes: Buffer.from(text, "utf8"), size };
-  } catch (e) {
-    if (e instanceof RangeError) throw translatedTooLarge(null);
-    throw e;
-  }
+  if (built.bytes > BODY_LIMIT_BYTES) throw translatedTooLarge(built.bytes);
+  return built;
 }
 
 const translatedTooLarge = (bytes: number | null) =>
@@ -80,9 +86,11 @@ const translatedTooLarge = (bytes: number | null) =>
 /**
  * The body sent on `route`: the client's own with the upstream model, or translated for the route's
  * upstream. `raw` is the client's bytes when `body` is their parse: a native body that only changes
- * its model (and may gain stream_options) is then sent as those bytes, spliced.
+ * its model (and may gain stream_options) is then sent as those bytes, spliced. Or it is `body`'s
+ * own members, when `body` is a translation already serialised (the Responses adapter's Chat body):
+ * their texts are joined again into what the splice, or else JSON.stringify, would have sent.
  */
-export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObject, route: Route, raw?: Uint8Array): UpstreamBody {
+export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObject, route: Route, raw?: Uint8Array | MemberText): UpstreamBody {
   const upstreamModel = route.upstreamModel;
   // Set only when the provider's config names its field: then a native chat request's cap is sent under that name.
   const capField = route.provider.max_tokens_field;
@@ -92,7 +100,13 @@ export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObjec
     const askUsage = upstream === "chat" && body.stream;
     if (askUsage) out.stream_options = { ...(body.stream_options as JsonObject | undefined), include_usage: true };
     if (upstream === "chat" && capField) renameCap(out, capField);
-    const bytes = raw && spliceable(body, upstream, capField) ? spliceModel(raw, body, upstreamModel, askUsage && !("stream_options" in body) ? USAGE_MEMBER : "") : null;
+    const append = askUsage && !("stream_options" in body);
+    if (raw instanceof MemberText) {
+      // The splice keeps the body's order (a cap of the route's name stays where it was); otherwise `out`'s.
+      const sent = spliceable(body, upstream, capField) ? { ...body, model: upstreamModel, ...(append ? USAGE_OBJECT : undefined) } : out;
+      return { body: out, bytes: raw.text(sent), dropped: NOTHING_DROPPED };
+    }
+    const bytes = raw && spliceable(body, upstream, capField) ? spliceModel(raw, body, upstreamModel, append ? USAGE_MEMBER : "") : null;
     return bytes ? { body: out, bytes, dropped: NOTHING_DROPPED } : { body: out, dropped: NOTHING_DROPPED };
   }
   const caps = route.capabilities;
@@ -105,6 +119,7 @@ export function upstreamBody(client: Dialect, upstream: Dialect, body: JsonObjec
 }
 
 const USAGE_MEMBER = ',"stream_options":{"include_usage":true}';
+const USAGE_OBJECT = { stream_options: { include_usage: true } };
 
 /**
  * Whether the client's bytes, with only their model replaced (and USAGE_MEMBER appended when the

@@ -5,7 +5,7 @@ import type { ResponsesRequest } from "../dialects/responses-via-chat/types.ts";
 import type { RelayCall } from "./context.ts";
 import { nanoToUsd } from "../core/money.ts";
 import { outputFloorNano } from "./hold-size.ts";
-import { serialised } from "./adapters.ts";
+import { serialisedMembers } from "./adapters.ts";
 import { refuseBelowFloor } from "./charge.ts";
 import { relayText, resolveModel } from "./text.ts";
 import { droppedList } from "../dialects/fields.ts";
@@ -23,8 +23,9 @@ export async function serveResponses(call: RelayCall): Promise<Response> {
   await refuseBelowFloor(call, outputFloorNano(model, maxOut));
   const chat = responsesRequestToChat(request, { upstreamModel: model.id, defaultMaxOutputTokens: model.maxOutputTokens });
   // Serialised once: its size sizes the hold, the estimates and the calibration's sample (the
-  // client's bytes say nothing of what the upstream counts), and a chat route sends these bytes.
-  const sent = serialised(chat.body);
+  // client's bytes say nothing of what the upstream counts), and a chat route sends these members
+  // joined again with its own model and cap.
+  const sent = serialisedMembers(chat.body);
   call.bodySize = sent.size;
   const headers: Record<string, string> = {};
   // Hosted tools (Codex offers web_search by default) cannot run here; they were left out, and the client is told.
@@ -34,7 +35,7 @@ export async function serveResponses(call: RelayCall): Promise<Response> {
   return relayText(call, model, {
     dialect: "chat",
     body: chat.body,
-    raw: sent.bytes,
+    raw: sent.members,
     maxOut: (chat.body.max_completion_tokens ?? chat.body.max_tokens ?? model.maxOutputTokens) as number,
     stream: request.stream === true,
     headers,

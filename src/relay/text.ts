@@ -3,6 +3,7 @@ import type { Provider } from "../upstreams/types.ts";
 import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
 import { droppedList } from "../dialects/fields.ts";
 import type { JsonObject } from "../wire/shapes.ts";
+import type { MemberText } from "../wire/member-text.ts";
 import { GatewayError, modelNotFound } from "../core/errors.ts";
 import type { RelayCall } from "./context.ts";
 import { estimateInputTokens, TextCount } from "../ledger/estimate.ts";
@@ -114,8 +115,8 @@ export interface ClientSide {
   /** Dialect of `body`: the relay sends it natively or translates it for each route. */
   dialect: Dialect;
   body: JsonObject;
-  /** the client's bytes when `body` is their parse, untouched: native routes may send them spliced */
-  raw?: Uint8Array;
+  /** the client's bytes when `body` is their parse, untouched: native routes may send them spliced; or a translation's own members (adapters.ts upstreamBody) */
+  raw?: Uint8Array | MemberText;
   maxOut: number;
   stream: boolean;
   /** The final JSON from the answer in `dialect` and the settled cost. */

@@ -3,6 +3,7 @@
 // terminal one): their JSON is written once per stream and reused, the rest as JSON.stringify does.
 
 import type { JsonObject } from "../../wire/shapes.ts";
+import { objectJson } from "../../wire/member-text.ts";
 import type { ResponsesEvent, ResponsesRequest } from "./types.ts";
 
 export class ResponsesEventEncoder {
@@ -36,15 +37,4 @@ export class ResponsesEventEncoder {
 
 function isPlainObject(v: unknown): v is JsonObject {
   return typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v as { toJSON?: unknown }).toJSON !== "function";
-}
-
-/** JSON.stringify of one object level, each value written by `value` (undefined leaves the key out, as JSON.stringify does). */
-function objectJson(obj: JsonObject, value: (key: string, v: unknown) => string | undefined): string {
-  let out = "";
-  for (const key of Object.keys(obj)) {
-    const json = value(key, obj[key]);
-    if (json === undefined) continue;
-    out += `${out === "" ? "" : ","}${JSON.stringify(key)}:${json}`;
-  }
-  return `{${out}}`;
 }
