@@ -5,26 +5,30 @@ import type { ResponsesRequest } from "../../src/dialects/responses-via-chat/typ
 import type { ChatRequest } from "../../src/wire/shapes.ts";
 
 // A translation runs on the event loop: its cost must grow with its input, never with its square.
-// Each size is timed at its best of three (a loaded machine only ever adds time), and twice the
-// items must cost well under the 4x a per-item copy gave (100,000 function_call items: 13 s).
+// The two sizes are timed in turns, five times each, at their best (a loaded machine only ever adds
+// time, and a burst of load then hits both sizes), and twice the items must cost well under the 4x a
+// per-item copy gave (100,000 function_call items: 13 s).
 
-function bestMs(run: () => unknown): number {
-  let best = Infinity;
-  // A run of over a second needs no second one: the ratio is plain already.
-  for (let i = 0; i < 3 && (i === 0 || best < 1000); i++) {
-    const t = performance.now();
-    run();
-    best = Math.min(best, performance.now() - t);
-  }
-  return best;
+function timeMs(run: () => unknown): number {
+  const t = performance.now();
+  run();
+  return performance.now() - t;
 }
 
 /** The time of `n` items over that of `n / 2`. */
 function doublingRatio(n: number, translate: (items: number) => () => unknown): number {
   const half = translate(n / 2);
   const full = translate(n);
-  const halfMs = bestMs(half); // first: the JIT's warm-up is counted against the smaller size
-  return bestMs(full) / halfMs;
+  half(); // the JIT's warm-up, counted against neither size
+  let halfMs = Infinity;
+  let fullMs = Infinity;
+  for (let i = 0; i < 5; i++) {
+    halfMs = Math.min(halfMs, timeMs(half));
+    fullMs = Math.min(fullMs, timeMs(full));
+    // Seconds a run: the square is plain already, no need to wait for more.
+    if (fullMs > 4000) break;
+  }
+  return fullMs / halfMs;
 }
 
 const calls = (n: number) =>
