@@ -23,6 +23,18 @@ describe("spliceModel", () => {
     );
   });
 
+  it("sends the client's own bytes, not a copy, when the upstream's name is the one asked for", () => {
+    for (const size of [100, SMALL_BODY_BYTES + 100]) {
+      const json = JSON.stringify({ model: "up-1", max_tokens: 5, pad: "x".repeat(size) });
+      const bytes = enc.encode(json);
+      expect(spliceModel(bytes, JSON.parse(json), "up-1")).toBe(bytes);
+      // Something to append, or a duplicate model key: never the bytes as they are.
+      expect(spliceModel(bytes, JSON.parse(json), "up-1", ',"stream_options":{"include_usage":true}')).not.toBe(bytes);
+      const twice = enc.encode(json.replace("}", ',"model":"up-1"}'));
+      expect(spliceModel(twice, JSON.parse(json), "up-1")).toBeNull();
+    }
+  });
+
   it("keeps the client's whitespace around the model and elsewhere", async () => {
     expect(await splice('\n {\n  "model" :\t"gw" ,\n  "max_tokens": 5\n}\n')).toBe('\n {\n  "model" :\t"up-1" ,\n  "max_tokens": 5\n}\n');
   });
