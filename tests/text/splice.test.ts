@@ -6,6 +6,7 @@ import { bodySize } from "../../src/ledger/estimate.ts";
 import { priceAsks } from "../../src/relay/hold-size.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { startTextRig, type TextRig } from "../support/text-rig.ts";
+import { PRICES } from "../support/prices.ts";
 
 // A native route sends the client's own bytes with only the model replaced, when the bytes can be
 // trusted to say what the parsed body says; otherwise the parsed body, serialised again.
@@ -174,10 +175,21 @@ describe("upstreamBody on a native route", () => {
 describe("what the upstream receives", () => {
   let rig: TextRig;
   beforeAll(async () => {
-    rig = await startTextRig();
+    // A catalog id that is its upstream's own model name: the body is sent as the client's bytes.
+    rig = await startTextRig([{ id: "same-name", modalities: ["text"], endpoints: ["messages"], pricing: PRICES, routes: [{ provider: "anthropic", model: "same-name" }] }]);
   });
   afterAll(() => rig.stop());
   const post = (path: string, body: string) => postWithApiKey(rig.gw, path, body, rig.acct.key);
+
+  it("is the client's own bytes, small or large, when the upstream's name is the one asked for", async () => {
+    for (const pad of ["", "x".repeat(20_000)]) {
+      const body = `{ "model": "same-name", "max_tokens": 10, "messages": [{"role": "user", "content": "hi ${pad}"}] }`;
+      expect((await post("/v1/messages", body)).status).toBe(200);
+      const up = rig.up.requests.at(-1)!;
+      expect(up.rawBody).toBe(body);
+      expect(up.headers["content-length"]).toBe(String(Buffer.byteLength(body)));
+    }
+  });
 
   it("is the client's pretty-printed body, byte for byte, with the upstream model", async () => {
     const body = JSON.stringify({ model: "claude-native", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }, null, 2);
