@@ -39,7 +39,10 @@ export type FieldRule<C> = (value: unknown, ctx: C, path: string) => void;
  * allows dropping only the losses it lists, so an unknown field is never passed or lost silently.
  */
 export function applyFields<C>(obj: JsonObject, rules: Record<string, FieldRule<C>>, ctx: C, prefix: string, upstream: string): void {
-  for (const [key, value] of Object.entries(obj)) {
+  // for…in, not Object.entries: no [key, value] array per field (each tool of an agent's turn is walked here).
+  for (const key in obj) {
+    if (!Object.hasOwn(obj, key)) continue;
+    const value = obj[key];
     if (!isSet(value)) continue;
     const path = prefix ? `${prefix}.${key}` : key;
     const rule = Object.hasOwn(rules, key) ? rules[key] : undefined;

@@ -6,6 +6,7 @@ import { bodySize } from "../../src/ledger/estimate.ts";
 import { priceAsks } from "../../src/relay/hold-size.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { startTextRig, type TextRig } from "../support/text-rig.ts";
+import { PRICES } from "../support/prices.ts";
 
 // A native route sends the client's own bytes with only the model replaced, when the bytes can be
 // trusted to say what the parsed body says; otherwise the parsed body, serialised again.
@@ -21,6 +22,18 @@ describe("spliceModel", () => {
     expect(await splice('{"model":"gw","messages":[{"role":"user","content":"hi"}],"max_tokens":5}')).toBe(
       '{"model":"up-1","messages":[{"role":"user","content":"hi"}],"max_tokens":5}',
     );
+  });
+
+  it("sends the client's own bytes, not a copy, when the upstream's name is the one asked for", () => {
+    for (const size of [100, SMALL_BODY_BYTES + 100]) {
+      const json = JSON.stringify({ model: "up-1", max_tokens: 5, pad: "x".repeat(size) });
+      const bytes = enc.encode(json);
+      expect(spliceModel(bytes, JSON.parse(json), "up-1")).toBe(bytes);
+      // Something to append, or a duplicate model key: never the bytes as they are.
+      expect(spliceModel(bytes, JSON.parse(json), "up-1", ',"stream_options":{"include_usage":true}')).not.toBe(bytes);
+      const twice = enc.encode(json.replace("}", ',"model":"up-1"}'));
+      expect(spliceModel(twice, JSON.parse(json), "up-1")).toBeNull();
+    }
   });
 
   it("keeps the client's whitespace around the model and elsewhere", async () => {
@@ -162,10 +175,21 @@ describe("upstreamBody on a native route", () => {
 describe("what the upstream receives", () => {
   let rig: TextRig;
   beforeAll(async () => {
-    rig = await startTextRig();
+    // A catalog id that is its upstream's own model name: the body is sent as the client's bytes.
+    rig = await startTextRig([{ id: "same-name", modalities: ["text"], endpoints: ["messages"], pricing: PRICES, routes: [{ provider: "anthropic", model: "same-name" }] }]);
   });
   afterAll(() => rig.stop());
   const post = (path: string, body: string) => postWithApiKey(rig.gw, path, body, rig.acct.key);
+
+  it("is the client's own bytes, small or large, when the upstream's name is the one asked for", async () => {
+    for (const pad of ["", "x".repeat(20_000)]) {
+      const body = `{ "model": "same-name", "max_tokens": 10, "messages": [{"role": "user", "content": "hi ${pad}"}] }`;
+      expect((await post("/v1/messages", body)).status).toBe(200);
+      const up = rig.up.requests.at(-1)!;
+      expect(up.rawBody).toBe(body);
+      expect(up.headers["content-length"]).toBe(String(Buffer.byteLength(body)));
+    }
+  });
 
   it("is the client's pretty-printed body, byte for byte, with the upstream model", async () => {
     const body = JSON.stringify({ model: "claude-native", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }, null, 2);
