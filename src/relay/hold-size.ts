@@ -113,7 +113,10 @@ function worstOn(p: ModelPrices, asks: PriceAsks, inputTokens: number, maxOut: n
  * and a Chat body is always translated for them). Then the whole prompt may be a 5-minute cache write.
  */
 export function gatewayMayCache(model: Model, clientDialect: "chat" | "messages"): boolean {
-  return clientDialect === "chat" && model.routes.some((r) => r.capabilities.promptCache === "auto");
+  if (clientDialect !== "chat") return false;
+  // A loop: `some` with an arrow made a function on every chat request.
+  for (const r of model.routes) if (r.capabilities.promptCache === "auto") return true;
+  return false;
 }
 
 /**
