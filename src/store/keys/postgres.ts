@@ -135,7 +135,7 @@ export class PgKeys implements KeyStore {
     return undefined;
   }
 
-  check(presented: string | null, rec: KeyRecord | null, client: ClientOf, now = Date.now()): KeyRecord {
+  check(presented: string | null, rec: KeyRecord | null, client: ClientOf, now?: number): KeyRecord {
     return checkKey(presented, rec, client, now);
   }
 }

@@ -105,7 +105,7 @@ export class Keys implements KeyStore {
     return this.lookup(presented);
   }
 
-  check(presented: string | null, rec: KeyRecord | null, client: ClientOf, now = Date.now()): KeyRecord {
+  check(presented: string | null, rec: KeyRecord | null, client: ClientOf, now?: number): KeyRecord {
     return checkKey(presented, rec, client, now);
   }
 }
