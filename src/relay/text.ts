@@ -42,7 +42,7 @@ export function resolveModel(call: RelayCall, name: unknown, endpoint: Model["en
 
 /**
  * Whether a key's model list names the model (by id or alias). A loop, not `some` with an arrow:
- * the arrow's captures cost resolveModel four scope objects on every request, listed or not (bench/RESULTS.md).
+ * the arrow's captures cost resolveModel three scope objects on every request, listed or not (bench/RESULTS.md).
  */
 function allowedOn(models: readonly string[], catalog: RelayCall["svc"]["catalog"], id: string): boolean {
   for (const m of models) if (catalog.lookup(m)?.id === id) return true;
