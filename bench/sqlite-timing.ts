@@ -27,7 +27,7 @@ try {
   const acc = await new Accounts(db, ledger).create("timing@gateway.local", { balanceNano: usdToNano(1_000_000) });
   const { key } = await keys.create(acc.id, { rpm: 1_000_000_000 });
   // As http/pipeline.ts authenticates a request: look the key up, then apply its refusals.
-  const authenticate = () => keys.check(key, keys.lookup(key), () => "127.0.0.1");
+  const authenticate = () => keys.check(key, keys.lookup(key), { clientIp: () => "127.0.0.1" });
   const keyId = authenticate().id;
 
   let seq = 0;

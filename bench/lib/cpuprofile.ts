@@ -18,6 +18,9 @@ interface CpuProfile {
   endTime: number;
 }
 
+/** A sample is charged at most this many median sampling intervals; the rest of a longer gap is counted apart. */
+const GAP_FACTOR = 10;
+
 const SPECIAL = new Set(["(idle)", "(program)", "(garbage collector)", "(root)"]);
 
 function place(url: string): string {
@@ -42,6 +45,8 @@ function area(url: string, fn: string): string {
 export interface ProfileSummary {
   busyMs: number;
   totalMs: number;
+  /** Time between samples beyond GAP_FACTOR sampling intervals: charged to no function. */
+  gapMs: number;
   self: { name: string; ms: number }[];
   inclusive: { name: string; ms: number }[];
   areas: { name: string; ms: number }[];
@@ -63,11 +68,21 @@ export function summariseProfile(file: string): ProfileSummary {
   const areas = new Map<string, number>();
   let total = 0;
   let idle = 0;
+  let gaps = 0;
+  const sorted = p.timeDeltas.slice().sort((a, b) => a - b);
+  const capMs = (GAP_FACTOR * (sorted[sorted.length >> 1] ?? 0)) / 1000;
   for (let i = 0; i < p.samples.length; i++) {
-    // timeDeltas[i] is the time since the previous sample; charge it to the sample it leads to.
-    const dt = (p.timeDeltas[i + 1] ?? 0) / 1000;
-    const leaf = byId.get(p.samples[i]!)!;
+    // timeDeltas[i] is the time since the previous sample; charge it to the sample it leads to, up to
+    // GAP_FACTOR intervals: a longer gap (the sampler not scheduled on a busy machine, a pause between
+    // runs) says nothing of where the time went. One 250 ms gap made rate-limit.ts's `now`, sampled
+    // 12 times, 3.4 % of a profile whose gaps past ten intervals were 13 % of its time (bench/RESULTS.md).
+    let dt = (p.timeDeltas[i + 1] ?? 0) / 1000;
     total += dt;
+    if (dt > capMs) {
+      gaps += dt - capMs;
+      dt = capMs;
+    }
+    const leaf = byId.get(p.samples[i]!)!;
     const k = key(leaf);
     if (k === "(idle)") {
       idle += dt;
@@ -88,7 +103,7 @@ export function summariseProfile(file: string): ProfileSummary {
     }
   }
   const rank = (m: Map<string, number>) => [...m].map(([name, ms]) => ({ name, ms })).sort((a, b) => b.ms - a.ms);
-  return { busyMs: total - idle, totalMs: total, self: rank(self), inclusive: rank(incl), areas: rank(areas) };
+  return { busyMs: total - idle - gaps, totalMs: total, gapMs: gaps, self: rank(self), inclusive: rank(incl), areas: rank(areas) };
 }
 
 export function profileMarkdown(s: ProfileSummary, top = 20): string {
@@ -96,7 +111,7 @@ export function profileMarkdown(s: ProfileSummary, top = 20): string {
   const table = (title: string, rows: { name: string; ms: number }[]) =>
     [`| ${title} | ms | % of busy |`, "|---|---:|---:|", ...rows.map((r) => `| \`${r.name}\` | ${r.ms.toFixed(0)} | ${pct(r.ms)} |`)].join("\n");
   return [
-    `Busy ${s.busyMs.toFixed(0)} ms of ${s.totalMs.toFixed(0)} ms sampled (the JS thread; Bun's HTTP client thread is not sampled).`,
+    `Busy ${s.busyMs.toFixed(0)} ms of ${s.totalMs.toFixed(0)} ms sampled (the JS thread; Bun's HTTP client thread is not sampled); ${s.gapMs.toFixed(0)} ms in gaps between samples longer than ${GAP_FACTOR} intervals, charged to no function.`,
     "",
     "Self time by area (native frames charged to their JS caller's area):",
     "",

@@ -133,8 +133,9 @@ export function buildCatalog(cfg: Config): Catalog {
       else byName.set(n, m);
     }
   }
-  // The exact map is the hot path; the patterns (a handful) are walked only for a name it lacks.
-  const lookup = (name: string) => byName.get(name) ?? patterns.find(([prefix]) => name.startsWith(prefix))?.[1];
+  // The exact map is the hot path; the patterns (a handful) are walked only for a name it lacks, in
+  // a function of their own: an arrow over `name` here cost every lookup a scope object.
+  const lookup = (name: string) => byName.get(name) ?? byPattern(patterns, name);
   const version =
     cfg.catalogVersion ??
     createHash("sha256")
@@ -142,4 +143,10 @@ export function buildCatalog(cfg: Config): Catalog {
       .digest("hex")
       .slice(0, 12);
   return { version, models, lookup, hasFreeModel: models.some(isFree) };
+}
+
+/** The first alias pattern (`prefix*`) that `name` starts with. */
+function byPattern(patterns: readonly [prefix: string, model: Model][], name: string): Model | undefined {
+  for (const [prefix, model] of patterns) if (name.startsWith(prefix)) return model;
+  return undefined;
 }

@@ -15,8 +15,9 @@ export function operatorRefusal(call: OpenCall, path: string): GatewayError | nu
 }
 
 // A reverse proxy on the same host makes every caller look local: a proxied request is not local.
-function localCaller({ request, clientIp }: OpenCall): boolean {
-  const client = clientIp();
+function localCaller(call: OpenCall): boolean {
+  const request = call.request;
+  const client = call.clientIp();
   const proxied = request.headers.has("x-forwarded-for") || request.headers.has("forwarded");
   return !!client && ipAllowed(LOOPBACK, client) && !proxied;
 }

@@ -38,7 +38,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   // A key known to this process answers at once; PostgreSQL's first lookup of a key is a query. A
   // value is not awaited (here and for the buckets): each await is a turn of the microtask queue.
   const found = svc.keys.lookup(presented);
-  const key = svc.keys.check(presented, found instanceof Promise ? await found : found, x.clientIp);
+  const key = svc.keys.check(presented, found instanceof Promise ? await found : found, x);
   log.keyId = key.id;
   log.accountId = key.accountId;
   log.keyPrefix = key.prefix;

@@ -69,10 +69,14 @@ function mayAskCache(raw: Uint8Array | undefined): boolean {
 
 function searchesAllowed(body: JsonObject): number {
   let n = 0;
-  for (const t of Array.isArray(body.tools) ? body.tools : []) {
-    if (!isObject(t) || typeof t.type !== "string" || !t.type.startsWith("web_search")) continue;
-    const max = t.max_uses;
-    n += typeof max === "number" && Number.isSafeInteger(max) && max > 0 ? max : DEFAULT_SEARCH_HOLD;
+  const tools = body.tools;
+  // No `[]` stand-in for a body without tools: an array a request (bench/RESULTS.md).
+  if (Array.isArray(tools)) {
+    for (const t of tools) {
+      if (!isObject(t) || typeof t.type !== "string" || !t.type.startsWith("web_search")) continue;
+      const max = t.max_uses;
+      n += typeof max === "number" && Number.isSafeInteger(max) && max > 0 ? max : DEFAULT_SEARCH_HOLD;
+    }
   }
   // Chat's search models take web_search_options and bill each call.
   if (n === 0 && isObject(body.web_search_options)) n = 1;
@@ -109,7 +113,10 @@ function worstOn(p: ModelPrices, asks: PriceAsks, inputTokens: number, maxOut: n
  * and a Chat body is always translated for them). Then the whole prompt may be a 5-minute cache write.
  */
 export function gatewayMayCache(model: Model, clientDialect: "chat" | "messages"): boolean {
-  return clientDialect === "chat" && model.routes.some((r) => r.capabilities.promptCache === "auto");
+  if (clientDialect !== "chat") return false;
+  // A loop: `some` with an arrow made a function on every chat request.
+  for (const r of model.routes) if (r.capabilities.promptCache === "auto") return true;
+  return false;
 }
 
 /**

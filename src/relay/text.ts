@@ -34,10 +34,19 @@ export function resolveModel(call: RelayCall, name: unknown, endpoint: Model["en
       `The model '${model.id}' is not served on ${route}; it is sold on: ${model.endpoints.join(", ")}.`,
     );
   }
-  if (call.key.models && !call.key.models.some((m) => call.svc.catalog.lookup(m)?.id === model.id)) {
+  if (call.key.models && !allowedOn(call.key.models, call.svc.catalog, model.id)) {
     throw new GatewayError("model", `This API key is not allowed to use the model '${model.id}'.`);
   }
   return model;
+}
+
+/**
+ * Whether a key's model list names the model (by id or alias). A loop, not `some` with an arrow:
+ * the arrow's captures cost resolveModel three scope objects on every request, listed or not (bench/RESULTS.md).
+ */
+function allowedOn(models: readonly string[], catalog: RelayCall["svc"]["catalog"], id: string): boolean {
+  for (const m of models) if (catalog.lookup(m)?.id === id) return true;
+  return false;
 }
 
 /** The output cap a request asks for; the reservation is sized on it. */

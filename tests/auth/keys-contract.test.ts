@@ -14,7 +14,7 @@ afterAll(stopEngines);
 setDefaultTimeout(30_000);
 
 const storeOn = (o: Opened): KeyStore => (o.kind === "sqlite" ? new Keys(o.db) : new PgKeys(o.db));
-const noIp = () => null;
+const noIp = { clientIp: () => null };
 
 for (const engine of ENGINES) {
   describe(`keys on ${engine.name}`, () => {
@@ -190,8 +190,8 @@ for (const engine of ENGINES) {
       expect(code(() => keys.check(key, { ...record, revokedAt: 1 }, noIp))).toBe("inactive");
       expect(code(() => keys.check(key, { ...record, accountDisabledAt: 1 }, noIp))).toBe("inactive");
       expect(code(() => keys.check(key, { ...record, expiresAt: 5 }, noIp, 10))).toBe("expired");
-      expect(code(() => keys.check(key, record, () => "192.168.1.1"))).toBe("ip");
-      expect(keys.check(key, record, () => "10.1.2.3")).toBe(record);
+      expect(code(() => keys.check(key, record, { clientIp: () => "192.168.1.1" }))).toBe("ip");
+      expect(keys.check(key, record, { clientIp: () => "10.1.2.3" })).toBe(record);
     });
   });
 }

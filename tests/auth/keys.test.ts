@@ -58,6 +58,16 @@ describe("keys", () => {
     expect(presentedKey(new Headers({ authorization: "Bearer " }))).toBeNull();
     expect(presentedKey(new Headers())).toBeNull();
   });
+
+  it("take a Bearer key after any run of spaces, tabs or no-break spaces, and none glued to the word", () => {
+    const bearer = (v: string) => presentedKey(new Headers({ authorization: v }));
+    expect(bearer("Bearer\tk5")).toBe("k5");
+    expect(bearer("BEARER \t k6")).toBe("k6");
+    expect(bearer("Bearer\u00a0k7")).toBe("k7");
+    expect(bearer("bEaReR k8 ")).toBe("k8");
+    expect(bearer("Bearerk9")).toBeNull();
+    expect(bearer("Bearer  \u00a0 ")).toBeNull();
+  });
 });
 
 describe("401 no-key", () => {

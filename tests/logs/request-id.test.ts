@@ -22,4 +22,11 @@ describe("request ids", () => {
     expect(new Set([a, b, c]).size).toBe(3);
     expect([a, b, c].toSorted()).toEqual([a, b, c]);
   });
+
+  it("are all of one width, and those of one millisecond sort in the order they were made", () => {
+    Date.now = () => 1_800_000_000_000;
+    const ids = Array.from({ length: 1000 }, newRequestId);
+    expect(new Set(ids.map((id) => id.length))).toEqual(new Set([22]));
+    expect(ids.toSorted()).toEqual(ids);
+  });
 });

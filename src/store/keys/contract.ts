@@ -91,20 +91,26 @@ export interface KeyStore {
    * undefined while PostgreSQL's first lookup of it is on its way (started here, kept for the retry).
    */
   known(presented: string | null): KeyRecord | null | undefined;
-  check(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now?: number): KeyRecord;
+  check(presented: string | null, rec: KeyRecord | null, client: ClientOf, now?: number): KeyRecord;
+}
+
+/** Who sent the request, asked only when a key's allow-list needs it: the request's exchange (a method, not a closure made per request). */
+export interface ClientOf {
+  clientIp(): string | null;
 }
 
 /**
  * The refusals of a key already looked up; the address is asked for only when the key has an
  * allow-list. Every unknown or malformed key gets the same 401, so answers never tell which keys exist.
  */
-export function checkKey(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now = Date.now()): KeyRecord {
+export function checkKey(presented: string | null, rec: KeyRecord | null, client: ClientOf, now?: number): KeyRecord {
   if (!presented) throw new GatewayError("no-key", "Missing API key. Pass it in the x-api-key header or as Authorization: Bearer <key>.");
   if (!rec) throw new GatewayError("no-key", "Invalid API key.");
   if (rec.revokedAt !== null) throw new GatewayError("inactive", "This API key has been revoked.");
   if (rec.accountDisabledAt !== null) throw new GatewayError("inactive", "The account of this API key is disabled by the operator.");
-  if (rec.expiresAt !== null && rec.expiresAt <= now) throw new GatewayError("expired", "This API key has expired.");
-  const clientIp = rec.ipAllow ? clientIpOf() : null;
+  // The clock is read only for a key that expires: most never do.
+  if (rec.expiresAt !== null && rec.expiresAt <= (now ?? Date.now())) throw new GatewayError("expired", "This API key has expired.");
+  const clientIp = rec.ipAllow ? client.clientIp() : null;
   if (rec.ipAllow && !(clientIp && ipAllowed(rec.ipAllow, clientIp))) {
     throw new GatewayError("ip", `Requests from ${clientIp ?? "this address"} are not allowed for this API key.`);
   }

@@ -3,7 +3,7 @@ import { and, eq, getTableColumns, isNull, sql } from "drizzle-orm";
 import type { PgDb } from "../engine/postgres/client.ts";
 import { apiKeys } from "../schema/postgres.ts";
 import { activeCount, findText, generateKey, keyLimitError, keyPatchValues, keyRecord, LOOKUP_COLUMNS, newKeyValues, notRevokedOf, prefixMatches } from "./rows.ts";
-import { checkKey, hashKey, KEY_PREFIX, type KeyRecord, type KeyRow, type KeyStore, type NewKey } from "./contract.ts";
+import { checkKey, hashKey, KEY_PREFIX, type ClientOf, type KeyRecord, type KeyRow, type KeyStore, type NewKey } from "./contract.ts";
 
 // The keys on PostgreSQL (`[database] url`), for several instances sharing one database. The lookup
 // runs on every request, so a key once found is kept in memory and answered synchronously; a miss
@@ -135,7 +135,7 @@ export class PgKeys implements KeyStore {
     return undefined;
   }
 
-  check(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now = Date.now()): KeyRecord {
-    return checkKey(presented, rec, clientIpOf, now);
+  check(presented: string | null, rec: KeyRecord | null, client: ClientOf, now?: number): KeyRecord {
+    return checkKey(presented, rec, client, now);
   }
 }

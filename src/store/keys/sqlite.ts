@@ -3,7 +3,7 @@ import { and, eq, isNull, sql } from "drizzle-orm";
 import { changeWatch, type ChangeWatch } from "../engine/sqlite/change-watch.ts";
 import type { Db } from "../engine/sqlite/client.ts";
 import { apiKeys } from "../schema/sqlite.ts";
-import { checkKey, hashKey, KEY_PREFIX, type KeyRecord, type KeyRow, type KeyStore, type NewKey } from "./contract.ts";
+import { checkKey, hashKey, KEY_PREFIX, type ClientOf, type KeyRecord, type KeyRow, type KeyStore, type NewKey } from "./contract.ts";
 import { activeCount, findText, generateKey, keyLimitError, keyPatchValues, keyRecord, LOOKUP_COLUMNS, newKeyValues, notRevokedOf, prefixMatches } from "./rows.ts";
 
 /**
@@ -105,8 +105,8 @@ export class Keys implements KeyStore {
     return this.lookup(presented);
   }
 
-  check(presented: string | null, rec: KeyRecord | null, clientIpOf: () => string | null, now = Date.now()): KeyRecord {
-    return checkKey(presented, rec, clientIpOf, now);
+  check(presented: string | null, rec: KeyRecord | null, client: ClientOf, now?: number): KeyRecord {
+    return checkKey(presented, rec, client, now);
   }
 }
 
