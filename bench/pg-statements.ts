@@ -102,6 +102,16 @@ async function side(name: string, dir: string, gatewayRoot?: string): Promise<Si
   return { name, pg, rig, port: new URL(url).port, sql };
 }
 
+/** What a statement is, by its text: the ledger's and the log's statements by name, anything else by its start. */
+function kind(q: string): string {
+  const one = q.replace(/\s+/g, " ").trim();
+  const batch = one.includes("unnest(");
+  if (one.includes("INSERT INTO holds")) return batch ? "reserve, batch" : "reserve, alone";
+  if (one.includes("INSERT INTO ledger_entries") && one.includes("DELETE FROM holds")) return `post, ${batch ? "batch" : "alone"}${one.includes("INSERT INTO request_logs") ? ", with log rows" : ""}`;
+  if (one.startsWith("WITH h AS (DELETE FROM holds")) return batch || one.includes("ANY(") ? "void, batch" : "void, alone";
+  return short(one, 70);
+}
+
 /** A statement's text on one line, cut to `n` characters. */
 const short = (q: string, n = 110) => {
   const one = q.replace(/\s+/g, " ").trim();
@@ -139,11 +149,16 @@ async function cell(s: Side, workload: string, c: number, seconds: number): Prom
   ];
   const rows = await s.sql`SELECT query, calls::bigint AS calls, plans::bigint AS plans, rows::bigint AS rows, total_exec_time AS exec_ms, total_plan_time AS plan_ms, wal_bytes::bigint AS wal
     FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time + total_plan_time DESC`;
+  const byKind = new Map<string, { texts: number; calls: number; plans: number; rows: number; exec: number; plan: number; wal: number }>();
   for (const r of rows as { query: string; calls: string; plans: string; rows: string; exec_ms: number; plan_ms: number; wal: string }[]) {
-    const calls = Number(r.calls);
     if (/pg_stat_statements|pg_stat_force_next_flush|pg_stat_wal/.test(r.query)) continue;
+    const k = kind(r.query);
+    const m = byKind.get(k) ?? { texts: 0, calls: 0, plans: 0, rows: 0, exec: 0, plan: 0, wal: 0 };
+    byKind.set(k, { texts: m.texts + 1, calls: m.calls + Number(r.calls), plans: m.plans + Number(r.plans), rows: m.rows + Number(r.rows), exec: m.exec + r.exec_ms, plan: m.plan + r.plan_ms, wal: m.wal + Number(r.wal) });
+  }
+  for (const [k, m] of [...byKind].sort((a, b) => b[1].exec + b[1].plan - (a[1].exec + a[1].plan))) {
     lines.push(
-      `| ${per(calls)} | ${(Number(r.plans) / calls).toFixed(2)} | ${(Number(r.rows) / calls).toFixed(1)} | ${((r.exec_ms * 1000) / calls).toFixed(0)} | ${((r.plan_ms * 1000) / calls).toFixed(0)} | ${(((r.exec_ms + r.plan_ms) * 1000) / n).toFixed(1)} | ${Math.round(Number(r.wal) / n)} | ${short(r.query)} |`,
+      `| ${per(m.calls)} | ${(m.plans / m.calls).toFixed(2)} | ${(m.rows / m.calls).toFixed(1)} | ${((m.exec * 1000) / m.calls).toFixed(0)} | ${((m.plan * 1000) / m.calls).toFixed(0)} | ${(((m.exec + m.plan) * 1000) / n).toFixed(1)} | ${Math.round(m.wal / n)} | ${k}${m.texts > 1 ? ` (${m.texts} texts)` : ""} |`,
     );
   }
   if (perf) {

@@ -191,6 +191,37 @@ describe("reserves of one turn", () => {
   });
 });
 
+describe("the money statements of one instance", () => {
+  it("wait for each other: a reserve is sent only once the post under way has answered", async () => {
+    const a = await account(10);
+    const [h] = (await oneTurn([{ ...a, amountNano: USD }])).filter(isHold);
+    // The account's row locked elsewhere keeps the post's statement waiting, however fast the machine.
+    let unlock!: () => void;
+    const locked = new Promise<void>((r) => (unlock = r));
+    let isLocked!: () => void;
+    const lockTaken = new Promise<void>((r) => (isLocked = r));
+    const lock = sql.begin(async (tx) => {
+      await tx`SELECT 1 FROM accounts WHERE id = ${a.accountId} FOR UPDATE`;
+      isLocked();
+      await locked;
+    });
+    await lockTaken;
+    const posted = h!.post(USD / 2);
+    await Bun.sleep(50);
+    const before = holdInserts;
+    const reserved = ledger.reserve(`gw_l${++seq}`, a.accountId, a.keyId, USD);
+    await Bun.sleep(100);
+    const sentWhilePostWaited = holdInserts - before;
+    unlock();
+    await lock;
+    expect(await posted).toEqual({ chargedNano: USD / 2, shortfallNano: 0 });
+    expect(isHold(await reserved)).toBe(true);
+    expect(sentWhilePostWaited).toBe(0);
+    expect(holdInserts - before).toBe(1);
+    expect(await held(a.accountId)).toEqual({ account: USD, keys: USD, rows: 1 });
+  });
+});
+
 describe("voids of one turn", () => {
   it("release their holds in one statement, every sum back to zero", async () => {
     const a = await account(10);

@@ -12,8 +12,52 @@ import type { SQL } from "bun";
 const MAX_BATCH = 500;
 
 /**
+ * The money statements of one instance, one under way at a time whatever their kind (reserves,
+ * posts, voids), in the order their batches asked. They all lock the same account's row: two under
+ * way at once queued on it inside PostgreSQL, and the second then re-checked its rows against the
+ * first's commit (EvalPlanQual, a second start of its whole plan): a fifth of PostgreSQL's CPU at
+ * c=16 (bench/RESULTS.md, "PostgreSQL's own work per request"). Queued here instead, the waiting
+ * costs nothing and each statement's rows are current when it reads them.
+ */
+export class Lane {
+  /** Statements under way, and a flush about to run. */
+  private busy = 0;
+  private readonly queue: (() => void)[] = [];
+
+  /** `go` runs, in a later turn, once nothing else of this lane is under way. */
+  enter(go: () => void): void {
+    this.queue.push(go);
+    this.next();
+  }
+
+  /** A statement of this lane is under way until the `leave` that follows. */
+  hold(): void {
+    this.busy++;
+  }
+
+  leave(): void {
+    this.busy--;
+    this.next();
+  }
+
+  private next(): void {
+    if (this.busy > 0) return;
+    const go = this.queue.shift();
+    if (!go) return;
+    this.busy++;
+    setImmediate(() => {
+      try {
+        go();
+      } finally {
+        this.leave();
+      }
+    });
+  }
+}
+
+/**
  * One turn's items, sent together by `send`; each item's promise settles with its own answer. While
- * a statement of this batch is under way, the items that arrive wait for its answer and then go
+ * a statement of the lane is under way, the items that arrive wait for its answer and then go
  * together: at c=16 one turn held about one request, so a statement per turn was still about one
  * per request (bench/RESULTS.md). The wait costs a request little, since the statements of one
  * account queue on its row in PostgreSQL anyway; two under way at once measured worse.
@@ -21,11 +65,15 @@ const MAX_BATCH = 500;
 export class TurnBatch<I, R> {
   private pending: { item: I; resolve(r: R | Promise<R>): void; reject(e: unknown): void }[] = [];
   private scheduled = false;
-  /** Statements of this batch under way (each chunk of a turn is one). */
-  private sending = 0;
 
-  /** `send` answers each item's result, or a promise of it (which may reject for that item alone). */
-  constructor(private readonly send: (items: I[]) => Promise<(R | Promise<R>)[]>) {}
+  /**
+   * `send` answers each item's result, or a promise of it (which may reject for that item alone).
+   * `lane`: shared with the other batches whose statements must not be under way beside these.
+   */
+  constructor(
+    private readonly send: (items: I[]) => Promise<(R | Promise<R>)[]>,
+    private readonly lane: Lane = new Lane(),
+  ) {}
 
   add(item: I): Promise<R> {
     return new Promise<R>((resolve, reject) => {
@@ -35,9 +83,9 @@ export class TurnBatch<I, R> {
   }
 
   private schedule(): void {
-    if (this.scheduled || this.sending > 0) return;
+    if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => this.flush());
+    this.lane.enter(() => this.flush());
   }
 
   private flush(): void {
@@ -46,7 +94,7 @@ export class TurnBatch<I, R> {
     this.pending = [];
     for (let i = 0; i < all.length; i += MAX_BATCH) {
       const chunk = all.slice(i, i + MAX_BATCH);
-      this.sending++;
+      this.lane.hold();
       this.send(chunk.map((w) => w.item))
         .then(
           // An item decided alone (its own statement) keeps this batch under way until it answers.
@@ -57,8 +105,9 @@ export class TurnBatch<I, R> {
           (e) => chunk.forEach((w) => w.reject(e)),
         )
         .finally(() => {
-          this.sending--;
+          // Behind the batches that asked while this one was under way.
           if (this.pending.length > 0) this.schedule();
+          this.lane.leave();
         });
     }
   }

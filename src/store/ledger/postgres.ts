@@ -7,7 +7,7 @@ import { storedBudget } from "../keys/contract.ts";
 import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
 import { Holds } from "./holds.ts";
 import { currentStart, POST, postText, settled } from "./postgres-post.ts";
-import { postAll, releaseMany, reserveMany, TurnBatch, type ReserveItem } from "./postgres-batch.ts";
+import { Lane, postAll, releaseMany, reserveMany, TurnBatch, type ReserveItem } from "./postgres-batch.ts";
 import type { Rider } from "../../ledger/hold.ts";
 
 /** A post waiting for its turn's statement. */
@@ -50,12 +50,14 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   /** Null for the operator's ledger, which takes no holds. */
   private readonly lease: InstanceLease | null;
   readonly clock: Clock = systemClock();
+  /** The reserves', posts' and voids' statements, one under way at a time (they all lock the account's row). */
+  private readonly lane = new Lane();
   /** This turn's reserves, taken in one statement (each a hold row's id). */
-  private readonly reserves = new TurnBatch<ReserveItem, number>((items) => this.reserveTurn(items));
+  private readonly reserves = new TurnBatch<ReserveItem, number>((items) => this.reserveTurn(items), this.lane);
   /** This turn's releases (voids), in one statement. */
-  private readonly releases = new TurnBatch<number, void>((ids) => this.releaseTurn(ids));
+  private readonly releases = new TurnBatch<number, void>((ids) => this.releaseTurn(ids), this.lane);
   /** This turn's posts (each with its log row as a rider, or none), in one statement when every charge is whole. */
-  private readonly posts = new TurnBatch<PostWait, Settlement>((items) => this.postTurn(items));
+  private readonly posts = new TurnBatch<PostWait, Settlement>((items) => this.postTurn(items), this.lane);
 
   private constructor(
     private readonly sql: SQL,
