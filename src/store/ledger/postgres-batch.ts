@@ -1,4 +1,5 @@
 import type { SQL } from "bun";
+import type { Rider } from "../../ledger/hold.ts";
 
 // The reserves and the releases of one turn of the event loop, each kind sent to PostgreSQL as one
 // statement, as the request log gathers its rows (store/request-log/postgres.ts): a statement per
@@ -233,12 +234,12 @@ const POST_PARAMS = 9;
 const postTexts = new Map<string, string>();
 
 /**
- * Charges every item its whole cost in one statement with its log rows (`logText(n)`: the request
- * log's INSERT of n rows, their params in order), or throws and changes nothing.
+ * Charges every item its whole cost in one statement with its log rows (`log`: the request log's
+ * write of several rows, one text whatever their count), or throws and changes nothing.
  */
-export async function postAll(sql: SQL, items: PostItem[], starts: number[], logText: ((n: number) => string) | null): Promise<void> {
-  const rows = items.filter((i) => i.rowParams);
-  const logs = logText && rows.length > 0 ? logText(rows.length) : null;
+export async function postAll(sql: SQL, items: PostItem[], starts: number[], log: NonNullable<Rider["many"]> | null): Promise<void> {
+  const rows = items.filter((i) => i.rowParams).map((i) => i.rowParams!);
+  const logs = log && rows.length > 0 ? log.text : null;
   const key = logs ?? "";
   let text = postTexts.get(key);
   if (!text) {
@@ -253,6 +254,6 @@ export async function postAll(sql: SQL, items: PostItem[], starts: number[], log
     items.map((i) => i.requestId),
     Date.now(),
     ...starts,
-    ...rows.flatMap((i) => i.rowParams!),
+    ...(logs ? log!.params(rows) : []),
   ]);
 }

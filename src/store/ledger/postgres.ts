@@ -272,17 +272,16 @@ export class PgLedger implements MoneyLedger, HoldOwner {
    * shortfall, and fails, if it does, with its own statement's error.
    */
   private async postTurn(items: PostWait[]): Promise<(Settlement | Promise<Settlement>)[]> {
-    // The log rows become one multi-row INSERT: only when every rider is the same write (there is one: the log row's).
+    // The log rows become one write of several rows: only when every rider is the same write (there is one: the log row's).
     const first = items.find((w) => w.rider)?.rider;
     const sameRows = items.every((w) => !w.rider || (w.rider.many && w.rider.text === first!.text));
     if (items.length > 1 && sameRows) {
       try {
-        const logText = first?.many ?? null;
         await postAll(
           this.sql,
           items.map((w) => ({ holdId: w.id, accountId: w.hold.accountId, keyId: w.hold.keyId, costNano: w.cost, requestId: w.hold.requestId, rowParams: w.rider?.params ?? null })),
           periodStarts(this.clock.now()),
-          logText,
+          first?.many ?? null,
         );
         for (const w of items) w.rider?.settled(null);
         return items.map((w) => ({ chargedNano: w.cost, shortfallNano: 0 }));
