@@ -141,7 +141,7 @@ async function cell(s: Side, workload: string, c: number, seconds: number): Prom
   const pgUs = kinds.reduce((a, [, us]) => a + us, 0);
   const lines = [
     `\n## ${s.name}: ${workload} c=${c}, ${seconds} s: ${Math.round(x.rps)} req/s, ${n} requests, gateway CPU ${Math.round(x.cpu_us)} µs/req, PostgreSQL CPU ${Math.round(pgUs)} µs/req`,
-    `commits/req ${per(c1.commits - c0.commits)} (this probe's own ≈ 3), rollbacks/req ${per(c1.rollbacks - c0.rollbacks)}, WAL records/req ${per(c1.walRecords - c0.walRecords)}, WAL bytes/req ${Math.round((c1.walBytes - c0.walBytes) / n)}`,
+    `commits/req ${per(c1.commits - c0.commits)} (this probe adds 2 a cell), rollbacks/req ${per(c1.rollbacks - c0.rollbacks)}, WAL records/req ${per(c1.walRecords - c0.walRecords)}, WAL bytes/req ${Math.round((c1.walBytes - c0.walBytes) / n)}`,
     `PostgreSQL CPU µs/req by process: ${kinds.sort((a, b) => b[1] - a[1]).map(([k, us]) => `${k} ${us.toFixed(1)}`).join(", ")}`,
     "",
     "| calls/req | plans/call | rows/call | exec µs/call | plan µs/call | exec+plan µs/req | WAL bytes/req | statement |",
@@ -156,6 +156,9 @@ async function cell(s: Side, workload: string, c: number, seconds: number): Prom
     const m = byKind.get(k) ?? { texts: 0, calls: 0, plans: 0, rows: 0, exec: 0, plan: 0, wal: 0 };
     byKind.set(k, { texts: m.texts + 1, calls: m.calls + Number(r.calls), plans: m.plans + Number(r.plans), rows: m.rows + Number(r.rows), exec: m.exec + r.exec_ms, plan: m.plan + r.plan_ms, wal: m.wal + Number(r.wal) });
   }
+  const calls = [...byKind.values()].reduce((t, m) => t + m.calls, 0);
+  const plans = [...byKind.values()].reduce((t, m) => t + m.plans, 0);
+  lines.splice(3, 0, `statements/req ${per(calls)} (pg_stat_statements, every kind), planned/req ${per(plans)}`);
   for (const [k, m] of [...byKind].sort((a, b) => b[1].exec + b[1].plan - (a[1].exec + a[1].plan))) {
     lines.push(
       `| ${per(m.calls)} | ${(m.plans / m.calls).toFixed(2)} | ${(m.rows / m.calls).toFixed(1)} | ${((m.exec * 1000) / m.calls).toFixed(0)} | ${((m.plan * 1000) / m.calls).toFixed(0)} | ${(((m.exec + m.plan) * 1000) / n).toFixed(1)} | ${Math.round(m.wal / n)} | ${k}${m.texts > 1 ? ` (${m.texts} texts)` : ""} |`,
