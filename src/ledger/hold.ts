@@ -9,8 +9,11 @@ import type { SQL } from "bun";
 export interface Rider {
   text: string;
   params: unknown[];
-  /** The same write for n rows, their params one row after another: the riders of a batch of posts as one part. */
-  many?: (n: number) => string;
+  /**
+   * The same write for several riders of this text at once (their `params`, in order), as one part
+   * of a batch of posts: one text whatever their count, so that PostgreSQL parses and plans it once.
+   */
+  many?: { text: string; params(rows: unknown[][]): unknown[] };
   settled(error: unknown): void;
 }
 

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bu
 import { SQL } from "bun";
 import { migratePostgres } from "../../src/store/engine/postgres/client.ts";
 import { PgLedger } from "../../src/store/ledger/postgres.ts";
+import { PgRequestLog } from "../../src/store/request-log/postgres.ts";
+import type { PgDb } from "../../src/store/engine/postgres/client.ts";
 import type { Hold } from "../../src/ledger/hold.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 
@@ -21,6 +23,8 @@ let ledger: PgLedger;
 let holdInserts = 0;
 let holdReleases = 0;
 let chargeStatements = 0;
+/** The texts of the statements that charged. */
+const chargeTexts = new Set<string>();
 
 /** The ledger's pool, counting the statements that take and release holds (heartbeats aside). */
 function counting(target: SQL): SQL {
@@ -30,7 +34,7 @@ function counting(target: SQL): SQL {
       if (p === "unsafe") {
         return (text: string, params?: unknown[]) => {
           if (text.includes("INSERT INTO holds")) holdInserts++;
-          if (text.includes("INSERT INTO ledger_entries")) chargeStatements++;
+          if (text.includes("INSERT INTO ledger_entries")) (chargeStatements++, chargeTexts.add(text));
           if (/^WITH h AS \(DELETE FROM holds WHERE id/.test(text)) holdReleases++;
           return v.call(t, text, params);
         };
@@ -191,6 +195,37 @@ describe("reserves of one turn", () => {
   });
 });
 
+describe("the money statements of one instance", () => {
+  it("wait for each other: a reserve is sent only once the post under way has answered", async () => {
+    const a = await account(10);
+    const [h] = (await oneTurn([{ ...a, amountNano: USD }])).filter(isHold);
+    // The account's row locked elsewhere keeps the post's statement waiting, however fast the machine.
+    let unlock!: () => void;
+    const locked = new Promise<void>((r) => (unlock = r));
+    let isLocked!: () => void;
+    const lockTaken = new Promise<void>((r) => (isLocked = r));
+    const lock = sql.begin(async (tx) => {
+      await tx`SELECT 1 FROM accounts WHERE id = ${a.accountId} FOR UPDATE`;
+      isLocked();
+      await locked;
+    });
+    await lockTaken;
+    const posted = h!.post(USD / 2);
+    await Bun.sleep(50);
+    const before = holdInserts;
+    const reserved = ledger.reserve(`gw_l${++seq}`, a.accountId, a.keyId, USD);
+    await Bun.sleep(100);
+    const sentWhilePostWaited = holdInserts - before;
+    unlock();
+    await lock;
+    expect(await posted).toEqual({ chargedNano: USD / 2, shortfallNano: 0 });
+    expect(isHold(await reserved)).toBe(true);
+    expect(sentWhilePostWaited).toBe(0);
+    expect(holdInserts - before).toBe(1);
+    expect(await held(a.accountId)).toEqual({ account: USD, keys: USD, rows: 1 });
+  });
+});
+
 describe("voids of one turn", () => {
   it("release their holds in one statement, every sum back to zero", async () => {
     const a = await account(10);
@@ -219,6 +254,22 @@ describe("posts of one turn", () => {
     expect(await entries(a.accountId)).toEqual(Array(5).fill({ amount: -USD / 2, shortfall: 0 }));
     expect(await held(a.accountId)).toEqual({ account: 0, keys: 0, rows: 0 });
     expect((await ledger.balance(a.accountId)).balanceNano).toBe(10 * USD - 5 * (USD / 2));
+  });
+
+  it("with their log rows go as one statement text whatever their count, every row written", async () => {
+    const a = await account(10);
+    const log = new PgRequestLog({ $client: sql } as unknown as PgDb);
+    const withRow = (h: Hold) => Object.assign(() => {}, { rider: () => log.rider({ requestId: h.requestId, accountId: h.accountId, keyId: h.keyId, method: "POST", path: "/v1/chat/completions", status: 200, latencyMs: 3, costNano: USD / 10 }) });
+    chargeTexts.clear();
+    const ids: string[] = [];
+    for (const n of [2, 3, 5]) {
+      const holds = (await oneTurn(Array.from({ length: n }, () => ({ ...a, amountNano: USD })))).filter(isHold);
+      ids.push(...holds.map((h) => h.requestId));
+      expect(await Promise.all(holds.map((h) => h.post(USD / 10, withRow(h))))).toEqual(Array(n).fill({ chargedNano: USD / 10, shortfallNano: 0 }));
+    }
+    expect(chargeTexts.size).toBe(1);
+    expect(await sql`SELECT count(*)::int AS n FROM request_logs WHERE request_id IN ${sql(ids)}`).toEqual([{ n: 10 }]);
+    expect(await held(a.accountId)).toEqual({ account: 0, keys: 0, rows: 0 });
   });
 
   it("cap the second of two charges on one account that together cross its balance, with its shortfall, as one by one", async () => {

@@ -127,6 +127,27 @@ describe("the request log on PostgreSQL, batched", () => {
     expect(await run(o, "SELECT count(*)::int AS n FROM request_logs WHERE request_id = ANY($1)", rows.map((r) => r.requestId))).toEqual([{ n: 50 }]);
   });
 
+  it("sends the rows of a turn in one statement text whatever their count, so PostgreSQL parses and plans it once", async () => {
+    const texts = new Set<string>();
+    const log = new PgRequestLog({ $client: { unsafe: (text: string, params: never[]) => (texts.add(text), sql.unsafe(text, params)) } } as never);
+    for (const n of [2, 3, 7]) {
+      for (let i = 0; i < n; i++) log.write(row());
+      await log.flush();
+    }
+    expect(texts.size).toBe(1);
+  });
+
+  it("keeps every character of the rows written in one turn: quotes, backslashes, braces, commas, non-ASCII", async () => {
+    const log = new PgRequestLog(pgOf(o));
+    const odd = [`/v1/"quoted"\\path`, "{a,b}", "modèle ☃ 🚀", "line\nbreak\ttab", "'single'"];
+    const rows = odd.map((text) => row({ path: text, model: text, errorCode: text, clientIp: text }));
+    for (const r of rows) log.write(r);
+    await log.flush();
+    for (const [i, r] of rows.entries()) {
+      expect(await stored(o, r.requestId)).toMatchObject({ path: odd[i], model: odd[i], error_code: odd[i], client_ip: odd[i] });
+    }
+  });
+
   it("sends a turn's rows without flush, on the next turn", async () => {
     const log = new PgRequestLog(pgOf(o));
     const r = row();

@@ -51,7 +51,8 @@ function run(argv: string[], cwd: string, what: string): void {
   if (r.exitCode !== 0) throw new Error(`${what} failed (exit ${r.exitCode}): ${(r.stderr.toString() || r.stdout.toString()).trim()}`);
 }
 
-export async function startPostgres(): Promise<TestPostgres> {
+/** `extra`: more server options (`-c name=value …`), e.g. the bench's pg_stat_statements. */
+export async function startPostgres(extra = ""): Promise<TestPostgres> {
   const bin = postgresBin();
   const dir = mkdtempSync(join(tmpdir(), "gw-pg-"));
   // The owner must reach the folder (mkdtemp makes it 0700 for root); the data folder inside is its own.
@@ -59,7 +60,7 @@ export async function startPostgres(): Promise<TestPostgres> {
   const data = join(dir, "data");
   const port = freePort();
   const user = "gateway";
-  const options = `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
+  const options = `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off${extra ? ` ${extra}` : ""}`;
   const start = () => run([join(bin, "pg_ctl"), "-D", data, "-o", options, "-l", join(dir, "server.log"), "-w", "-t", "30", "start"], dir, "pg_ctl start");
   try {
     run([join(bin, "initdb"), "-D", data, "-U", user, "-A", "trust", "-E", "UTF8", "--no-sync"], dir, "initdb");

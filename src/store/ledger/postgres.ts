@@ -7,7 +7,7 @@ import { storedBudget } from "../keys/contract.ts";
 import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
 import { Holds } from "./holds.ts";
 import { currentStart, POST, postText, settled } from "./postgres-post.ts";
-import { postAll, releaseMany, reserveMany, TurnBatch, type ReserveItem } from "./postgres-batch.ts";
+import { Lane, postAll, releaseMany, reserveMany, TurnBatch, type ReserveItem } from "./postgres-batch.ts";
 import type { Rider } from "../../ledger/hold.ts";
 
 /** A post waiting for its turn's statement. */
@@ -50,12 +50,14 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   /** Null for the operator's ledger, which takes no holds. */
   private readonly lease: InstanceLease | null;
   readonly clock: Clock = systemClock();
+  /** The reserves', posts' and voids' statements, one under way at a time (they all lock the account's row). */
+  private readonly lane = new Lane();
   /** This turn's reserves, taken in one statement (each a hold row's id). */
-  private readonly reserves = new TurnBatch<ReserveItem, number>((items) => this.reserveTurn(items));
+  private readonly reserves = new TurnBatch<ReserveItem, number>((items) => this.reserveTurn(items), this.lane);
   /** This turn's releases (voids), in one statement. */
-  private readonly releases = new TurnBatch<number, void>((ids) => this.releaseTurn(ids));
+  private readonly releases = new TurnBatch<number, void>((ids) => this.releaseTurn(ids), this.lane);
   /** This turn's posts (each with its log row as a rider, or none), in one statement when every charge is whole. */
-  private readonly posts = new TurnBatch<PostWait, Settlement>((items) => this.postTurn(items));
+  private readonly posts = new TurnBatch<PostWait, Settlement>((items) => this.postTurn(items), this.lane);
 
   private constructor(
     private readonly sql: SQL,
@@ -270,17 +272,16 @@ export class PgLedger implements MoneyLedger, HoldOwner {
    * shortfall, and fails, if it does, with its own statement's error.
    */
   private async postTurn(items: PostWait[]): Promise<(Settlement | Promise<Settlement>)[]> {
-    // The log rows become one multi-row INSERT: only when every rider is the same write (there is one: the log row's).
+    // The log rows become one write of several rows: only when every rider is the same write (there is one: the log row's).
     const first = items.find((w) => w.rider)?.rider;
     const sameRows = items.every((w) => !w.rider || (w.rider.many && w.rider.text === first!.text));
     if (items.length > 1 && sameRows) {
       try {
-        const logText = first?.many ?? null;
         await postAll(
           this.sql,
           items.map((w) => ({ holdId: w.id, accountId: w.hold.accountId, keyId: w.hold.keyId, costNano: w.cost, requestId: w.hold.requestId, rowParams: w.rider?.params ?? null })),
           periodStarts(this.clock.now()),
-          logText,
+          first?.many ?? null,
         );
         for (const w of items) w.rider?.settled(null);
         return items.map((w) => ({ chargedNano: w.cost, shortfallNano: 0 }));

@@ -11,11 +11,10 @@ import { LOG_COLUMN_COUNT, LOG_COLUMNS, logValues, pruneBefore } from "./rows.ts
 // the hold's transaction (the charge and its row commit together, as SQLite's group commit does)
 // goes through that transaction at once.
 
-/** Rows per statement: PostgreSQL takes at most 65,535 parameters, 21 a row. */
+/** Rows per statement: one turn's answer should stay small. */
 const ROWS_PER_INSERT = 1_000;
 
-const placeholders = (rows: number) =>
-  Array.from({ length: rows }, (_, r) => `(${Array.from({ length: LOG_COLUMN_COUNT }, (_, c) => `$${r * LOG_COLUMN_COUNT + c + 1}`).join(", ")})`).join(", ");
+const PLACEHOLDERS = `(${Array.from({ length: LOG_COLUMN_COUNT }, (_, c) => `$${c + 1}`).join(", ")})`;
 
 const UPDATES = LOG_COLUMNS.split(",")
   .map((c) => c.trim())
@@ -24,17 +23,25 @@ const UPDATES = LOG_COLUMNS.split(",")
   .join(", ");
 
 /** As SQLite's INSERT OR REPLACE: a request's later row replaces its earlier one. */
-const insertSql = (rows: number) => `INSERT INTO request_logs (${LOG_COLUMNS}) VALUES ${placeholders(rows)} ON CONFLICT (request_id) DO UPDATE SET ${UPDATES}`;
+const INSERT_ONE = `INSERT INTO request_logs (${LOG_COLUMNS}) VALUES ${PLACEHOLDERS} ON CONFLICT (request_id) DO UPDATE SET ${UPDATES}`;
 
-const INSERT_ONE = insertSql(1);
+const COLUMN_NAMES = LOG_COLUMNS.split(",").map((c) => c.trim());
 
-/** Built once per row count: a batch of posts asks for the same few sizes again and again. */
-const inserts = new Map<number, string>();
-const insertOf = (n: number): string => {
-  let text = inserts.get(n);
-  if (!text) inserts.set(n, (text = insertSql(n)));
-  return text;
-};
+/**
+ * Several rows in one statement whose text is the same whatever their count: the rows as one JSON
+ * parameter ($1, text: Bun's client would encode a string given for jsonb as a JSON string). A text per count (a VALUES list of 27 parameters a row) was parsed and planned again
+ * for every count on every connection of the pool: at c=16 a post batch came in 15 sizes
+ * (bench/RESULTS.md, "PostgreSQL's own work per request"). One row alone keeps INSERT_ONE, whose
+ * parameters take any text PostgreSQL's own input does.
+ */
+const INSERT_MANY = `INSERT INTO request_logs (${LOG_COLUMNS}) SELECT ${LOG_COLUMNS} FROM jsonb_populate_recordset(NULL::request_logs, $1::text::jsonb) ON CONFLICT (request_id) DO UPDATE SET ${UPDATES}`;
+
+/** Rows' stored values (`logValues`, in order) as INSERT_MANY's parameter. */
+const manyParams = (rows: unknown[][]): unknown[] => [
+  JSON.stringify(rows.map((values) => Object.fromEntries(COLUMN_NAMES.map((c, i) => [c, values[i]])))),
+];
+
+const MANY = { text: INSERT_MANY, params: manyParams };
 
 export class PgRequestLog implements RequestLogStore {
   private readonly sql: SQL;
@@ -71,7 +78,7 @@ export class PgRequestLog implements RequestLogStore {
     return {
       text: INSERT_ONE,
       params: logValues(r, Date.now()),
-      many: insertOf,
+      many: MANY,
       settled: (error) => {
         if (error) events.writeFailed("request_log", r.requestId, error);
         this.onRow?.(r);
@@ -111,7 +118,9 @@ export class PgRequestLog implements RequestLogStore {
   /** One statement for the rows; if it is refused, one each, so that a row the table refuses costs only itself (as on SQLite). */
   private async insert(rows: { row: LogRow; at: number }[]): Promise<void> {
     try {
-      await this.sql.unsafe(insertSql(rows.length), rows.flatMap(({ row, at }) => logValues(row, at)) as never[]);
+      const values = rows.map(({ row, at }) => logValues(row, at));
+      if (rows.length === 1) await this.sql.unsafe(INSERT_ONE, values[0] as never[]);
+      else await this.sql.unsafe(INSERT_MANY, manyParams(values) as never[]);
     } catch (e) {
       if (rows.length > 1) await Promise.all(rows.map((r) => this.insert([r])));
       else events.writeFailed("request_log", rows[0]!.row.requestId, e);
