@@ -54,6 +54,10 @@ describe("change notices on PostgreSQL", () => {
     expect(await heardAfter(() => writer`INSERT INTO api_keys (account_id, prefix, key_hash, created_at) VALUES (1, 'gk_sk_cd', 'h2', 1)`)).toEqual(["api_keys"]);
   });
 
+  it("a key's new budget is announced: every instance keeps it in its copy of the key", async () => {
+    expect(await heardAfter(() => writer`UPDATE api_keys SET budget_nano = 5000, budget_period = 'day' WHERE id = 1`)).toEqual(["api_keys"]);
+  });
+
   it("a disabled account is announced", async () => {
     expect(await heardAfter(() => writer`UPDATE accounts SET disabled_at = 7 WHERE id = 1`)).toEqual(["accounts"]);
   });
@@ -66,9 +70,9 @@ describe("change notices on PostgreSQL", () => {
     expect(await heardAfter(() => writer`DELETE FROM settings WHERE name = 'paused'`)).toEqual(["settings"]);
   });
 
-  it("a spend, a hold and a balance change announce nothing", async () => {
+  it("a spend (the budget's period counters too), a hold and a balance change announce nothing", async () => {
     const heardNow = await heardAfter(async () => {
-      await writer`UPDATE api_keys SET spent_nano = spent_nano + 5, held_nano = held_nano + 1 WHERE id = 1`;
+      await writer`UPDATE api_keys SET spent_nano = spent_nano + 5, held_nano = held_nano + 1, period_start = 9, period_spent_nano = 5, budget_reached_at = 9 WHERE id = 1`;
       await writer`UPDATE accounts SET balance_nano = balance_nano - 5, held_nano = held_nano + 1 WHERE id = 1`;
     });
     expect(heardNow).toEqual([]);
