@@ -86,6 +86,24 @@ function oneTurn(items: { accountId: number; keyId: number; amountNano: number }
 
 const isHold = (r: unknown): r is Hold => typeof r === "object" && r !== null && "requestId" in r;
 
+/** The account's row locked by another connection until `release`: a statement on it waits, however fast the machine. */
+async function lockedAccountRow(accountId: number): Promise<{ release(): Promise<void> }> {
+  const { promise: released, resolve: unlock } = Promise.withResolvers<void>();
+  const { promise: taken, resolve: isLocked } = Promise.withResolvers<void>();
+  const tx = sql.begin(async (t) => {
+    await t`SELECT 1 FROM accounts WHERE id = ${accountId} FOR UPDATE`;
+    isLocked();
+    await released;
+  });
+  await taken;
+  return {
+    async release() {
+      unlock();
+      await tx;
+    },
+  };
+}
+
 describe("reserves of one turn", () => {
   it("go to PostgreSQL as one statement", async () => {
     const accounts = await Promise.all(Array.from({ length: 20 }, () => account(10)));
@@ -100,24 +118,14 @@ describe("reserves of one turn", () => {
     const a = await account(10);
     const before = holdInserts;
     // The account's row locked elsewhere keeps the first reserve's statement waiting, however fast the machine.
-    let unlock!: () => void;
-    const locked = new Promise<void>((r) => (unlock = r));
-    let isLocked!: () => void;
-    const lockTaken = new Promise<void>((r) => (isLocked = r));
-    const lock = sql.begin(async (tx) => {
-      await tx`SELECT 1 FROM accounts WHERE id = ${a.accountId} FOR UPDATE`;
-      isLocked();
-      await locked;
-    });
-    await lockTaken;
+    const lock = await lockedAccountRow(a.accountId);
     const first = ledger.reserve(`gw_w${++seq}`, a.accountId, a.keyId, USD);
     await Bun.sleep(50);
     const second = ledger.reserve(`gw_w${++seq}`, a.accountId, a.keyId, USD);
     await Bun.sleep(50);
     const third = ledger.reserve(`gw_w${++seq}`, a.accountId, a.keyId, USD);
     await Bun.sleep(50);
-    unlock();
-    await lock;
+    await lock.release();
     expect((await Promise.all([first, second, third])).every(isHold)).toBe(true);
     expect(holdInserts - before).toBe(2);
     expect(await held(a.accountId)).toEqual({ account: 3 * USD, keys: 3 * USD, rows: 3 });
@@ -200,24 +208,14 @@ describe("the money statements of one instance", () => {
     const a = await account(10);
     const [h] = (await oneTurn([{ ...a, amountNano: USD }])).filter(isHold);
     // The account's row locked elsewhere keeps the post's statement waiting, however fast the machine.
-    let unlock!: () => void;
-    const locked = new Promise<void>((r) => (unlock = r));
-    let isLocked!: () => void;
-    const lockTaken = new Promise<void>((r) => (isLocked = r));
-    const lock = sql.begin(async (tx) => {
-      await tx`SELECT 1 FROM accounts WHERE id = ${a.accountId} FOR UPDATE`;
-      isLocked();
-      await locked;
-    });
-    await lockTaken;
+    const lock = await lockedAccountRow(a.accountId);
     const posted = h!.post(USD / 2);
     await Bun.sleep(50);
     const before = holdInserts;
     const reserved = ledger.reserve(`gw_l${++seq}`, a.accountId, a.keyId, USD);
     await Bun.sleep(100);
     const sentWhilePostWaited = holdInserts - before;
-    unlock();
-    await lock;
+    await lock.release();
     expect(await posted).toEqual({ chargedNano: USD / 2, shortfallNano: 0 });
     expect(isHold(await reserved)).toBe(true);
     expect(sentWhilePostWaited).toBe(0);
