@@ -96,14 +96,20 @@ const jscHeap: HeapControl = { size: heapSize, collect: () => Bun.gc(true), sett
  */
 export function idleCollector(server: { pendingRequests: number }, heap: HeapControl = jscHeap): () => void {
   let heapAfterCollection = heap.size();
+  /**
+   * The largest heap a check saw since the last collection: the engine's own collections during a
+   * burst's drain can bring it back under the threshold before the first idle check.
+   */
+  let peak = heapAfterCollection;
   /** Steps left after a burst's collection: SETTLE_PASSES passes, then the shrink. */
   let stepsLeft = 0;
   return () => {
+    peak = Math.max(peak, heap.size());
     if (server.pendingRequests > 0) {
       stepsLeft = 0;
       return;
     }
-    if (heap.size() - heapAfterCollection >= IDLE_GROWTH_BYTES) {
+    if (peak - heapAfterCollection >= IDLE_GROWTH_BYTES) {
       heap.collect();
       stepsLeft = SETTLE_PASSES + 1;
     } else if (stepsLeft > 1) {
@@ -113,7 +119,7 @@ export function idleCollector(server: { pendingRequests: number }, heap: HeapCon
       heap.shrink();
       stepsLeft = 0;
     } else return;
-    heapAfterCollection = heap.size();
+    heapAfterCollection = peak = heap.size();
   };
 }
 

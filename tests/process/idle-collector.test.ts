@@ -51,6 +51,16 @@ describe("the idle collector of a serving gateway", () => {
     expect(state.passes).toBe(0);
   });
 
+  test("collects after a burst whose heap a check saw grow while requests were in flight, though it shrank before the server went idle", () => {
+    const { state, tick } = rig(1000);
+    state.heap += 150 * MiB;
+    tick();
+    state.heap = 52 * MiB;
+    state.server.pendingRequests = 0;
+    tick();
+    expect(state.collections).toBe(1);
+  });
+
   test("follows a burst's collection with its passes, one per idle check, then drops compiled code once", () => {
     const { state, tick } = rig();
     state.heap += 20 * MiB;
