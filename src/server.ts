@@ -48,7 +48,9 @@ export function startGateway(config: Config, opts: ListenOptions & { db?: Db } =
     throw e;
   }
   svc.atStop.push(() => svc.db.$client.close(), () => lock.release());
-  return listen(svc, config, opts, svc.idempotency.abandonInFlight());
+  // What the burst read stays in SQLite's page cache (up to 2 MiB a connection); the OS keeps the file's pages.
+  const dropCaches = () => svc.db.$client.exec("PRAGMA shrink_memory");
+  return listen(svc, config, opts, svc.idempotency.abandonInFlight(), dropCaches);
 }
 
 /**
@@ -74,7 +76,7 @@ export interface HeapControl {
   collect(): void;
   /** A later pass: a full collection swept at once, so what the last one's finalizers let go is freed too. */
   settle(): void;
-  /** The last step: compiled code dropped, a full collection, and the engine's free pages back to the system. */
+  /** The last step: compiled code dropped, a full collection, the engine's free pages back to the system (and SQLite's page cache on SQLite). */
   shrink(): void;
 }
 
@@ -136,7 +138,7 @@ export interface ListenOptions {
 }
 
 /** The HTTP server on built services; their `atStop` runs once the last request has ended. */
-function listen<S extends Services>(svc: S, config: Config, opts: ListenOptions, abandoned: number): RunningGateway<S> {
+function listen<S extends Services>(svc: S, config: Config, opts: ListenOptions, abandoned: number, dropCaches?: () => void): RunningGateway<S> {
   svc.live.read = opts.read ?? (() => loadConfig(config.source === "built-in defaults" ? undefined : config.source));
   if (!opts.quiet) svc.live.log = (line) => console.log(line);
   if (!opts.quiet && abandoned) {
@@ -174,7 +176,8 @@ function listen<S extends Services>(svc: S, config: Config, opts: ListenOptions,
     throw listenError(e, config.host, port);
   }
   const server = app.server!;
-  const collector = opts.collectWhenIdle ? setInterval(idleCollector(server), IDLE_CHECK_MS) : null;
+  const heap: HeapControl = dropCaches ? { ...jscHeap, shrink: () => (dropCaches(), jscHeap.shrink()) } : jscHeap;
+  const collector = opts.collectWhenIdle ? setInterval(idleCollector(server, heap), IDLE_CHECK_MS) : null;
   collector?.unref();
   let closed = false;
   const close = async () => {
