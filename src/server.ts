@@ -91,8 +91,8 @@ const jscHeap: HeapControl = { size: heapSize, collect: () => Bun.gc(true), sett
  * One collection leaves about 15 MiB over the process before the burst: the streams' native objects
  * let go of what they hold only when swept, and the code the burst compiled (with its metadata and
  * the engine's pages around it) stays until it is dropped. So, while the server stays idle, two more
- * swept collections follow, one per check, then the compiled code is dropped and the engine returns
- * its free pages (bench/RESULTS.md, memory a minute after many streams). A request in flight at any
+ * swept collections follow, one per check, then the compiled code is dropped, the engine returns
+ * its free pages and SQLite its page cache (bench/RESULTS.md, memory a minute after many streams). A request in flight at any
  * of those checks ends the sequence: the burst is not over, and code dropped under load would be
  * compiled again at once.
  */
@@ -176,7 +176,11 @@ function listen<S extends Services>(svc: S, config: Config, opts: ListenOptions,
     throw listenError(e, config.host, port);
   }
   const server = app.server!;
-  const heap: HeapControl = dropCaches ? { ...jscHeap, shrink: () => (dropCaches(), jscHeap.shrink()) } : jscHeap;
+  const shrink = () => {
+    dropCaches?.();
+    jscHeap.shrink();
+  };
+  const heap: HeapControl = { ...jscHeap, shrink };
   const collector = opts.collectWhenIdle ? setInterval(idleCollector(server, heap), IDLE_CHECK_MS) : null;
   collector?.unref();
   let closed = false;
