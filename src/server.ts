@@ -1,7 +1,7 @@
 import { gcAndSweep, heapSize } from "bun:jsc";
 import type { Server } from "bun";
 import { loadConfig, type Config } from "./config/load.ts";
-import { acquireServeLock, ensureDatabaseFolder, type Db } from "./store/database.ts";
+import { acquireServeLock, dropPageCache, ensureDatabaseFolder, type Db } from "./store/database.ts";
 import { dashboardPage } from "./dashboard/page.ts";
 import { buildApp } from "./http/app.ts";
 import { findEndpoint } from "./http/endpoints.ts";
@@ -48,9 +48,7 @@ export function startGateway(config: Config, opts: ListenOptions & { db?: Db } =
     throw e;
   }
   svc.atStop.push(() => svc.db.$client.close(), () => lock.release());
-  // What the burst read stays in SQLite's page cache (up to 2 MiB a connection); the OS keeps the file's pages.
-  const dropCaches = () => svc.db.$client.exec("PRAGMA shrink_memory");
-  return listen(svc, config, opts, svc.idempotency.abandonInFlight(), dropCaches);
+  return listen(svc, config, opts, svc.idempotency.abandonInFlight(), () => dropPageCache(svc.db));
 }
 
 /**
