@@ -1,7 +1,7 @@
-import { heapSize } from "bun:jsc";
+import { gcAndSweep, heapSize } from "bun:jsc";
 import type { Server } from "bun";
 import { loadConfig, type Config } from "./config/load.ts";
-import { acquireServeLock, ensureDatabaseFolder, type Db } from "./store/database.ts";
+import { acquireServeLock, dropPageCache, ensureDatabaseFolder, type Db } from "./store/database.ts";
 import { dashboardPage } from "./dashboard/page.ts";
 import { buildApp } from "./http/app.ts";
 import { findEndpoint } from "./http/endpoints.ts";
@@ -48,7 +48,7 @@ export function startGateway(config: Config, opts: ListenOptions & { db?: Db } =
     throw e;
   }
   svc.atStop.push(() => svc.db.$client.close(), () => lock.release());
-  return listen(svc, config, opts, svc.idempotency.abandonInFlight());
+  return listen(svc, config, opts, svc.idempotency.abandonInFlight(), () => dropPageCache(svc.db));
 }
 
 /**
@@ -64,19 +64,62 @@ export async function startGatewayOnPostgres(config: Config, opts: ListenOptions
 const IDLE_CHECK_MS = 10_000;
 /** Growth of the JavaScript heap since the last collection worth a full one once the server is idle. */
 const IDLE_GROWTH_BYTES = 8 * 1024 * 1024;
+/** Collections after a burst's, one per idle check, before the code it compiled is dropped. */
+export const SETTLE_PASSES = 2;
+
+/** The JavaScript heap as the idle collector sees it: injectable, so tests count what it asks for instead. */
+export interface HeapControl {
+  size(): number;
+  /** The burst's collection: a full one, and mimalloc's free pages back to the system. */
+  collect(): void;
+  /** A later pass: a full collection swept at once, so what the last one's finalizers let go is freed too. */
+  settle(): void;
+  /** The last step: compiled code dropped, a full collection, the engine's free pages back to the system (and SQLite's page cache on SQLite). */
+  shrink(): void;
+}
+
+const jscHeap: HeapControl = { size: heapSize, collect: () => Bun.gc(true), settle: () => gcAndSweep(), shrink: () => Bun.shrink() };
 
 /**
  * Once a burst is over, nothing allocates, so nothing triggers a collection: what the burst left
  * (request bodies, parsed turns, streams' buffers) would be held until the next burst. A full
  * collection when no request is in flight and the heap has grown gives that memory back; it runs
  * once per burst, never under load (bench/RESULTS.md, many open streams).
+ *
+ * One collection leaves about 15 MiB over the process before the burst: the streams' native objects
+ * let go of what they hold only when swept, and the code the burst compiled (with its metadata and
+ * the engine's pages around it) stays until it is dropped. So, while the server stays idle, two more
+ * swept collections follow, one per check, then the compiled code is dropped, the engine returns
+ * its free pages and SQLite its page cache (bench/RESULTS.md, memory a minute after many streams). A request in flight at any
+ * of those checks ends the sequence: the burst is not over, and code dropped under load would be
+ * compiled again at once.
  */
-export function idleCollector(server: { pendingRequests: number }, heap: () => number = heapSize, collect: () => void = () => Bun.gc(true)): () => void {
-  let heapAfterCollection = heap();
+export function idleCollector(server: { pendingRequests: number }, heap: HeapControl = jscHeap): () => void {
+  let heapAfterCollection = heap.size();
+  /**
+   * The largest heap a check saw since the last collection: the engine's own collections during a
+   * burst's drain can bring it back under the threshold before the first idle check.
+   */
+  let peak = heapAfterCollection;
+  /** Steps left after a burst's collection: SETTLE_PASSES passes, then the shrink. */
+  let stepsLeft = 0;
   return () => {
-    if (server.pendingRequests > 0 || heap() - heapAfterCollection < IDLE_GROWTH_BYTES) return;
-    collect();
-    heapAfterCollection = heap();
+    peak = Math.max(peak, heap.size());
+    if (server.pendingRequests > 0) {
+      stepsLeft = 0;
+      return;
+    }
+    if (peak - heapAfterCollection >= IDLE_GROWTH_BYTES) {
+      heap.collect();
+      stepsLeft = SETTLE_PASSES + 1;
+    } else if (stepsLeft > 1) {
+      heap.settle();
+      stepsLeft--;
+    } else if (stepsLeft === 1) {
+      heap.shrink();
+      stepsLeft = 0;
+    } else return;
+    heapAfterCollection = peak = heap.size();
   };
 }
 
@@ -93,7 +136,7 @@ export interface ListenOptions {
 }
 
 /** The HTTP server on built services; their `atStop` runs once the last request has ended. */
-function listen<S extends Services>(svc: S, config: Config, opts: ListenOptions, abandoned: number): RunningGateway<S> {
+function listen<S extends Services>(svc: S, config: Config, opts: ListenOptions, abandoned: number, dropCaches?: () => void): RunningGateway<S> {
   svc.live.read = opts.read ?? (() => loadConfig(config.source === "built-in defaults" ? undefined : config.source));
   if (!opts.quiet) svc.live.log = (line) => console.log(line);
   if (!opts.quiet && abandoned) {
@@ -131,7 +174,12 @@ function listen<S extends Services>(svc: S, config: Config, opts: ListenOptions,
     throw listenError(e, config.host, port);
   }
   const server = app.server!;
-  const collector = opts.collectWhenIdle ? setInterval(idleCollector(server), IDLE_CHECK_MS) : null;
+  const shrink = () => {
+    dropCaches?.();
+    jscHeap.shrink();
+  };
+  const heap: HeapControl = { ...jscHeap, shrink };
+  const collector = opts.collectWhenIdle ? setInterval(idleCollector(server, heap), IDLE_CHECK_MS) : null;
   collector?.unref();
   let closed = false;
   const close = async () => {
