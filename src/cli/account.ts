@@ -1,3 +1,4 @@
+import { hashPassword } from "../auth/passwords.ts";
 import { Notices } from "../notices/notices.ts";
 import { STARTING_BALANCE_NANO } from "../store/accounts/contract.ts";
 import { invocation, parse, required, UsageError, usdFlag } from "./args.ts";
@@ -67,7 +68,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
   if (sub === "create") {
     const email = required(values, "email");
     const balanceNano = values.balance === undefined ? undefined : usdFlag("balance", values.balance);
-    const passwordHash = values["password-stdin"] ? await Bun.password.hash(await readPasswordFromStdin()) : null;
+    const passwordHash = values["password-stdin"] ? await hashPassword(await readPasswordFromStdin()) : null;
     const admin = values.admin ?? false;
     const acc = await ctx.accounts.create(email, { balanceNano, passwordHash, admin });
     if (admin) await ctx.audit.record({ actorAccountId: null, action: "admin_granted", targetAccountId: acc.id });
@@ -134,7 +135,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
     const data: Record<string, unknown> = { id: acc.id, email: acc.email };
     const said: string[] = [];
     if (setsPassword) {
-      await ctx.accounts.setPasswordHash(acc.id, await Bun.password.hash(await readPasswordFromStdin()));
+      await ctx.accounts.setPasswordHash(acc.id, await hashPassword(await readPasswordFromStdin()));
       // Whoever logged in with the old password (or a stolen session) is out.
       const ended = await ctx.sessions.revokeAll(acc.id);
       await ctx.audit.record({ actorAccountId: null, action: "password_set", targetAccountId: acc.id });
