@@ -131,6 +131,11 @@ export interface ListenOptions {
    * program (the tests), whose own allocations would make it run while their timers are measured.
    */
   collectWhenIdle?: boolean;
+  /**
+   * Tests only: how often the idle checks run (IDLE_CHECK_MS by default) and the heap they act on (the
+   * engine's). The shrink step drops SQLite's page cache before the heap's own shrink either way.
+   */
+  idleChecks?: { everyMs?: number; heap?: HeapControl };
   /** How a reload reads the config again (serve's: its file and --db); by default the file it came from. */
   read?: () => Config;
 }
@@ -174,12 +179,13 @@ function listen<S extends Services>(svc: S, config: Config, opts: ListenOptions,
     throw listenError(e, config.host, port);
   }
   const server = app.server!;
+  const base = opts.idleChecks?.heap ?? jscHeap;
   const shrink = () => {
     dropCaches?.();
-    jscHeap.shrink();
+    base.shrink();
   };
-  const heap: HeapControl = { ...jscHeap, shrink };
-  const collector = opts.collectWhenIdle ? setInterval(idleCollector(server, heap), IDLE_CHECK_MS) : null;
+  const heap: HeapControl = { ...base, shrink };
+  const collector = opts.collectWhenIdle ? setInterval(idleCollector(server, heap), opts.idleChecks?.everyMs ?? IDLE_CHECK_MS) : null;
   collector?.unref();
   let closed = false;
   const close = async () => {

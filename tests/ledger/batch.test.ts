@@ -4,7 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { Keys } from "../../src/store/keys/sqlite.ts";
-import { migrate, openDatabase, type Db } from "../../src/store/engine/sqlite/client.ts";
+import { migrate, openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from "../../src/store/engine/sqlite/client.ts";
+import { changeWatch } from "../../src/store/engine/sqlite/change-watch.ts";
+import { asGatewayError } from "../../src/core/errors.ts";
 import { Accounts } from "../../src/store/accounts/sqlite.ts";
 import { Ledger } from "../../src/store/ledger/sqlite.ts";
 import { GroupCommit } from "../../src/store/commits/sqlite.ts";
@@ -25,7 +27,8 @@ let told: string[];
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "gw-batch-fail-"));
-  db = openDatabase(join(dir, "gateway.db"));
+  // As the server opens it: a statement waits at most 10 ms for another process's lock.
+  db = openDatabase(join(dir, "gateway.db"), { busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS });
   migrate(db);
   commits = new GroupCommit(db.$client);
   ledger = new Ledger(db, commits);
@@ -134,5 +137,76 @@ describe("the balance a charge in a batch caps at", () => {
       { chargedNano: 100_000_000, shortfallNano: 200_000_000 },
     ]);
     expect(books(a.accountId, a.keyId)).toEqual({ balance: 0, sum: 0, spent: 400_000_000 });
+  });
+});
+
+describe("a batch run again after a failing charge, when another process takes the write lock in between", () => {
+  /**
+   * Another connection (the CLI crediting an account) that takes the write lock at the one moment it
+   * is free during the replay: after the batch's ROLLBACK, before its new BEGIN IMMEDIATE (the
+   * in-memory copies are forgotten there, with no transaction open).
+   */
+  function lockTakenAtReplay() {
+    const cli = new Database(join(dir, "gateway.db"), { strict: true });
+    cli.exec("PRAGMA busy_timeout = 0");
+    let armed = true;
+    let taken = false;
+    changeWatch(db.$client).onChange(() => {
+      if (!armed || db.$client.inTransaction) return;
+      armed = false;
+      cli.exec("BEGIN IMMEDIATE");
+      taken = true;
+    });
+    return {
+      taken: () => taken,
+      release() {
+        cli.exec("ROLLBACK");
+        cli.close();
+      },
+    };
+  }
+
+  /**
+   * Two charges of 0.1 USD in a batch, then a third refused by the database; the lock is taken as the
+   * two run again. (A write after the failing one would start a batch of its own, waiting for the lock.)
+   */
+  async function failedReplay() {
+    const a = await account(1);
+    db.$client.run("CREATE TEMP TRIGGER refuse_one BEFORE INSERT ON ledger_entries WHEN NEW.request_id = 'gw_r3' BEGIN SELECT RAISE(ABORT, 'refused'); END");
+    const holds = [1, 2, 3].map((i) => ledger.reserve(`gw_r${i}`, a.accountId, a.keyId, 1000));
+    const cli = lockTakenAtReplay();
+    const posted = holds.map((h) => h.post(100_000_000, () => logs.write(row(h.requestId, a))));
+    // Read as each waiter resumes: its hold must be gone by then (let go before the waiter is told).
+    const heldAtWaiter: boolean[] = [];
+    const results = await Promise.allSettled(posted.map((p, i) => p.finally(() => (heldAtWaiter[i] = ledger.holds.list().includes(holds[i]!)))));
+    return { a, cli, results, heldAtWaiter };
+  }
+
+  it("fails every write of the batch with SQLITE_BUSY (a 503), lets every hold go and writes nothing of them", async () => {
+    const { a, cli, results, heldAtWaiter } = await failedReplay();
+    try {
+      expect(cli.taken()).toBe(true);
+      const codes = results.map((r) => (r.status === "rejected" ? String((r.reason as { code?: string }).code ?? (r.reason as Error).message) : "committed"));
+      expect(codes).toEqual(["SQLITE_BUSY", "SQLITE_BUSY", expect.stringMatching(/CONSTRAINT|refused/)]);
+      const busy = asGatewayError((results[0] as PromiseRejectedResult).reason);
+      expect([busy.status, busy.code]).toEqual([503, "database_unavailable"]);
+      expect(heldAtWaiter).toEqual([false, false, false]);
+      expect(ledger.holds.account(a.accountId)).toBe(0);
+      expect(db.$client.inTransaction).toBe(false);
+    } finally {
+      cli.release();
+    }
+    expect(books(a.accountId, a.keyId)).toEqual({ balance: USD, sum: USD, spent: 0 });
+    expect(logged()).toEqual([]);
+  });
+
+  it("commits the next batch as usual once the other process lets go of the lock", async () => {
+    const { a, cli } = await failedReplay();
+    cli.release();
+    const hold = ledger.reserve("gw_r4", a.accountId, a.keyId, 1000);
+    expect(await hold.post(100_000_000, () => logs.write(row("gw_r4", a)))).toEqual({ chargedNano: 100_000_000, shortfallNano: 0 });
+    expect(books(a.accountId, a.keyId)).toEqual({ balance: 900_000_000, sum: 900_000_000, spent: 100_000_000 });
+    expect(logged()).toEqual(["gw_r4"]);
+    expect(commits.failing).toBeNull();
   });
 });

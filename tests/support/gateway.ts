@@ -5,7 +5,7 @@ import { parseConfig, type Config } from "../../src/config/load.ts";
 import { usdToNano } from "../../src/core/money.ts";
 import type { NewKey } from "../../src/store/keys/contract.ts";
 import type { SqliteServices } from "../../src/services.ts";
-import { startGateway, type RunningGateway } from "../../src/server.ts";
+import { startGateway, type ListenOptions, type RunningGateway } from "../../src/server.ts";
 import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";
 import { tempInstallation } from "./cli.ts";
 import { stringify } from "smol-toml";
@@ -62,10 +62,10 @@ export function testConfig(config: Record<string, unknown>): { config: Config; d
   return { config: parseConfig(raw, "test config"), dir };
 }
 
-/** Boots the real server on a random port with a fresh SQLite file (see testConfig). */
-export async function startTestGateway(config: Record<string, unknown> = {}): Promise<TestGateway> {
+/** Boots the real server on a random port with a fresh SQLite file (see testConfig); `listen` as `gateway serve`'s own (the idle collector). */
+export async function startTestGateway(config: Record<string, unknown> = {}, listen: ListenOptions = {}): Promise<TestGateway> {
   const { config: cfg, dir } = testConfig(config);
-  const gw = startGateway(cfg, { port: 0, quiet: true });
+  const gw = startGateway(cfg, { port: 0, quiet: true, ...listen });
   return {
     ...gw,
     ...accountsOf(gw.services),
@@ -88,13 +88,17 @@ export async function startGatewayOnMock(opts: {
   openai?: boolean;
   providers?: (up: MockUpstream) => Record<string, unknown>[];
   limits?: Record<string, unknown>;
+  listen?: ListenOptions;
 }): Promise<{ up: MockUpstream; gw: TestGateway; stop(): Promise<void> }> {
   const up = await startMockUpstream();
-  const gw = await startTestGateway({
-    providers: opts.providers ? opts.providers(up) : mockProviders(up, opts.openai),
-    models: opts.models,
-    ...(opts.limits ? { limits: opts.limits } : {}),
-  });
+  const gw = await startTestGateway(
+    {
+      providers: opts.providers ? opts.providers(up) : mockProviders(up, opts.openai),
+      models: opts.models,
+      ...(opts.limits ? { limits: opts.limits } : {}),
+    },
+    opts.listen,
+  );
   return {
     up,
     gw,

@@ -188,8 +188,12 @@ export class GroupCommit {
   /**
    * Rolls the batch back and runs its writes again, in order, in a new transaction. A write that fails
    * now (it read what the failed one left undone differently) fails alone too, and the rest run once
-   * more. Between the ROLLBACK and the BEGIN another process may take the write lock: the batch's
-   * writes then fail as a failed COMMIT fails them, with nothing of them in the database.
+   * more. Between the ROLLBACK and the BEGIN another process (the CLI's credit) may take the write
+   * lock. The BEGIN then waits for it on the connection's busy_timeout, the event loop blocked (the
+   * server's: 10 ms): a write that short is over by then and the replay goes on as usual. Held longer,
+   * the BEGIN fails with SQLITE_BUSY and so do the batch's writes, as a failed COMMIT fails them: each
+   * told settled (its hold let go), its waiter rejected (503), nothing of them in the database. The
+   * replay runs inside the failing write's call, so it cannot wait between turns as `run` does.
    */
   private redo(): void {
     this.replaying = true;
