@@ -267,6 +267,31 @@ describe("the rows the access log and metrics are told of", () => {
     expect(db.$client.query("SELECT status FROM request_logs WHERE request_id = 'gw_f1'").all()).toEqual([{ status: 503 }]);
   });
 
+  /** A write that writes its row, then fails. */
+  const failsAfterItsRow = (r: LogRow) => () => {
+    logs.write(r);
+    throw new Error("refused after its row");
+  };
+
+  it("are none of a write that failed after writing its row, the batch run again without it", async () => {
+    const a = await account(1);
+    const results = await Promise.allSettled([commits.run(() => logs.write(row("gw_s1", a))), commits.run(failsAfterItsRow(row("gw_s2", a)))]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
+    expect(logged()).toEqual(["gw_s1"]);
+    expect(told).toEqual(["gw_s1"]);
+  });
+
+  it("are none of a write that failed after writing its row under a savepoint of its own", async () => {
+    const a = await account(1);
+    const first = commits.run(() => logs.write(row("gw_v1", a)));
+    // A row written beside the group commit in the open batch: every later write takes a savepoint.
+    logs.write(row("gw_v2", a));
+    const results = await Promise.allSettled([first, commits.run(failsAfterItsRow(row("gw_v3", a)))]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
+    expect(logged()).toEqual(["gw_v1", "gw_v2"]);
+    expect(told).toEqual(["gw_v1", "gw_v2"]);
+  });
+
   it("are told at once of a row written with no batch open (the CLI's)", () => {
     const a = { accountId: 1, keyId: 1 };
     new RequestLog(db, { commits, onRow: (r) => told.push(r.requestId) }).write({ ...row("gw_n1", a), accountId: null, keyId: null });

@@ -158,9 +158,9 @@ export class GroupCommit {
 
   private write(fn: () => unknown): Write {
     this.begin();
-    if (!this.db.inTransaction) {
-      // A write that fails quietly (a log row) let SQLite end the batch: its writes (ours, and any made
-      // beside the group commit, whose rows are not to be told) are gone; this one starts the next.
+    if (this.writes.length > 0 && !this.db.inTransaction) {
+      // A write that fails quietly (a log row) let SQLite end the batch: its writes are gone, and its
+      // rows are not to be told; this one starts the next.
       this.end(batchLost());
       this.begin();
     }
