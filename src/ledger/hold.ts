@@ -20,8 +20,9 @@ export interface Rider {
 /**
  * What a post runs in its transaction beside the charge (the request's log row): on SQLite the group
  * commit's transaction is open on the one connection, so it gets null and writes as usual; on
- * PostgreSQL it gets the transaction to write through. With a `rider`, PostgreSQL needs no
- * transaction at all: the write joins the charge's own statement.
+ * PostgreSQL it gets the transaction to write through, and may resolve to a function to call once
+ * that transaction has committed (the row's telling, store/request-log/contract.ts). With a `rider`,
+ * PostgreSQL needs no transaction at all: the write joins the charge's own statement.
  */
 export type Alongside = ((tx: SQL | null) => unknown) & { rider?: () => Rider };
 

@@ -156,3 +156,66 @@ describe("an unexpected error", () => {
     expect(errs.filter((l) => "stack" in l).length).toBeLessThanOrEqual(1);
   });
 });
+
+describe("the access log and metrics of a request whose batch failed", () => {
+  let logged: TestGateway;
+  beforeAll(async () => {
+    logged = await startTestGateway({ limits: { default_rpm: 10_000 }, server: { access_log: true } });
+  });
+  afterAll(() => logged.stop());
+  afterEach(() => {
+    const db = logged.services.db.$client;
+    db.exec("DROP TRIGGER IF EXISTS unsettled");
+    db.exec("DROP TRIGGER IF EXISTS full");
+    db.exec("DROP TABLE IF EXISTS dangling");
+  });
+
+  /** The request's access log lines, the requests the metrics counted served (200), and its answer's status. */
+  async function request(): Promise<{ status: number; lines: { status: number }[]; served: number }> {
+    const a = await logged.account(1);
+    const served = async () => [...(await logged.services.metrics.render()).matchAll(/^gateway_requests_total\{[^}]*status="200"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    const before = await served();
+    let out = "";
+    const write = process.stdout.write;
+    // The lines go to stdout every half second: caught from the request to the flush, so that none is missed.
+    process.stdout.write = ((chunk: string) => ((out += chunk), true)) as typeof process.stdout.write;
+    let res: Response;
+    try {
+      res = await postWithApiKey(logged, "/v1/chat/completions", chat, a.key);
+      await res.text();
+      // The failure's row is written after the answer, through the next batch.
+      await Bun.sleep(50);
+      logged.services.accessLog!.flush();
+    } finally {
+      process.stdout.write = write;
+    }
+    const lines = out.split("\n").filter((l) => l.includes(idOf(res))).map((l) => JSON.parse(l) as { status: number });
+    return { status: res.status, lines, served: (await served()) - before };
+  }
+
+  it("is one line with the failure, not 200, when the batch's COMMIT failed", async () => {
+    const db = logged.services.db.$client;
+    // A deferred foreign key, checked at the COMMIT, broken by the served request's row only.
+    db.exec("CREATE TABLE dangling (id INTEGER PRIMARY KEY, ref INTEGER REFERENCES dangling(id) DEFERRABLE INITIALLY DEFERRED)");
+    db.exec("CREATE TEMP TRIGGER unsettled AFTER INSERT ON request_logs WHEN NEW.status = 200 BEGIN INSERT INTO dangling (ref) VALUES (-1); END");
+    const r = await request();
+    expect(r.status).toBe(500);
+    expect(r.lines.map((l) => l.status)).toEqual([500]);
+    expect(r.served).toBe(0);
+  });
+
+  it("is one line with the 503, not 200, when SQLite rolled the batch back (a full disk)", async () => {
+    logged.services.db.$client.exec("CREATE TEMP TRIGGER full BEFORE INSERT ON request_logs WHEN NEW.status = 200 BEGIN SELECT RAISE(ROLLBACK, 'disk full'); END");
+    const r = await request();
+    expect(r.status).toBe(503);
+    expect(r.lines.map((l) => l.status)).toEqual([503]);
+    expect(r.served).toBe(0);
+  });
+
+  it("is one line with 200 when the batch committed", async () => {
+    const r = await request();
+    expect(r.status).toBe(200);
+    expect(r.lines.map((l) => l.status)).toEqual([200]);
+    expect(r.served).toBe(1);
+  });
+});

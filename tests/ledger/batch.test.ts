@@ -200,6 +200,12 @@ describe("a batch run again after a failing charge, when another process takes t
     expect(logged()).toEqual([]);
   });
 
+  it("tells the access log and metrics of none of the batch's rows", async () => {
+    const { cli } = await failedReplay();
+    cli.release();
+    expect(told).toEqual([]);
+  });
+
   it("commits the next batch as usual once the other process lets go of the lock", async () => {
     const { a, cli } = await failedReplay();
     cli.release();
@@ -208,5 +214,87 @@ describe("a batch run again after a failing charge, when another process takes t
     expect(books(a.accountId, a.keyId)).toEqual({ balance: 900_000_000, sum: 900_000_000, spent: 100_000_000 });
     expect(logged()).toEqual(["gw_r4"]);
     expect(commits.failing).toBeNull();
+  });
+});
+
+describe("the rows the access log and metrics are told of", () => {
+  /** Charges with their log rows in one batch, their waiters settled. */
+  async function batch(ids: string[]) {
+    const a = await account(1);
+    const holds = ids.map((id) => ledger.reserve(id, a.accountId, a.keyId, 1000));
+    return Promise.allSettled(holds.map((h) => h.post(1_000_000, () => logs.write(row(h.requestId, a)))));
+  }
+
+  it("are none of a batch whose COMMIT fails", async () => {
+    // A deferred foreign key is checked at the COMMIT: the batch's writes all ran, then it fails.
+    db.$client.run("CREATE TABLE dangling (id INTEGER PRIMARY KEY, ref INTEGER REFERENCES dangling(id) DEFERRABLE INITIALLY DEFERRED)");
+    db.$client.run("CREATE TEMP TRIGGER unsettled AFTER INSERT ON request_logs WHEN NEW.request_id = 'gw_c2' BEGIN INSERT INTO dangling (ref) VALUES (-1); END");
+    const results = await batch(["gw_c1", "gw_c2"]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(logged()).toEqual([]);
+    expect(told).toEqual([]);
+  });
+
+  it("are none of a batch that SQLite rolled back under a row's failed write (a full disk)", async () => {
+    // The row's write fails quietly (a log row never fails its request), and its batch is gone with it.
+    db.$client.run("CREATE TEMP TRIGGER full BEFORE INSERT ON request_logs WHEN NEW.request_id = 'gw_d2' BEGIN SELECT RAISE(ROLLBACK, 'disk full'); END");
+    const results = await batch(["gw_d1", "gw_d2"]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(logged()).toEqual([]);
+    expect(told).toEqual([]);
+  });
+
+  it("are each row of a committed batch once, in the order written, after the COMMIT and before the waiters", async () => {
+    const seen: { id: string; inTransaction: boolean }[] = [];
+    logs = new RequestLog(db, { commits, onRow: (r) => seen.push({ id: r.requestId, inTransaction: db.$client.inTransaction }) });
+    const a = await account(1);
+    const holds = ["gw_o1", "gw_o2", "gw_o3"].map((id) => ledger.reserve(id, a.accountId, a.keyId, 1000));
+    const atWaiter: number[] = [];
+    const posted = holds.map((h) => h.post(1_000_000, () => logs.write(row(h.requestId, a))).then(() => atWaiter.push(seen.length)));
+    expect(seen).toEqual([]);
+    await Promise.all(posted);
+    expect(seen).toEqual(["gw_o1", "gw_o2", "gw_o3"].map((id) => ({ id, inTransaction: false })));
+    expect(atWaiter).toEqual([3, 3, 3]);
+  });
+
+  it("are the failure's own row, not the row of the batch that failed, when a request is logged again under its id", async () => {
+    db.$client.run("CREATE TEMP TRIGGER full BEFORE INSERT ON request_logs WHEN NEW.status = 200 BEGIN SELECT RAISE(ROLLBACK, 'disk full'); END");
+    const a = await account(1);
+    const [result] = await batch(["gw_f1"]);
+    expect(result!.status).toBe("rejected");
+    await commits.run(() => logs.write({ ...row("gw_f1", a), status: 503, errorCode: "database_unavailable" }));
+    expect(told).toEqual(["gw_f1"]);
+    expect(db.$client.query("SELECT status FROM request_logs WHERE request_id = 'gw_f1'").all()).toEqual([{ status: 503 }]);
+  });
+
+  /** A write that writes its row, then fails. */
+  const failsAfterItsRow = (r: LogRow) => () => {
+    logs.write(r);
+    throw new Error("refused after its row");
+  };
+
+  it("are none of a write that failed after writing its row, the batch run again without it", async () => {
+    const a = await account(1);
+    const results = await Promise.allSettled([commits.run(() => logs.write(row("gw_s1", a))), commits.run(failsAfterItsRow(row("gw_s2", a)))]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
+    expect(logged()).toEqual(["gw_s1"]);
+    expect(told).toEqual(["gw_s1"]);
+  });
+
+  it("are none of a write that failed after writing its row under a savepoint of its own", async () => {
+    const a = await account(1);
+    const first = commits.run(() => logs.write(row("gw_v1", a)));
+    // A row written beside the group commit in the open batch: every later write takes a savepoint.
+    logs.write(row("gw_v2", a));
+    const results = await Promise.allSettled([first, commits.run(failsAfterItsRow(row("gw_v3", a)))]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
+    expect(logged()).toEqual(["gw_v1", "gw_v2"]);
+    expect(told).toEqual(["gw_v1", "gw_v2"]);
+  });
+
+  it("are told at once of a row written with no batch open (the CLI's)", () => {
+    const a = { accountId: 1, keyId: 1 };
+    new RequestLog(db, { commits, onRow: (r) => told.push(r.requestId) }).write({ ...row("gw_n1", a), accountId: null, keyId: null });
+    expect(told).toEqual(["gw_n1"]);
   });
 });

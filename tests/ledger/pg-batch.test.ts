@@ -299,4 +299,39 @@ describe("posts of one turn", () => {
       await sql.unsafe("DROP TRIGGER one_charge_only ON ledger_entries; DROP FUNCTION one_charge_only()");
     }
   });
+
+  it("with their log rows tell the access log and metrics only of the rows whose charge committed", async () => {
+    const told: string[] = [];
+    const log = new PgRequestLog({ $client: sql } as unknown as PgDb, { onRow: (r) => told.push(r.requestId) });
+    const withRow = (h: Hold) => Object.assign(() => {}, { rider: () => log.rider({ requestId: h.requestId, accountId: h.accountId, keyId: h.keyId, method: "POST", path: "/v1/chat/completions", status: 200, latencyMs: 3, costNano: USD / 10 }) });
+    const a = await account(10);
+    const holds = (await oneTurn(Array.from({ length: 3 }, () => ({ ...a, amountNano: USD })))).filter(isHold);
+    const refused = holds[1]!.requestId;
+    await sql.unsafe(`CREATE FUNCTION refuse_one() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.request_id = '${refused}' THEN RAISE EXCEPTION 'charge refused for the test'; END IF; RETURN NEW; END $$`);
+    await sql.unsafe("CREATE TRIGGER refuse_one BEFORE INSERT ON ledger_entries FOR EACH ROW EXECUTE FUNCTION refuse_one()");
+    try {
+      const results = await Promise.allSettled(holds.map((h) => h.post(USD / 10, withRow(h))));
+      expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+      expect(told.sort()).toEqual([holds[0]!.requestId, holds[2]!.requestId].sort());
+    } finally {
+      await sql.unsafe("DROP TRIGGER refuse_one ON ledger_entries; DROP FUNCTION refuse_one()");
+    }
+  });
+
+  it("with a log row written in the charge's own transaction (no rider) tell it once that transaction committed", async () => {
+    const told: string[] = [];
+    const log = new PgRequestLog({ $client: sql } as unknown as PgDb, { onRow: (r) => told.push(r.requestId) });
+    const a = await account(10);
+    const [h] = (await oneTurn([{ ...a, amountNano: USD }])).filter(isHold);
+    const row = { requestId: h!.requestId, accountId: a.accountId, keyId: a.keyId, method: "POST", path: "/v1/chat/completions", status: 200, latencyMs: 3, costNano: USD / 10 };
+    let toldInTransaction: string[] | null = null;
+    await h!.post(USD / 10, async (tx) => {
+      const tell = await log.write(row, tx);
+      toldInTransaction = [...told];
+      return tell;
+    });
+    expect(toldInTransaction!).toEqual([]);
+    expect(told).toEqual([h!.requestId]);
+  });
 });

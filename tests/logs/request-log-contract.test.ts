@@ -176,13 +176,30 @@ describe("the request log on PostgreSQL, batched", () => {
     expect(await stored(o, dropped.requestId)).toBeNull();
   });
 
-  it("fails the transaction whose row is refused, with an operator event, and still tells onRow", async () => {
+  it("tells onRow of a row written through a transaction once it committed, never of one rolled back", async () => {
+    const told: LogRow[] = [];
+    const log = new PgRequestLog(pgOf(o), { onRow: (r) => told.push(r) });
+    const [kept, dropped] = [row(), row()];
+    const tell = await sql.begin(async (tx) => {
+      const t = await log.write(kept, tx);
+      expect(told).toEqual([]);
+      return t;
+    });
+    tell?.();
+    await expect(sql.begin(async (tx) => {
+      await log.write(dropped, tx);
+      throw new Error("charge refused");
+    })).rejects.toThrow("charge refused");
+    expect(told).toEqual([kept]);
+  });
+
+  it("fails the transaction whose row is refused, with an operator event, and tells onRow nothing", async () => {
     const told: LogRow[] = [];
     const log = new PgRequestLog(pgOf(o), { onRow: (r) => told.push(r) });
     const bad = row({ status: null as never });
     lines = [];
     await expect(sql.begin(async (tx) => log.write(bad, tx))).rejects.toThrow();
-    expect(told).toEqual([bad]);
+    expect(told).toEqual([]);
     expect(lines.map((l) => JSON.parse(l)).some((e) => e.event === "request_log_write_failed" && e.request_id === bad.requestId)).toBe(true);
   });
 

@@ -62,8 +62,13 @@ export class GroupCommit {
    * long as whoever writes on this connection keeps them current or forgets them, as the writers of money do.
    */
   exact = false;
-  /** The batch's writes are running again after one failed: what they tell others (a log row's access log line) was told already. */
-  replaying = false;
+  /**
+   * What to tell once the open batch commits (a request log row, to the access log and metrics), in the
+   * order written: whom, and of what. Never told for a batch that fails; a replay writes the rows again
+   * and keeps only its own (see redo). Reused across batches: no array or closure per request.
+   */
+  private readonly tellers: ((row: never) => void)[] = [];
+  private readonly told: unknown[] = [];
   private readonly savepoint: (fn: () => unknown) => unknown;
   private readonly watch: ChangeWatch;
   private readonly commitTurn = () => this.commit();
@@ -92,6 +97,16 @@ export class GroupCommit {
   /** Told of a write on this connection that SQLite's update hook does not report (a WITHOUT ROWID table's). */
   wrote(): void {
     if (this.open && !this.inWrite) this.foreign = true;
+  }
+
+  /**
+   * Tells `tell` of `row`, written just now, once it is durable: after the open batch's COMMIT, or at
+   * once when no batch is open (the write committed by itself). Never if the batch fails.
+   */
+  afterCommit<R>(tell: (row: R) => void, row: R): void {
+    if (!this.open) return tell(row);
+    this.tellers.push(tell);
+    this.told.push(row);
   }
 
   /** Runs `fn` (synchronous SQLite work) in the batch now and returns its result. */
@@ -144,7 +159,8 @@ export class GroupCommit {
   private write(fn: () => unknown): Write {
     this.begin();
     if (this.writes.length > 0 && !this.db.inTransaction) {
-      // A write that fails quietly (a log row) let SQLite end the batch: its writes are gone; this one starts the next.
+      // A write that fails quietly (a log row) let SQLite end the batch: its writes are gone, and its
+      // rows are not to be told; this one starts the next.
       this.end(batchLost());
       this.begin();
     }
@@ -152,11 +168,14 @@ export class GroupCommit {
     const own = this.foreign;
     this.listen(false);
     this.inWrite = true;
+    // What the write asks to tell is undone with it.
+    const telling = this.told.length;
     let value: unknown;
     try {
       value = own ? this.savepoint(fn) : fn();
     } catch (e) {
       this.inWrite = false;
+      this.tellers.length = this.told.length = telling;
       this.failed(e, own);
       throw e;
     }
@@ -196,7 +215,6 @@ export class GroupCommit {
    * replay runs inside the failing write's call, so it cannot wait between turns as `run` does.
    */
   private redo(): void {
-    this.replaying = true;
     this.inWrite = true;
     try {
       for (let again = true; again; ) {
@@ -204,6 +222,8 @@ export class GroupCommit {
         this.rollbackStmt.run();
         this.exact = false;
         this.watch.forget();
+        // The writes run again ask again: each row is told once, and a write that fails now tells nothing.
+        this.untell();
         if (this.writes.length === 0) {
           this.open = false;
           return;
@@ -233,7 +253,6 @@ export class GroupCommit {
         }
       }
     } finally {
-      this.replaying = false;
       this.inWrite = false;
     }
   }
@@ -244,6 +263,7 @@ export class GroupCommit {
     this.exact = false;
     // What the copies learnt from it is gone too.
     this.watch.forget();
+    this.untell();
     for (const w of this.writes.splice(0)) {
       w.settled?.();
       w.reject?.(e);
@@ -333,6 +353,7 @@ export class GroupCommit {
       // every balance consistent (a settle that finds no hold charges without releasing one).
       if (this.db.inTransaction) this.db.run("ROLLBACK");
       this.watch.forget();
+      this.untell();
       this.failing = e;
       for (const w of writes) {
         w.settled?.();
@@ -342,9 +363,29 @@ export class GroupCommit {
     }
     this.failing = null;
     this.onCommit?.(writes.length);
-    for (const w of writes) {
-      w.settled?.();
-      w.resolve?.(w.value);
+    // Before the waiters: a client that has its answer finds its request in the access log and metrics.
+    try {
+      this.tellCommitted();
+    } finally {
+      for (const w of writes) {
+        w.settled?.();
+        w.resolve?.(w.value);
+      }
     }
+  }
+
+  private tellCommitted(): void {
+    const tellers = this.tellers as ((row: unknown) => void)[];
+    const told = this.told;
+    try {
+      for (let i = 0; i < told.length; i++) tellers[i]!(told[i]);
+    } finally {
+      this.untell();
+    }
+  }
+
+  private untell(): void {
+    this.tellers.length = 0;
+    this.told.length = 0;
   }
 }

@@ -250,12 +250,14 @@ export class PgLedger implements MoneyLedger, HoldOwner {
         settlement = await this.posts.add({ hold, id, cost, rider });
       } else {
         const params = [id, hold.accountId, hold.keyId, cost, hold.requestId, Date.now(), ...periodStarts(this.clock.now())];
+        let committed: unknown;
         settlement = await this.sql.begin(async (tx) => {
           // The other write first: it locks nothing, so the account's row is held only from the
           // money statement to the COMMIT that follows it.
-          await alongside(tx);
+          committed = await alongside(tx);
           return settled(cost, await tx.unsafe(POST, params));
         });
+        if (typeof committed === "function") committed();
       }
       this.forget(hold);
       return settlement;

@@ -11,6 +11,9 @@ export const DAY_MS = 24 * 3600 * 1000;
 export const DEFAULT_RETENTION_DAYS = 90;
 export const LOG_RETENTION_MS = DEFAULT_RETENTION_DAYS * DAY_MS;
 
+/** Tells onRow of a row written through a transaction: for its caller to call once that transaction committed. */
+export type Told = () => void;
+
 export interface LogRow {
   requestId: string;
   accountId?: number | null;
@@ -57,11 +60,13 @@ export interface RequestLogStore {
   /** How long rows are kept: `[logs] retention_days`. */
   readonly retentionDays: number;
   /**
-   * Writes the row (never failing the request it describes) and tells onRow. On PostgreSQL, `tx` is
-   * the hold's transaction (ledger/hold.ts Alongside) to write it through; SQLite's group commit is
-   * already open on its one connection and gives null.
+   * Writes the row (never failing the request it describes) and tells onRow once the row is durable:
+   * on SQLite after its group-commit batch's COMMIT (never for a batch that fails), at once outside a
+   * batch. On PostgreSQL, `tx` is the hold's transaction (ledger/hold.ts Alongside) to write it
+   * through, and write resolves to what tells onRow once `tx` has committed; SQLite's group commit
+   * is already open on its one connection and gives null.
    */
-  write(r: LogRow, tx?: SQL | null): void | Promise<void>;
+  write(r: LogRow, tx?: SQL | null): void | Promise<void | Told>;
   /** Rows still on their way reach the database (the server's stop). */
   flush(): void | Promise<void>;
   /** PostgreSQL: the row as a rider on the charge's statement (store/commits/contract.ts), instead of a write in a transaction. */

@@ -2,7 +2,7 @@ import type { SQL } from "bun";
 import type { Rider } from "../../ledger/hold.ts";
 import type { PgDb } from "../engine/postgres/client.ts";
 import { events } from "../../core/events.ts";
-import { DEFAULT_RETENTION_DAYS, type LogRow, type RequestLogStore } from "./contract.ts";
+import { DEFAULT_RETENTION_DAYS, type LogRow, type RequestLogStore, type Told } from "./contract.ts";
 import { LOG_COLUMN_COUNT, LOG_COLUMNS, logValues, pruneBefore } from "./rows.ts";
 
 // The request log on PostgreSQL (`[database] url`). A row per request, each its own INSERT, would
@@ -59,12 +59,14 @@ export class PgRequestLog implements RequestLogStore {
   }
 
   /**
-   * Without `tx`: the row joins this turn's INSERT and write returns at once; a failed INSERT is an
-   * operator event per row, never the request's failure. With `tx`: awaited in the transaction, and
-   * a failure rolls it back (PostgreSQL aborts a transaction at its first failed statement, so the
-   * charge cannot commit without its row): pg-ledger then releases the hold uncharged.
+   * Without `tx`: the row joins this turn's INSERT and write returns at once, onRow told at once (the
+   * request's outcome is settled already; a failed INSERT is an operator event per row, never the
+   * request's failure). With `tx`: awaited in the transaction, and a failure rolls it back (PostgreSQL
+   * aborts a transaction at its first failed statement, so the charge cannot commit without its row):
+   * pg-ledger then releases the hold uncharged. The row is told only once `tx` has committed: write
+   * resolves to the call that tells it, for whoever commits `tx`.
    */
-  write(r: LogRow, tx?: SQL | null): void | Promise<void> {
+  write(r: LogRow, tx?: SQL | null): void | Promise<void | Told> {
     if (tx) return this.insertIn(tx, r);
     this.pending.set(r.requestId, { row: r, at: Date.now() });
     if (!this.scheduled) {
@@ -79,22 +81,23 @@ export class PgRequestLog implements RequestLogStore {
       text: INSERT_ONE,
       params: logValues(r, Date.now()),
       many: MANY,
+      // Told only with the charge committed: a failed statement fails the request, whose failure's row is the one told.
       settled: (error) => {
         if (error) events.writeFailed("request_log", r.requestId, error);
-        this.onRow?.(r);
+        else this.onRow?.(r);
       },
     };
   }
 
-  private async insertIn(tx: SQL, r: LogRow): Promise<void> {
+  private async insertIn(tx: SQL, r: LogRow): Promise<Told> {
     try {
       await tx.unsafe(INSERT_ONE, logValues(r, Date.now()) as never[]);
     } catch (e) {
       events.writeFailed("request_log", r.requestId, e);
       throw e;
-    } finally {
-      this.onRow?.(r);
     }
+    // A closure on this path only: the server's rows ride on the charge's statement (rider).
+    return () => this.onRow?.(r);
   }
 
   /** Sends the rows gathered so far; resolves when every INSERT under way has answered. */

@@ -16,7 +16,7 @@ export class RequestLog implements RequestLogStore {
   /** The row's values, refilled by each write (rows.ts, fillLogValues). */
   private readonly values: unknown[] = new Array(LOG_COLUMN_COUNT).fill(null);
   readonly retentionDays: number;
-  /** Told of every row written (the access log and metrics). */
+  /** Told of every row written, once it is committed (the access log and metrics). */
   private readonly onRow: ((r: LogRow) => void) | null;
   /** The serving process's group commit, told of the rows its update hook cannot see (this table is WITHOUT ROWID). */
   private readonly commits: GroupCommit | null;
@@ -41,8 +41,10 @@ export class RequestLog implements RequestLogStore {
       // A log row must never turn a served request into a failure; the event (rate-limited) keeps its id.
       events.writeFailed("request_log", r.requestId, e);
     }
-    // Written again after another write of its batch failed: the access log and metrics have it already.
-    if (!commits?.replaying) this.onRow?.(r);
+    // Told once the row is durable (its batch committed), never for a batch that fails: a request whose
+    // batch fails gets an error, and its failure's row is the one told.
+    const onRow = this.onRow;
+    if (onRow) commits ? commits.afterCommit(onRow, r) : onRow(r);
   }
 
   /** Every row is written when write returns. */
