@@ -148,6 +148,15 @@ describe("the request log on PostgreSQL, batched", () => {
     }
   });
 
+  it("keeps a row whose text holds U+0000 (which PostgreSQL's text refuses), written as U+FFFD", async () => {
+    const log = new PgRequestLog(pgOf(o));
+    const nul = row({ model: "gpt\u0000x", status: 404 });
+    log.write(nul);
+    log.write(row());
+    await log.flush();
+    expect(await stored(o, nul.requestId)).toMatchObject({ model: "gpt\uFFFDx", status: 404 });
+  });
+
   it("sends a turn's rows without flush, on the next turn", async () => {
     const log = new PgRequestLog(pgOf(o));
     const r = row();
