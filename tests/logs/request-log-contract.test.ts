@@ -148,6 +148,34 @@ describe("the request log on PostgreSQL, batched", () => {
     }
   });
 
+  it("stores every column of a row written in a turn of several as it stores the same row alone", async () => {
+    const log = new PgRequestLog(pgOf(o));
+    const full = (requestId?: string): LogRow => ({
+      ...row(requestId ? { requestId } : {}),
+      accountId: 7, keyId: 9, endpoint: "messages", model: "m ☃", provider: "p", upstreamModel: "u", stream: true, status: 201, errorCode: "e",
+      inputTokens: 2 ** 40, outputTokens: 0, cacheReadTokens: 3, cacheWriteTokens: 4, cacheWrite1hTokens: 5, webSearches: 6, serviceTier: "flex",
+      images: 2, imageInputTokens: 8, imageOutputTokens: 9, costNano: Number.MAX_SAFE_INTEGER, latencyMs: 1234.6, attempts: 3, clientIp: "::1",
+    });
+    const alone = full();
+    log.write(alone);
+    await log.flush();
+    const batched = [full(), { ...row(), stream: false }];
+    for (const r of batched) log.write(r);
+    await log.flush();
+    const { request_id: _, created_at: __, ...want } = (await stored(o, alone.requestId))!;
+    expect(await stored(o, batched[0]!.requestId)).toMatchObject(want);
+    expect(await stored(o, batched[1]!.requestId)).toMatchObject({ stream: false, account_id: null, cost_nano: 0, attempts: 0, latency_ms: 12 });
+  });
+
+  it("keeps a row whose text holds U+0000 (which PostgreSQL's text refuses), written as U+FFFD", async () => {
+    const log = new PgRequestLog(pgOf(o));
+    const nul = row({ model: "gpt\u0000x", status: 404 });
+    log.write(nul);
+    log.write(row());
+    await log.flush();
+    expect(await stored(o, nul.requestId)).toMatchObject({ model: "gpt\uFFFDx", status: 404 });
+  });
+
   it("sends a turn's rows without flush, on the next turn", async () => {
     const log = new PgRequestLog(pgOf(o));
     const r = row();

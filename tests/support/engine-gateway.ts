@@ -60,6 +60,8 @@ export const FIXED_MODEL = { id: "fixed", modalities: ["text"], endpoints: ["mes
 
 export interface MockGatewayOptions {
   models: Record<string, unknown>[];
+  /** The mock's OpenAI side as a second provider, `openai` (mockProviders). */
+  openai?: boolean;
 }
 
 export interface GatewayEngine {
@@ -124,7 +126,7 @@ async function withMock(
 ): Promise<{ up: MockUpstream; gw: EngineGateway; stop(): Promise<void> }> {
   const up = await startMockUpstream();
   try {
-    const { gw, stop } = await boot({ providers: mockProviders(up), models: opts.models });
+    const { gw, stop } = await boot({ providers: mockProviders(up, opts.openai), models: opts.models });
     return {
       up,
       gw,

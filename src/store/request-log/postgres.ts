@@ -36,12 +36,26 @@ const COLUMN_NAMES = LOG_COLUMNS.split(",").map((c) => c.trim());
  */
 const INSERT_MANY = `INSERT INTO request_logs (${LOG_COLUMNS}) SELECT ${LOG_COLUMNS} FROM jsonb_populate_recordset(NULL::request_logs, $1::text::jsonb) ON CONFLICT (request_id) DO UPDATE SET ${UPDATES}`;
 
-/** Rows' stored values (`logValues`, in order) as INSERT_MANY's parameter. */
+/** Rows' stored values (`storedValues`, in order) as INSERT_MANY's parameter. */
 const manyParams = (rows: unknown[][]): unknown[] => [
   JSON.stringify(rows.map((values) => Object.fromEntries(COLUMN_NAMES.map((c, i) => [c, values[i]])))),
 ];
 
 const MANY = { text: INSERT_MANY, params: manyParams };
+
+/**
+ * A row's values as PostgreSQL can store them: its text refuses U+0000, which SQLite's keeps and an
+ * upstream's service_tier or a client's model name may carry. Refused, the row failed the charge it
+ * rides on (a served answer answered 500, uncharged); each U+0000 is written as U+FFFD instead.
+ */
+function storedValues(r: LogRow, now: number): unknown[] {
+  const v = logValues(r, now);
+  for (let i = 0; i < v.length; i++) {
+    const s = v[i];
+    if (typeof s === "string" && s.includes("\0")) v[i] = s.replaceAll("\0", "\uFFFD");
+  }
+  return v;
+}
 
 export class PgRequestLog implements RequestLogStore {
   private readonly sql: SQL;
@@ -79,7 +93,7 @@ export class PgRequestLog implements RequestLogStore {
   rider(r: LogRow): Rider {
     return {
       text: INSERT_ONE,
-      params: logValues(r, Date.now()),
+      params: storedValues(r, Date.now()),
       many: MANY,
       // Told only with the charge committed: a failed statement fails the request, whose failure's row is the one told.
       settled: (error) => {
@@ -91,7 +105,7 @@ export class PgRequestLog implements RequestLogStore {
 
   private async insertIn(tx: SQL, r: LogRow): Promise<Told> {
     try {
-      await tx.unsafe(INSERT_ONE, logValues(r, Date.now()) as never[]);
+      await tx.unsafe(INSERT_ONE, storedValues(r, Date.now()) as never[]);
     } catch (e) {
       events.writeFailed("request_log", r.requestId, e);
       throw e;
@@ -121,7 +135,7 @@ export class PgRequestLog implements RequestLogStore {
   /** One statement for the rows; if it is refused, one each, so that a row the table refuses costs only itself (as on SQLite). */
   private async insert(rows: { row: LogRow; at: number }[]): Promise<void> {
     try {
-      const values = rows.map(({ row, at }) => logValues(row, at));
+      const values = rows.map(({ row, at }) => storedValues(row, at));
       if (rows.length === 1) await this.sql.unsafe(INSERT_ONE, values[0] as never[]);
       else await this.sql.unsafe(INSERT_MANY, manyParams(values) as never[]);
     } catch (e) {
