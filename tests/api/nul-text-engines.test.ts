@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bu
 import { FIXED_MODEL, GATEWAY_ENGINES, type EngineGateway } from "../support/engine-gateway.ts";
 import { stopEngines } from "../support/engines.ts";
 import { expectError } from "../support/errors.ts";
+import { messagesBody, postWithApiKey } from "../support/keyed.ts";
 import { Browser } from "./support.ts";
 
 // This file's PostgreSQL server (support/engines.ts), after the gateways' own afterAll.
@@ -69,7 +70,7 @@ function fieldOf(c: Case): string {
 const answers = new Map<string, string[]>();
 
 for (const engine of GATEWAY_ENGINES) {
-  describe(`U+0000 in the /api/ routes' text on ${engine.name}`, () => {
+  describe(`U+0000 in a client's text on ${engine.name}`, () => {
     let gw: EngineGateway;
     let stop: () => Promise<void>;
     let admin: Browser;
@@ -122,6 +123,16 @@ for (const engine of GATEWAY_ENGINES) {
       const error = await expectError(await admin.call("PUT", `/api/admin/accounts/${target.accountId}/note`, body), 400, "invalid_request");
       expect(error.message).toStartWith("note[0][0][0]");
       expect(error.message.length).toBeLessThan(300);
+    });
+
+    it("answers a /v1 request naming a model that holds U+0000 with 404 model_not_found, and logs its row", async () => {
+      const a = await gw.account(1);
+      const res = await postWithApiKey(gw, "/v1/messages", messagesBody(16, "fi\u0000xed", "hi \u0000 there"), a.key);
+      await expectError(res, 404, "model_not_found");
+      const id = res.headers.get("x-gateway-request-id")!;
+      // The request log row is written after the answer.
+      for (let i = 0; i < 50 && (await gw.numbers("SELECT count(*) AS n FROM request_logs WHERE request_id = $1", id)).n === 0; i++) await Bun.sleep(50);
+      expect(await gw.numbers("SELECT count(*) AS n, max(status) AS status FROM request_logs WHERE request_id = $1", id)).toEqual({ n: 1, status: 404 });
     });
 
     it("answers an id holding U+0000 in the path as naming nothing", async () => {
