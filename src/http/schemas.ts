@@ -72,18 +72,18 @@ export function refuseNul(body: unknown, query: URLSearchParams): void {
     if (name.includes(NUL)) throw nulRefused("a query parameter's name");
     if (value.includes(NUL)) throw nulRefused(name);
   }
+  // A stack of what is left to look at, pushed in reverse so that the first field in the body's order is named.
   const pending: [unknown, string][] = [[body, ""]];
   for (let next = pending.pop(); next; next = pending.pop()) {
     const [value, at] = next;
     if (typeof value === "string") {
       if (value.includes(NUL)) throw nulRefused(at);
     } else if (Array.isArray(value)) {
-      value.forEach((v, i) => pending.push([v, `${at}[${i}]`]));
+      for (let i = value.length - 1; i >= 0; i--) pending.push([value[i], `${at}[${i}]`]);
     } else if (value !== null && typeof value === "object") {
-      for (const [k, v] of Object.entries(value)) {
-        if (k.includes(NUL)) throw nulRefused(at ? `a field's name in ${at}` : "a field's name");
-        pending.push([v, at ? `${at}.${k}` : k]);
-      }
+      const entries = Object.entries(value);
+      if (entries.some(([k]) => k.includes(NUL))) throw nulRefused(at ? `a field's name in ${at}` : "a field's name");
+      for (let i = entries.length - 1; i >= 0; i--) pending.push([entries[i]![1], at ? `${at}.${entries[i]![0]}` : entries[i]![0]]);
     }
   }
 }

@@ -125,6 +125,11 @@ for (const engine of GATEWAY_ENGINES) {
       expect(error.message.length).toBeLessThan(300);
     });
 
+    it("names the first field in the body's order when several hold U+0000", async () => {
+      const error = await expectError(await admin.call("POST", `/api/admin/accounts/${target.accountId}/credit`, { usd: 1, note: NUL, extra: [NUL] }), 400, "invalid_request");
+      expect(error.message).toStartWith("note: ");
+    });
+
     it("answers a /v1 request naming a model that holds U+0000 with 404 model_not_found, and logs its row", async () => {
       const a = await gw.account(1);
       const res = await postWithApiKey(gw, "/v1/messages", messagesBody(16, "fi\u0000xed", "hi \u0000 there"), a.key);
