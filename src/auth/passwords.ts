@@ -14,6 +14,8 @@ export function checkNewPassword(password: unknown, field = "password"): string 
   if (typeof password !== "string") throw new GatewayError("invalid_request", `${field}: required, a string`);
   if (password.length < MIN_PASSWORD_LENGTH) throw new GatewayError("invalid_request", `${field}: at least ${MIN_PASSWORD_LENGTH} characters`);
   if (password.length > MAX_PASSWORD_LENGTH) throw new GatewayError("invalid_request", `${field}: at most ${MAX_PASSWORD_LENGTH} characters`);
+  // The dashboard refuses U+0000 in any text (http/schemas.ts); the CLI's stdin is held to the same.
+  if (password.includes("\0")) throw new GatewayError("invalid_request", `${field}: U+0000 (the NUL character) is not allowed in text.`);
   return password;
 }
 

@@ -1,4 +1,4 @@
-import { hashPassword } from "../auth/passwords.ts";
+import { checkNewPassword, hashPassword } from "../auth/passwords.ts";
 import { Notices } from "../notices/notices.ts";
 import { STARTING_BALANCE_NANO } from "../store/accounts/contract.ts";
 import { invocation, parse, required, UsageError, usdFlag } from "./args.ts";
@@ -20,7 +20,7 @@ create without --balance credits the starting balance of ${formatUsd(STARTING_BA
 --admin marks the account admin: its dashboard session may use the admin page and /api/admin/
 (accounts, credits and debits, disable, pause); update --no-admin takes that away. Both are
 written to the audit log as the operator's (no admin account) action. update --password-stdin sets
-the dashboard password (read from standard input, at least 8 characters): how an account created
+the dashboard password (read from standard input, 8 to 1,024 characters, as the dashboard takes): how an account created
 without one gets its login, or a holder who lost theirs a new one; the account's open sessions end.
 debit is a correcting ledger entry (kind operator_debit) with a required note; it never takes the
 balance below zero. disable refuses every key of the account (403 inactive) on the running server
@@ -28,10 +28,9 @@ at its next request, until enable. list and show print the balance in the databa
 of running requests live in the serving process's memory, which the CLI cannot see, so they are not
 shown (GET /v1/me with a key of the account shows them).`;
 
+/** The password on standard input (one trailing newline dropped), held to the dashboard's rules for a new one. */
 async function readPasswordFromStdin(): Promise<string> {
-  const text = (await Bun.stdin.text()).replace(/\r?\n$/, "");
-  if (text.length < 8) throw new UsageError("the password from stdin must have at least 8 characters");
-  return text;
+  return checkNewPassword((await Bun.stdin.text()).replace(/\r?\n$/, ""), "the password from stdin");
 }
 
 const SUBS = ["create", "update", "credit", "debit", "list", "show", "disable", "enable"];

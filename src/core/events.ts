@@ -162,7 +162,7 @@ export class EventLog {
       upstream_status: e.upstreamStatus,
       reason,
     };
-    if (cause && e.code === "internal_error" && e.cause instanceof Error && e.cause.stack && this.firstStackOf(cause)) fields.stack = e.cause.stack;
+    if (cause && e.code === "internal_error" && e.cause instanceof Error && e.cause.stack && this.firstStackOf(cause)) fields.stack = stackOf(e.cause);
     this.emit(e.status === 500 ? "error" : "warn", "gateway_error", e.code, fields, `answered ${e.status} ${e.code}${cause ? `: ${cause}` : ""}`);
   }
 
@@ -334,9 +334,30 @@ export class EventLog {
   }
 }
 
+/**
+ * A failed query (Drizzle's DrizzleQueryError, on either engine) as its statement and its database's
+ * reason. Its own message ends with the query's parameters, which are the request's emails, notes,
+ * password hashes and key hashes: those never reach the event log.
+ */
+function failedQuery(err: Error): string | null {
+  const q = err as { query?: unknown; params?: unknown; cause?: unknown };
+  if (typeof q.query !== "string" || !Array.isArray(q.params)) return null;
+  return `Failed query${q.cause === undefined ? "" : ` (${describe(q.cause)})`}: ${q.query}`;
+}
+
+/** An error's stack with its message as describe gives it: a failed query's parameters left out. */
+function stackOf(err: Error): string {
+  const safe = failedQuery(err);
+  if (safe === null) return err.stack!;
+  const frames = err.stack!.split("\n").filter((l) => /^\s+at /.test(l));
+  return [`${err.name}: ${safe}`, ...frames].join("\n");
+}
+
 /** "SQLITE_FULL: database or disk is full": the code first, one line, bounded. */
 export function describe(err: unknown): string {
   if (err instanceof Error) {
+    const query = failedQuery(err);
+    if (query !== null) return short(query);
     const code = (err as { code?: unknown }).code;
     const text = typeof code === "string" && code && !err.message.startsWith(code) ? `${code}: ${err.message}` : err.message || err.name;
     return short(text);

@@ -6,7 +6,7 @@ import type { Services } from "../services.ts";
 import { parseJsonObject, readBodyLimited } from "./body.ts";
 import { requestIdHeaders } from "./errors.ts";
 import type { Exchange, OpenCall } from "./exchange.ts";
-import { validate } from "./schemas.ts";
+import { refuseNul, validate } from "./schemas.ts";
 import type { TSchema } from "@sinclair/typebox";
 
 // The front half of every dashboard endpoint under /api/ (docs/dashboard.md): no API keys, the
@@ -61,6 +61,7 @@ export async function runSessionEndpoint(
   if (required && !session) throw noSession();
   if (required && session!.accountDisabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
   const json = write ? await readJson(request) : {};
+  refuseNul(json, new URL(request.url).searchParams);
   if (write && e.schema) validate(e.schema, json);
   const call: SessionCall = {
     svc,

@@ -229,4 +229,31 @@ describe("account update --password-stdin", () => {
     expect(expectOneLineFailure(r)).toContain("at least 8 characters");
     expect((await login(e, "short")).status).toBe(401);
   });
+
+  it("refuses a password over 1,024 characters, as the dashboard does, setting nothing", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    const long = "x".repeat(1_025);
+    const r = await gateway(["account", "update", "--email", e, "--password-stdin", "--db", db], { stdin: `${long}\n` });
+    expect(expectOneLineFailure(r)).toBe("gateway: the password from stdin: at most 1024 characters");
+    expect((await login(e, long)).status).toBe(401);
+    expect((await setPassword(e, "y".repeat(1_024))).code).toBe(0);
+  });
+
+  it("refuses a password holding U+0000, as the dashboard does, setting nothing", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    const r = await gateway(["account", "update", "--email", e, "--password-stdin", "--db", db], { stdin: "long enough\u0000\n" });
+    expect(expectOneLineFailure(r)).toBe("gateway: the password from stdin: U+0000 (the NUL character) is not allowed in text.");
+    expect(gw.services.db.$client.query("SELECT password_hash FROM accounts WHERE email = ?").get(e)).toEqual({ password_hash: null });
+  });
+});
+
+describe("account create --password-stdin", () => {
+  it("refuses a password over 1,024 characters, as the dashboard does, creating no account", async () => {
+    const e = email();
+    const r = await gateway(["account", "create", "--email", e, "--password-stdin", "--db", db], { stdin: `${"x".repeat(1_025)}\n` });
+    expect(expectOneLineFailure(r)).toBe("gateway: the password from stdin: at most 1024 characters");
+    expect(gw.services.db.$client.query("SELECT count(*) AS n FROM accounts WHERE email = ?").get(e)).toEqual({ n: 0 });
+  });
 });

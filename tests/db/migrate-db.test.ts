@@ -155,6 +155,44 @@ describe("gateway migrate-db into an empty PostgreSQL database", () => {
   });
 });
 
+describe("gateway migrate-db with U+0000 in the source's text", () => {
+  // SQLite's text keeps U+0000 (rows written before the gateway refused it); PostgreSQL's refuses it,
+  // and one such value refused the whole copy.
+  let url: string;
+  let result: { code: number; stdout: string; stderr: string };
+  const nul = tempInstallation();
+
+  beforeAll(async () => {
+    fillSource(nul.db);
+    const db = openDatabase(nul.db);
+    db.$client.run("UPDATE api_keys SET name = ? WHERE id = 1", ["lap\u0000top"]);
+    db.$client.run("UPDATE account_notes SET note = ? WHERE account_id = 2", ["pays\u0000by\u0000invoice"]);
+    db.$client.run("UPDATE request_logs SET model = ? WHERE created_at IN (1000000, 1000001)", ["m\u0000"]);
+    db.$client.close();
+    url = await freshTarget();
+    result = await migrateDb(url, nul.db);
+  });
+  afterAll(() => nul.remove());
+
+  it("copies every row, each U+0000 written as U+FFFD, and proves the copy", async () => {
+    expect(result.code).toBe(0);
+    expect((JSON.parse(result.stdout) as { rows: Record<string, number> }).rows).toEqual(expectedRows);
+    const texts = await onTarget(url, async (db) => ({
+      name: (await db`SELECT name FROM api_keys WHERE id = 1`)[0].name,
+      note: (await db`SELECT note FROM account_notes WHERE account_id = 2`)[0].note,
+      models: (await db`SELECT model, count(*)::int AS n FROM request_logs GROUP BY model ORDER BY model`).map((r: { model: string; n: number }) => [r.model, r.n]),
+    }));
+    expect(texts).toEqual({ name: "lap\uFFFDtop", note: "pays\uFFFDby\uFFFDinvoice", models: [["m", REQUEST_LOGS - 2], ["m\uFFFD", 2]] });
+  });
+
+  it("reports how many values of each column it rewrote", async () => {
+    expect(JSON.parse(result.stdout).nul_replaced).toEqual({ "api_keys.name": 1, "account_notes.note": 1, "request_logs.model": 2 });
+    const human = await gateway(["migrate-db", "--from", nul.db, "--to", await freshTarget()]);
+    expect(human.stdout).toContain("U+0000 written as U+FFFD (PostgreSQL's text cannot hold it) in ");
+    expect(human.stdout).toContain("api_keys.name 1");
+  });
+});
+
 describe("gateway migrate-db --help", () => {
   it("says what is copied, what is proved and how to serve from the copy", async () => {
     const r = await gateway(["migrate-db", "--help"]);

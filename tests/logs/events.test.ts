@@ -1,4 +1,5 @@
 import { describe, expect, it } from "bun:test";
+import { DrizzleQueryError } from "drizzle-orm/errors";
 import { EventLog } from "../../src/core/events.ts";
 
 // The operator's event log: one JSON line per event, repeats of a kind rate-limited, stacks once.
@@ -75,6 +76,18 @@ describe("EventLog", () => {
     log.gatewayError({ requestId: "gw_1", status: 503, code: "database_unavailable", cause: full });
     expect(lines[0]).toMatchObject({ level: "warn", code: "database_unavailable", reason: "SQLITE_FULL: database or disk is full" });
     expect(lines[0]!.stack).toBeUndefined();
+  });
+
+  it("writes a failed query's statement and its database's reason, never the query's parameters", () => {
+    const { log, lines } = capture();
+    const refused = Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code: "22021" });
+    const params = ["ada\u0000@example.com", "$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA", "gk_sk_0123456789abcdef"];
+    const failed = new DrizzleQueryError('select "id" from "accounts" where "accounts"."email" = $1', params, refused);
+    log.gatewayError({ requestId: "gw_1", status: 500, code: "internal_error", cause: failed });
+    expect(lines[0]).toMatchObject({ code: "internal_error", reason: 'Failed query (22021: invalid byte sequence for encoding "UTF8": 0x00): select "id" from "accounts" where "accounts"."email" = $1' });
+    const line = JSON.stringify(lines[0]);
+    expect(String(lines[0]!.stack)).toContain("Failed query");
+    for (const p of [...params, "ada", "argon2id", "gk_sk_", "params"]) expect(line).not.toContain(p);
   });
 
   it("names the provider's config entry when the provider rejects the gateway's key", () => {

@@ -6,7 +6,9 @@ import type { StatementItem, StatementPosition } from "./contract.ts";
 
 // The accounts' rules both engines apply alike: the email's form, the refusals, the statement's order.
 
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
+// No space and no control character (U+0000 to U+001F, U+007F to U+009F): no address holds one, and
+// U+0000 is refused by PostgreSQL's text while SQLite's would store it.
+const EMAIL = /^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+$/u;
 
 /** The columns of an `Account`, on either engine's table: never the password's hash or the money held.
  * Each column is typed as `T`'s own, so a select keeps its engine's types (a union of both engines' columns selects nothing). */

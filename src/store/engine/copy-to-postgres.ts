@@ -30,6 +30,8 @@ export interface CopyPlan {
 export interface CopiedTable {
   table: string;
   rows: number;
+  /** Per column, the values whose U+0000 were written as U+FFFD: PostgreSQL's text cannot hold the character. */
+  nulReplaced: Record<string, number>;
 }
 
 const tablesOf = <T>(module: Record<string, unknown>, kind: abstract new (...a: never[]) => T): T[] =>
@@ -108,7 +110,7 @@ export async function copyToPostgres(source: Db, url: string, opts: CopyOptions 
     return await target.transaction(async (tx) => {
       await refuseNonEmpty(tx as unknown as PgDb, plan, url);
       const copied: CopiedTable[] = [];
-      for (const step of plan.steps) copied.push({ table: step.name, rows: await copyTable(source, tx as unknown as PgDb, step, opts.batchRows ?? 500) });
+      for (const step of plan.steps) copied.push({ table: step.name, ...(await copyTable(source, tx as unknown as PgDb, step, opts.batchRows ?? 500)) });
       await restartIdentities(tx as unknown as PgDb, plan);
       await prove(source, tx as unknown as PgDb, plan, copied);
       return copied;
@@ -137,16 +139,25 @@ async function refuseNonEmpty(db: PgDb, plan: CopyPlan, url: string): Promise<vo
   }
 }
 
-async function copyTable(source: Db, db: PgDb, step: CopyStep, batchRows: number): Promise<number> {
+async function copyTable(source: Db, db: PgDb, step: CopyStep, batchRows: number): Promise<Omit<CopiedTable, "table">> {
   const select = `SELECT ${step.columns.map((c) => `"${c.from.name}"`).join(", ")} FROM "${step.name}"`;
   let batch: Record<string, unknown>[] = [];
   let rows = 0;
+  const nulReplaced: Record<string, number> = {};
   // iterate() steps the statement row by row: a large request_logs is never read whole.
   for (const row of source.$client.query(select).iterate() as Iterable<Record<string, unknown>>) {
     const out: Record<string, unknown> = {};
     for (const c of step.columns) {
       const value = row[c.from.name];
-      out[c.key] = value === null ? null : c.from.mapFromDriverValue(value);
+      let mapped = value === null ? null : c.from.mapFromDriverValue(value);
+      // SQLite's text holds U+0000 (a row written before the gateway refused it); PostgreSQL's
+      // refuses it, and one such value would refuse the whole copy. Written as U+FFFD, as the
+      // PostgreSQL request log writes it, and counted for the report (docs/operations.md#moving-to-postgresql-gateway-migrate-db).
+      if (typeof mapped === "string" && mapped.includes("\0")) {
+        mapped = mapped.replaceAll("\0", "\uFFFD");
+        nulReplaced[c.from.name] = (nulReplaced[c.from.name] ?? 0) + 1;
+      }
+      out[c.key] = mapped;
     }
     batch.push(out);
     if (batch.length >= batchRows) {
@@ -156,7 +167,7 @@ async function copyTable(source: Db, db: PgDb, step: CopyStep, batchRows: number
     }
   }
   if (batch.length > 0) await db.insert(step.to).values(batch as never);
-  return rows + batch.length;
+  return { rows: rows + batch.length, nulReplaced };
 }
 
 /** Copied rows keep their ids, which the identity sequences did not hand out: the next insert must start past them. */
