@@ -2,6 +2,7 @@
 import { ConfigError } from "../config/load.ts";
 import { OperatorError } from "../core/operator-error.ts";
 import { GatewayError } from "../core/errors.ts";
+import { describe } from "../core/events.ts";
 import { VERSION } from "../services.ts";
 import { invocation, UnknownOptionError, UsageError } from "./args.ts";
 import { openedDatabase } from "./context.ts";
@@ -132,7 +133,7 @@ export async function main(argv: string[]): Promise<number> {
     if (!known && !sqlite) {
       // A bug, not the operator's doing: still one line (a minified binary's stack is unreadable), the stack on request.
       if (process.env.GATEWAY_DEBUG) console.error(e);
-      console.error(`gateway: unexpected error: ${(e as Error)?.message ?? String(e)} (run with GATEWAY_DEBUG=1 for the stack)`);
+      console.error(unexpectedErrorLine(e));
       return 1;
     }
     if (e instanceof UnknownOptionError) {
@@ -147,6 +148,14 @@ export async function main(argv: string[]): Promise<number> {
     else console.error(`gateway: ${message}`);
     return 2;
   }
+}
+
+/**
+ * The one line a bug prints. Through the event log's `describe`: a failed query's message carries its
+ * parameters (a password's hash, an email), which never reach a terminal or a log.
+ */
+export function unexpectedErrorLine(e: unknown): string {
+  return `gateway: unexpected error: ${describe(e)} (run with GATEWAY_DEBUG=1 for the stack)`;
 }
 
 /** Commands whose first word is a subcommand (key create, logs show…). */
