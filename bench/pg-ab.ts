@@ -2,12 +2,16 @@
 // revision, interleaved in one run, with this tree's SQLite gateway as the yardstick; the gateway's
 // CPU per request and PostgreSQL's own (every process of that side's server, from /proc).
 //
-//   bun bench/pg-ab.ts --base HEAD~1 [--workloads chat-json] [--conc 16] [--seconds 3] [--rounds 3] [--instances 3]
+//   bun bench/pg-ab.ts --base HEAD~1 [--workloads chat-json] [--conc 16] [--seconds 3] [--rounds 3] [--instances 3] [--accounts 50]
 //
 // --instances N: each side serves from N gateway instances on its one database, each loaded by its
 // own wrk at the cell's c (JSON workloads only); the gateway CPU is the instances' sum.
 //
-// Each side has its own PostgreSQL server (fsync off, loopback), mock upstream and key, so that
+// --accounts N: each side's installation has N accounts, each with its own key, and wrk takes the
+// keys in turn request by request (JSON workloads only), so that the money statements of one
+// instance touch many accounts' rows rather than one's.
+//
+// Each side has its own PostgreSQL server (fsync off, loopback), mock upstream and keys, so that
 // PostgreSQL's CPU is counted per side.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -27,6 +31,7 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "3" },
     rounds: { type: "string", default: "3" },
     instances: { type: "string", default: "1" },
+    accounts: { type: "string", default: "1" },
   },
 });
 
@@ -55,19 +60,21 @@ function serverPids(port: string): number[] {
 const pgCpu = (port: string) => serverPids(port).reduce((s, pid) => s + (() => { try { return cpuSeconds(pid); } catch { return 0; } })(), 0);
 
 const instances = Number(values.instances);
+const ms = (us: number | undefined) => ((us ?? NaN) / 1000).toFixed(1);
 
 /** One cell on several instances at once, a wrk each; CPU and hits summed, as `measure` does for one. */
 async function measureMany(rig: Rig, w: Workload, c: number, ts: Target[], seconds: number, round: number): Promise<Sample> {
   if (ts.length === 1) return measure(rig, w, c, ts[0]!, seconds, round);
   const hits0 = (await rig.upstreamHits()).fast;
   const cpu0 = ts.reduce((n, t) => n + cpuSeconds(t.pid), 0);
-  const rs = await Promise.all(ts.map((t) => runWrk(t.port, rig.key, [rig.bodyFile(w.id)], c, seconds)));
+  const rs = await Promise.all(ts.map((t) => runWrk(t.port, rig.keys.join(","), [rig.bodyFile(w.id)], c, seconds)));
   await Bun.sleep(250);
   const hits = (await rig.upstreamHits()).fast - hits0;
   const cpu = ts.reduce((n, t) => n + cpuSeconds(t.pid), 0) - cpu0;
   const errors = rs.reduce((n, r) => n + r.connect + r.read + r.write + r.status + r.timeout, 0);
   return {
     workload: w.id, c, target: "gateway-pg", round, rps: rs.reduce((n, r) => n + r.requests / (r.duration_us / 1e6), 0), p50_us: median(rs.map((r) => r.lat_p50_us)),
+    p99_us: median(rs.map((r) => r.lat_p99_us)),
     responses: rs.reduce((n, r) => n + r.requests, 0), errors, errorDetail: errors ? `${errors} errors` : "",
     upstreamHits: hits, cpu_us: (cpu * 1e6) / hits, upstream_cpu_us: NaN, hitsOk: true,
   };
@@ -81,7 +88,7 @@ try {
     const pg = await startPostgres();
     servers.push(pg);
     const url = await pg.createDatabase("bench");
-    const rig = await startRig({ dir, paceMs: 20, withProxy: false, gatewayRoot, postgresUrl: url });
+    const rig = await startRig({ dir, paceMs: 20, withProxy: false, gatewayRoot, postgresUrl: url, accounts: Number(values.accounts) });
     const more: Target[] = [];
     for (let i = 1; i < instances; i++) {
       const gw = await startChild<GatewayInfo>(`gateway on PostgreSQL #${i + 1}`, ["bun", "src/cli/main.ts", "serve", "--config", join(dir, "gateway-pg.toml"), "--port", "0", "--json"], {
@@ -129,19 +136,23 @@ try {
           if (x.errors) throw new Error(`${c.name} ${w.id} c=${conc}: ${x.errorDetail}`);
           const k = `${w.id}|${conc}|${c.name}`;
           samples.set(k, [...(samples.get(k) ?? []), { ...x, pg_us, stmts }]);
-          console.log(`[round ${round}] ${w.id} c=${conc} ${c.name.padEnd(26)} ${Math.round(x.rps)} req/s  cpu ${Math.round(x.cpu_us)} µs/req  PostgreSQL ${Math.round(pg_us)} µs/req, ${stmts.toFixed(2)} statements/req`);
+          console.log(`[round ${round}] ${w.id} c=${conc} ${c.name.padEnd(26)} ${Math.round(x.rps)} req/s  cpu ${Math.round(x.cpu_us)} µs/req  PostgreSQL ${Math.round(pg_us)} µs/req, ${stmts.toFixed(2)} statements/req, p50 ${ms(x.p50_us)} p99 ${ms(x.p99_us)} ms`);
         }
       }
     }
   }
-  const rows = ["| workload | c | target | req/s | gateway CPU µs/req | PostgreSQL CPU µs/req | statements/req | gateway CPU ÷ SQLite's | req/s ÷ SQLite's |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"];
+  const rows = [
+    "| workload | c | target | req/s | p50 ms | p99 ms | gateway CPU µs/req | PostgreSQL CPU µs/req | statements/req | gateway CPU ÷ SQLite's | req/s ÷ SQLite's |",
+    "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ];
   for (const w of workloads) {
     for (const conc of concs) {
       const get = (n: string, f: (x: Sample & { pg_us: number; stmts: number }) => number) => median(samples.get(`${w.id}|${conc}|${n}`)!.map(f));
       const [sqRps, sqCpu] = [get(cells[0]!.name, (x) => x.rps), get(cells[0]!.name, (x) => x.cpu_us)];
       for (const c of cells) {
         const [rps, cpu, pgUs, st] = [get(c.name, (x) => x.rps), get(c.name, (x) => x.cpu_us), get(c.name, (x) => x.pg_us), get(c.name, (x) => x.stmts)];
-        rows.push(`| ${w.id} | ${conc} | ${c.name} | ${Math.round(rps)} | ${Math.round(cpu)} | ${c.port ? Math.round(pgUs) : "–"} | ${c.port ? st.toFixed(2) : "–"} | ${(cpu / sqCpu).toFixed(2)}× | ${(rps / sqRps).toFixed(2)} |`);
+        const [p50, p99] = [get(c.name, (x) => x.p50_us), get(c.name, (x) => x.p99_us ?? NaN)];
+        rows.push(`| ${w.id} | ${conc} | ${c.name} | ${Math.round(rps)} | ${ms(p50)} | ${ms(p99)} | ${Math.round(cpu)} | ${c.port ? Math.round(pgUs) : "–"} | ${c.port ? st.toFixed(2) : "–"} | ${(cpu / sqCpu).toFixed(2)}× | ${(rps / sqRps).toFixed(2)} |`);
       }
     }
   }

@@ -42,6 +42,7 @@ export interface ProbeResult {
 /** Extra request headers as the load generators take them: "name: value". */
 const headerLines = (h: Record<string, string> = {}) => Object.entries(h).map(([k, v]) => `${k}: ${v}`);
 
+/** `key`: one key, or several joined by commas, taken in turn request by request. */
 export async function runWrk(port: number, key: string, bodyFiles: string[], c: number, seconds: number, headers?: Record<string, string>): Promise<WrkResult> {
   // One wrk thread: it drives 64 connections easily and leaves the second core to the servers.
   const out = await runToEnd("wrk", [
@@ -75,6 +76,8 @@ export interface Sample {
   rps: number;
   /** median latency (JSON: whole response; SSE: first byte), µs */
   p50_us: number;
+  /** JSON only: the whole response's 99th percentile, µs */
+  p99_us?: number;
   /** SSE only: median time to the end of the stream, µs */
   total_p50_us?: number;
   /** target CPU (user + system, all threads) per request the upstream served, µs */
@@ -104,10 +107,10 @@ export async function measure(rig: Rig, w: Workload, c: number, t: Target, secon
       responses: r.sent, errors: r.errors, errorDetail: r.first_errors.join("; "),
     };
   } else {
-    const r = await runWrk(t.port, rig.key, [rig.bodyFile(w.id)], c, seconds, t.headers?.(w.id));
+    const r = await runWrk(t.port, rig.keys.join(","), [rig.bodyFile(w.id)], c, seconds, t.headers?.(w.id));
     const errors = r.connect + r.read + r.write + r.status + r.timeout;
     sample = {
-      workload: w.id, c, target: t.id, round, rps: r.requests / (r.duration_us / 1e6), p50_us: r.lat_p50_us,
+      workload: w.id, c, target: t.id, round, rps: r.requests / (r.duration_us / 1e6), p50_us: r.lat_p50_us, p99_us: r.lat_p99_us,
       responses: r.requests, errors,
       errorDetail: errors ? `connect ${r.connect}, read ${r.read}, write ${r.write}, non-2xx ${r.status}, timeout ${r.timeout}` : "",
     };

@@ -96,7 +96,10 @@ export interface Target {
 
 export interface Rig {
   dir: string;
+  /** the first account's key (the only one unless RigOptions.accounts) */
   key: string;
+  /** one key per account, `key` first: the JSON cells' load spreads over them (bench/wrk/post.lua) */
+  keys: string[];
   dbFile: string;
   upstream: Child<UpstreamInfo>;
   proxy: Child<ProxyInfo> | null;
@@ -153,6 +156,8 @@ export interface RigOptions {
   pacedChunks?: number;
   /** An empty PostgreSQL database: the installation is copied there (gateway migrate-db, so the bench key works on both) and a second gateway serves from it. */
   postgresUrl?: string;
+  /** accounts to create, each with its own key (1 by default: the bench account alone) */
+  accounts?: number;
 }
 
 /**
@@ -180,8 +185,13 @@ export async function startRig(o: RigOptions): Promise<Rig> {
   const gwRoot = o.gatewayRoot ?? ROOT;
   const cli = (...args: string[]) => runToEnd("gateway CLI", ["bun", "src/cli/main.ts", ...args, "--config", configFile, "--db", dbFile, "--json"], { cwd: gwRoot });
   await cli("migrate");
-  await cli("account", "create", "--email", "bench@gateway.local", "--balance", "1000000");
-  const key = (JSON.parse(await cli("key", "create", "--email", "bench@gateway.local", "--rpm", "1000000000", "--name", "bench")) as { key: string }).key;
+  const keys: string[] = [];
+  for (let i = 1; i <= (o.accounts ?? 1); i++) {
+    const email = i === 1 ? "bench@gateway.local" : `bench${i}@gateway.local`;
+    await cli("account", "create", "--email", email, "--balance", "1000000");
+    keys.push((JSON.parse(await cli("key", "create", "--email", email, "--rpm", "1000000000", "--name", "bench")) as { key: string }).key);
+  }
+  const key = keys[0]!;
   let pgGateway: Child<GatewayInfo> | null = null;
   if (o.postgresUrl) {
     // Before the SQLite gateway starts: migrate-db refuses a file a server is running on.
@@ -224,6 +234,7 @@ export async function startRig(o: RigOptions): Promise<Rig> {
   return {
     dir: o.dir,
     key,
+    keys,
     dbFile,
     upstream,
     proxy,

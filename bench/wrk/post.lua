@@ -1,28 +1,30 @@
 -- wrk script for the gateway benchmark: POSTs one or more JSON bodies (cycled per request) and
 -- prints the run's summary as one JSON line, so bench/run.ts needs no text scraping.
---   wrk ... -s bench/wrk/post.lua URL -- KEY BODYFILE[,BODYFILE…] ["NAME: VALUE|NAME: VALUE…"]
--- Each body file holds "PATH\n" on its first line and the JSON body after it. The optional third
+--   wrk ... -s bench/wrk/post.lua URL -- KEY[,KEY…] BODYFILE[,BODYFILE…] ["NAME: VALUE|NAME: VALUE…"]
+-- Each body file holds "PATH\n" on its first line and the JSON body after it. Several keys (one per
+-- account, bench/pg-ab.ts --accounts) are taken in turn, every body with each. The optional third
 -- argument adds headers (another gateway's routing headers, bench/lib/peer.ts).
 
 local requests = {}
 local n = 0
 
 function init(args)
-  local key = args[1]
-  for file in string.gmatch(args[2], "[^,]+") do
-    local f = assert(io.open(file, "rb"))
-    local path = f:read("*l")
-    local body = f:read("*a")
-    f:close()
-    local headers = {
-      ["content-type"] = "application/json",
-      ["authorization"] = "Bearer " .. key,
-      ["anthropic-version"] = "2023-06-01",
-    }
-    for name, value in string.gmatch(args[3] or "", "([^|:]+):%s*([^|]*)") do
-      headers[name] = value
+  for key in string.gmatch(args[1], "[^,]+") do
+    for file in string.gmatch(args[2], "[^,]+") do
+      local f = assert(io.open(file, "rb"))
+      local path = f:read("*l")
+      local body = f:read("*a")
+      f:close()
+      local headers = {
+        ["content-type"] = "application/json",
+        ["authorization"] = "Bearer " .. key,
+        ["anthropic-version"] = "2023-06-01",
+      }
+      for name, value in string.gmatch(args[3] or "", "([^|:]+):%s*([^|]*)") do
+        headers[name] = value
+      end
+      table.insert(requests, wrk.format("POST", path, headers, body))
     end
-    table.insert(requests, wrk.format("POST", path, headers, body))
   end
 end
 
