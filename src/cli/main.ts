@@ -2,7 +2,7 @@
 import { ConfigError } from "../config/load.ts";
 import { OperatorError } from "../core/operator-error.ts";
 import { GatewayError } from "../core/errors.ts";
-import { describe } from "../core/events.ts";
+import { describe, stackOf } from "../core/events.ts";
 import { VERSION } from "../services.ts";
 import { invocation, UnknownOptionError, UsageError } from "./args.ts";
 import { openedDatabase } from "./context.ts";
@@ -132,7 +132,7 @@ export async function main(argv: string[]): Promise<number> {
     const sqlite = (e as Error)?.name === "SQLiteError";
     if (!known && !sqlite) {
       // A bug, not the operator's doing: still one line (a minified binary's stack is unreadable), the stack on request.
-      if (process.env.GATEWAY_DEBUG) console.error(e);
+      if (process.env.GATEWAY_DEBUG) console.error(e instanceof Error && e.stack ? stackOf(e) : e);
       console.error(unexpectedErrorLine(e));
       return 1;
     }

@@ -346,7 +346,7 @@ function failedQuery(err: Error): string | null {
 }
 
 /** An error's stack with its message as describe gives it: a failed query's parameters left out. */
-function stackOf(err: Error): string {
+export function stackOf(err: Error): string {
   const safe = failedQuery(err);
   if (safe === null) return err.stack!;
   const frames = err.stack!.split("\n").filter((l) => /^\s+at /.test(l));
