@@ -289,7 +289,7 @@ export class EventLog {
   }
 
   /**
-   * A key's rest could not be told to the other instances (docs/scaling.md#what-is-shared): they learn
+   * A key's rest could not be told to the other instances (docs/scaling.md#provider-keys-rests): they learn
    * it from their own next call to it. The request that met the rest was answered as usual.
    */
   restNotShared(r: { provider: string; cause: unknown }): void {

@@ -41,7 +41,7 @@ const sha256 = (key: string | undefined) => (key ? createHash("sha256").update(k
 
 /**
  * Tells the other instances of a cluster that a key of `provider` rests for `ms` more
- * (docs/scaling.md#what-is-shared): relative, so that their clocks need not agree.
+ * (docs/scaling.md#provider-keys-rests): relative, so that their clocks need not agree.
  */
 export type RestAnnouncer = (provider: string, keyHash: string, ms: number) => void;
 
@@ -85,9 +85,13 @@ export class KeyPool {
     if (seconds > 0 && slot.hash) this.announce(this.id, slot.hash, slot.restUntil - now);
   }
 
-  /** Another instance's rest of the key hashed `keyHash`: kept if it ends later than this one's own, never announced again. */
+  /**
+   * Another instance's rest of the key hashed `keyHash`: kept if it ends later than this one's own,
+   * never announced again (no echo between instances). Bounded as a Retry-After is.
+   */
   heard(keyHash: string, ms: number, now: number): void {
-    for (const s of this.slots) if (s.hash === keyHash) s.restUntil = Math.max(s.restUntil, now + ms);
+    const until = now + Math.min(ms, MAX_REST_S * 1000);
+    for (const s of this.slots) if (s.hash === keyHash) s.restUntil = Math.max(s.restUntil, until);
   }
 
   views(now: number): KeyView[] {

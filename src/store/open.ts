@@ -94,7 +94,7 @@ export interface Stores {
   /** Redemption codes (docs/dashboard.md#redemption-codes). */
   codes: CodeStore;
   /**
-   * Tells the other instances that a provider key rests for `ms` more (docs/scaling.md#what-is-shared);
+   * Tells the other instances that a provider key rests for `ms` more (docs/scaling.md#provider-keys-rests);
    * null with one instance (SQLite). Never throws, never waits.
    */
   announceRest: ((provider: string, keyHash: string, ms: number) => void) | null;

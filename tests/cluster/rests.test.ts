@@ -1,6 +1,6 @@
 // A provider key's rest (the upstream's 429 with a Retry-After) learnt by one instance of a cluster
 // is kept by the others on the same PostgreSQL, which then leave the key alone until it wakes
-// (docs/scaling.md#what-is-shared).
+// (docs/scaling.md#provider-keys-rests).
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { startGatewayOnPostgres, type RunningGateway } from "../../src/server.ts";
 import { body, Browser } from "../api/support.ts";

@@ -2,7 +2,7 @@ import type { SQL } from "bun";
 
 // A provider key's rest (the upstream's 429/529 with its Retry-After, relay/capacity.ts) told to
 // every instance of the cluster, so that the others do not spend a call each to learn it
-// (docs/scaling.md#what-is-shared). A notice carries the key's SHA-256, never the key, and the
+// (docs/scaling.md#provider-keys-rests). A notice carries the key's SHA-256, never the key, and the
 // time left in ms, never a clock time: the machines' clocks need not agree. A notice sent while an
 // instance's listening connection is down is lost, and not replayed: that instance learns the rest
 // from its own next call, as a single instance does.
