@@ -25,7 +25,7 @@ import type { Db } from "./store/database.ts";
 import { openPostgresStores, openServerDatabase, openSqliteStores, type SqliteStores, type Stores } from "./store/open.ts";
 
 /** The stores a request reaches directly: the top-ups' are reached through `payments`, and their stop runs in `atStop`. */
-type Reached<S extends Stores> = Omit<S, "checkouts" | "topUps" | "atStop">;
+type Reached<S extends Stores> = Omit<S, "checkouts" | "topUps" | "atStop" | "announceRest">;
 
 /** Everything a request needs, built once per process: the relay's parts, the stores and the parts of the routes around them. */
 export interface Services extends RelayServices, Reached<Stores> {
@@ -74,8 +74,14 @@ export function buildServices(config: Config, db: Db = openServerDatabase(config
  */
 export async function buildPostgresServices(config: Config, endpointOf: (path: string) => string | null = () => null): Promise<Services> {
   let parts: SharedParts | undefined;
-  const stores = await openPostgresStores(config, { onRow: (r) => parts!.onRow(r), onFence: (why) => parts!.cutoff.cut(why) });
+  const stores = await openPostgresStores(config, {
+    onRow: (r) => parts!.onRow(r),
+    onFence: (why) => parts!.cutoff.cut(why),
+    // A notice may arrive before the parts are built: nothing rests yet, there is nothing to keep.
+    onRest: (provider, keyHash, ms) => parts?.capacity.heard(provider, keyHash, ms),
+  });
   parts = sharedParts(config, { ledger: stores.ledger, settings: stores.settings, commits: stores.commits, endpointOf });
+  parts.capacity.announce = stores.announceRest;
   const svc = withStores(config, parts, stores);
   parts.live.start(svc);
   return svc;
@@ -83,7 +89,7 @@ export async function buildPostgresServices(config: Config, endpointOf: (path: s
 
 /** The parts and the stores as one set; the stores' stop runs after the parts' (what they buffer goes out first). */
 function withStores<S extends Stores>(config: Config, parts: SharedParts, stores: S) {
-  const { checkouts, topUps, atStop, ...rest } = stores;
+  const { checkouts, topUps, atStop, announceRest: _announced, ...rest } = stores;
   const notices = new Notices(config, stores);
   // The ledger tells a key's budget reached once per period, on whichever instance refused first.
   const unsubscribe = events.onBudgetReached((b) => notices.budgetReached(b));

@@ -288,6 +288,16 @@ export class EventLog {
       `${n.channel === "email" ? "an email" : "a webhook event"} (${n.type}) was not delivered after ${n.attempts} attempt(s): ${short(n.reason)}`);
   }
 
+  /**
+   * A key's rest could not be told to the other instances (docs/scaling.md#provider-keys-rests): they learn
+   * it from their own next call to it. The request that met the rest was answered as usual.
+   */
+  restNotShared(r: { provider: string; cause: unknown }): void {
+    const reason = describe(r.cause);
+    this.emit("warn", "rest_not_shared", r.provider, { provider: r.provider, reason: short(reason) },
+      `a rest of a key of provider ${r.provider} was not told to the other instances: ${short(reason)}`);
+  }
+
   private firstStackOf(message: string): boolean {
     if (this.stacksWritten.has(message)) return false;
     // Bounded: an error whose message varies per request would otherwise grow this forever.

@@ -19,7 +19,9 @@ export interface KeySlot {
   /** Its place in api_keys (0 for api_key): how status pages name it. */
   readonly index: number;
   readonly key: string | undefined;
-  /** The start of the key's SHA-256: tells keys apart on a status page without revealing one. */
+  /** The key's SHA-256 in hex ("" without a key): how the instances of a cluster name it to each other. */
+  readonly hash: string;
+  /** The start of `hash`: tells keys apart on a status page without revealing one. */
   readonly fingerprint: string;
   inFlight: number;
   restUntil: number;
@@ -35,15 +37,26 @@ export interface KeyView {
   rests: number;
 }
 
-const fingerprint = (key: string | undefined) => (key ? createHash("sha256").update(key).digest("hex").slice(0, 8) : "");
+const sha256 = (key: string | undefined) => (key ? createHash("sha256").update(key).digest("hex") : "");
+
+/**
+ * Tells the other instances of a cluster that a key of `provider` rests for `ms` more
+ * (docs/scaling.md#provider-keys-rests): relative, so that their clocks need not agree.
+ */
+export type RestAnnouncer = (provider: string, keyHash: string, ms: number) => void;
 
 /** The keys of one provider. */
 export class KeyPool {
   readonly slots: KeySlot[];
+  private readonly id: string;
 
-  constructor(config: ProviderConfig) {
+  constructor(config: ProviderConfig, private readonly announce: RestAnnouncer = () => {}) {
     const keys = config.api_keys ?? [config.api_key];
-    this.slots = keys.map((key, index) => ({ index, key, fingerprint: fingerprint(key), inFlight: 0, restUntil: 0, rests: 0 }));
+    this.slots = keys.map((key, index) => {
+      const hash = sha256(key);
+      return { index, key, hash, fingerprint: hash.slice(0, 8), inFlight: 0, restUntil: 0, rests: 0 };
+    });
+    this.id = config.id;
   }
 
   /** The ready key not in `tried` (a bitmask of indexes) with fewest in flight; null when none. */
@@ -69,6 +82,16 @@ export class KeyPool {
   rest(slot: KeySlot, seconds: number, now: number): void {
     slot.restUntil = Math.max(slot.restUntil, now + seconds * 1000);
     slot.rests++;
+    if (seconds > 0 && slot.hash) this.announce(this.id, slot.hash, slot.restUntil - now);
+  }
+
+  /**
+   * Another instance's rest of the key hashed `keyHash`: kept if it ends later than this one's own,
+   * never announced again (no echo between instances). Bounded as a Retry-After is.
+   */
+  heard(keyHash: string, ms: number, now: number): void {
+    const until = now + Math.min(ms, MAX_REST_S * 1000);
+    for (const s of this.slots) if (s.hash === keyHash) s.restUntil = Math.max(s.restUntil, until);
   }
 
   views(now: number): KeyView[] {
@@ -123,9 +146,12 @@ class Weighted {
 export class Capacity {
   private readonly pools = new Map<string, KeyPool>();
   private readonly weighted = new Map<string, Weighted>();
+  /** Set on PostgreSQL: the rests this instance starts are told to the others (null: one instance, nobody to tell). */
+  announce: RestAnnouncer | null = null;
 
   constructor(providers: readonly ProviderConfig[], models: readonly Model[], readonly now: () => number = Date.now) {
-    for (const p of providers) this.pools.set(p.id, new KeyPool(p));
+    const announce: RestAnnouncer = (provider, keyHash, ms) => this.announce?.(provider, keyHash, ms);
+    for (const p of providers) this.pools.set(p.id, new KeyPool(p, announce));
     for (const m of models) {
       const w = m.routes.filter((r) => r.weight !== undefined);
       if (w.length) this.weighted.set(m.id, new Weighted(w, w.map((r) => r.weight!), m.routes.filter((r) => r.weight === undefined)));
@@ -134,6 +160,11 @@ export class Capacity {
 
   pool(providerId: string): KeyPool {
     return this.pools.get(providerId)!;
+  }
+
+  /** Another instance put a key to rest: unknown providers (a config not reloaded everywhere yet) are ignored. */
+  heard(provider: string, keyHash: string, ms: number): void {
+    this.pools.get(provider)?.heard(keyHash, ms, this.now());
   }
 
   /** The routes in the order this request tries them: as listed unless some carry a weight. */

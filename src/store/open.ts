@@ -17,6 +17,7 @@ import type { Commits } from "./commits/contract.ts";
 import { GroupCommit } from "./commits/sqlite.ts";
 import { PgCommits } from "./commits/postgres.ts";
 import { listenForChanges } from "./engine/postgres/changes.ts";
+import { shareRests } from "./engine/postgres/rests.ts";
 import { migratePostgres, openPostgres, type PgDb } from "./engine/postgres/client.ts";
 import { migrate, openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from "./engine/sqlite/client.ts";
 import { Idempotency } from "./idempotency/sqlite.ts";
@@ -92,6 +93,11 @@ export interface Stores {
   topUps: TopUpCredit;
   /** Redemption codes (docs/dashboard.md#redemption-codes). */
   codes: CodeStore;
+  /**
+   * Tells the other instances that a provider key rests for `ms` more (docs/scaling.md#provider-keys-rests);
+   * null with one instance (SQLite). Never throws, never waits.
+   */
+  announceRest: ((provider: string, keyHash: string, ms: number) => void) | null;
   /** Run in order at stop, after the last request: what is buffered goes out, then the database closes. */
   atStop: (() => unknown)[];
 }
@@ -115,6 +121,8 @@ export interface StoreHooks {
   onRow(r: LogRow): void;
   /** PostgreSQL: this instance lost its lease on the holds and must stop taking money. */
   onFence(why: GatewayError): void;
+  /** PostgreSQL: another instance put a provider key (by its SHA-256) to rest for `ms` more. */
+  onRest(provider: string, keyHash: string, ms: number): void;
 }
 
 /** The server's database file, opened as `gateway serve` opens it. */
@@ -143,6 +151,7 @@ export function openSqliteStores(config: Config, db: Db, hooks: Pick<StoreHooks,
     checkouts: new Checkouts(db),
     topUps: new SqliteTopUpCredit(db, ledger, commits),
     codes: new Codes(db, ledger, commits),
+    announceRest: null,
     atStop: [],
   };
 }
@@ -169,6 +178,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     if (table !== "settings") keys.forget();
     if (table !== "api_keys" && table !== "accounts") void settings.refresh().catch((e: unknown) => events.writeFailed("settings", "refresh", e));
   });
+  const rests = await shareRests(pg.$client, config.cluster.instanceId, (n) => hooks.onRest(n.provider, n.keyHash, n.ms), (n, cause) => events.restNotShared({ provider: n.provider, cause }));
   const logs = new PgRequestLog(pg, { retentionDays: config.logRetentionDays, onRow: (r) => hooks.onRow(r) });
   const checkouts = new PgCheckouts(pg);
   return {
@@ -189,7 +199,8 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     checkouts,
     topUps: new PgTopUpCredit(ledger, checkouts),
     codes: new PgCodes(pg, ledger),
-    atStop: [() => feed.stop(), () => logs.flush(), () => ledger.stop(), () => ledger.retire(), () => pg.$client.close()],
+    announceRest: (provider, keyHash, ms) => rests.announce({ provider, keyHash, ms }),
+    atStop: [() => feed.stop(), () => rests.stop(), () => logs.flush(), () => ledger.stop(), () => ledger.retire(), () => pg.$client.close()],
   };
 }
 
