@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { GatewayError } from "../core/errors.ts";
+import { NUL, nulRefused } from "../core/nul.ts";
 
 // Argon2id through Bun.password (Bun's defaults: 64 MiB, 2 passes), hashed and verified on Bun's
 // thread pool: a login costs the event loop nothing while it runs. docs/decisions.md says why this
@@ -15,7 +16,7 @@ export function checkNewPassword(password: unknown, field = "password"): string 
   if (password.length < MIN_PASSWORD_LENGTH) throw new GatewayError("invalid_request", `${field}: at least ${MIN_PASSWORD_LENGTH} characters`);
   if (password.length > MAX_PASSWORD_LENGTH) throw new GatewayError("invalid_request", `${field}: at most ${MAX_PASSWORD_LENGTH} characters`);
   // The dashboard refuses U+0000 in any text (http/schemas.ts); the CLI's stdin is held to the same.
-  if (password.includes("\0")) throw new GatewayError("invalid_request", `${field}: U+0000 (the NUL character) is not allowed in text.`);
+  if (password.includes(NUL)) throw nulRefused(field);
   return password;
 }
 

@@ -2,6 +2,7 @@ import { Type as T, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { GatewayError } from "../core/errors.ts";
 import { jsonPath } from "../core/json-path.ts";
+import { NUL, nulRefused } from "../core/nul.ts";
 
 // Wire shapes the gateway requires before it routes a request. Every other field passes through,
 // so objects stay open (additionalProperties) and only what we read is typed.
@@ -54,11 +55,6 @@ export const ImageEditForm = T.Object({
 });
 
 const compiled = new Map<TSchema, ReturnType<typeof TypeCompiler.Compile>>();
-
-const NUL = "\u0000";
-// A path through 30,000 nested arrays is 90,000 characters: its start says enough.
-const nulRefused = (where: string) =>
-  new GatewayError("invalid_request", `${where.length > 200 ? `${where.slice(0, 199)}…` : where}: U+0000 (the NUL character) is not allowed in text.`);
 
 /**
  * Refuses U+0000 anywhere in a dashboard request's text: its JSON body's strings and names, its

@@ -1,6 +1,7 @@
 import { getTableColumns, getTableName, is, sql, type Column } from "drizzle-orm";
 import { getTableConfig as pgTableConfig, PgTable } from "drizzle-orm/pg-core";
 import { SQLiteTable } from "drizzle-orm/sqlite-core";
+import { NUL, withoutNul } from "../../core/nul.ts";
 import { OperatorError } from "../../core/operator-error.ts";
 import type { Db } from "./sqlite/client.ts";
 import { migratePostgres, openPostgres, closePostgres, pgOperatorError, redactUrl, type PgDb } from "./postgres/client.ts";
@@ -153,8 +154,8 @@ async function copyTable(source: Db, db: PgDb, step: CopyStep, batchRows: number
       // SQLite's text holds U+0000 (a row written before the gateway refused it); PostgreSQL's
       // refuses it, and one such value would refuse the whole copy. Written as U+FFFD, as the
       // PostgreSQL request log writes it, and counted for the report (docs/operations.md#moving-to-postgresql-gateway-migrate-db).
-      if (typeof mapped === "string" && mapped.includes("\0")) {
-        mapped = mapped.replaceAll("\0", "\uFFFD");
+      if (typeof mapped === "string" && mapped.includes(NUL)) {
+        mapped = withoutNul(mapped);
         nulReplaced[c.from.name] = (nulReplaced[c.from.name] ?? 0) + 1;
       }
       out[c.key] = mapped;

@@ -2,6 +2,7 @@ import type { SQL } from "bun";
 import type { Rider } from "../../ledger/hold.ts";
 import type { PgDb } from "../engine/postgres/client.ts";
 import { events } from "../../core/events.ts";
+import { withoutNul } from "../../core/nul.ts";
 import { DEFAULT_RETENTION_DAYS, type LogRow, type RequestLogStore, type Told } from "./contract.ts";
 import { LOG_COLUMN_COUNT, LOG_COLUMNS, logValues, pruneBefore } from "./rows.ts";
 
@@ -52,7 +53,7 @@ function storedValues(r: LogRow, now: number): unknown[] {
   const v = logValues(r, now);
   for (let i = 0; i < v.length; i++) {
     const s = v[i];
-    if (typeof s === "string" && s.includes("\0")) v[i] = s.replaceAll("\0", "\uFFFD");
+    if (typeof s === "string") v[i] = withoutNul(s);
   }
   return v;
 }
