@@ -224,4 +224,12 @@ describe("GET /v1/me", () => {
     const res = await send(gw, "/v1/me", { headers: { "x-api-key": a.key } });
     expect(res.status).toBe(200);
   });
+
+  it("takes the key from Authorization: Bearer when x-api-key carries another vendor's key", async () => {
+    // An Anthropic SDK given both an apiKey (the vendor's own, from the environment) and an
+    // authToken (the gateway's) sends both headers.
+    const a = await gw.account(1);
+    const res = await send(gw, "/v1/me", { headers: { "x-api-key": "sk-ant-api03-vendor", authorization: `Bearer ${a.key}` } });
+    expect(res.status).toBe(200);
+  });
 });
