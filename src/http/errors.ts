@@ -36,14 +36,15 @@ export function errorResponse(err: unknown, requestId: string, extraHeaders: Rec
 }
 
 /**
- * The error object (docs/api.md#errors). On the Messages dialect's endpoints it sits beside Anthropic's top-level
- * `"type": "error"`: the Vercel AI SDK's Anthropic provider parses error bodies with
+ * The error object (docs/api.md#errors). On the Messages dialect's endpoints it sits in Anthropic's envelope,
+ * `{"type": "error", "error": …, "request_id": …}`: the Vercel AI SDK's Anthropic provider parses error bodies with
  * z.object({ type: z.literal("error"), error: { type, message } }) (vercel/ai
- * packages/anthropic/src/anthropic-error.ts) and, when that fails, shows only the status text.
+ * packages/anthropic/src/anthropic-error.ts) and, when that fails, shows only the status text; Anthropic's own
+ * bodies name the request id at the top, where a client that logs the body finds it.
  */
 export function errorBody(e: GatewayError, requestId: string, envelope: "standard" | "messages" = "standard"): string {
   const error = { type: e.type, code: e.code, message: e.message, request_id: requestId };
-  return JSON.stringify(envelope === "messages" ? { type: "error", error } : { error });
+  return JSON.stringify(envelope === "messages" ? { type: "error", error, request_id: requestId } : { error });
 }
 
 /** Anything thrown, as the gateway's error; logging is errorResponse's, once per answer. */
