@@ -47,6 +47,24 @@ export function errorBody(e: GatewayError, requestId: string, envelope: "standar
   return JSON.stringify(envelope === "messages" ? { type: "error", error, request_id: requestId } : { error });
 }
 
+/**
+ * A stored error body (a kept failure, replayed under its Idempotency-Key) as this answer's: the
+ * request id it names becomes `requestId`, the one the replay's headers carry (docs/api.md#errors).
+ * A body that is not the gateway's error shape is returned as it is.
+ */
+export function replayedErrorBody(stored: string, requestId: string): string {
+  let body: { error?: { request_id?: unknown }; request_id?: unknown };
+  try {
+    body = JSON.parse(stored);
+  } catch {
+    return stored;
+  }
+  if (typeof body?.error?.request_id !== "string") return stored;
+  body.error.request_id = requestId;
+  if ("request_id" in body) body.request_id = requestId;
+  return JSON.stringify(body);
+}
+
 /** Anything thrown, as the gateway's error; logging is errorResponse's, once per answer. */
 export const toGatewayError = asGatewayError;
 
