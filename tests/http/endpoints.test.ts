@@ -75,6 +75,12 @@ describe("GET /v1/models/{id}", () => {
     expect(((await res.json()) as ModelView).id).toBe("org/model-x");
   });
 
+  it("reads an id holding a slash sent as is, as a model id is written (/v1/models/org/model-x)", async () => {
+    const res = await send(gw, "/v1/models/org/model-x");
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as ModelView).id).toBe("org/model-x");
+  });
+
   it("reads the id without the trailing slash the other routes tolerate", async () => {
     const res = await send(gw, "/v1/models/demo-text/");
     expect(res.status).toBe(200);
