@@ -134,7 +134,7 @@ export function tightest(buckets: readonly Bucket[]): Bucket {
 }
 
 /** "1 second", "20 seconds": the refusals' English. */
-export const counted = (n: number, unit: string): string => `${n} ${unit}${n === 1 ? "" : "s"}`;
+const counted = (n: number, unit: string): string => `${n} ${unit}${n === 1 ? "" : "s"}`;
 
 /** The last sentence of every 429 rate_limit's message. */
 export const retryAfterSentence = (seconds: number): string => `Retry after ${counted(seconds, "second")}.`;
