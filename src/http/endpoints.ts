@@ -75,7 +75,7 @@ export type Endpoint<A extends AuthKind = AuthKind> = A extends AuthKind ? Row<A
 type Given<A extends AuthKind> = Pick<Row<A>, "method" | "path" | "auth" | "summary" | "handler">;
 
 /** A row, with what it leaves out at its default: no CORS, the standard envelope, no body, the main bucket, published. */
-function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>): Endpoint<A> {
+function row<A extends AuthKind>(r: Given<A> & Partial<Row<A>>): Endpoint<A> {
   return {
     cors: false,
     envelope: "standard",
@@ -91,7 +91,7 @@ function row<A extends AuthKind>(r: Given<A> & Partial<Omit<Row<A>, "pattern">>)
     when: null,
     streams: false,
     ...r,
-    pattern: new RegExp(`^${r.path.replace(/\{(\w+)\}/g, "(?<$1>[^/]+)")}/?$`),
+    pattern: r.pattern ?? new RegExp(`^${r.path.replace(/\{(\w+)\}/g, "(?<$1>[^/]+)")}/?$`),
   } as Row<A> as Endpoint<A>;
 }
 
@@ -99,7 +99,8 @@ export const ENDPOINTS: readonly Endpoint[] = [
   // The four public GETs carry CORS `*` (docs/api.md#cors): browsers may call them.
   row({ method: "GET", path: "/status", auth: "public", cors: true, summary: "Gateway status and each model's availability", handler: status }),
   row({ method: "GET", path: "/v1/models", auth: "public", cors: true, summary: "Published models", handler: listModels }),
-  row({ method: "GET", path: "/v1/models/{id}", auth: "public", cors: true, summary: "One model (an alias answers with the canonical id)", handler: getModel }),
+  // A model id may hold a slash (org/model): sent as is rather than as %2F, it is still the id.
+  row({ method: "GET", path: "/v1/models/{id}", pattern: /^\/v1\/models\/(?<id>.+?)\/?$/, auth: "public", cors: true, summary: "One model (an alias answers with the canonical id)", handler: getModel }),
   row({ method: "GET", path: "/api/pricing", auth: "public", cors: true, response: A.ok(A.Pricing), summary: "Public prices and the catalog version", handler: pricing }),
   // The Messages dialect's endpoints answer errors in Anthropic's envelope (errors.ts).
   row({

@@ -36,14 +36,33 @@ export function errorResponse(err: unknown, requestId: string, extraHeaders: Rec
 }
 
 /**
- * The error object (docs/api.md#errors). On the Messages dialect's endpoints it sits beside Anthropic's top-level
- * `"type": "error"`: the Vercel AI SDK's Anthropic provider parses error bodies with
+ * The error object (docs/api.md#errors). On the Messages dialect's endpoints it sits in Anthropic's envelope,
+ * `{"type": "error", "error": …, "request_id": …}`: the Vercel AI SDK's Anthropic provider parses error bodies with
  * z.object({ type: z.literal("error"), error: { type, message } }) (vercel/ai
- * packages/anthropic/src/anthropic-error.ts) and, when that fails, shows only the status text.
+ * packages/anthropic/src/anthropic-error.ts) and, when that fails, shows only the status text; Anthropic's own
+ * bodies name the request id at the top, where a client that logs the body finds it.
  */
 export function errorBody(e: GatewayError, requestId: string, envelope: "standard" | "messages" = "standard"): string {
   const error = { type: e.type, code: e.code, message: e.message, request_id: requestId };
-  return JSON.stringify(envelope === "messages" ? { type: "error", error } : { error });
+  return JSON.stringify(envelope === "messages" ? { type: "error", error, request_id: requestId } : { error });
+}
+
+/**
+ * A stored error body (a kept failure, replayed under its Idempotency-Key) as this answer's: the
+ * request id it names becomes `requestId`, the one the replay's headers carry (docs/api.md#errors).
+ * A body that is not the gateway's error shape is returned as it is.
+ */
+export function replayedErrorBody(stored: string, requestId: string): string {
+  let body: { error?: { request_id?: unknown }; request_id?: unknown };
+  try {
+    body = JSON.parse(stored);
+  } catch {
+    return stored;
+  }
+  if (typeof body?.error?.request_id !== "string") return stored;
+  body.error.request_id = requestId;
+  if ("request_id" in body) body.request_id = requestId;
+  return JSON.stringify(body);
 }
 
 /** Anything thrown, as the gateway's error; logging is errorResponse's, once per answer. */

@@ -8,7 +8,7 @@ import type { LogRow } from "../store/request-log/contract.ts";
 import type { Services } from "../services.ts";
 import { readBodyLimited, parseJsonObject, tooLarge } from "./body.ts";
 import type { Endpoint } from "./endpoints.ts";
-import { requestIdHeaders, setRequestIdHeaders } from "./errors.ts";
+import { replayedErrorBody, requestIdHeaders, setRequestIdHeaders } from "./errors.ts";
 import type { Exchange, KeyedCall } from "./exchange.ts";
 import { formFingerprint, parseForm } from "./form.ts";
 import { refuseModelLookalikes, validate } from "./schemas.ts";
@@ -76,7 +76,8 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
       log.status = begun.answer.status;
       log.latencyMs = performance.now() - started;
       await svc.logs.write(log);
-      const replay = new Response(begun.answer.body, {
+      const stored = begun.answer.status >= 300 ? replayedErrorBody(begun.answer.body, requestId) : begun.answer.body;
+      const replay = new Response(stored, {
         status: begun.answer.status,
         headers: {
           "content-type": begun.answer.contentType,

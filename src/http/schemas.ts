@@ -1,5 +1,6 @@
 import { Type as T, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { ValueErrorType, type ValueError } from "@sinclair/typebox/errors";
 import { GatewayError } from "../core/errors.ts";
 import { jsonPath } from "../core/json-path.ts";
 import { NUL, nulRefused } from "../core/nul.ts";
@@ -84,7 +85,6 @@ export function refuseNul(body: unknown, query: URLSearchParams): void {
   }
 }
 
-/** Checks a parsed body against its schema; the first problem becomes 400 invalid_request (docs/api.md#errors). */
 /**
  * A top-level key that is `model` in another case ("Model", "MODEL") beside the one the gateway
  * routes and prices: Go's encoding/json matches keys case-insensitively (last one wins), so a Go
@@ -98,6 +98,7 @@ export function refuseModelLookalikes(body: Record<string, unknown>): void {
   }
 }
 
+/** Checks a parsed body against its schema; the first problem becomes 400 invalid_request (docs/api.md#errors). */
 export function validate<S extends TSchema>(schema: S, body: unknown): void {
   let check = compiled.get(schema);
   if (!check) {
@@ -109,5 +110,17 @@ export function validate<S extends TSchema>(schema: S, body: unknown): void {
   if (!first) throw new GatewayError("invalid_request", "Request body does not match the expected shape.");
   const path = jsonPath(first.path);
   const missing = first.value === undefined;
-  throw new GatewayError("invalid_request", missing ? `${path}: Field required` : `${path}: ${first.message}`);
+  throw new GatewayError("invalid_request", missing ? `${path}: Field required` : `${path}: ${describe(first)}`);
+}
+
+/**
+ * A problem in the client's terms. TypeBox says only "Expected union value" of a field that takes one
+ * of several types (an output cap: an integer or null); each variant's own first problem says what it
+ * takes: "Expected integer to be greater or equal to 1, or null".
+ */
+function describe(error: ValueError): string {
+  if (error.type !== ValueErrorType.Union) return error.message;
+  const each = error.errors.map((variant) => variant.First()?.message).filter((m): m is string => m !== undefined);
+  if (each.length === 0) return error.message;
+  return each.map((m, i) => (i === 0 ? m : m.replace(/^Expected /, ""))).join(", or ");
 }

@@ -133,11 +133,17 @@ export function tightest(buckets: readonly Bucket[]): Bucket {
   return buckets.reduce((a, b) => (left(b) < left(a) || (left(b) === left(a) && b.rpm < a.rpm) ? b : a));
 }
 
+/** "1 second", "20 seconds": the refusals' English. */
+const counted = (n: number, unit: string): string => `${n} ${unit}${n === 1 ? "" : "s"}`;
+
+/** The last sentence of every 429 rate_limit's message. */
+export const retryAfterSentence = (seconds: number): string => `Retry after ${counted(seconds, "second")}.`;
+
 /** The 429 of a bucket with less than one request in it: Retry-After in whole seconds, never 0. */
 export function refusal(b: Bucket, what: string, headers: Headers): GatewayError {
   const waitMs = (UNITS_PER_TOKEN - b.units) / b.rpm;
   const retryAfter = Math.max(1, Math.ceil(waitMs / 1000));
-  return new GatewayError("rate_limit", `Rate limit exceeded: ${b.rpm} requests per minute for ${what}. Retry after ${retryAfter} seconds.`, {
+  return new GatewayError("rate_limit", `Rate limit exceeded: ${counted(b.rpm, "request")} per minute for ${what}. ${retryAfterSentence(retryAfter)}`, {
     retryAfter,
     headers: Object.fromEntries(headers),
   });

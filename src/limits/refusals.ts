@@ -1,4 +1,5 @@
 import { GatewayError } from "../core/errors.ts";
+import { retryAfterSentence } from "./rate-limit.ts";
 import { events } from "../core/events.ts";
 
 // An unauthenticated flood once filled the database (158 k bad-key requests in 20 s added 23 MB
@@ -81,7 +82,7 @@ export class RefusalGate {
     }
     return new GatewayError(
       "rate_limit",
-      `Too many requests without a valid API key from this address. Retry after ${retryAfter} seconds.`,
+      `Too many requests without a valid API key from this address. ${retryAfterSentence(retryAfter)}`,
       { retryAfter },
     );
   }

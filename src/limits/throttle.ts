@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Awaitable } from "../core/awaitable.ts";
 import { GatewayError } from "../core/errors.ts";
+import { retryAfterSentence } from "./rate-limit.ts";
 import { RedisStore, Script } from "./redis-store.ts";
 
 /**
@@ -28,7 +29,7 @@ export interface Attempt {
 
 export function tooMany(what: string, retryMs: number): GatewayError {
   const retryAfter = Math.max(1, Math.ceil(retryMs / 1000));
-  return new GatewayError("rate_limit", `Too many ${what}. Retry after ${retryAfter} seconds.`, { retryAfter });
+  return new GatewayError("rate_limit", `Too many ${what}. ${retryAfterSentence(retryAfter)}`, { retryAfter });
 }
 
 /**

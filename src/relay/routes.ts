@@ -7,7 +7,7 @@ import type { RelayServices } from "./context.ts";
 import type { Provider } from "../upstreams/types.ts";
 import { SseSizeGuard } from "../wire/sse.ts";
 import { AttemptClock, limitsOf, timedResponse } from "./timeouts.ts";
-import { classifyStatus, passThrough, readErrorBody, readVendorError, refusesCredential, rejectsKey, restsKey } from "./upstream-error.ts";
+import { classifyStatus, missingRoute, passThrough, readErrorBody, readVendorError, refusesCredential, rejectsKey, restsKey } from "./upstream-error.ts";
 import { AnsweredAttempt } from "./attempt.ts";
 import { REJECTED_REST_S, restSeconds, type KeyPool, type KeySlot } from "./capacity.ts";
 
@@ -141,7 +141,7 @@ export async function attemptRoutes<C>(svc: RelayServices, model: Model, call: T
             last = new Failure(vendor ? passThrough(response.status, vendor) : upstreamUnavailable(model.id), false);
             continue;
           }
-          if (kind !== "refusal") {
+          if (kind !== "refusal" || missingRoute(response.status, vendor)) {
             svc.health.failure(route.key, `HTTP ${response.status}${vendor ? ` ${vendor.type}` : ""}`);
             last = new Failure(upstreamUnavailable(model.id), false);
             break;

@@ -55,6 +55,19 @@ export function rejectsKey(status: number, v: VendorError | null): boolean {
   return refusesCredential(status, v?.type) || (status === 429 && outOfCredit(v));
 }
 
+/**
+ * A 404 about the route itself, not the request: the provider does not know the route's upstream
+ * model (retired, misspelt in the config; OpenAI's code model_not_found, Anthropic's not_found_error
+ * "model: …"), or the 404 is no vendor's body at all (a base URL with a wrong path). The client asked
+ * for a published model: another route may serve it, and a 404 model_not_found would tell the client
+ * the model does not exist (docs/api.md#errors). A client cannot cause either, so counting them
+ * against the route's health lets no one open its circuit. Other 404s pass through as refusals.
+ */
+export function missingRoute(status: number, v: VendorError | null): boolean {
+  if (status !== 404) return false;
+  return v === null || v.code === "model_not_found" || (v.type === "not_found_error" && v.message.startsWith("model:"));
+}
+
 export function passThrough(status: number, v: VendorError, retryAfter?: number): GatewayError {
   const type = TYPE_FROM_CODE.has(v.code) ? v.code : v.type;
   // A vendor 429 for an exhausted credit balance will not succeed on a retry.

@@ -46,9 +46,10 @@ afterAll(async () => {
 function expectErrorShape(res: RawResponse): void {
   expect(res.headers["content-type"]).toStartWith("application/json");
   const body = JSON.parse(res.text()) as { type?: string; error: Record<string, unknown> };
-  // The Messages dialect may add Anthropic's top-level "type": "error" beside the spec's object.
-  expect(Object.keys(body).filter((k) => k !== "type")).toEqual(["error"]);
+  // The Messages dialect may add Anthropic's top-level "type": "error" and "request_id" beside the spec's object.
+  expect(Object.keys(body).filter((k) => k !== "type" && k !== "request_id")).toEqual(["error"]);
   if ("type" in body) expect(body.type).toBe("error");
+  if ("request_id" in body) expect(body.request_id).toBe(body.error.request_id);
   expect(Object.keys(body.error).sort()).toEqual(["code", "message", "request_id", "type"]);
   for (const f of ["code", "message", "type"]) expect(typeof body.error[f] === "string" && (body.error[f] as string).length > 0).toBe(true);
   expect(body.error.request_id).toBe(res.headers["x-gateway-request-id"]!);

@@ -75,6 +75,12 @@ describe("GET /v1/models/{id}", () => {
     expect(((await res.json()) as ModelView).id).toBe("org/model-x");
   });
 
+  it("reads an id holding a slash sent as is, as a model id is written (/v1/models/org/model-x)", async () => {
+    const res = await send(gw, "/v1/models/org/model-x");
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as ModelView).id).toBe("org/model-x");
+  });
+
   it("reads the id without the trailing slash the other routes tolerate", async () => {
     const res = await send(gw, "/v1/models/demo-text/");
     expect(res.status).toBe(200);
@@ -222,6 +228,14 @@ describe("GET /v1/me", () => {
   it("takes the key in x-api-key as well as in Authorization: Bearer", async () => {
     const a = await gw.account(1);
     const res = await send(gw, "/v1/me", { headers: { "x-api-key": a.key } });
+    expect(res.status).toBe(200);
+  });
+
+  it("takes the key from Authorization: Bearer when x-api-key carries another vendor's key", async () => {
+    // An Anthropic SDK given both an apiKey (the vendor's own, from the environment) and an
+    // authToken (the gateway's) sends both headers.
+    const a = await gw.account(1);
+    const res = await send(gw, "/v1/me", { headers: { "x-api-key": "sk-ant-api03-vendor", authorization: `Bearer ${a.key}` } });
     expect(res.status).toBe(200);
   });
 });

@@ -37,6 +37,13 @@ describe("error bodies on the Messages dialect", () => {
     expect(body.error).toMatchObject({ type: "insufficient_balance", code: "insufficient_balance" });
   });
 
+  it("carry Anthropic's top-level request_id, the value of the request-id header", async () => {
+    const res = await postBody(gw, "/v1/messages", expensive, keyHeaders(poor, { "anthropic-version": "2023-06-01" }));
+    const body = (await res.json()) as { request_id?: string; error: { request_id: string } };
+    expect(body.request_id).toBe(res.headers.get("request-id")!);
+    expect(body.error.request_id).toBe(body.request_id!);
+  });
+
   it("carry type error on /v1/messages/count_tokens", async () => {
     const res = await postBody(gw, "/v1/messages/count_tokens", { model: "demo-text-1", messages: hi }, { "content-type": "application/json" });
     expect(res.status).toBe(401);

@@ -42,6 +42,15 @@ describe("400 invalid_request", () => {
     expect(err.message).toStartWith(`${field}: `);
   });
 
+  it.each([
+    ["/v1/chat/completions", "max_tokens", { model: "demo", messages: hi, max_tokens: "16" }, "Expected integer, or null"],
+    ["/v1/responses", "max_output_tokens", { model: "demo", input: "Hello", max_output_tokens: 0 }, "Expected integer to be greater or equal to 1, or null"],
+    ["/v1/images/generations", "n", { model: "demo-image-1", prompt: "a cat", n: 11 }, "Expected integer to be less or equal to 10, or null"],
+  ])("says what a field that takes one of several types accepts, on %s's %s", async (path, field, body, expected) => {
+    const err = await expectError(await postJson(t.gw, path, t.a.key, body), 400, "invalid_request");
+    expect(err.message).toBe(`${field}: ${expected}`);
+  });
+
   it("answers a chat completion with neither max_tokens nor max_completion_tokens", async () => {
     const err = await expectError(await postJson(t.gw, "/v1/chat/completions", t.a.key, { model: "demo", messages: hi }), 400, "invalid_request");
     expect(err.message).toContain("max_tokens");

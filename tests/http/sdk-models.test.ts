@@ -52,6 +52,11 @@ describe("the @anthropic-ai/sdk SDK", () => {
     expect(m.type).toBe("model");
   });
 
+  it("reads every field of Anthropic's model object, the unknown ones null rather than absent", async () => {
+    const m = await client().models.retrieve("demo-text-1");
+    expect(m).toMatchObject({ display_name: "Demo text model", created_at: "2026-01-01T00:00:00.000Z", max_tokens: 8192, max_input_tokens: null, capabilities: null });
+  });
+
   it("raises NotFoundError with the gateway's request id for an unknown model", async () => {
     const err = (await client().models.retrieve("nope").catch((e) => e)) as InstanceType<typeof Anthropic.NotFoundError>;
     expect(err).toBeInstanceOf(Anthropic.NotFoundError);

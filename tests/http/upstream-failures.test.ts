@@ -175,6 +175,30 @@ describe("a provider that rejects the gateway's own key", () => {
   });
 });
 
+describe("a provider that does not know the route's upstream model (retired, or misspelt in the config)", () => {
+  it("is that route's failure: the next route serves the published model", async () => {
+    up.script({ kind: "error", status: 404, body: anthropicError("not_found_error", "model: pair-first") }, { kind: "text", text: "from second" });
+    const res = await postWithApiKey(gw, "/v1/messages", ask("pair"), key);
+    expect(res.status).toBe(200);
+    expect(eventsOf(idOf(res))[0]).toMatchObject({ event: "upstream_failed", route: "anthropic/pair-first", upstream_status: 404 });
+  });
+
+  it("answers 502 upstream_unavailable when no route is left, not a 404 model_not_found for a model the catalog publishes", async () => {
+    up.script({ kind: "error", status: 404, body: openaiError("The model `gpt-solo-up` does not exist or you do not have access to it.", "invalid_request_error", "model_not_found") });
+    const res = await postWithApiKey(gw, "/v1/chat/completions", ask("gpt-solo"), key);
+    expect(res.status).toBe(502);
+    const err = await errorOf(res);
+    expect(err.code).toBe("upstream_unavailable");
+    expect(err.message).not.toContain("gpt-solo-up");
+  });
+
+  it("is the route's failure too when the 404 is no vendor's error body (a base URL with a wrong path): the next route serves", async () => {
+    up.script({ kind: "raw", status: 404, body: "<html>Not Found</html>" }, { kind: "text", text: "from second" });
+    const res = await postWithApiKey(gw, "/v1/messages", ask("pair"), key);
+    expect(res.status).toBe(200);
+  });
+});
+
 describe("the request log of a request whose routes all failed", () => {
   it("names the provider and route last tried (messages)", async () => {
     up.script({ kind: "error", status: 500 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "bun:test";
 import OpenAI from "openai";
-import { errorOf } from "../support/errors.ts";
+import { errorOf, expectError } from "../support/errors.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { stalledBody, startRawUpstream, type RawUpstream } from "../support/raw-upstream.ts";
@@ -50,9 +50,18 @@ describe("an image request whose answer stalls after the headers", () => {
     const firstError = await errorOf(first);
     const again = await send();
     expect([again.status, again.headers.get("idempotent-replayed"), again.headers.get("x-should-retry")]).toEqual([502, "true", "false"]);
-    expect(await errorOf(again)).toEqual(firstError);
+    expect(await errorOf(again)).toEqual({ ...firstError, request_id: again.headers.get("x-gateway-request-id")! });
     expect(firstError.code).toBe("ambiguous_upstream_result");
     expect(generations()).toBe(1);
     expect(gw.money(a.accountId)).toMatchObject({ balance: 5_000_000_000, openHolds: 0 });
+  });
+
+  it("names in the replayed 502's body the request id its own headers carry", async () => {
+    const a = await gw.account(5);
+    const send = () => postWithApiKey(gw, "/v1/images/generations", { model: "img", prompt: "a bird" }, a.key, { "idempotency-key": "img-id" });
+    await send();
+    const again = await send();
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    await expectError(again, 502, "ambiguous_upstream_result");
   });
 });

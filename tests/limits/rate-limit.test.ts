@@ -76,7 +76,14 @@ describe("RateLimiter (token bucket per key)", () => {
   it("says in the message what was limited and for how long", () => {
     const limiter = new RateLimiter(() => 0);
     limiter.take("k", 1, "count_tokens on this key");
-    expect(() => limiter.take("k", 1, "count_tokens on this key")).toThrow(/1 requests per minute for count_tokens on this key\. Retry after 60 seconds/);
+    expect(() => limiter.take("k", 1, "count_tokens on this key")).toThrow(/1 request per minute for count_tokens on this key\. Retry after 60 seconds/);
+  });
+
+  it("writes one request and one second in the singular", () => {
+    // 60 a minute refills one a second: the usual count_tokens refusal.
+    const limiter = new RateLimiter(() => 0);
+    for (let i = 0; i < 60; i++) limiter.take("k", 60, "count_tokens on this key");
+    expect(() => limiter.take("k", 60, "count_tokens on this key")).toThrow("Rate limit exceeded: 60 requests per minute for count_tokens on this key. Retry after 1 second.");
   });
 
   it("forgets buckets idle for over a minute, so memory follows the keys in use, not every key ever seen", () => {

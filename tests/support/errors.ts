@@ -11,7 +11,7 @@ export interface WireError {
 
 /**
  * The Messages dialect's routes (a trailing slash tolerated): their errors add Anthropic's top-level
- * "type": "error" beside the spec's object. Written out here rather than read from src/http, so the
+ * "type": "error" and "request_id" beside the spec's object. Written out here rather than read from src/http, so the
  * check does not follow the code it checks.
  */
 const MESSAGES_ROUTE = /^\/v1\/messages(\/count_tokens)?\/?$/;
@@ -30,8 +30,9 @@ export async function expectError(res: Response, status: number, code: string, t
   expect(res.headers.get("content-type")).toStartWith("application/json");
   const body = (await res.json()) as { type?: string; error: WireError };
   if (MESSAGES_ROUTE.test(new URL(res.url || "http://x/").pathname)) {
-    expect(Object.keys(body).sort()).toEqual(["error", "type"]);
+    expect(Object.keys(body).sort()).toEqual(["error", "request_id", "type"]);
     expect(body.type).toBe("error");
+    expect((body as { request_id?: string }).request_id).toBe(res.headers.get("x-gateway-request-id")!);
   } else expect(Object.keys(body)).toEqual(["error"]);
   expect(Object.keys(body.error).sort()).toEqual(["code", "message", "request_id", "type"]);
   expect(body.error.code).toBe(code);

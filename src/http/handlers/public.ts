@@ -28,6 +28,9 @@ export function modelObject(m: Model) {
     endpoints: m.endpoints,
     aliases: m.aliases,
     max_tokens: m.endpoints.includes("messages") || m.endpoints.includes("chat.completions") ? m.maxOutputTokens : null,
+    // Anthropic's model object names these; the catalog does not know them, and null is their "unknown".
+    max_input_tokens: null,
+    capabilities: null,
   };
 }
 
