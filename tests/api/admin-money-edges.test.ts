@@ -132,3 +132,38 @@ describe("the balance's ceiling", () => {
     expect(books(other.id).balance).toBe(6 * USD);
   });
 });
+
+describe("a credit or debit that joins a batch whose COMMIT then fails", () => {
+  // A charge settled in the same turn of the event loop opens the group commit's batch, and the
+  // operator's write joins it; a COMMIT that fails (a full disk; here a deferred foreign key broken
+  // by the charge's stand-in) takes both back. The answer must then not say the money moved.
+  const db = () => gw.services.db.$client;
+  const failingBatch = () => {
+    void gw.services.commits.run(() => db().run("INSERT INTO dangling (ref) VALUES (-1)")).catch(() => {});
+  };
+  beforeAll(() => db().exec("CREATE TABLE dangling (id INTEGER PRIMARY KEY, ref INTEGER REFERENCES dangling(id) DEFERRABLE INITIALLY DEFERRED)"));
+
+  for (const op of ["credit", "debit"] as const) {
+    it(`answers the ${op} with the failure, not 200, and the books are as before; the retry moves it once`, async () => {
+      const h = await target(2);
+      const owner = op === "credit" ? gw.services.ledger : gw.services.accounts;
+      const method = op === "credit" ? "credit" : "debit";
+      const original = (owner as unknown as Record<string, (...a: unknown[]) => unknown>)[method]!;
+      (owner as unknown as Record<string, unknown>)[method] = function (this: unknown, ...args: unknown[]) {
+        failingBatch();
+        return original.apply(this, args);
+      };
+      const before = books(h.id);
+      let res: Response;
+      try {
+        res = await move(op, h.id, 1);
+      } finally {
+        (owner as unknown as Record<string, unknown>)[method] = original;
+      }
+      expect(res.status).toBeGreaterThanOrEqual(500);
+      expect(books(h.id).balance).toBe(before.balance);
+      expect((await move(op, h.id, 1)).status).toBe(200);
+      expect(books(h.id).balance).toBe(before.balance + (op === "credit" ? USD : -USD));
+    });
+  }
+});
