@@ -67,6 +67,24 @@ for (const op of ["credit", "debit"] as const) {
   });
 }
 
+describe("an admin's code batch at the edges", () => {
+  const batches = () => sqlAll<{ n: number }>(gw, "SELECT count(*) AS n FROM code_batches")[0]!.n;
+  for (const usd of REFUSED) {
+    it(`refuses a value of ${JSON.stringify(usd)} with 400 invalid_request naming usd, minting nothing`, async () => {
+      const before = batches();
+      expect(await refusedWith(await admin.b.call("POST", "/api/admin/codes", { usd, count: 1 }), 400, "invalid_request")).toStartWith("usd: ");
+      expect(batches()).toBe(before);
+    });
+  }
+  for (const count of [0, -1, 1.5, 10_001, "5", null]) {
+    it(`refuses a count of ${JSON.stringify(count)} with 400 invalid_request naming count, minting nothing`, async () => {
+      const before = batches();
+      expect(await refusedWith(await admin.b.call("POST", "/api/admin/codes", { usd: 1, count }), 400, "invalid_request")).toStartWith("count: ");
+      expect(batches()).toBe(before);
+    });
+  }
+});
+
 describe("an admin's credit of 1e3 written as a JSON number", () => {
   it("credits exactly 1000 USD", async () => {
     const h = await target();
