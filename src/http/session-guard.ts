@@ -76,6 +76,8 @@ export async function runSessionEndpoint(
     dash,
   };
   const response = await e.handler(call);
+  // A write that joined the group commit's open batch is not answered before that batch is durable.
+  if (write) await svc.commits.durable();
   for (const [k, v] of Object.entries(requestIdHeaders(x.requestId))) response.headers.set(k, v);
   response.headers.set("cache-control", "no-store");
   return response;

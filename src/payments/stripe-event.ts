@@ -1,3 +1,5 @@
+import { NUL } from "../core/nul.ts";
+
 // What the gateway reads of a webhook's event, once its signature checks out. A signed body is
 // still checked field by field: the webhook secret may leak, or Stripe's shapes change, and a
 // missing `data` or an amount that is a string must be a plain refusal (docs/dashboard.md#top-ups),
@@ -33,6 +35,18 @@ export class MalformedEvent extends Error {
 
 type Fields = Record<string, unknown>;
 
+/**
+ * A text the gateway looks up, stores or compares: no Stripe id or field holds U+0000, and
+ * PostgreSQL's text cannot hold it (a lookup or an insert of it fails), so such an event is refused
+ * on both engines before it reaches the database. Texts the gateway never reads (metadata, the
+ * customer's email) are not checked: they cannot stop a credit.
+ */
+function checkNul(fields: Record<string, unknown>, bad: (reason: string) => MalformedEvent): void {
+  for (const [name, v] of Object.entries(fields)) {
+    if (typeof v === "string" && v.includes(NUL)) throw bad(`${name} holds U+0000 (the NUL character), which no Stripe field holds`);
+  }
+}
+
 const isObject = (v: unknown): v is Fields => typeof v === "object" && v !== null && !Array.isArray(v);
 const isText = (v: unknown): v is string => typeof v === "string" && v.length > 0;
 
@@ -43,6 +57,7 @@ export function readEvent(body: unknown): VerifiedEvent {
   const bad = (reason: string) => new MalformedEvent(reason, eventId);
   if (eventId === null) throw bad("id must be a non-empty string");
   if (!isText(body.type)) throw bad("type must be a non-empty string");
+  checkNul({ id: body.id, type: body.type }, bad);
   if (!isObject(body.data)) throw bad("data must be an object");
   const object = body.data.object;
   if (!isObject(object)) throw bad("data.object must be an object");
@@ -64,5 +79,6 @@ function sessionOf(s: Fields, bad: (reason: string) => MalformedEvent): PaidSess
   else if (isText(intent)) intentId = intent;
   else if (isObject(intent) && isText(intent.id)) intentId = intent.id;
   else throw bad("data.object.payment_intent must be an id, an object with an id, or null");
+  checkNul({ "data.object.id": s.id, "data.object.payment_status": s.payment_status, "data.object.currency": s.currency, "data.object.payment_intent": intentId }, bad);
   return { id: s.id, paymentStatus: s.payment_status, amountTotal: s.amount_total as number | null, currency: s.currency, paymentRef: intentId ?? s.id };
 }

@@ -96,7 +96,14 @@ export class Payments {
       events.paymentNotCredited({ session: row.id, event: event.id, accountId: row.accountId, reason: mismatch });
       throw new GatewayError("payment_mismatch", `Checkout Session ${row.id} was not credited: ${mismatch}.`);
     }
-    const why = await this.credits.credit(row, paid.paymentRef);
+    let why: string | null;
+    try {
+      why = await this.credits.credit(row, paid.paymentRef);
+    } catch (e) {
+      // Paid but refused by the ledger (the balance's ceiling): the answer makes Stripe retry, the operator must hear why.
+      if (e instanceof GatewayError && e.code === "invalid_request") events.paymentNotCredited({ session: row.id, event: event.id, accountId: row.accountId, reason: e.message });
+      throw e;
+    }
     if (why === null) this.onCredited(row);
     return why === null ? { credited: true, session: row.id } : { credited: false, session: row.id, ignored: why };
   }

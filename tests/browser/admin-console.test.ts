@@ -34,7 +34,14 @@ beforeAll(async () => {
 
 afterAll(() => gw?.stop());
 
-const balanceNano = (email: string) => (gw.services.db.$client.query("SELECT balance_nano FROM accounts WHERE email = ?").get(email) as { balance_nano: number }).balance_nano;
+/** The account's balance, checked against the sum of its ledger entries. */
+function balanceNano(email: string): number {
+  const row = gw.services.db.$client
+    .query("SELECT balance_nano AS balance, (SELECT coalesce(sum(amount_nano), 0) FROM ledger_entries WHERE account_id = a.id) AS ledger FROM accounts a WHERE email = ?")
+    .get(email) as { balance: number; ledger: number };
+  expect(row.balance).toBe(row.ledger);
+  return row.balance;
+}
 const noteOf = (email: string) => gw.services.db.$client.query("SELECT n.note FROM account_notes n JOIN accounts a ON a.id = n.account_id WHERE a.email = ?").get(email) as { note: string } | null;
 
 for (const [size, width] of [["desktop", 1100], ["phone", 390]] as const) {

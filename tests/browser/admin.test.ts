@@ -109,6 +109,49 @@ describe("the admin page", () => {
     expect(auditOf(DEBTOR)).toEqual([]);
   });
 
+  it("credits once when the confirming button is clicked twice in a row", async () => {
+    const entries = moneyOf(DEBTOR).length;
+    const dialog = await review(DEBTOR, "Credit", "1", "double click");
+    await dialog.getByRole("button", { name: "Credit 1.00 USD" }).dblclick();
+    await balanceCell(DEBTOR).filter({ hasText: "$11.99" }).waitFor();
+    await tab.page.reload();
+    await balanceCell(DEBTOR).filter({ hasText: "$11.99" }).waitFor();
+    expect(moneyOf(DEBTOR).length).toBe(entries + 1);
+    expect(booksOf(DEBTOR)).toEqual({ balance: 11_990_000_000, ledger: 11_990_000_000 });
+  });
+
+  it("states an amount typed as 1e3 as 1,000.00 USD before it moves, and credits exactly that", async () => {
+    const dialog = await review(DEBTOR, "Credit", "1e3", "exponent");
+    expect(await dialog.textContent()).toContain(`Credit 1,000.00 USD to ${DEBTOR}? Note: exponent`);
+    await dialog.getByRole("button", { name: "Credit 1,000.00 USD" }).click();
+    await balanceCell(DEBTOR).filter({ hasText: "$1,011.99" }).waitFor();
+    expect(moneyOf(DEBTOR).at(-1)).toEqual({ kind: "operator_credit", amount_nano: 1_000_000_000_000, note: "exponent" });
+    expect(booksOf(DEBTOR)).toEqual({ balance: 1_011_990_000_000, ledger: 1_011_990_000_000 });
+  });
+
+  for (const usd of ["0", "-1", "0.001"]) {
+    it(`sends nothing for ${usd} USD: the field is invalid and no dialog opens`, async () => {
+      await tab.page.reload();
+      const form = moneyForm(DEBTOR);
+      const entries = moneyOf(DEBTOR).length;
+      await form.getByRole("radio", { name: "Debit" }).check();
+      await form.getByLabel("USD").fill(usd);
+      await form.getByLabel("Note").fill("edge");
+      await form.getByRole("button", { name: "Review" }).click();
+      expect(await form.locator('input[name="usd"]:invalid').count()).toBe(1);
+      expect(await tab.page.getByRole("alertdialog").count()).toBe(0);
+      expect(moneyOf(DEBTOR).length).toBe(entries);
+    });
+  }
+
+  it("debits the whole balance once when the confirming button is clicked twice, leaving $0.00", async () => {
+    const dialog = await review(DEBTOR, "Debit", "1011.99", "close the account");
+    await dialog.getByRole("button", { name: "Debit 1,011.99 USD" }).dblclick();
+    await balanceCell(DEBTOR).filter({ hasText: "$0.00" }).waitFor();
+    expect(moneyOf(DEBTOR).at(-1)).toEqual({ kind: "operator_debit", amount_nano: -1_011_990_000_000, note: "close the account" });
+    expect(booksOf(DEBTOR)).toEqual({ balance: 0, ledger: 0 });
+  });
+
   it("pauses the product (the next model request is 503 product_paused) and resumes it", async () => {
     const { page } = tab;
     await visit(page, gw.url, "admin", "Admin");
@@ -176,6 +219,12 @@ const moneyOf = (email: string) =>
     "SELECT l.kind, l.amount_nano, l.note FROM ledger_entries l JOIN accounts a ON a.id = l.account_id WHERE a.email = ? AND l.kind LIKE 'operator_%' ORDER BY l.id",
     email,
   );
+/** The account's balance and its ledger's sum, which must agree. */
+const booksOf = (email: string) =>
+  sql<{ balance: number; ledger: number }>(
+    "SELECT a.balance_nano AS balance, (SELECT coalesce(sum(amount_nano), 0) FROM ledger_entries WHERE account_id = a.id) AS ledger FROM accounts a WHERE a.email = ?",
+    email,
+  )[0];
 const auditOf = (email: string) =>
   sql<{ action: string; actor: string; detail: string }>(
     "SELECT l.action, b.email AS actor, l.detail FROM audit_log l JOIN accounts t ON t.id = l.target_account_id JOIN accounts b ON b.id = l.actor_account_id WHERE t.email = ? ORDER BY l.id",

@@ -116,3 +116,37 @@ describe("a key's daily budget in the keys page", () => {
     await shots("recovered");
   });
 });
+
+describe("a key's lifetime quota in the keys page", () => {
+  it("is never spent past: the call past it is 429 quota, and the account's balance is the sum of its ledger", async () => {
+    const { page } = tab;
+    await keysPage();
+    await page.getByRole("button", { name: "New key" }).click();
+    const form = page.getByRole("form", { name: "Create a key" });
+    await form.getByLabel("Name").fill("capped");
+    await form.getByLabel("Quota (USD)").fill("0.01");
+    await form.getByRole("button", { name: "Create key" }).click();
+    const capped = (await page.getByTestId("new-key").textContent()) ?? "";
+    expect(capped).toMatch(/^gk_sk_/);
+    let served = 0;
+    let refused: Response | null = null;
+    while (!refused && served < 10) {
+      const res = await postWithApiKey(gw, "/v1/messages", BODY, capped);
+      if (res.status === 200) {
+        served++;
+        await res.arrayBuffer();
+      } else refused = res;
+    }
+    expect(served).toBeGreaterThan(0);
+    expect((await expectError(refused!, 429, "quota", "insufficient_quota")).message).toContain("0.01 USD");
+    const books = gw.services.db.$client
+      .query(
+        `SELECT k.spent_nano AS spent, a.balance_nano AS balance, (SELECT coalesce(sum(amount_nano), 0) FROM ledger_entries WHERE account_id = a.id) AS ledger
+         FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.name = 'capped'`,
+      )
+      .get() as { spent: number; balance: number; ledger: number };
+    expect(books.spent).toBeGreaterThan(0);
+    expect(books.spent).toBeLessThanOrEqual(10_000_000);
+    expect(books.balance).toBe(books.ledger);
+  });
+});

@@ -59,6 +59,23 @@ describe("the top-up page without Stripe", () => {
     await visit(page, gw.url, "", "Overview");
     await textOf(page, "balance", /5\.00/);
   });
+
+  it("credits once when Redeem is double-clicked: the button is disabled while the first runs", async () => {
+    const { page } = tab;
+    await visit(page, gw.url, "topup", "Top up");
+    const code = await mint(3);
+    await page.getByLabel("Code", { exact: true }).fill(code);
+    await page.getByRole("button", { name: "Redeem" }).dblclick();
+    await page.getByText(/Redeemed: \$3\.00 added/).waitFor();
+    await textOf(page, "topup-balance", /8\.00/);
+    const books = gw.services.db.$client
+      .query(
+        `SELECT a.balance_nano AS balance, (SELECT coalesce(sum(amount_nano), 0) FROM ledger_entries WHERE account_id = a.id) AS ledger,
+           (SELECT count(*) FROM ledger_entries WHERE account_id = a.id AND kind = 'redemption') AS redemptions FROM accounts a WHERE a.email = 'redeemer@example.test'`,
+      )
+      .get();
+    expect(books).toEqual({ balance: 8e9, ledger: 8e9, redemptions: 2 });
+  });
 });
 
 describe("the admin page's codes", () => {
@@ -75,6 +92,20 @@ describe("the admin page's codes", () => {
     await page.getByText(/Batch \d+: 2 codes of \$2\.00, shown only now/).waitFor();
     await page.getByRole("table", { name: "Code batches" }).getByRole("row").filter({ hasText: "from the page" }).waitFor();
     await tab.shot("admin-codes");
+  });
+
+  it("mints one batch when Create codes is double-clicked", async () => {
+    const { page } = tab;
+    const batches = () => (gw.services.db.$client.query("SELECT count(*) AS n FROM code_batches").get() as { n: number }).n;
+    const before = batches();
+    const form = page.getByRole("form", { name: "Create codes" });
+    await form.getByLabel("USD each").fill("1");
+    await form.getByLabel("Count").fill("1");
+    await form.getByLabel("Note").fill("double click");
+    await form.getByRole("button", { name: "Create codes" }).dblclick();
+    await page.getByText(/Batch \d+: 1 codes of \$1\.00, shown only now/).waitFor();
+    await page.getByRole("table", { name: "Code batches" }).getByRole("row").filter({ hasText: "double click" }).waitFor();
+    expect(batches()).toBe(before + 1);
   });
 });
 

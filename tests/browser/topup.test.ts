@@ -83,4 +83,46 @@ describe("a top-up through Stripe Checkout", () => {
     await page.getByTestId("topup-credited").waitFor({ timeout: 10_000 });
     await page.getByRole("row").filter({ hasText: "$2.00" }).filter({ hasText: "credited" }).waitFor();
   });
+
+  for (const usd of ["0.5", "5.005", "-5"]) {
+    it(`opens no session for ${usd} USD: the field is invalid and nothing is sent`, async () => {
+      const { page } = tab;
+      await visit(page, gw.url, "topup", "Top up");
+      const opened = stripe.sessions.size;
+      await page.getByLabel("Amount (USD)").fill(usd);
+      await page.getByRole("button", { name: "Pay with Stripe" }).click();
+      expect(await page.locator('input[name="amount_usd"]:invalid').count()).toBe(1);
+      expect(page.url()).toStartWith(gw.url);
+      expect(stripe.sessions.size).toBe(opened);
+      expect(books()).toEqual({ balance: 8e9, ledger: 8e9 });
+    });
+  }
+
+  it("opens one session when Pay with Stripe is double-clicked", async () => {
+    const { page } = tab;
+    await visit(page, gw.url, "topup", "Top up");
+    const opened = stripe.sessions.size;
+    await page.getByLabel("Amount (USD)").fill("3");
+    await page.getByRole("button", { name: "Pay with Stripe" }).dblclick();
+    await page.waitForURL(/^https:\/\/checkout\.stripe\.com\//);
+    expect(stripe.sessions.size).toBe(opened + 1);
+  });
+
+  it("says nothing was charged when the browser comes back cancelled, and the balance is as it was", async () => {
+    const { page } = tab;
+    const session = [...stripe.sessions.values()].at(-1)!;
+    await page.goto(session.cancel_url);
+    await page.getByText("Payment cancelled: nothing was charged.").waitFor();
+    await page.getByRole("row").filter({ hasText: "$3.00" }).filter({ hasText: "pending" }).waitFor();
+    expect(await textOf(page, "topup-balance", /\$/)).toBe("$8.00");
+    expect(books()).toEqual({ balance: 8e9, ledger: 8e9 });
+  });
 });
+
+/** The payer's balance and its ledger's sum. */
+const books = () =>
+  gw.services.db.$client
+    .query(
+      "SELECT a.balance_nano AS balance, (SELECT coalesce(sum(amount_nano), 0) FROM ledger_entries WHERE account_id = a.id) AS ledger FROM accounts a WHERE a.email = 'payer@example.test'",
+    )
+    .get();

@@ -108,6 +108,23 @@ describe("account debit", () => {
   });
 });
 
+describe("account credit", () => {
+  it("refuses a credit past the balance's ceiling of 9007199.254740991 USD in one line, nothing written", async () => {
+    const e = email();
+    const acc = await run<{ id: number }>("account", "create", "--email", e, "--balance", "9007199.254740991");
+    const line = expectOneLineFailure(await gateway(["account", "credit", "--email", e, "--usd", "0.000000001", "--db", db]));
+    expect(line).toBe("gateway: A credit of 0.000000001 USD would take the balance of 9007199.254740991 USD past 9007199.254740991 USD, the most one account can hold; nothing was credited.");
+    expect(gw.money(acc.id)).toMatchObject({ balance: Number.MAX_SAFE_INTEGER, ledgerSum: Number.MAX_SAFE_INTEGER });
+  });
+
+  it("refuses 1e3, an amount in exponent form, in one line, nothing written", async () => {
+    const e = email();
+    const acc = await run<{ id: number }>("account", "create", "--email", e, "--balance", "1");
+    expect(expectOneLineFailure(await gateway(["account", "credit", "--email", e, "--usd", "1e3", "--db", db]))).toContain("--usd");
+    expect(gw.money(acc.id)).toMatchObject({ balance: 1e9, ledgerSum: 1e9 });
+  });
+});
+
 describe("account disable and enable", () => {
   it("disable makes the running server refuse the account's keys with 403 inactive, saying the account is disabled", async () => {
     const e = email();

@@ -116,6 +116,16 @@ for (const engine of ENGINES) {
       expect((await accounts.findById(a.id))!.balanceNano).toBe(USD);
     });
 
+    it("passes exactly ten of 30 debits of 0.1 USD made at once on 1 USD, the balance the sum of its entries", async () => {
+      const a = await accounts.create(email(), { balanceNano: USD });
+      const tries = await Promise.allSettled(Array.from({ length: 30 }, (_, i) => accounts.debit(a.id, USD / 10, `race ${i}`)));
+      expect(tries.filter((t) => t.status === "fulfilled")).toHaveLength(10);
+      const entries = await accounts.recentEntries(a.id, 100);
+      expect(entries.filter((e) => e.kind === "operator_debit")).toHaveLength(10);
+      expect((await accounts.findById(a.id))!.balanceNano).toBe(0);
+      expect(entries.reduce((n, e) => n + e.amountNano, 0)).toBe(0);
+    });
+
     it("refuses a debit of an account that does not exist", async () => {
       await expect(async () => accounts.debit(987_654, USD, "typo")).toThrow("no account with id 987654");
     });

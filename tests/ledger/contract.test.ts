@@ -210,6 +210,19 @@ function contract(name: string, open: () => Promise<{ subject: Subject; close():
       await expect(async () => ledger.credit(a.accountId, 0, "operator_credit")).toThrow(RangeError);
     });
 
+    it("refuses a credit that would take the balance past 9007199.254740991 USD (2^53 - 1 nano-dollars), writing nothing", async () => {
+      const a = await s.account(0);
+      expect(await ledger.credit(a.accountId, Number.MAX_SAFE_INTEGER - 1, "operator_credit")).toBe(true);
+      // One more nano-dollar is the last one a JavaScript number holds exactly; two are past it.
+      const e = await refusal(() => ledger.credit(a.accountId, 2, "top_up", "Stripe", `pi_${process.pid}_${++seq}`));
+      expect(e.code).toBe("invalid_request");
+      expect((e as unknown as Error).message).toContain("9007199.254740991 USD");
+      expect((await ledger.balance(a.accountId)).balanceNano).toBe(Number.MAX_SAFE_INTEGER - 1);
+      expect(await s.entries(a.accountId)).toEqual([{ kind: "operator_credit", amount: Number.MAX_SAFE_INTEGER - 1, shortfall: 0 }]);
+      expect(await ledger.credit(a.accountId, 1, "operator_credit")).toBe(true);
+      expect((await ledger.balance(a.accountId)).balanceNano).toBe(Number.MAX_SAFE_INTEGER);
+    });
+
     it("refuses a reserve on a key that does not exist, holding nothing", async () => {
       const a = await s.account(1);
       const e = await refusal(() => ledger.reserve("gw_c1", a.accountId, 987_654_321, 1_000));

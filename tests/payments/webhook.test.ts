@@ -150,6 +150,25 @@ describe("events that credit nothing", () => {
     expect(balance(accountId)).toBe(STARTING);
   });
 
+  it("acknowledges a refund and a dispute of a credited top-up and takes nothing back: the operator debits it", async () => {
+    const { accountId, session } = await opened(5);
+    await stripe.deliver(gw.url, stripe.event(session).payload);
+    const intent = stripe.sessions.get(session)!.payment_intent!;
+    const charge = { id: `ch_${session}`, object: "charge", payment_intent: intent, amount: 500, amount_refunded: 500, currency: "usd", refunded: true };
+    const events = [
+      { id: `evt_refund_${session}`, object: "event", type: "charge.refunded", data: { object: charge } },
+      { id: `evt_dispute_${session}`, object: "event", type: "charge.dispute.created", data: { object: { id: `dp_${session}`, object: "dispute", charge: charge.id, payment_intent: intent, amount: 500, currency: "usd" } } },
+    ];
+    for (const ev of events) {
+      const res = await stripe.deliver(gw.url, JSON.stringify(ev));
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ received: true, credited: false, session: null, ignored: `${ev.type} credits nothing` });
+    }
+    const m = gw.money(accountId);
+    expect(m.balance).toBe(STARTING + 5e9);
+    expect(m.ledgerSum).toBe(m.balance);
+  });
+
   it("waits for async_payment_succeeded when the completed session is not paid yet", async () => {
     const { accountId, session } = await opened(5);
     const unpaid = await stripe.deliver(gw.url, stripe.event(session, { session: { payment_status: "unpaid" } }).payload);
@@ -175,6 +194,31 @@ describe("a paid session that is not the one opened", () => {
     expect(balance(accountId)).toBe(STARTING);
     const line = JSON.parse(lines.find((l) => l.includes("payment_not_credited"))!);
     expect(line).toMatchObject({ level: "error", event: "payment_not_credited", session, account_id: accountId });
+  });
+
+  it("refuses a top-up that would take the balance past its ceiling, tells the operator, and credits it once Stripe retries after room is made", async () => {
+    const { accountId, session } = await opened(5);
+    await gw.services.ledger.credit(accountId, Number.MAX_SAFE_INTEGER - STARTING - 1e9, "operator_credit");
+    const full = balance(accountId);
+    const payload = stripe.event(session).payload;
+    const lines: string[] = [];
+    const restore = events.redirect((l) => lines.push(l));
+    try {
+      const err = await expectError(await stripe.deliver(gw.url, payload), 400, "invalid_request");
+      expect(err.message).toContain("past 9007199.254740991 USD");
+    } finally {
+      restore();
+    }
+    expect(balance(accountId)).toBe(full);
+    const line = JSON.parse(lines.find((l) => l.includes("payment_not_credited"))!);
+    expect(line).toMatchObject({ level: "error", event: "payment_not_credited", session, account_id: accountId });
+    expect(line.reason).toContain("past 9007199.254740991 USD");
+    await gw.services.accounts.debit(accountId, 10e9, "room for the top-up");
+    const retried = await stripe.deliver(gw.url, payload);
+    expect(await retried.json()).toEqual({ received: true, credited: true, session });
+    const m = gw.money(accountId);
+    expect(m.balance).toBe(full - 10e9 + 5e9);
+    expect(m.ledgerSum).toBe(m.balance);
   });
 
   it("refuses another currency", async () => {

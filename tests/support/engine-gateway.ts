@@ -62,6 +62,8 @@ export interface MockGatewayOptions {
   models: Record<string, unknown>[];
   /** The mock's OpenAI side as a second provider, `openai` (mockProviders). */
   openai?: boolean;
+  /** More of the config file's sections (a `[payments.stripe]` pointing at a mock). */
+  config?: Record<string, unknown>;
 }
 
 export interface GatewayEngine {
@@ -126,7 +128,7 @@ async function withMock(
 ): Promise<{ up: MockUpstream; gw: EngineGateway; stop(): Promise<void> }> {
   const up = await startMockUpstream();
   try {
-    const { gw, stop } = await boot({ providers: mockProviders(up, opts.openai), models: opts.models });
+    const { gw, stop } = await boot({ ...opts.config, providers: mockProviders(up, opts.openai), models: opts.models });
     return {
       up,
       gw,

@@ -15,6 +15,11 @@ export class PgCommits implements Commits {
     return await fn();
   }
 
+  /** Each write committed before its promise resolved: nothing is pending. */
+  durable(): Promise<void> {
+    return Promise.resolve();
+  }
+
   now<T>(fn: () => T): T {
     return fn();
   }

@@ -109,6 +109,11 @@ export class GroupCommit {
     this.told.push(row);
   }
 
+  /** The open batch's COMMIT, if one is open: an empty write joins it and settles with it. Without one, every write committed by itself. */
+  durable(): Promise<void> {
+    return this.open ? this.run(() => undefined) : Promise.resolve();
+  }
+
   /** Runs `fn` (synchronous SQLite work) in the batch now and returns its result. */
   now<T>(fn: () => T): T {
     return this.write(fn).value as T;

@@ -94,6 +94,21 @@ export function balanceRefused(amountNano: number, spendableNano: number): Gatew
   );
 }
 
+/**
+ * The most an account holds: 2^53 - 1 nano-dollars (9 007 199.254740991 USD), the largest whole number
+ * a JavaScript number keeps exactly. Past it every figure read from the database (the balance, the
+ * checks of a debit, the pages) would be off by a few nano-dollars though the ledger's sum is exact.
+ */
+export const MAX_BALANCE_NANO = Number.MAX_SAFE_INTEGER;
+
+/** A credit that would take the balance past MAX_BALANCE_NANO: refused, nothing written. */
+export function balanceCeiling(amountNano: number, balanceNano: number): GatewayError {
+  return new GatewayError(
+    "invalid_request",
+    `A credit of ${formatUsd(amountNano)} USD would take the balance of ${formatUsd(balanceNano)} USD past ${formatUsd(MAX_BALANCE_NANO)} USD, the most one account can hold; nothing was credited.`,
+  );
+}
+
 export function checkCreditAmount(amountNano: number): void {
   if (!Number.isSafeInteger(amountNano) || amountNano <= 0) throw new RangeError("a credit must be a positive whole number of nano-dollars");
 }

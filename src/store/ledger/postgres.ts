@@ -18,7 +18,7 @@ interface PostWait {
   rider: Rider | undefined;
 }
 import { InstanceLease, type LeaseOptions } from "./postgres-lease.ts";
-import { balanceRefused, budgetSpend, checkCreditAmount, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
+import { balanceCeiling, balanceRefused, budgetSpend, checkCreditAmount, MAX_BALANCE_NANO, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
 
 // The ledger on PostgreSQL (`[database] url`), shared by several gateway instances: every instance
 // spends the same balances, so a hold cannot live in one process's memory as on SQLite. Holds are
@@ -343,12 +343,19 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   async credit(accountId: number, amountNano: number, kind: CreditKind, note: string | null = null, externalRef: string | null = null, tx: SQL = this.sql): Promise<boolean> {
     checkCreditAmount(amountNano);
     // The unique index on external_ref decides "at most once": a second credit inserts nothing and so adds nothing.
-    const rows = await tx`WITH e AS (
-        INSERT INTO ledger_entries (account_id, kind, amount_nano, note, external_ref, created_at)
-        VALUES (${accountId}, ${kind}, ${amountNano}::bigint, ${note}, ${externalRef}, ${Date.now()}::bigint)
-        ON CONFLICT (external_ref) WHERE external_ref IS NOT NULL DO NOTHING RETURNING amount_nano)
-      UPDATE accounts SET balance_nano = balance_nano + e.amount_nano FROM e WHERE accounts.id = ${accountId} RETURNING accounts.id`;
-    return rows.length === 1;
+    // A balance taken past the ceiling throws, which rolls back the transaction, the entry with it.
+    const credited = async (t: SQL): Promise<boolean> => {
+      const rows = await t`WITH e AS (
+          INSERT INTO ledger_entries (account_id, kind, amount_nano, note, external_ref, created_at)
+          VALUES (${accountId}, ${kind}, ${amountNano}::bigint, ${note}, ${externalRef}, ${Date.now()}::bigint)
+          ON CONFLICT (external_ref) WHERE external_ref IS NOT NULL DO NOTHING RETURNING amount_nano)
+        UPDATE accounts SET balance_nano = balance_nano + e.amount_nano FROM e WHERE accounts.id = ${accountId} RETURNING accounts.balance_nano::text AS balance`;
+      if (rows.length !== 1) return false;
+      const after = BigInt(rows[0].balance as string);
+      if (after > BigInt(MAX_BALANCE_NANO)) throw balanceCeiling(amountNano, Number(after - BigInt(amountNano)));
+      return true;
+    };
+    return tx === this.sql ? this.sql.begin(credited) : credited(tx);
   }
 
   async balance(accountId: number): Promise<BalanceView> {

@@ -12,9 +12,11 @@ import type { GroupCommit } from "../commits/sqlite.ts";
 import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
 import { Holds } from "./holds.ts";
 import {
+  balanceCeiling,
   balanceRefused,
   budgetSpend,
   checkCreditAmount,
+  MAX_BALANCE_NANO,
   quotaRefused,
   type BalanceView,
   type BudgetColumns,
@@ -237,6 +239,8 @@ export class Ledger implements HoldOwner, MoneyLedger {
   credit(accountId: number, amountNano: number, kind: CreditKind, note: string | null = null, externalRef: string | null = null): boolean {
     checkCreditAmount(amountNano);
     return this.write(() => {
+      const balance = (this.s.balance!.get(accountId) as { balance_nano: number } | null)?.balance_nano ?? 0;
+      if (amountNano > MAX_BALANCE_NANO - balance) throw balanceCeiling(amountNano, balance);
       try {
         this.s.entry!.run(accountId, kind, amountNano, 0, null, null, note, externalRef, Date.now());
       } catch (e) {
