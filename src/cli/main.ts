@@ -82,8 +82,9 @@ The product switch: while paused, key routes answer 503 product_paused with Retr
   healthcheck: `Usage:
   gateway healthcheck [--port N]
 
-Asks the server on this machine (127.0.0.1, --port, then PORT, then 8080) for GET /healthz: exit 0 when
-it answers 200, else one line and a non-zero exit. The container image's HEALTHCHECK runs it.`,
+Asks the server on this machine for GET /healthz (on loopback, or [server] host when it names one
+address; the port from --port, then PORT, then the config, else 8080): exit 0 when it answers 200,
+else one line and a non-zero exit. The container image's HEALTHCHECK runs it.`,
 };
 COMMAND_HELP.resume = COMMAND_HELP.pause!;
 

@@ -1,9 +1,8 @@
 import { buildCatalog } from "../catalog/catalog.ts";
-import { ConfigError, loadConfig } from "../config/load.ts";
+import { loadConfig } from "../config/load.ts";
 import { OperatorError } from "../core/operator-error.ts";
-import { isUnspecified, bracketed } from "../server.ts";
 import { parse, UsageError } from "./args.ts";
-import { loadInstallation } from "./context.ts";
+import { localServer } from "./local-server.ts";
 
 // The config of a running server without a restart (docs/operations.md#reload): `gateway reload`
 // asks it to read its file again, `gateway config check` validates a file without serving.
@@ -14,7 +13,8 @@ export const RELOAD_USAGE = `Usage:
 Asks the server on this machine to read its config file again, as SIGHUP does: POST /reload on
 loopback (its host from [server] host; the port from --port, then PORT, then the config). Requests
 after it run on the new catalog, prices, providers, limits and dashboard settings; those in flight
-finish on theirs. A bad file is refused with its one-line reason (exit 2) and the running config kept.
+finish on theirs. A bad file is refused with its one-line reason (exit 2) and the running config kept
+(a file too broken to name its port gives that reason without asking the server).
 Settings read only at start (port, host, database, …) are named as needing a restart.`;
 
 export const CONFIG_USAGE = `Usage:
@@ -37,19 +37,8 @@ interface Reloaded {
 
 export async function reloadCommand(argv: string[]): Promise<void> {
   const { values } = parse(argv, { port: { type: "string" } });
-  // Only where the server listens is read here (its secrets are the server's to resolve). A file
-  // the server will refuse still reaches it: it logs the refusal, and its answer is printed below.
-  let listen = { host: "127.0.0.1", port: 8080 };
-  try {
-    listen = loadInstallation(values);
-  } catch (e) {
-    if (!(e instanceof ConfigError)) throw e;
-  }
-  const portText = values.port ?? process.env.PORT ?? String(listen.port);
-  const port = Number(portText);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port: not a port number: ${portText}`);
-  const host = isUnspecified(listen.host) ? (listen.host === "::" ? "[::1]" : "127.0.0.1") : bracketed(listen.host);
-  const url = `http://${host}:${port}/reload`;
+  // Only where the server listens is read here (its secrets are the server's to resolve).
+  const url = `${localServer(values)}/reload`;
   let res: Response;
   try {
     res = await fetch(url, { method: "POST", signal: AbortSignal.timeout(TIMEOUT_MS) });
