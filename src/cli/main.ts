@@ -34,9 +34,9 @@ Usage:
   gateway account debit --email E --usd N --note T
   gateway account list | account show --email E
   gateway account disable --email E | account enable --email E
-  gateway key create --email E [--name N] [--quota USD] [--models a,b] [--expires ISO8601] [--ip CIDR,…] [--rpm N]
+  gateway key create --email E [--name N] [--quota USD] [--budget USD --budget-period day|week|month] [--models a,b] [--expires ISO8601] [--ip CIDR,…] [--rpm N]
   gateway key list --email E | key find PREFIX|KEY | key revoke ID
-  gateway key update ID [--name N] [--quota USD|none] [--models a,b|none] [--expires ISO8601|none] [--ip CIDR,…|none] [--rpm N|none]
+  gateway key update ID [--name N] [--quota USD|none] [--budget USD|none --budget-period day|week|month] [--models a,b|none] [--expires ISO8601|none] [--ip CIDR,…|none] [--rpm N|none]
   gateway code create --usd N [--count K] [--expires ISO8601] [--note T]   # redemption codes, printed once
   gateway code list
   gateway pause | resume

@@ -28,6 +28,13 @@ describe("help", () => {
     expect(r.stdout).toContain("gateway key update ID");
   });
 
+  it("gateway --help shows the budget flags on key create and key update", async () => {
+    const lines = (await gateway(["--help"])).stdout.split("\n");
+    for (const sub of ["create", "update"]) {
+      expect(lines.find((l) => l.includes(`gateway key ${sub} `))).toContain("--budget-period day|week|month");
+    }
+  });
+
   it("gateway --help prints the usage and exits 0", async () => {
     const r = await gateway(["--help"]);
     expect(r.code).toBe(0);
