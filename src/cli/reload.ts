@@ -18,7 +18,7 @@ finish on theirs. A bad file is refused with its one-line reason (exit 2) and th
 Settings read only at start (port, host, database, …) are named as needing a restart.`;
 
 export const CONFIG_USAGE = `Usage:
-  gateway config check FILE
+  gateway config check FILE      (or --config FILE)
 
 Validates FILE as serve would read it, without serving or opening the database: exit 0 with a
 one-line summary, or exit 2 with the one-line reason. Provider and payment secrets may be left unset.`;
@@ -58,9 +58,12 @@ export function configCommand(argv: string[]): void {
   const [sub, ...rest] = argv;
   if (sub !== "check") throw new UsageError("config needs: check FILE (see gateway config --help)");
   const { values, words } = parse(rest, {}, ["file"]);
-  if (!words.file) throw new UsageError("config check needs a FILE");
+  // --config, which every command takes, names the file too; two different files would leave one unchecked.
+  if (words.file && values.config && words.file !== values.config) throw new UsageError("config check takes FILE or --config FILE, not both");
+  const file = words.file ?? values.config;
+  if (!file) throw new UsageError("config check needs a FILE");
   // A file checked on a build machine or before the secrets are in place: only the secrets may be unset.
-  const config = loadConfig(words.file, process.env, { unsetSecrets: "keep" });
+  const config = loadConfig(file, process.env, { unsetSecrets: "keep" });
   const catalog = buildCatalog(config);
   const summary = { ok: true, source: config.source, catalog_version: catalog.version, models: catalog.models.length, providers: config.providers.length };
   console.log(values.json ? JSON.stringify(summary) : `OK ${config.source}: catalog ${catalog.version}, ${summary.models} model(s), ${summary.providers} provider(s)`);

@@ -184,3 +184,18 @@ describe("gateway config check", () => {
     expect(expectOneLineFailure(await gateway(["config", "check", f.config]))).toBe(`gateway: ${f.config}: models[0].routes[0].provider: no provider with id 'nobody'`);
   });
 });
+
+describe("gateway config check --config", () => {
+  it("checks the file --config names when no FILE is given", async () => {
+    const f = tempInstallation(pricedConfig(1).replace('provider = "anthropic", model', 'provider = "nobody", model'));
+    folders.push(f);
+    expect(expectOneLineFailure(await gateway(["config", "check", "--config", f.config]))).toBe(`gateway: ${f.config}: models[0].routes[0].provider: no provider with id 'nobody'`);
+  });
+
+  it("refuses a FILE and a different --config rather than ignore one", async () => {
+    const good = tempInstallation(pricedConfig(1));
+    const bad = tempInstallation("[server\n");
+    folders.push(good, bad);
+    expect(expectOneLineFailure(await gateway(["config", "check", good.config, "--config", bad.config]))).toContain("not both");
+  });
+});
