@@ -141,14 +141,19 @@ export async function main(argv: string[]): Promise<number> {
       const name = commandName(command, rest);
       const line = `unknown option ${e.option} for 'gateway ${name}'; see ${invocation()} ${name} --help`;
       if (rest.includes("--json")) console.log(JSON.stringify({ error: line }));
-      else console.error(`gateway: ${line}`);
+      else console.error(`gateway: ${oneLine(line)}`);
       return 2;
     }
     const message = sqlite && openedDatabase ? `${openedDatabase}: ${(e as Error).message}` : (e as Error).message;
     if (rest.includes("--json")) console.log(JSON.stringify({ error: message }));
-    else console.error(`gateway: ${message}`);
+    else console.error(`gateway: ${oneLine(message)}`);
     return 2;
   }
+}
+
+/** A reason that echoes the operator's input stays one line: control characters written as escapes (\n). */
+function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f]/g, (c) => JSON.stringify(c).slice(1, -1));
 }
 
 /**

@@ -93,6 +93,8 @@ describe("refused with a one-line reason", () => {
   it("a flag another subcommand takes", async () => expect(await fails("account", "list", "--usd", "1")).toContain("--usd"));
   it("a negative --usd", async () => expect(await fails("account", "credit", "--email", owner, "--usd", "-1")).toBe("gateway: --usd: '-1' is not an amount this flag takes: negative amounts are refused"));
   it("a negative --usd written --usd=-1", async () => expect(await fails("account", "credit", "--email", owner, "--usd=-1")).toContain("negative"));
+  it("an --email holding a line break, which the reason quotes on its one line", async () =>
+    expect(await fails("account", "create", "--email", "a\nb@usage.test")).toBe("gateway: not an email address: a\\nb@usage.test"));
   it("a non-numeric --balance", async () => expect(await fails("account", "create", "--email", "x@usage.test", "--balance", "lots")).toContain("--balance"));
   it("a subcommand that does not exist", async () => expect(await fails("account", "delete", "--email", owner)).toContain("account needs one of"));
   it("--csv with --json, as a JSON error document", async () => {
