@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseToml } from "smol-toml";
 import { ConfigError } from "../config/load.ts";
 import { loopbackFor } from "../server.ts";
-import { UsageError } from "./args.ts";
+import { givenPort, UsageError } from "./args.ts";
 import { loadInstallation } from "./context.ts";
 
 const DEFAULT_PORT = 8080;
@@ -15,19 +15,19 @@ const DEFAULT_PORT = 8080;
  * prints its refusal. A file whose port cannot be read at all gives its own reason, not a guess.
  */
 export function localServer(values: { port?: string; config?: string; db?: string }): string {
-  const given = values.port ?? process.env.PORT;
+  const given = givenPort(values.port, 1);
   let listen: { host: string; port: number | null };
   try {
     listen = loadInstallation(values);
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     const raw = listenOfRawFile(values.config ?? process.env.GATEWAY_CONFIG);
-    if (!raw || (raw.port === null && given === undefined)) throw e;
+    if (!raw || (raw.port === null && given === null)) throw e;
     listen = raw;
   }
-  const portText = given ?? String(listen.port);
-  const port = Number(portText);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port: not a port number: ${portText}`);
+  const port = given ?? listen.port;
+  // Port 0 has the server take any free port, which only its listening line names.
+  if (!port) throw new UsageError("[server] port is 0 (any free port): give the one the server printed with --port");
   return `http://${loopbackFor(listen.host)}:${port}`;
 }
 
