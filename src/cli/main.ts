@@ -19,8 +19,9 @@ import { CONFIG_USAGE, configCommand, RELOAD_USAGE, reloadCommand } from "./relo
 
 const COMMON = `Every command takes --json (one JSON document on stdout; money as numbers of USD), --config FILE
 (or GATEWAY_CONFIG) and --db FILE (or GATEWAY_DB; the flag wins, then the variable, then the config's
-[server] database). Each names the database it used on stderr. Only serve and migrate create a
-database; list, find, show and usage open it read-only and never migrate it.`;
+[server] database), after its words or before the command (gateway --db FILE key list …). Each names
+the database it used on stderr. Only serve and migrate create a database; list, find, show and usage
+open it read-only and never migrate it.`;
 
 const HELP = `gateway ${VERSION}: a self-hosted prepaid LLM API gateway
 
@@ -107,7 +108,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number | void> | numb
 };
 
 export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
+  const [command, ...rest] = commonOptionsLast(argv);
   if (!command || command === "help" || command === "--help" || command === "-h") {
     console.log(HELP);
     return 0;
@@ -164,6 +165,23 @@ export function unexpectedErrorLine(e: unknown): string {
   return `gateway: unexpected error: ${describe(e)} (run with GATEWAY_DEBUG=1 for the stack)`;
 }
 
+/**
+ * The options every command takes may come first, as scripts write them (`gateway --db FILE --json
+ * key list …`): moved after the command's words, where each command reads them.
+ */
+function commonOptionsLast(argv: string[]): string[] {
+  const leading: string[] = [];
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--json") leading.push(a);
+    else if (/^--(config|db)=/.test(a)) leading.push(a);
+    else if ((a === "--config" || a === "--db") && i + 1 < argv.length) leading.push(a, argv[++i]!);
+    else break;
+  }
+  return [...argv.slice(i), ...leading];
+}
+
 /** Commands whose first word is a subcommand (key create, logs show…). */
 const WITH_SUBCOMMANDS = new Set(["account", "key", "code", "logs"]);
 
@@ -175,5 +193,5 @@ function commandName(command: string, rest: string[]): string {
 if (import.meta.main) {
   const code = await main(process.argv.slice(2));
   // serve keeps running; every other command ends here.
-  if (code !== 0 || process.argv[2] !== "serve") process.exit(code);
+  if (code !== 0 || commonOptionsLast(process.argv.slice(2))[0] !== "serve") process.exit(code);
 }

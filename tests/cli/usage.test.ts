@@ -68,6 +68,14 @@ describe("help", () => {
   });
 });
 
+describe("the options every command takes", () => {
+  it("may come before the command: gateway --db FILE --json account list", async () => {
+    const r = await gateway(["--db", db, "--json", "account", "list"]);
+    expect(r.code).toBe(0);
+    expect((JSON.parse(r.stdout) as { email: string }[]).map((a) => a.email)).toContain(owner);
+  });
+});
+
 describe("refused with a one-line reason", () => {
   it("--ip ''", async () => expect(await createKey("--ip", "")).toContain("--ip"));
   it("--ip with a bad CIDR", async () => expect(await createKey("--ip", "10.0.0.0/33")).toContain("--ip"));
