@@ -263,7 +263,7 @@ function hostPort(server: Server<unknown>): string {
   return `${bracketed(server.hostname ?? "0.0.0.0")}:${server.port}`;
 }
 
-function loopbackFor(host: string): string {
+export function loopbackFor(host: string): string {
   if (!isUnspecified(host)) return bracketed(host);
   return host === "::" ? "[::1]" : "127.0.0.1";
 }

@@ -86,14 +86,15 @@ export async function accountCommand(argv: string[]): Promise<void> {
       email: a.email,
       balance_usd: usd(a.balanceNano),
       status: a.disabledAt === null ? "active" : "disabled",
+      admin: a.admin,
       keys: a.keys,
       active_keys: a.active,
       created_at: iso(a.createdAt),
     }));
     const human = rows.length
       ? table(
-          ["id", "email", "balance USD", "status", "keys (active)", "created"],
-          rows.map((a, i) => [a.id, a.email, formatUsd(a.balanceNano), data[i]!.status, `${a.keys} (${a.active})`, data[i]!.created_at]),
+          ["id", "email", "balance USD", "status", "keys (active)", "admin", "created"],
+          rows.map((a, i) => [a.id, a.email, formatUsd(a.balanceNano), data[i]!.status, `${a.keys} (${a.active})`, a.admin ? "yes" : "", data[i]!.created_at]),
         )
       : "no accounts";
     output(ctx, data, human);
@@ -110,13 +111,14 @@ export async function accountCommand(argv: string[]): Promise<void> {
       email: acc.email,
       balance_usd: usd(acc.balanceNano),
       status,
+      admin: acc.admin,
       disabled_at: iso(acc.disabledAt),
       created_at: iso(acc.createdAt),
       keys: keys.map((k) => keyView(k)),
       recent_ledger: entries.map((e) => ({ id: e.id, kind: e.kind, amount_usd: usd(e.amountNano), note: e.note, request_id: e.requestId, created_at: iso(e.createdAt) })),
     };
     const human = [
-      `account ${acc.id} ${acc.email} (${status}${acc.disabledAt === null ? "" : ` since ${data.disabled_at}`})`,
+      `account ${acc.id} ${acc.email} (${status}${acc.disabledAt === null ? "" : ` since ${data.disabled_at}`}${acc.admin ? ", admin" : ""})`,
       `balance ${formatUsd(acc.balanceNano)} USD, created ${data.created_at}`,
       `keys:${keys.length ? "\n" + keys.map(keyLine).join("\n") : " none"}`,
       `recent ledger entries:`,

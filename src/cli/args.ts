@@ -94,6 +94,20 @@ export function wholeNumber(name: string, text: string, min = 1): number {
   return n;
 }
 
+/**
+ * The port given to a command: --port, else PORT (an empty PORT is unset, as an empty GATEWAY_DB
+ * is); null when neither says. A refusal names where the text came from. `min` 0 lets serve take
+ * any free port; a command that calls the server needs a real one.
+ */
+export function givenPort(flag: string | undefined, min: 0 | 1): number | null {
+  const from = flag !== undefined ? "--port" : process.env.PORT ? "PORT" : null;
+  if (from === null) return null;
+  const text = from === "--port" ? flag! : process.env.PORT!;
+  const port = Number(text);
+  if (text.trim() === "" || !Number.isInteger(port) || port < min || port > 65535) throw new UsageError(`${from}: not a port number: ${text}`);
+  return port;
+}
+
 const UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };
 
 /** --since: an ISO 8601 time, or a duration back from now (30m, 24h, 7d, 2w). */

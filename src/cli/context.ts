@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
 import { loadConfig, type Config, type LoadOptions } from "../config/load.ts";
@@ -48,6 +48,8 @@ export async function openInstallation(values: CommonValues, access: "read" | "w
   const database = resolve(config.database);
   openedDatabase = database;
   if (!existsSync(database)) throw new UsageError(`no database at ${database} (${invocation()} migrate or ${invocation()} serve creates one)`);
+  // SQLite's own word for a folder opened read-only is "disk I/O error".
+  if (statSync(database).isDirectory()) throw new UsageError(`${database} is a folder, not a database file (--db, GATEWAY_DB or [server] database names the file)`);
   let db: Db;
   try {
     if (access === "write") {

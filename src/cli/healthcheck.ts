@@ -1,4 +1,5 @@
 import { parse, UsageError } from "./args.ts";
+import { localServer } from "./local-server.ts";
 
 const TIMEOUT_MS = 3000;
 
@@ -8,10 +9,7 @@ const TIMEOUT_MS = 3000;
  */
 export async function healthcheckCommand(argv: string[]): Promise<void> {
   const { values } = parse(argv, { port: { type: "string" } });
-  const portText = values.port ?? process.env.PORT ?? "8080";
-  const port = Number(portText);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port: not a port number: ${portText}`);
-  const url = `http://127.0.0.1:${port}/healthz`;
+  const url = `${localServer(values)}/healthz`;
   let status: number;
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS) });

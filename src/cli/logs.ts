@@ -72,7 +72,8 @@ function costOfRow(ctx: CliContext, r: LogRecord) {
   });
 }
 
-const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+// A digit after a letter starts a word too: cacheWrite1hTokens is the column cache_write_1h_tokens.
+const snakeCase = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`).replace(/([a-z])(\d)/g, "$1_$2");
 
 function noCsvWithJson(v: { csv?: boolean; json?: boolean }): void {
   if (v.csv && v.json) throw new UsageError("--csv and --json: choose one");

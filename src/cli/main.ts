@@ -19,8 +19,9 @@ import { CONFIG_USAGE, configCommand, RELOAD_USAGE, reloadCommand } from "./relo
 
 const COMMON = `Every command takes --json (one JSON document on stdout; money as numbers of USD), --config FILE
 (or GATEWAY_CONFIG) and --db FILE (or GATEWAY_DB; the flag wins, then the variable, then the config's
-[server] database). Each names the database it used on stderr. Only serve and migrate create a
-database; list, find, show and usage open it read-only and never migrate it.`;
+[server] database), after its words or before the command (gateway --db FILE key list …). Each names
+the database it used on stderr. Only serve and migrate create a database; list, find, show and usage
+open it read-only and never migrate it.`;
 
 const HELP = `gateway ${VERSION}: a self-hosted prepaid LLM API gateway
 
@@ -34,9 +35,9 @@ Usage:
   gateway account debit --email E --usd N --note T
   gateway account list | account show --email E
   gateway account disable --email E | account enable --email E
-  gateway key create --email E [--name N] [--quota USD] [--models a,b] [--expires ISO8601] [--ip CIDR,…] [--rpm N]
+  gateway key create --email E [--name N] [--quota USD] [--budget USD --budget-period day|week|month] [--models a,b] [--expires ISO8601] [--ip CIDR,…] [--rpm N]
   gateway key list --email E | key find PREFIX|KEY | key revoke ID
-  gateway key update ID [--name N] [--quota USD|none] [--models a,b|none] [--expires ISO8601|none] [--ip CIDR,…|none] [--rpm N|none]
+  gateway key update ID [--name N] [--quota USD|none] [--budget USD|none --budget-period day|week|month] [--models a,b|none] [--expires ISO8601|none] [--ip CIDR,…|none] [--rpm N|none]
   gateway code create --usd N [--count K] [--expires ISO8601] [--note T]   # redemption codes, printed once
   gateway code list
   gateway pause | resume
@@ -82,8 +83,9 @@ The product switch: while paused, key routes answer 503 product_paused with Retr
   healthcheck: `Usage:
   gateway healthcheck [--port N]
 
-Asks the server on this machine (127.0.0.1, --port, then PORT, then 8080) for GET /healthz: exit 0 when
-it answers 200, else one line and a non-zero exit. The container image's HEALTHCHECK runs it.`,
+Asks the server on this machine for GET /healthz (on loopback, or [server] host when it names one
+address; the port from --port, then PORT, then the config, else 8080): exit 0 when it answers 200,
+else one line and a non-zero exit. The container image's HEALTHCHECK runs it.`,
 };
 COMMAND_HELP.resume = COMMAND_HELP.pause!;
 
@@ -106,7 +108,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number | void> | numb
 };
 
 export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
+  const [command, ...rest] = commonOptionsLast(argv);
   if (!command || command === "help" || command === "--help" || command === "-h") {
     console.log(HELP);
     return 0;
@@ -140,14 +142,19 @@ export async function main(argv: string[]): Promise<number> {
       const name = commandName(command, rest);
       const line = `unknown option ${e.option} for 'gateway ${name}'; see ${invocation()} ${name} --help`;
       if (rest.includes("--json")) console.log(JSON.stringify({ error: line }));
-      else console.error(`gateway: ${line}`);
+      else console.error(`gateway: ${oneLine(line)}`);
       return 2;
     }
     const message = sqlite && openedDatabase ? `${openedDatabase}: ${(e as Error).message}` : (e as Error).message;
     if (rest.includes("--json")) console.log(JSON.stringify({ error: message }));
-    else console.error(`gateway: ${message}`);
+    else console.error(`gateway: ${oneLine(message)}`);
     return 2;
   }
+}
+
+/** A reason that echoes the operator's input stays one line: control characters written as escapes (\n). */
+function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f]/g, (c) => JSON.stringify(c).slice(1, -1));
 }
 
 /**
@@ -156,6 +163,23 @@ export async function main(argv: string[]): Promise<number> {
  */
 export function unexpectedErrorLine(e: unknown): string {
   return `gateway: unexpected error: ${describe(e)} (run with GATEWAY_DEBUG=1 for the stack)`;
+}
+
+/**
+ * The options every command takes may come first, as scripts write them (`gateway --db FILE --json
+ * key list …`): moved after the command's words, where each command reads them.
+ */
+function commonOptionsLast(argv: string[]): string[] {
+  const leading: string[] = [];
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--json") leading.push(a);
+    else if (/^--(config|db)=/.test(a)) leading.push(a);
+    else if ((a === "--config" || a === "--db") && i + 1 < argv.length) leading.push(a, argv[++i]!);
+    else break;
+  }
+  return [...argv.slice(i), ...leading];
 }
 
 /** Commands whose first word is a subcommand (key create, logs show…). */
@@ -169,5 +193,5 @@ function commandName(command: string, rest: string[]): string {
 if (import.meta.main) {
   const code = await main(process.argv.slice(2));
   // serve keeps running; every other command ends here.
-  if (code !== 0 || process.argv[2] !== "serve") process.exit(code);
+  if (code !== 0 || commonOptionsLast(process.argv.slice(2))[0] !== "serve") process.exit(code);
 }

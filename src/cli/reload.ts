@@ -1,9 +1,8 @@
 import { buildCatalog } from "../catalog/catalog.ts";
-import { ConfigError, loadConfig } from "../config/load.ts";
+import { loadConfig } from "../config/load.ts";
 import { OperatorError } from "../core/operator-error.ts";
-import { isUnspecified, bracketed } from "../server.ts";
 import { parse, UsageError } from "./args.ts";
-import { loadInstallation } from "./context.ts";
+import { localServer } from "./local-server.ts";
 
 // The config of a running server without a restart (docs/operations.md#reload): `gateway reload`
 // asks it to read its file again, `gateway config check` validates a file without serving.
@@ -14,11 +13,12 @@ export const RELOAD_USAGE = `Usage:
 Asks the server on this machine to read its config file again, as SIGHUP does: POST /reload on
 loopback (its host from [server] host; the port from --port, then PORT, then the config). Requests
 after it run on the new catalog, prices, providers, limits and dashboard settings; those in flight
-finish on theirs. A bad file is refused with its one-line reason (exit 2) and the running config kept.
+finish on theirs. A bad file is refused with its one-line reason (exit 2) and the running config kept
+(a file too broken to name its port gives that reason without asking the server).
 Settings read only at start (port, host, database, …) are named as needing a restart.`;
 
 export const CONFIG_USAGE = `Usage:
-  gateway config check FILE
+  gateway config check FILE      (or --config FILE)
 
 Validates FILE as serve would read it, without serving or opening the database: exit 0 with a
 one-line summary, or exit 2 with the one-line reason. Provider and payment secrets may be left unset.`;
@@ -37,19 +37,8 @@ interface Reloaded {
 
 export async function reloadCommand(argv: string[]): Promise<void> {
   const { values } = parse(argv, { port: { type: "string" } });
-  // Only where the server listens is read here (its secrets are the server's to resolve). A file
-  // the server will refuse still reaches it: it logs the refusal, and its answer is printed below.
-  let listen = { host: "127.0.0.1", port: 8080 };
-  try {
-    listen = loadInstallation(values);
-  } catch (e) {
-    if (!(e instanceof ConfigError)) throw e;
-  }
-  const portText = values.port ?? process.env.PORT ?? String(listen.port);
-  const port = Number(portText);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port: not a port number: ${portText}`);
-  const host = isUnspecified(listen.host) ? (listen.host === "::" ? "[::1]" : "127.0.0.1") : bracketed(listen.host);
-  const url = `http://${host}:${port}/reload`;
+  // Only where the server listens is read here (its secrets are the server's to resolve).
+  const url = `${localServer(values)}/reload`;
   let res: Response;
   try {
     res = await fetch(url, { method: "POST", signal: AbortSignal.timeout(TIMEOUT_MS) });
@@ -69,9 +58,12 @@ export function configCommand(argv: string[]): void {
   const [sub, ...rest] = argv;
   if (sub !== "check") throw new UsageError("config needs: check FILE (see gateway config --help)");
   const { values, words } = parse(rest, {}, ["file"]);
-  if (!words.file) throw new UsageError("config check needs a FILE");
+  // --config, which every command takes, names the file too; two different files would leave one unchecked.
+  if (words.file && values.config && words.file !== values.config) throw new UsageError("config check takes FILE or --config FILE, not both");
+  const file = words.file ?? values.config;
+  if (!file) throw new UsageError("config check needs a FILE");
   // A file checked on a build machine or before the secrets are in place: only the secrets may be unset.
-  const config = loadConfig(words.file, process.env, { unsetSecrets: "keep" });
+  const config = loadConfig(file, process.env, { unsetSecrets: "keep" });
   const catalog = buildCatalog(config);
   const summary = { ok: true, source: config.source, catalog_version: catalog.version, models: catalog.models.length, providers: config.providers.length };
   console.log(values.json ? JSON.stringify(summary) : `OK ${config.source}: catalog ${catalog.version}, ${summary.models} model(s), ${summary.providers} provider(s)`);

@@ -4,7 +4,7 @@ import { formatUsd } from "../core/money.ts";
 import { redactUrl } from "../store/database.ts";
 import { bracketed, isUnspecified, startGateway, startGatewayOnPostgres, type RunningGateway } from "../server.ts";
 import type { Services } from "../services.ts";
-import { invocation, parse, UsageError } from "./args.ts";
+import { givenPort, invocation, parse } from "./args.ts";
 import { loadInstallation } from "./context.ts";
 import { derivedPriceLines } from "./prices.ts";
 
@@ -14,12 +14,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const { values } = parse(argv, { port: { type: "string" } });
   const config = loadInstallation(values, { need: "secrets" });
   // --port beats PORT, which beats the config file (docs/operations.md#start).
-  const portText = values.port ?? process.env.PORT;
-  let port = config.port;
-  if (portText !== undefined) {
-    port = Number(portText);
-    if (portText.trim() === "" || !Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: not a port number: ${portText}`);
-  }
+  const port = givenPort(values.port, 0) ?? config.port;
   // Installed before the start: Bun installs a handler a moment after process.on returns, and a
   // signal in between (a supervisor's HUP right after the listening line) must not be lost.
   const signals = handleSignals(config.shutdownTimeoutMs);

@@ -18,6 +18,8 @@ export function aliasPatternConflict(models: ModelConfig[]): [string, string] | 
     for (const [j, name] of (m.aliases ?? []).entries()) {
       const path = `models[${i}].aliases[${j}]`;
       if (!isAliasPattern(name)) {
+        // "claude-*-latest" is no pattern, and as a literal name no client would ever send it.
+        if (name.includes("*")) return [path, `a pattern is a prefix followed by one trailing * (got '${name}')`];
         exact.push({ name, model: i });
         continue;
       }

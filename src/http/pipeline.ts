@@ -38,10 +38,15 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   // A key known to this process answers at once; PostgreSQL's first lookup of a key is a query. A
   // value is not awaited (here and for the buckets): each await is a turn of the microtask queue.
   const found = svc.keys.lookup(presented);
-  const key = svc.keys.check(presented, found instanceof Promise ? await found : found, x);
-  log.keyId = key.id;
-  log.accountId = key.accountId;
-  log.keyPrefix = key.prefix;
+  const rec = found instanceof Promise ? await found : found;
+  // Named before the checks: a known key refused (revoked, expired, an address off its list) is
+  // still its holder's request, and support finds it by the key and account on its log row.
+  if (rec) {
+    log.keyId = rec.id;
+    log.accountId = rec.accountId;
+    log.keyPrefix = rec.prefix;
+  }
+  const key = svc.keys.check(presented, rec, x);
   const taken = takeBuckets(svc, key, e);
   const rate = (x.rate = taken instanceof Promise ? await taken : taken);
   if (e.paid && largeBody(headers, length, declared)) await refuseNothingToSpend(svc, key);

@@ -89,6 +89,11 @@ describe("the config", () => {
     expect(load([SONNET, overlap])).toThrow(/^test config: models\[1\]\.aliases\[0\]: 'claude-sonnet-4-5-fast-\*' overlaps 'claude-sonnet-4-5-\*' of models\[0\]$/);
   });
 
+  it("refuses a * anywhere but at the end of an alias, rather than take it as a literal name", () => {
+    const inner = { ...textModel("haiku", "anthropic"), aliases: ["claude-*-latest"] };
+    expect(load([SONNET, inner])).toThrow(/^test config: models\[1\]\.aliases\[0\]: a pattern is a prefix followed by one trailing \* \(got 'claude-\*-latest'\)$/);
+  });
+
   it("refuses a pattern that matches another model's exact id", () => {
     const under = textModel("claude-sonnet-4-5-fast", "anthropic");
     expect(load([SONNET, under])).toThrow(/^test config: models\[0\]\.aliases\[1\]: 'claude-sonnet-4-5-\*' matches 'claude-sonnet-4-5-fast' of models\[1\]$/);

@@ -176,6 +176,16 @@ describe("account create --admin and account update", () => {
     expect(isAdmin(e)).toBe(false);
   });
 
+  it("account show and account list say which accounts are admin", async () => {
+    const [admin, plain] = [email(), email()];
+    await run("account", "create", "--email", admin, "--admin");
+    await run("account", "create", "--email", plain);
+    expect(await run("account", "show", "--email", admin)).toMatchObject({ email: admin, admin: true });
+    expect(await run("account", "show", "--email", plain)).toMatchObject({ email: plain, admin: false });
+    const list = await run<{ email: string; admin: boolean }[]>("account", "list");
+    expect(list.filter((a) => a.email === admin || a.email === plain).map((a) => [a.email, a.admin])).toEqual([[admin, true], [plain, false]]);
+  });
+
   it("update --admin and --no-admin grant and take away admin, each in the audit log", async () => {
     const e = email();
     await run("account", "create", "--email", e);

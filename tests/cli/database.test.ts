@@ -138,3 +138,12 @@ describe("a file that is not a database", () => {
     }
   });
 });
+
+describe("a folder given as the database", () => {
+  it("is refused in one line saying it is a folder, by read and write commands alike", async () => {
+    for (const args of [["account", "list"], ["pause"]]) {
+      const line = expectOneLineFailure(await gateway([...args, "--db", install.dir]));
+      expect(line).toContain(`${install.dir} is a folder`);
+    }
+  });
+});

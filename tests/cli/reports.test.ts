@@ -5,6 +5,7 @@ import { requestIdPrefixAt } from "../../src/core/request-id.ts";
 import { expectOneLineFailure, gateway, gatewayJson } from "../support/cli.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { hi, postJson } from "../support/http.ts";
+import { sqlAll } from "../support/keyed.ts";
 
 // logs show / list, usage and prune: support look-ups and reports over the request log.
 
@@ -42,6 +43,13 @@ describe("logs show", () => {
     expect(row).toMatchObject({ request_id: ids.ok[0], account_email: alice, key_prefix: aliceKey.prefix, status: 200 });
     expect(typeof row.cost_usd).toBe("number");
     expect(JSON.stringify(row)).not.toContain(aliceKey.key);
+  });
+
+  it("names each field as its request_logs column, cache_write_1h_tokens included", async () => {
+    const row = await run("logs", "show", ids.ok[0]!);
+    const columns = sqlAll<{ name: string }>(gw, "SELECT name FROM pragma_table_info('request_logs')").map((c) => c.name);
+    // Every column but the stored nano-dollars (shown as cost_usd) is in the document under its own name.
+    for (const column of columns.filter((c) => c !== "cost_nano")) expect(Object.keys(row)).toContain(column);
   });
 });
 

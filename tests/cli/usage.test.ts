@@ -28,6 +28,13 @@ describe("help", () => {
     expect(r.stdout).toContain("gateway key update ID");
   });
 
+  it("gateway --help shows the budget flags on key create and key update", async () => {
+    const lines = (await gateway(["--help"])).stdout.split("\n");
+    for (const sub of ["create", "update"]) {
+      expect(lines.find((l) => l.includes(`gateway key ${sub} `))).toContain("--budget-period day|week|month");
+    }
+  });
+
   it("gateway --help prints the usage and exits 0", async () => {
     const r = await gateway(["--help"]);
     expect(r.code).toBe(0);
@@ -61,6 +68,14 @@ describe("help", () => {
   });
 });
 
+describe("the options every command takes", () => {
+  it("may come before the command: gateway --db FILE --json account list", async () => {
+    const r = await gateway(["--db", db, "--json", "account", "list"]);
+    expect(r.code).toBe(0);
+    expect((JSON.parse(r.stdout) as { email: string }[]).map((a) => a.email)).toContain(owner);
+  });
+});
+
 describe("refused with a one-line reason", () => {
   it("--ip ''", async () => expect(await createKey("--ip", "")).toContain("--ip"));
   it("--ip with a bad CIDR", async () => expect(await createKey("--ip", "10.0.0.0/33")).toContain("--ip"));
@@ -86,6 +101,8 @@ describe("refused with a one-line reason", () => {
   it("a flag another subcommand takes", async () => expect(await fails("account", "list", "--usd", "1")).toContain("--usd"));
   it("a negative --usd", async () => expect(await fails("account", "credit", "--email", owner, "--usd", "-1")).toBe("gateway: --usd: '-1' is not an amount this flag takes: negative amounts are refused"));
   it("a negative --usd written --usd=-1", async () => expect(await fails("account", "credit", "--email", owner, "--usd=-1")).toContain("negative"));
+  it("an --email holding a line break, which the reason quotes on its one line", async () =>
+    expect(await fails("account", "create", "--email", "a\nb@usage.test")).toBe("gateway: not an email address: a\\nb@usage.test"));
   it("a non-numeric --balance", async () => expect(await fails("account", "create", "--email", "x@usage.test", "--balance", "lots")).toContain("--balance"));
   it("a subcommand that does not exist", async () => expect(await fails("account", "delete", "--email", owner)).toContain("account needs one of"));
   it("--csv with --json, as a JSON error document", async () => {

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "bun:test";
 import { UsageError } from "../../src/cli/args.ts";
 import { healthcheckCommand } from "../../src/cli/healthcheck.ts";
-import { freePort } from "../support/cli.ts";
+import { freePort, tempInstallation } from "../support/cli.ts";
 
 // The Dockerfile's HEALTHCHECK runs `gateway healthcheck`. GET /healthz is served by the gateway
 // itself; here a loopback server answers it, which is all the command depends on.
@@ -31,6 +31,18 @@ describe("gateway healthcheck", () => {
     } finally {
       if (before === undefined) delete process.env.PORT;
       else process.env.PORT = before;
+    }
+  });
+
+  it("takes the port from the --config file's [server] port when neither --port nor PORT is given", async () => {
+    const f = tempInstallation(`[server]\nhost = "127.0.0.1"\nport = ${healthy.port}\n`);
+    const before = process.env.PORT;
+    delete process.env.PORT;
+    try {
+      await expect(healthcheckCommand(["--config", f.config])).resolves.toBeUndefined();
+    } finally {
+      if (before !== undefined) process.env.PORT = before;
+      f.remove();
     }
   });
 

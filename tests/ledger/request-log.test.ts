@@ -72,6 +72,17 @@ describe("a request log row for every /v1 request", () => {
     }
   });
 
+  it("names the key and its account on the row of a known key it refuses (address off its list, revoked)", async () => {
+    const fenced = await gw.account(1, { ipAllow: ["10.9.9.9"] });
+    const revoked = await gw.account(1);
+    await gw.services.keys.revoke(revoked.keyId);
+    for (const [a, code] of [[fenced, "ip"], [revoked, "inactive"]] as const) {
+      const res = await postWithApiKey(gw, "/v1/chat/completions", chat(), a.key);
+      expect(res.status).toBe(403);
+      expect(rowOf(res)).toMatchObject({ status: 403, error_code: code, key_id: a.keyId, account_id: a.accountId, cost_nano: 0 });
+    }
+  });
+
   it("records public /v1 requests too", async () => {
     const res = await fetch(`${gw.url}/v1/models`);
     expect(rowOf(res)).toMatchObject({ method: "GET", path: "/v1/models", status: 200, key_id: null });

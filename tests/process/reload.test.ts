@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bu
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_BEHAVIOUR, startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
-import { anthropicConfig, expectOneLineFailure, gateway, MAIN, startServe, tempInstallation, type Served } from "../support/cli.ts";
+import { anthropicConfig, expectOneLineFailure, freePort, gateway, MAIN, startServe, tempInstallation, type Served } from "../support/cli.ts";
 import { lastStreamCost } from "../support/prices.ts";
 
 // Each test starts and stops a gateway process; a loaded 2-core machine needs more than 5 s.
@@ -28,7 +28,8 @@ afterAll(async () => {
 const pricedConfig = (times: number, server: Record<string, string | number> = {}) =>
   anthropicConfig(up.url, server).replace("pricing = { input = 3.0, output = 15.0 }", `pricing = { input = ${3 * times}.0, output = ${15 * times}.0 }`);
 
-async function served(server: Record<string, string | number> = {}): Promise<{ s: Served; url: string; key: string; config: string; port: number; db: string }> {
+/** A gateway on a free port: given by --port, or with `portFromConfig`, by the file's [server] port alone. */
+async function served(server: Record<string, string | number> = {}, opts: { portFromConfig?: boolean } = {}): Promise<{ s: Served; url: string; key: string; config: string; port: number; db: string }> {
   const f = tempInstallation(pricedConfig(1, server));
   folders.push(f);
   const db = join(f.dir, "gateway.db");
@@ -36,7 +37,7 @@ async function served(server: Record<string, string | number> = {}): Promise<{ s
   expect(cli(["migrate"]).exitCode).toBe(0);
   expect(cli(["account", "create", "--email", "a@test.local", "--balance", "50"]).exitCode).toBe(0);
   const key = JSON.parse(cli(["key", "create", "--email", "a@test.local", "--rpm", "10000"]).stdout.toString()).key as string;
-  const s = startServe(["--config", f.config, "--port", "0", "--db", db]);
+  const s = startServe(["--config", f.config, ...(opts.portFromConfig ? [] : ["--port", "0"]), "--db", db]);
   running.push(s);
   const url = await s.url();
   return { s, url, key, config: f.config, port: Number(new URL(url).port), db };
@@ -127,6 +128,28 @@ describe("gateway reload", () => {
     expect(await s.exited()).toBe(0);
   });
 
+  it("reaches the server on the port of a file it refuses, and prints the refusal", async () => {
+    const port = freePort();
+    const { s, url, key, config, db } = await served({ port }, { portFromConfig: true });
+    expect(url).toEndWith(`:${port}`);
+    writeFileSync(config, pricedConfig(2, { port }).replace('kind = "anthropic"', 'kind = "anthropc"'));
+    const r = await gateway(["reload", "--config", config, "--db", db]);
+    const line = expectOneLineFailure(r);
+    expect(line).toStartWith("gateway: reload refused, the running config is kept: ");
+    expect(line).toContain("providers[0].kind");
+    expect((await messages(url, key, false)).status).toBe(200);
+    s.kill("SIGTERM");
+    expect(await s.exited()).toBe(0);
+  });
+
+  it("prints the reason of a file that names no port it can read, rather than trying 8080", async () => {
+    const f = tempInstallation('[server\nport = 18555\n');
+    folders.push(f);
+    const line = expectOneLineFailure(await gateway(["reload", "--config", f.config]));
+    expect(line).toContain("not valid TOML");
+    expect(line).not.toContain("8080");
+  });
+
   it("names a changed listen port as needing a restart and keeps listening where it was", async () => {
     const { s, url, key, config, port, db } = await served({ port: 18181 });
     writeFileSync(config, pricedConfig(1, { port: 18182 }));
@@ -159,5 +182,20 @@ describe("gateway config check", () => {
     const f = tempInstallation(pricedConfig(1).replace('provider = "anthropic", model', 'provider = "nobody", model'));
     folders.push(f);
     expect(expectOneLineFailure(await gateway(["config", "check", f.config]))).toBe(`gateway: ${f.config}: models[0].routes[0].provider: no provider with id 'nobody'`);
+  });
+});
+
+describe("gateway config check --config", () => {
+  it("checks the file --config names when no FILE is given", async () => {
+    const f = tempInstallation(pricedConfig(1).replace('provider = "anthropic", model', 'provider = "nobody", model'));
+    folders.push(f);
+    expect(expectOneLineFailure(await gateway(["config", "check", "--config", f.config]))).toBe(`gateway: ${f.config}: models[0].routes[0].provider: no provider with id 'nobody'`);
+  });
+
+  it("refuses a FILE and a different --config rather than ignore one", async () => {
+    const good = tempInstallation(pricedConfig(1));
+    const bad = tempInstallation("[server\n");
+    folders.push(good, bad);
+    expect(expectOneLineFailure(await gateway(["config", "check", good.config, "--config", bad.config]))).toContain("not both");
   });
 });
