@@ -142,6 +142,7 @@ export class MessagesViaChatStream extends StreamTally {
           content: [],
           stop_reason: null,
           stop_sequence: null,
+          stop_details: null,
           usage: { input_tokens: this.opts.estimatedInputTokens, output_tokens: 0 },
         },
       },
@@ -236,10 +237,12 @@ export class MessagesViaChatStream extends StreamTally {
     // overwrite (sse.md §4) keeps it, and the totals are the ones billed.
     this.billed = this.realUsage ?? estimatedUsage(this.opts.estimatedInputTokens, this.out);
     this.cost = this.opts.costOf(this.billed);
+    // stop_details goes in the delta too: MessageStream assigns the delta's value to the message,
+    // so leaving it out would turn message_start's null into undefined (sse.md §4).
     const usage: JsonObject = messagesUsage(this.billed, this.reasoningTokens === undefined ? {} : { thinkingTokens: this.reasoningTokens });
     usage.cost_usd = nanoToUsd(this.cost);
     this.costShown = true;
-    out.push({ event: "message_delta", data: { type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null }, usage } });
+    out.push({ event: "message_delta", data: { type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null, stop_details: null }, usage } });
     out.push({ event: "message_stop", data: { type: "message_stop" } });
   }
 }

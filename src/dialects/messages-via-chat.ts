@@ -316,6 +316,8 @@ export function chatResponseToMessages(res: ChatResponse, opts: { model: string 
     content,
     stop_reason: refusal ? "refusal" : (finishToStop(choice.finish_reason) ?? "end_turn"),
     stop_sequence: null, // Chat does not say which sequence matched (§7 loss)
+    // Typed `RefusalStopDetails | null` by the SDK; Chat has no refusal category to fill it with.
+    stop_details: null,
     // No usage from the upstream: leave the counts out rather than make them up; the caller settles on its own count.
     usage: u ? messagesUsage(usageFromChat(u), reasoningTokens === undefined ? {} : { thinkingTokens: reasoningTokens }) : {},
   };

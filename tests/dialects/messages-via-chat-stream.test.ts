@@ -32,7 +32,7 @@ const start = (id = "msg_B9xT1", input = 2000): MessagesEvent => ({
   event: "message_start",
   data: {
     type: "message_start",
-    message: { id, type: "message", role: "assistant", model: "gpt-4o-mini", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: input, output_tokens: 0 } },
+    message: { id, type: "message", role: "assistant", model: "gpt-4o-mini", content: [], stop_reason: null, stop_sequence: null, stop_details: null, usage: { input_tokens: input, output_tokens: 0 } },
   },
 });
 const blockStart = (index: number, content_block: object): MessagesEvent => ({ event: "content_block_start", data: { type: "content_block_start", index, content_block } });
@@ -40,7 +40,7 @@ const blockDelta = (index: number, delta: object): MessagesEvent => ({ event: "c
 const blockStop = (index: number): MessagesEvent => ({ event: "content_block_stop", data: { type: "content_block_stop", index } });
 const messageDelta = (stop_reason: string, usage: object): MessagesEvent => ({
   event: "message_delta",
-  data: { type: "message_delta", delta: { stop_reason, stop_sequence: null }, usage },
+  data: { type: "message_delta", delta: { stop_reason, stop_sequence: null, stop_details: null }, usage },
 });
 const messageStop: MessagesEvent = { event: "message_stop", data: { type: "message_stop" } };
 

@@ -36,6 +36,26 @@ describe("Messages clients", () => {
       expect(msg.usage.output_tokens).toBe(10);
     });
 
+    // messages.md §6: stop_details is a nullable field of every Message; the SDK types it `RefusalStopDetails | null`.
+    it(`gets a ${path} non-streamed answer with stop_details null`, async () => {
+      rig.up.script({ kind: "text", text: "Hello there", usage });
+      const msg = await rig.anthropic().messages.create({ model, max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
+      expect(msg.stop_details).toBeNull();
+    });
+
+    // sse.md §2: message_start's message and message_delta's delta carry it, and MessageStream copies the delta's.
+    it(`streams a ${path} answer whose final message has stop_details null`, async () => {
+      rig.up.script({ kind: "text", text: "one two", usage });
+      const stream = rig.anthropic().messages.stream({ model, max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
+      let startDetails: unknown;
+      stream.on("streamEvent", (ev) => {
+        if (ev.type === "message_start") startDetails = ev.message.stop_details;
+      });
+      const msg = await stream.finalMessage();
+      expect(startDetails).toBeNull();
+      expect(msg.stop_details).toBeNull();
+    });
+
     it(`streams ${path} tool calls with argument fragments`, async () => {
       rig.up.script({ kind: "tool_calls", calls: [{ name: "get_weather", arguments: { city: "Oslo" } }, { name: "get_time", arguments: { tz: "CET" } }], argChunks: 3 });
       const tools = [
