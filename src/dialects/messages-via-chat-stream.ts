@@ -5,7 +5,7 @@
 import { nanoToUsd, type TokenUsage } from "../core/money.ts";
 import { StreamTally, estimatedUsage } from "./stream-usage.ts";
 import { toolIdToMessages } from "./tool-ids.ts";
-import { billableChatUsage, finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
+import { billableChatUsage, finishToStop, messagesUsage, toolAwareStop, usageFromChat } from "./usage.ts";
 import type { ChatChunk, ChatToolCall, JsonObject, MessagesEvent } from "../wire/shapes.ts";
 import { redactSecrets } from "../wire/scrub.ts";
 import type { SseEvent } from "../wire/sse.ts";
@@ -232,7 +232,7 @@ export class MessagesViaChatStream extends StreamTally {
   private end(out: MessagesEvent[]): void {
     this.ended = true;
     this.closeAll(out);
-    const stopReason = this.sawRefusal ? "refusal" : (finishToStop(this.finish) ?? "end_turn");
+    const stopReason = this.sawRefusal ? "refusal" : toolAwareStop(finishToStop(this.finish) ?? "end_turn", this.toolCount > 0);
     // No usage from upstream: our estimate, whose input count repeats message_start's, so the SDK's
     // overwrite (sse.md §4) keeps it, and the totals are the ones billed.
     this.billed = this.realUsage ?? estimatedUsage(this.opts.estimatedInputTokens, this.out);

@@ -73,6 +73,27 @@ describe("Messages clients", () => {
   }
 });
 
+// Several OpenAI-compatible servers finish a tool call with "stop"; the Anthropic SDK's tool runner
+// runs tools only on stop_reason "tool_use" (BetaToolRunner), so the tool calls decide it.
+describe("Messages clients on a Chat upstream that finishes tool calls with stop", () => {
+  const tools = [{ name: "get_weather", input_schema: { type: "object" as const, properties: { city: { type: "string" } } } }];
+  const script = () => rig.up.script({ kind: "tool_calls", calls: [{ name: "get_weather", arguments: { city: "Oslo" } }], stopReason: "stop" });
+
+  it("gets a non-streamed answer with stop_reason tool_use", async () => {
+    script();
+    const msg = await rig.anthropic().messages.create({ model: "gpt-native", max_tokens: 100, tools, messages: [{ role: "user", content: "weather?" }] });
+    expect(msg.content.map((b) => b.type)).toEqual(["tool_use"]);
+    expect(msg.stop_reason).toBe("tool_use");
+  });
+
+  it("streams an answer whose final message has stop_reason tool_use", async () => {
+    script();
+    const msg = await rig.anthropic().messages.stream({ model: "gpt-native", max_tokens: 100, tools, messages: [{ role: "user", content: "weather?" }] }).finalMessage();
+    expect(msg.content.map((b) => b.type)).toEqual(["tool_use"]);
+    expect(msg.stop_reason).toBe("tool_use");
+  });
+});
+
 describe("Chat clients", () => {
   for (const model of ["gpt-native", "claude-native"]) {
     const path = model === "gpt-native" ? "native" : "translated";
