@@ -27,8 +27,10 @@ interface ToolState {
   name: string;
   /** Content-block index once started; -1 while waiting for a name. */
   block: number;
-  /** Arguments received before the block could start (no name yet). */
+  /** Arguments received before the block could start (no name yet, or another call's still open). */
   pending: string;
+  /** Arguments sent in the block so far: whether they are whole decides when a waiting call may start. */
+  args: string;
   closed: boolean;
   /** Position among the message's tool calls. */
   ordinal: number;
@@ -194,7 +196,7 @@ export class MessagesViaChatStream extends StreamTally {
       tool = undefined;
     }
     if (!tool) {
-      tool = { id: id ?? "", name, block: -1, pending: "", closed: false, ordinal: this.toolCount };
+      tool = { id: id ?? "", name, block: -1, pending: "", args: "", closed: false, ordinal: this.toolCount };
       this.tools.set(key, tool);
       this.toolCount++;
     } else if (tool.block === -1) {
@@ -206,13 +208,31 @@ export class MessagesViaChatStream extends StreamTally {
     if (tool.block === -1) {
       tool.pending += args;
       // content_block_start needs the name; wait for it (emitted at the finish if it never comes).
-      if (tool.name) this.startTool(tool, out);
+      if (tool.name) this.startWaiting(out);
       return true;
     }
     if (!args) return true;
-    if (tool.closed) return false; // blocks cannot reopen: the upstream broke the in-order assumption
+    if (tool.closed) return false; // blocks cannot reopen: text came between the fragments of a call
+    tool.args += args;
     this.delta(tool.block, { type: "input_json_delta", partial_json: args }, out);
+    // Calls that started meanwhile (an upstream interleaving parallel calls) may go once this one is whole.
+    if (this.toolCount > tool.ordinal + 1) this.startWaiting(out);
     return true;
+  }
+
+  /**
+   * Starts the named calls still without a block, in order, while the open block is not a call whose
+   * arguments are incomplete. Blocks run one at a time and cannot reopen (sse.md §2): an upstream
+   * that interleaves the fragments of parallel calls has the later calls buffered until the open one
+   * is whole (translation.md §4), or until the finish. In order, a call is whole when the next starts.
+   */
+  private startWaiting(out: MessagesEvent[]): void {
+    for (const tool of this.tools.values()) {
+      if (tool.block !== -1 || !tool.name) continue;
+      const open = this.open?.tool;
+      if (open && !wholeJson(open.args)) return;
+      this.startTool(tool, out);
+    }
   }
 
   private startTool(tool: ToolState, out: MessagesEvent[]): void {
@@ -221,6 +241,7 @@ export class MessagesViaChatStream extends StreamTally {
     const id = tool.id ? toolIdToMessages(tool.id) : `toolu_gw${tool.ordinal}_${this.messageId!.replace(/^msg_/, "")}`;
     tool.block = this.openBlock("tool", { type: "tool_use", id, name: tool.name, input: {} }, out, tool);
     if (tool.pending) this.delta(tool.block, { type: "input_json_delta", partial_json: tool.pending }, out);
+    tool.args = tool.pending;
     tool.pending = "";
   }
 
@@ -244,6 +265,18 @@ export class MessagesViaChatStream extends StreamTally {
     this.costShown = true;
     out.push({ event: "message_delta", data: { type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null, stop_details: null }, usage } });
     out.push({ event: "message_stop", data: { type: "message_stop" } });
+  }
+}
+
+/** Arguments that parse as one JSON object: a call the upstream has finished. */
+function wholeJson(args: string): boolean {
+  // Only an object can end a call's arguments: skip the parse while the text cannot be one.
+  if (!args.trimEnd().endsWith("}")) return false;
+  try {
+    JSON.parse(args);
+    return true;
+  } catch {
+    return false;
   }
 }
 

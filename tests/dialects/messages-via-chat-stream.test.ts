@@ -259,10 +259,34 @@ describe("MessagesViaChatStream", () => {
     expect(s.push(chunk({ tool_calls: [{ id: "call_1", function: { arguments: "{}" } }] }))).toEqual([blockDelta(0, { type: "input_json_delta", partial_json: "{}" })]);
   });
 
-  it("fails the stream when arguments arrive for a tool block that is already closed", () => {
+  // translation.md §4: blocks cannot reopen, so a call that starts while the open call's arguments
+  // are still incomplete waits in a buffer and gets its block once the open one is whole.
+  it("keeps interleaved argument fragments of parallel calls with their own tool blocks", () => {
+    const s = make();
+    const evs = run(s, [
+      chunk({ tool_calls: [{ index: 0, id: "call_1", function: { name: "f", arguments: '{"a":' } }] }),
+      chunk({ tool_calls: [{ index: 1, id: "call_2", function: { name: "g", arguments: '{"b":' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: "1}" } }] }),
+      chunk({ tool_calls: [{ index: 1, function: { arguments: "2}" } }] }),
+      chunk({}, "tool_calls"),
+      usageChunk(10, 5),
+    ]);
+    expect(evs.slice(1, -2)).toEqual([
+      blockStart(0, { type: "tool_use", id: "call_1", name: "f", input: {} }),
+      blockDelta(0, { type: "input_json_delta", partial_json: '{"a":' }),
+      blockDelta(0, { type: "input_json_delta", partial_json: "1}" }),
+      blockStop(0),
+      blockStart(1, { type: "tool_use", id: "call_2", name: "g", input: {} }),
+      blockDelta(1, { type: "input_json_delta", partial_json: '{"b":' }),
+      blockDelta(1, { type: "input_json_delta", partial_json: "2}" }),
+      blockStop(1),
+    ]);
+  });
+
+  it("fails the stream when arguments arrive for a tool block that text already closed", () => {
     const s = make();
     s.push(chunk({ tool_calls: [{ index: 0, id: "call_1", function: { name: "f", arguments: "{" } }] }));
-    s.push(chunk({ tool_calls: [{ index: 1, id: "call_2", function: { name: "g", arguments: "{" } }] }));
+    s.push(chunk({ content: "meanwhile" }));
     const evs = s.push(chunk({ tool_calls: [{ index: 0, function: { arguments: "}" } }] }));
     expect(names(evs)).toEqual(["error"]);
     expect(s.failed).toBe(true);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { expectedNano } from "../support/prices.ts";
+import { sse } from "../support/sse.ts";
 import { startTextRig, type TextRig } from "../support/text-rig.ts";
 
 let rig: TextRig;
@@ -91,6 +92,31 @@ describe("Messages clients on a Chat upstream that finishes tool calls with stop
     const msg = await rig.anthropic().messages.stream({ model: "gpt-native", max_tokens: 100, tools, messages: [{ role: "user", content: "weather?" }] }).finalMessage();
     expect(msg.content.map((b) => b.type)).toEqual(["tool_use"]);
     expect(msg.stop_reason).toBe("tool_use");
+  });
+});
+
+describe("Messages clients on a Chat upstream that interleaves parallel tool calls", () => {
+  it("assemble each call's input from its own fragments with the stream helper", async () => {
+    const chunk = (delta: object, finish: string | null = null) =>
+      sse(undefined, { id: "chatcmpl-il", object: "chat.completion.chunk", created: 1, model: "gpt-upstream-1", choices: [{ index: 0, delta, finish_reason: finish }] });
+    const call = (index: number, args: string, head?: { id: string; name: string }) =>
+      chunk({ tool_calls: [{ index, ...(head ? { id: head.id, type: "function" } : {}), function: { ...(head ? { name: head.name } : {}), arguments: args } }] });
+    const body =
+      chunk({ role: "assistant", content: null }) +
+      call(0, '{"city":', { id: "call_a", name: "get_weather" }) +
+      call(1, '{"tz":', { id: "call_b", name: "get_time" }) +
+      call(0, '"Oslo"}') +
+      call(1, '"CET"}') +
+      chunk({}, "tool_calls") +
+      sse(undefined, { id: "chatcmpl-il", object: "chat.completion.chunk", created: 1, model: "gpt-upstream-1", choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }) +
+      sse(undefined, "[DONE]");
+    rig.up.script({ kind: "raw", headers: { "content-type": "text/event-stream" }, body });
+    const tools = ["get_weather", "get_time"].map((name) => ({ name, input_schema: { type: "object" as const } }));
+    const msg = await rig.anthropic().messages.stream({ model: "gpt-native", max_tokens: 100, tools, messages: [{ role: "user", content: "go" }] }).finalMessage();
+    expect(msg.content.map((b) => (b.type === "tool_use" ? [b.id, b.input] : b.type))).toEqual([
+      ["call_a", { city: "Oslo" }],
+      ["call_b", { tz: "CET" }],
+    ]);
   });
 });
 
