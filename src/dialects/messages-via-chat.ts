@@ -212,6 +212,7 @@ function assistantTurn(m: MessagesMessage, path: string, c: Ctx): ChatMessage[] 
         texts.push(blockText(b, at, c));
         break;
       case "tool_use":
+        if (isSet(b.cache_control)) c.dropped.push(`${at}.cache_control`);
         calls.push(toolCall(b, at));
         break;
       case "thinking":
