@@ -4,6 +4,7 @@
 
 import { nanoToUsd, type TokenUsage } from "../core/money.ts";
 import { StreamTally, estimatedUsage, inputEstimate, mergeMessagesUsage } from "./stream-usage.ts";
+import { isObject } from "./fields.ts";
 import { toolIdFromMessages } from "./tool-ids.ts";
 import { billableMessagesUsage, chatUsage, stopToFinish } from "./usage.ts";
 import type { ChatChunk, ChatUsage, JsonObject, MessagesEvent } from "../wire/shapes.ts";
@@ -40,7 +41,7 @@ export class ChatViaMessagesStream extends StreamTally {
   private started = false;
   private finishSent = false;
   /** Messages block index → Chat tool_calls index. T counts tool blocks only (litellm#5231). */
-  private readonly toolIndex = new Map<number, { t: number; bytes: number }>();
+  private readonly toolIndex = new Map<number, { t: number; bytes: number; input: unknown }>();
   private toolCount = 0;
   private thinkingTokens: number | undefined = undefined;
   private finalUsage: ChatUsage | null = null;
@@ -130,7 +131,7 @@ export class ChatViaMessagesStream extends StreamTally {
     const index = typeof data.index === "number" ? data.index : -1;
     if (block.type === "tool_use") {
       const t = this.toolCount++;
-      this.toolIndex.set(index, { t, bytes: 0 });
+      this.toolIndex.set(index, { t, bytes: 0, input: block.input });
       const name = typeof block.name === "string" ? block.name : "";
       out.push(this.chunk({ tool_calls: [{ index: t, id: toolIdFromMessages(String(block.id ?? "")), type: "function", function: { name, arguments: "" } }] }));
     } else if (block.type === "text" && typeof block.text === "string" && block.text) {
@@ -176,10 +177,15 @@ export class ChatViaMessagesStream extends StreamTally {
 
   private blockStop(data: JsonObject): ChatStreamItem[] {
     const tool = this.toolIndex.get(typeof data.index === "number" ? data.index : -1);
-    // A tool with no argument bytes still needs parseable arguments (one-api sends "{}").
+    // A tool with no argument bytes still needs parseable arguments (one-api sends "{}"). Its start
+    // input is what Anthropic's MessageStream keeps then; some compatible servers send it whole there.
     if (!tool || tool.bytes > 0) return [];
-    tool.bytes = 2;
-    return [this.chunk({ tool_calls: [{ index: tool.t, function: { arguments: "{}" } }] })];
+    const given = isObject(tool.input) && Object.keys(tool.input).length > 0 ? JSON.stringify(tool.input) : "";
+    // The given input is the model's output (counted for an estimate); "{}" is ours.
+    if (given) this.out.add(given);
+    const args = given || "{}";
+    tool.bytes = args.length;
+    return [this.chunk({ tool_calls: [{ index: tool.t, function: { arguments: args } }] })];
   }
 
   private messageDelta(data: JsonObject): ChatStreamItem[] {

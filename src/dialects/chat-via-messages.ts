@@ -335,6 +335,8 @@ function assistantTurn(m: ChatMessage, path: string, c: Ctx, t: Turns): void {
   const calls = isSet(m.tool_calls) ? arrayAt(m.tool_calls, `${path}.tool_calls`) : [];
   const blocks = [
     ...textBlocks(m.content, `${path}.content`, c),
+    // A refusal the client replays is what the assistant said, as a refusal part is (partText).
+    ...(isSet(m.refusal) ? textBlocks(stringAt(m.refusal, `${path}.refusal`), `${path}.refusal`, c) : []),
     ...calls.map((call, j) => toolUse(objectAt(call, `${path}.tool_calls[${j}]`) as ChatToolCall, `${path}.tool_calls[${j}]`)),
   ];
   addTurn(t, "assistant", cacheWhole(m, path, c, blocks));

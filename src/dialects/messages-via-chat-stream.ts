@@ -5,7 +5,7 @@
 import { nanoToUsd, type TokenUsage } from "../core/money.ts";
 import { StreamTally, estimatedUsage } from "./stream-usage.ts";
 import { toolIdToMessages } from "./tool-ids.ts";
-import { billableChatUsage, finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
+import { billableChatUsage, finishToStop, messagesUsage, toolAwareStop, usageFromChat } from "./usage.ts";
 import type { ChatChunk, ChatToolCall, JsonObject, MessagesEvent } from "../wire/shapes.ts";
 import { redactSecrets } from "../wire/scrub.ts";
 import type { SseEvent } from "../wire/sse.ts";
@@ -27,8 +27,10 @@ interface ToolState {
   name: string;
   /** Content-block index once started; -1 while waiting for a name. */
   block: number;
-  /** Arguments received before the block could start (no name yet). */
+  /** Arguments received before the block could start (no name yet, or another call's still open). */
   pending: string;
+  /** Arguments sent in the block so far: whether they are whole decides when a waiting call may start. */
+  args: string;
   closed: boolean;
   /** Position among the message's tool calls. */
   ordinal: number;
@@ -142,6 +144,7 @@ export class MessagesViaChatStream extends StreamTally {
           content: [],
           stop_reason: null,
           stop_sequence: null,
+          stop_details: null,
           usage: { input_tokens: this.opts.estimatedInputTokens, output_tokens: 0 },
         },
       },
@@ -193,7 +196,7 @@ export class MessagesViaChatStream extends StreamTally {
       tool = undefined;
     }
     if (!tool) {
-      tool = { id: id ?? "", name, block: -1, pending: "", closed: false, ordinal: this.toolCount };
+      tool = { id: id ?? "", name, block: -1, pending: "", args: "", closed: false, ordinal: this.toolCount };
       this.tools.set(key, tool);
       this.toolCount++;
     } else if (tool.block === -1) {
@@ -205,13 +208,31 @@ export class MessagesViaChatStream extends StreamTally {
     if (tool.block === -1) {
       tool.pending += args;
       // content_block_start needs the name; wait for it (emitted at the finish if it never comes).
-      if (tool.name) this.startTool(tool, out);
+      if (tool.name) this.startWaiting(out);
       return true;
     }
     if (!args) return true;
-    if (tool.closed) return false; // blocks cannot reopen: the upstream broke the in-order assumption
+    if (tool.closed) return false; // blocks cannot reopen: text came between the fragments of a call
+    tool.args += args;
     this.delta(tool.block, { type: "input_json_delta", partial_json: args }, out);
+    // Calls that started meanwhile (an upstream interleaving parallel calls) may go once this one is whole.
+    if (this.toolCount > tool.ordinal + 1) this.startWaiting(out);
     return true;
+  }
+
+  /**
+   * Starts the named calls still without a block, in order, while the open block is not a call whose
+   * arguments are incomplete. Blocks run one at a time and cannot reopen (sse.md §2): an upstream
+   * that interleaves the fragments of parallel calls has the later calls buffered until the open one
+   * is whole (translation.md §4), or until the finish. In order, a call is whole when the next starts.
+   */
+  private startWaiting(out: MessagesEvent[]): void {
+    for (const tool of this.tools.values()) {
+      if (tool.block !== -1 || !tool.name) continue;
+      const open = this.open?.tool;
+      if (open && !wholeJson(open.args)) return;
+      this.startTool(tool, out);
+    }
   }
 
   private startTool(tool: ToolState, out: MessagesEvent[]): void {
@@ -220,6 +241,7 @@ export class MessagesViaChatStream extends StreamTally {
     const id = tool.id ? toolIdToMessages(tool.id) : `toolu_gw${tool.ordinal}_${this.messageId!.replace(/^msg_/, "")}`;
     tool.block = this.openBlock("tool", { type: "tool_use", id, name: tool.name, input: {} }, out, tool);
     if (tool.pending) this.delta(tool.block, { type: "input_json_delta", partial_json: tool.pending }, out);
+    tool.args = tool.pending;
     tool.pending = "";
   }
 
@@ -231,16 +253,30 @@ export class MessagesViaChatStream extends StreamTally {
   private end(out: MessagesEvent[]): void {
     this.ended = true;
     this.closeAll(out);
-    const stopReason = this.sawRefusal ? "refusal" : (finishToStop(this.finish) ?? "end_turn");
+    const stopReason = this.sawRefusal ? "refusal" : toolAwareStop(finishToStop(this.finish) ?? "end_turn", this.toolCount > 0);
     // No usage from upstream: our estimate, whose input count repeats message_start's, so the SDK's
     // overwrite (sse.md §4) keeps it, and the totals are the ones billed.
     this.billed = this.realUsage ?? estimatedUsage(this.opts.estimatedInputTokens, this.out);
     this.cost = this.opts.costOf(this.billed);
+    // stop_details goes in the delta too: MessageStream assigns the delta's value to the message,
+    // so leaving it out would turn message_start's null into undefined (sse.md §4).
     const usage: JsonObject = messagesUsage(this.billed, this.reasoningTokens === undefined ? {} : { thinkingTokens: this.reasoningTokens });
     usage.cost_usd = nanoToUsd(this.cost);
     this.costShown = true;
-    out.push({ event: "message_delta", data: { type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null }, usage } });
+    out.push({ event: "message_delta", data: { type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null, stop_details: null }, usage } });
     out.push({ event: "message_stop", data: { type: "message_stop" } });
+  }
+}
+
+/** Arguments that parse as one JSON object: a call the upstream has finished. */
+function wholeJson(args: string): boolean {
+  // Only an object can end a call's arguments: skip the parse while the text cannot be one.
+  if (!args.trimEnd().endsWith("}")) return false;
+  try {
+    JSON.parse(args);
+    return true;
+  } catch {
+    return false;
   }
 }
 

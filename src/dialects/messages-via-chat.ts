@@ -6,7 +6,7 @@ import { contentKind, unsupportedContent } from "./content-check.ts";
 import { applyFields, arrayAt, handledElsewhere, isObject, isSet, lose, objectAt, refuse, stringAt, type FieldRule } from "./fields.ts";
 import { effortForBudget } from "./reasoning.ts";
 import { toolIdFromMessages, toolIdToMessages, toolNameFor } from "./tool-ids.ts";
-import { finishToStop, messagesUsage, usageFromChat } from "./usage.ts";
+import { finishToStop, messagesUsage, toolAwareStop, usageFromChat } from "./usage.ts";
 import type { ChatMessage, ChatRequest, ChatResponse, ChatToolCall, JsonObject, MessagesBlock, MessagesMessage, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
 
 /** What a Chat upstream takes beyond plain Chat Completions: a route's `capabilities` in gateway.toml (catalog.ts resolves them); all default off. */
@@ -212,6 +212,7 @@ function assistantTurn(m: MessagesMessage, path: string, c: Ctx): ChatMessage[] 
         texts.push(blockText(b, at, c));
         break;
       case "tool_use":
+        if (isSet(b.cache_control)) c.dropped.push(`${at}.cache_control`);
         calls.push(toolCall(b, at));
         break;
       case "thinking":
@@ -314,8 +315,10 @@ export function chatResponseToMessages(res: ChatResponse, opts: { model: string 
     role: "assistant",
     model: opts.model,
     content,
-    stop_reason: refusal ? "refusal" : (finishToStop(choice.finish_reason) ?? "end_turn"),
+    stop_reason: refusal ? "refusal" : toolAwareStop(finishToStop(choice.finish_reason) ?? "end_turn", (msg.tool_calls?.length ?? 0) > 0),
     stop_sequence: null, // Chat does not say which sequence matched (§7 loss)
+    // Typed `RefusalStopDetails | null` by the SDK; Chat has no refusal category to fill it with.
+    stop_details: null,
     // No usage from the upstream: leave the counts out rather than make them up; the caller settles on its own count.
     usage: u ? messagesUsage(usageFromChat(u), reasoningTokens === undefined ? {} : { thinkingTokens: reasoningTokens }) : {},
   };

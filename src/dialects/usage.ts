@@ -182,3 +182,12 @@ export function stopToFinish(stop: string | null | undefined): string | null {
 export function finishToStop(finish: string | null | undefined): string | null {
   return finish == null ? null : (FINISH_TO_STOP.get(finish) ?? "end_turn");
 }
+
+/**
+ * The stop_reason of a Messages answer translated from Chat that holds tool calls. Several
+ * compatible servers (vLLM, Ollama) finish tool calls with "stop", and Anthropic's SDK tool runner
+ * runs tools only on "tool_use"; a length or content-filter cut stays visible (vllm#58228).
+ */
+export function toolAwareStop(stop: string, hasToolCalls: boolean): string {
+  return hasToolCalls && stop === "end_turn" ? "tool_use" : stop;
+}

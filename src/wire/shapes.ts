@@ -44,6 +44,7 @@ export interface MessagesResponse extends JsonObject {
   content: MessagesBlock[];
   stop_reason: string | null;
   stop_sequence: string | null;
+  stop_details: JsonObject | null;
   usage: MessagesUsage;
 }
 /** One SSE event of a Messages stream: the event name and its parsed data. */

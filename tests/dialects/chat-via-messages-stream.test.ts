@@ -74,6 +74,14 @@ describe("ChatViaMessagesStream", () => {
     expect(s.push(ev("content_block_stop", { index: 0 }))).toEqual([chunk({ tool_calls: [{ index: 0, function: { arguments: "{}" } }] })]);
   });
 
+  // Anthropic's MessageStream keeps a tool_use block's start input when no input_json_delta follows
+  // (some Anthropic-compatible servers send the whole input there): the Chat client gets the same.
+  it("gives a tool with no argument bytes the input its content_block_start carried", () => {
+    const s = started();
+    s.push(ev("content_block_start", { index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Oslo" } } }));
+    expect(s.push(ev("content_block_stop", { index: 0 }))).toEqual([chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":"Oslo"}' } }] })]);
+  });
+
   it("turns thinking into reasoning_content and drops the signature", () => {
     expect(run(make(), messagesEvents("messages-thinking.sse"))).toEqual([
       role,

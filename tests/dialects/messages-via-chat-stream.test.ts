@@ -32,7 +32,7 @@ const start = (id = "msg_B9xT1", input = 2000): MessagesEvent => ({
   event: "message_start",
   data: {
     type: "message_start",
-    message: { id, type: "message", role: "assistant", model: "gpt-4o-mini", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: input, output_tokens: 0 } },
+    message: { id, type: "message", role: "assistant", model: "gpt-4o-mini", content: [], stop_reason: null, stop_sequence: null, stop_details: null, usage: { input_tokens: input, output_tokens: 0 } },
   },
 });
 const blockStart = (index: number, content_block: object): MessagesEvent => ({ event: "content_block_start", data: { type: "content_block_start", index, content_block } });
@@ -40,7 +40,7 @@ const blockDelta = (index: number, delta: object): MessagesEvent => ({ event: "c
 const blockStop = (index: number): MessagesEvent => ({ event: "content_block_stop", data: { type: "content_block_stop", index } });
 const messageDelta = (stop_reason: string, usage: object): MessagesEvent => ({
   event: "message_delta",
-  data: { type: "message_delta", delta: { stop_reason, stop_sequence: null }, usage },
+  data: { type: "message_delta", delta: { stop_reason, stop_sequence: null, stop_details: null }, usage },
 });
 const messageStop: MessagesEvent = { event: "message_stop", data: { type: "message_stop" } };
 
@@ -259,10 +259,34 @@ describe("MessagesViaChatStream", () => {
     expect(s.push(chunk({ tool_calls: [{ id: "call_1", function: { arguments: "{}" } }] }))).toEqual([blockDelta(0, { type: "input_json_delta", partial_json: "{}" })]);
   });
 
-  it("fails the stream when arguments arrive for a tool block that is already closed", () => {
+  // translation.md §4: blocks cannot reopen, so a call that starts while the open call's arguments
+  // are still incomplete waits in a buffer and gets its block once the open one is whole.
+  it("keeps interleaved argument fragments of parallel calls with their own tool blocks", () => {
+    const s = make();
+    const evs = run(s, [
+      chunk({ tool_calls: [{ index: 0, id: "call_1", function: { name: "f", arguments: '{"a":' } }] }),
+      chunk({ tool_calls: [{ index: 1, id: "call_2", function: { name: "g", arguments: '{"b":' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: "1}" } }] }),
+      chunk({ tool_calls: [{ index: 1, function: { arguments: "2}" } }] }),
+      chunk({}, "tool_calls"),
+      usageChunk(10, 5),
+    ]);
+    expect(evs.slice(1, -2)).toEqual([
+      blockStart(0, { type: "tool_use", id: "call_1", name: "f", input: {} }),
+      blockDelta(0, { type: "input_json_delta", partial_json: '{"a":' }),
+      blockDelta(0, { type: "input_json_delta", partial_json: "1}" }),
+      blockStop(0),
+      blockStart(1, { type: "tool_use", id: "call_2", name: "g", input: {} }),
+      blockDelta(1, { type: "input_json_delta", partial_json: '{"b":' }),
+      blockDelta(1, { type: "input_json_delta", partial_json: "2}" }),
+      blockStop(1),
+    ]);
+  });
+
+  it("fails the stream when arguments arrive for a tool block that text already closed", () => {
     const s = make();
     s.push(chunk({ tool_calls: [{ index: 0, id: "call_1", function: { name: "f", arguments: "{" } }] }));
-    s.push(chunk({ tool_calls: [{ index: 1, id: "call_2", function: { name: "g", arguments: "{" } }] }));
+    s.push(chunk({ content: "meanwhile" }));
     const evs = s.push(chunk({ tool_calls: [{ index: 0, function: { arguments: "}" } }] }));
     expect(names(evs)).toEqual(["error"]);
     expect(s.failed).toBe(true);

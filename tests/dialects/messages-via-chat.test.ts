@@ -102,6 +102,17 @@ describe("messagesRequestToChat refusals", () => {
   });
 });
 
+describe("messagesRequestToChat losses", () => {
+  // Claude Code marks the last block of a turn; an assistant turn can end in a tool_use.
+  it("names a tool_use block's cache_control as dropped", () => {
+    const messages = [
+      { role: "user", content: "go" },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "f", input: {}, cache_control: { type: "ephemeral" } }] },
+    ];
+    expect(translate({ messages }).dropped).toEqual(["messages[1].content[0].cache_control"]);
+  });
+});
+
 describe("chatResponseToMessages fixtures", () => {
   for (const c of translationCases("chat-response-to-messages")) {
     it(c.name, () => {

@@ -106,15 +106,14 @@ describe("stream machines of concurrent requests", () => {
   });
 });
 
-describe("a Messages stream from a Chat upstream that interleaves parallel tool calls", () => {
+describe("a Messages stream from a Chat upstream that sends text between the fragments of a tool call", () => {
   it("is upstream_failed at once: the client got an error event, so nothing is billed", () => {
-    const call = (index: number, args: string, name?: string) => ({
-      data: JSON.stringify({ id: "c", choices: [{ index: 0, delta: { tool_calls: [{ index, id: name && `call_${index}`, function: { name, arguments: args } }] }, finish_reason: null }] }),
-    });
+    const delta = (d: object) => ({ data: JSON.stringify({ id: "c", choices: [{ index: 0, delta: d, finish_reason: null }] }) });
+    const call = (args: string, name?: string) => delta({ tool_calls: [{ index: 0, id: name && "call_0", function: { name, arguments: args } }] });
     const m = new MessagesViaChatMachine({ model: "m", ...counts });
-    m.push(call(0, "{", "f"));
-    m.push(call(1, "{", "g"));
-    expect(m.push(call(0, "}"))).toContain("event: error");
+    m.push(call("{", "f"));
+    m.push(delta({ content: "meanwhile" }));
+    expect(m.push(call("}"))).toContain("event: error");
     expect(m.outcome).toBe("upstream_failed");
   });
 });

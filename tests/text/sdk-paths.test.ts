@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { expectedNano } from "../support/prices.ts";
+import { sse } from "../support/sse.ts";
 import { startTextRig, type TextRig } from "../support/text-rig.ts";
 
 let rig: TextRig;
@@ -36,6 +37,26 @@ describe("Messages clients", () => {
       expect(msg.usage.output_tokens).toBe(10);
     });
 
+    // messages.md §6: stop_details is a nullable field of every Message; the SDK types it `RefusalStopDetails | null`.
+    it(`gets a ${path} non-streamed answer with stop_details null`, async () => {
+      rig.up.script({ kind: "text", text: "Hello there", usage });
+      const msg = await rig.anthropic().messages.create({ model, max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
+      expect(msg.stop_details).toBeNull();
+    });
+
+    // sse.md §2: message_start's message and message_delta's delta carry it, and MessageStream copies the delta's.
+    it(`streams a ${path} answer whose final message has stop_details null`, async () => {
+      rig.up.script({ kind: "text", text: "one two", usage });
+      const stream = rig.anthropic().messages.stream({ model, max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
+      let startDetails: unknown;
+      stream.on("streamEvent", (ev) => {
+        if (ev.type === "message_start") startDetails = ev.message.stop_details;
+      });
+      const msg = await stream.finalMessage();
+      expect(startDetails).toBeNull();
+      expect(msg.stop_details).toBeNull();
+    });
+
     it(`streams ${path} tool calls with argument fragments`, async () => {
       rig.up.script({ kind: "tool_calls", calls: [{ name: "get_weather", arguments: { city: "Oslo" } }, { name: "get_time", arguments: { tz: "CET" } }], argChunks: 3 });
       const tools = [
@@ -51,6 +72,52 @@ describe("Messages clients", () => {
       expect(msg.stop_reason).toBe("tool_use");
     });
   }
+});
+
+// Several OpenAI-compatible servers finish a tool call with "stop"; the Anthropic SDK's tool runner
+// runs tools only on stop_reason "tool_use" (BetaToolRunner), so the tool calls decide it.
+describe("Messages clients on a Chat upstream that finishes tool calls with stop", () => {
+  const tools = [{ name: "get_weather", input_schema: { type: "object" as const, properties: { city: { type: "string" } } } }];
+  const script = () => rig.up.script({ kind: "tool_calls", calls: [{ name: "get_weather", arguments: { city: "Oslo" } }], stopReason: "stop" });
+
+  it("gets a non-streamed answer with stop_reason tool_use", async () => {
+    script();
+    const msg = await rig.anthropic().messages.create({ model: "gpt-native", max_tokens: 100, tools, messages: [{ role: "user", content: "weather?" }] });
+    expect(msg.content.map((b) => b.type)).toEqual(["tool_use"]);
+    expect(msg.stop_reason).toBe("tool_use");
+  });
+
+  it("streams an answer whose final message has stop_reason tool_use", async () => {
+    script();
+    const msg = await rig.anthropic().messages.stream({ model: "gpt-native", max_tokens: 100, tools, messages: [{ role: "user", content: "weather?" }] }).finalMessage();
+    expect(msg.content.map((b) => b.type)).toEqual(["tool_use"]);
+    expect(msg.stop_reason).toBe("tool_use");
+  });
+});
+
+describe("Messages clients on a Chat upstream that interleaves parallel tool calls", () => {
+  it("assemble each call's input from its own fragments with the stream helper", async () => {
+    const chunk = (delta: object, finish: string | null = null) =>
+      sse(undefined, { id: "chatcmpl-il", object: "chat.completion.chunk", created: 1, model: "gpt-upstream-1", choices: [{ index: 0, delta, finish_reason: finish }] });
+    const call = (index: number, args: string, head?: { id: string; name: string }) =>
+      chunk({ tool_calls: [{ index, ...(head ? { id: head.id, type: "function" } : {}), function: { ...(head ? { name: head.name } : {}), arguments: args } }] });
+    const body =
+      chunk({ role: "assistant", content: null }) +
+      call(0, '{"city":', { id: "call_a", name: "get_weather" }) +
+      call(1, '{"tz":', { id: "call_b", name: "get_time" }) +
+      call(0, '"Oslo"}') +
+      call(1, '"CET"}') +
+      chunk({}, "tool_calls") +
+      sse(undefined, { id: "chatcmpl-il", object: "chat.completion.chunk", created: 1, model: "gpt-upstream-1", choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }) +
+      sse(undefined, "[DONE]");
+    rig.up.script({ kind: "raw", headers: { "content-type": "text/event-stream" }, body });
+    const tools = ["get_weather", "get_time"].map((name) => ({ name, input_schema: { type: "object" as const } }));
+    const msg = await rig.anthropic().messages.stream({ model: "gpt-native", max_tokens: 100, tools, messages: [{ role: "user", content: "go" }] }).finalMessage();
+    expect(msg.content.map((b) => (b.type === "tool_use" ? [b.id, b.input] : b.type))).toEqual([
+      ["call_a", { city: "Oslo" }],
+      ["call_b", { tz: "CET" }],
+    ]);
+  });
 });
 
 describe("Chat clients", () => {
