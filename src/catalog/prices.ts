@@ -39,7 +39,7 @@ export interface ServiceSheet {
   base: PriceSheet;
   tiers: TierSheet[];
 }
-export const SERVICE_TIERS = ["flex", "priority"] as const;
+export const SERVICE_TIERS = ["flex", "priority", "fast"] as const;
 export type ServiceTier = (typeof SERVICE_TIERS)[number];
 
 export interface ModelPrices {
@@ -119,7 +119,7 @@ export function modelPrices(m: ModelConfig, kind: ProviderKind): ModelPrices {
 
 /** The service tier's table the answer reports (absent or another tier: base prices). */
 export function serviceSheetOf(p: ModelPrices, tier: string | undefined): ServiceSheet {
-  return (tier === "flex" || tier === "priority" ? p.service[tier] : undefined) ?? p.standard;
+  return (tier === "flex" || tier === "priority" || tier === "fast" ? p.service[tier] : undefined) ?? p.standard;
 }
 
 /** The table a prompt of this size is billed at: the highest tier it passes, else the base. */

@@ -78,6 +78,12 @@ export function withExtras(t: TokenUsage, cacheWrite1h: number, webSearches: num
   return t;
 }
 
+/**
+ * The price tier a Messages usage reports: fast mode bills every class at a premium (docs/pricing.md#service-tiers);
+ * Anthropic's service_tier (standard, priority, batch) has no per-token price of its own.
+ */
+export const messagesTier = (u: MessagesUsage): string | undefined => (u.speed === "fast" ? "fast" : undefined);
+
 export function usageFromMessages(u: MessagesUsage): TokenUsage {
   const cacheWrite1h = writes1h(u.cache_creation);
   const cacheWrite = writes5m(count(u.cache_creation_input_tokens), u.cache_creation, cacheWrite1h);
@@ -85,6 +91,7 @@ export function usageFromMessages(u: MessagesUsage): TokenUsage {
     { input: count(u.input_tokens), output: count(u.output_tokens), cacheRead: count(u.cache_read_input_tokens), cacheWrite },
     cacheWrite1h,
     count(nested(u.server_tool_use, "web_search_requests")),
+    messagesTier(u),
   );
 }
 

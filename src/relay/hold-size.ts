@@ -18,7 +18,12 @@ export interface PriceAsks {
   searches: number;
   /** The body may be answered at the priority tier: it asks for it, or for "auto" (the project's default may be priority), or names none (which means auto). */
   priority: boolean;
+  /** The body asks for fast mode: Anthropic's `speed: "fast"`, or `service_tier: "fast"` (OpenRouter's name for it). */
+  fast: boolean;
 }
+
+/** Whether a Messages or Chat body asks for fast mode, which the provider bills at a premium on every class. */
+export const asksFast = (body: JsonObject): boolean => body.speed === "fast" || body.service_tier === "fast";
 
 const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
@@ -94,12 +99,13 @@ export function priceAsks(body: JsonObject, raw?: Uint8Array, cacheCounts = true
     cache: cacheCounts && mayAskCache(raw) ? cacheAsked(body) : "none",
     searches: searchesAllowed(body),
     priority: tier === undefined || tier === null || tier === "auto" || tier === "priority",
+    fast: asksFast(body),
   };
 }
 
 /** The most the request can cost on routes of this table: its held input at the dearest input class it asked for, its output cap, its searches. */
 function worstOn(p: ModelPrices, asks: PriceAsks, inputTokens: number, maxOut: number): number {
-  const service = asks.priority && p.service.priority ? p.service.priority : serviceSheetOf(p, undefined);
+  const service = asks.fast && p.service.fast ? p.service.fast : asks.priority && p.service.priority ? p.service.priority : serviceSheetOf(p, undefined);
   // The prompt may be written to the cache whole: the tier is measured on it as the provider does.
   const prices = sheetFor(service, inputTokens).prices;
   const input = asks.cache === "1h" ? Math.max(prices.input, prices.cacheWrite1h, prices.cacheWrite) : asks.cache === "5m" ? Math.max(prices.input, prices.cacheWrite) : prices.input;

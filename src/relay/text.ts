@@ -9,7 +9,7 @@ import type { RelayCall } from "./context.ts";
 import { estimateInputTokens, TextCount } from "../ledger/estimate.ts";
 
 import { priceUsage } from "../catalog/prices.ts";
-import { gatewayMayCache, holdNano } from "./hold-size.ts";
+import { asksFast, gatewayMayCache, holdNano } from "./hold-size.ts";
 import type { Dialect } from "../dialects/dialect.ts";
 import { chatUsage, messagesUsage } from "../dialects/usage.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
@@ -81,8 +81,21 @@ export function serveText(call: RelayCall, dialect: Dialect, body: JsonObject): 
   }
   const hit = findNonTextContent(dialect, body);
   if (hit) throw unsupportedContent(hit);
+  refuseUnpricedFast(model, body);
   const includeUsage = dialect === "chat" && (body.stream_options as JsonObject | undefined)?.include_usage === true;
   return relayText(call, model, new TextClient(dialect, body, call.bytes, outputCap(dialect, body), body.stream === true, includeUsage));
+}
+
+/**
+ * Fast mode is billed by the provider at several times the standard rates (Anthropic: 6x on Opus 4.6):
+ * a model with no `service_tiers.fast` table would sell it at base prices, so the request is refused
+ * before any upstream call (docs/pricing.md#service-tiers).
+ */
+function refuseUnpricedFast(model: Model, body: JsonObject): void {
+  if (!asksFast(body)) return;
+  for (const p of model.priceTables) if (p.service.fast) return;
+  const field = body.speed === "fast" ? "speed" : "service_tier";
+  throw new GatewayError("invalid_request", `${field}: fast mode is not sold for the model '${model.id}' (no fast prices are configured); omit it.`);
 }
 
 /** A Messages or Chat client: its stream machine is a method, where a closure was made for every request, streamed or not. */

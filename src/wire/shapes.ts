@@ -34,6 +34,8 @@ export interface MessagesUsage extends JsonObject {
   /** The cache writes split by duration (their sum is cache_creation_input_tokens). */
   cache_creation?: { ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } & JsonObject;
   server_tool_use?: { web_search_requests?: number | null } & JsonObject;
+  /** "fast": fast mode ran, at its premium prices (message_start only on a stream). */
+  speed?: string | null;
   cost_usd?: number;
 }
 export interface MessagesResponse extends JsonObject {

@@ -24,6 +24,8 @@ export interface Usage {
   webSearches?: number;
   /** OpenAI: the answer's service_tier (default "default") */
   serviceTier?: string;
+  /** Anthropic: usage.speed (default "standard"); message_start only on a stream, as message_delta's usage has no such key */
+  speed?: "standard" | "fast";
   /** OpenAI-compatible: reasoning reported outside completion_tokens (total_tokens = prompt + output) */
   reasoningOutside?: boolean;
 }
@@ -135,6 +137,7 @@ function anthropicUsage(u: Usage): Obj {
     cache_creation: { ephemeral_5m_input_tokens: u.cacheWrite, ephemeral_1h_input_tokens: w1h },
     output_tokens: u.output,
     service_tier: "standard",
+    speed: u.speed ?? "standard",
   };
   if (u.webSearches !== undefined) out.server_tool_use = { web_search_requests: u.webSearches };
   return out;
@@ -188,7 +191,7 @@ export function anthropicEvents(a: Answer): string[] {
       pieces.map((partial_json) => ({ type: "input_json_delta", partial_json })));
   }
   // message_delta usage is cumulative and the SDK overwrites with it, so repeat the true totals.
-  const { cache_creation: _, service_tier: __, ...deltaUsage } = anthropicUsage(a.usage);
+  const { cache_creation: _, service_tier: __, speed: ___, ...deltaUsage } = anthropicUsage(a.usage);
   out.push(sse("message_delta", {
     type: "message_delta",
     delta: { stop_reason: anthropicStop(a), stop_sequence: a.stopSequence, stop_details: null },
