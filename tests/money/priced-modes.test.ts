@@ -5,6 +5,7 @@ import { expectError } from "../support/errors.ts";
 import type { MockUpstream, UsageOverride } from "../support/mock-upstream.ts";
 import { usdToNanoShown } from "../support/prices.ts";
 
+// What a provider bills beyond the plain token counts, priced as it bills it.
 // Fast mode (docs/pricing.md#service-tiers): Anthropic bills `speed: "fast"` at a premium on every
 // class (Opus 4.6: 6x, 30 / 150 USD per 1M) and reports it in usage.speed; OpenRouter reports it as
 // service_tier "fast". Before, both were billed at the base prices: a sixth of the provider's bill.
@@ -25,6 +26,7 @@ const MODELS = [
   model("opus-held", "anthropic", OPUS),
   model("opus-router", "openai", OPUS),
   model("opus-nofast", "anthropic", { pricing: OPUS.pricing }),
+  model("search", "openai", { pricing: { input: 2.5, output: 10, web_search: 25 } }),
 ];
 
 let up: MockUpstream;
@@ -51,7 +53,7 @@ async function shownCost(res: Response, stream: boolean): Promise<number> {
 }
 
 /** One request whose upstream reports `usage`: the charge, the cost shown, the log row and the balance agree on `nano`. */
-async function expectCharged(path: string, body: object, stream: boolean, usage: UsageOverride, nano: number, tier: string): Promise<void> {
+async function expectCharged(path: string, body: object, stream: boolean, usage: UsageOverride, nano: number, tier: string | null): Promise<void> {
   const a = await gw.account(100);
   const before = gw.money(a.accountId).balance;
   up.script({ kind: "text", text: "ok", usage });
@@ -81,7 +83,7 @@ describe("an answer that ran in fast mode is billed at service_tiers.fast", () =
       expectCharged("/v1/chat/completions", chat("opus-router", { service_tier: "fast" }), stream, { ...FAST_USAGE, speed: undefined, serviceTier: "fast" }, FAST_NANO, "fast"));
   }
   it("usage.speed \"standard\" keeps the base prices", () =>
-    expectCharged("/v1/messages", messages("opus"), false, { ...FAST_USAGE, speed: "standard" }, 1_000 * 5_000 + 1_000 * 25_000 + 10_000 * 500, null as unknown as string));
+    expectCharged("/v1/messages", messages("opus"), false, { ...FAST_USAGE, speed: "standard" }, 1_000 * 5_000 + 1_000 * 25_000 + 10_000 * 500, null));
 });
 
 describe("fast mode on a model without fast prices is refused before any upstream call", () => {
@@ -117,4 +119,28 @@ describe("a request asking for fast mode is held at the fast prices", () => {
     expect(res.status).toBe(200);
     await res.text();
   });
+});
+
+describe("a Chat search model's completion is billed one search when its usage reports none", () => {
+  // OpenAI bills each gpt-4o-search-preview completion one call (25 USD per 1,000) and reports it
+  // nowhere in the usage: 100 × 2,500 + 10 × 10,000 + 25,000,000 = 0.02535 USD (0.00035 before).
+  const usage = { input: 100, output: 10 };
+  const body = chat("search", { web_search_options: {} });
+  for (const stream of [false, true]) {
+    it(stream ? "stream" : "JSON answer", async () => {
+      const a = await gw.account(10);
+      const before = gw.money(a.accountId).balance;
+      up.script({ kind: "text", text: "ok", usage });
+      const res = await postWithApiKey(gw, "/v1/chat/completions", { ...body, stream }, a.key);
+      const requestId = res.headers.get("x-gateway-request-id")!;
+      expect(await shownCost(res, stream)).toBe(25_350_000);
+      for (let i = 0; i < 50 && gw.money(a.accountId).openHolds > 0; i++) await Bun.sleep(10);
+      expect(gw.money(a.accountId).balance).toBe(before - 25_350_000);
+      expect(sqlGet(gw, "SELECT cost_nano, web_searches FROM request_logs WHERE request_id = ?", requestId)).toEqual({ cost_nano: 25_350_000, web_searches: 1 });
+    });
+  }
+  it("searches the upstream reports are billed as reported, not one more", () =>
+    expectCharged("/v1/chat/completions", body, false, { ...usage, webSearches: 3 }, 100 * 2_500 + 10 * 10_000 + 3 * 25_000_000, "default"));
+  it("a body without web_search_options is billed no search", () =>
+    expectCharged("/v1/chat/completions", chat("search"), false, usage, 100 * 2_500 + 10 * 10_000, "default"));
 });
