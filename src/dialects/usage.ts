@@ -84,15 +84,28 @@ export function withExtras(t: TokenUsage, cacheWrite1h: number, webSearches: num
  */
 export const messagesTier = (u: MessagesUsage): string | undefined => (u.speed === "fast" ? "fast" : undefined);
 
+/** A region inference was pinned to (usage.inference_geo other than "global"), bounded for the log; undefined when global or absent. */
+export function regionOf(u: MessagesUsage): string | undefined {
+  const g = u.inference_geo;
+  return typeof g === "string" && g !== "" && g !== "global" ? g.slice(0, 32) : undefined;
+}
+
+/** Sets the region on a usage when there is one (plain usages stay plain). */
+export function withRegion(t: TokenUsage, region: string | undefined): TokenUsage {
+  if (region) t.inferenceGeo = region;
+  return t;
+}
+
 export function usageFromMessages(u: MessagesUsage): TokenUsage {
   const cacheWrite1h = writes1h(u.cache_creation);
   const cacheWrite = writes5m(count(u.cache_creation_input_tokens), u.cache_creation, cacheWrite1h);
-  return withExtras(
+  const t = withExtras(
     { input: count(u.input_tokens), output: count(u.output_tokens), cacheRead: count(u.cache_read_input_tokens), cacheWrite },
     cacheWrite1h,
     count(nested(u.server_tool_use, "web_search_requests")),
     messagesTier(u),
   );
+  return withRegion(t, regionOf(u));
 }
 
 /**

@@ -36,6 +36,8 @@ export interface MessagesUsage extends JsonObject {
   server_tool_use?: { web_search_requests?: number | null } & JsonObject;
   /** "fast": fast mode ran, at its premium prices (message_start only on a stream). */
   speed?: string | null;
+  /** Where inference ran: "global", or a region ("us") billed at a premium (message_start only on a stream). */
+  inference_geo?: string | null;
   cost_usd?: number;
 }
 export interface MessagesResponse extends JsonObject {

@@ -4,6 +4,9 @@ import { postWithApiKey, sqlGet } from "../support/keyed.ts";
 import { expectError } from "../support/errors.ts";
 import type { MockUpstream, UsageOverride } from "../support/mock-upstream.ts";
 import { usdToNanoShown } from "../support/prices.ts";
+import { modelPrices } from "../../src/catalog/prices.ts";
+import { costLines } from "../../src/cli/prices.ts";
+import type { ModelConfig } from "../../src/config/schema.ts";
 
 // What a provider bills beyond the plain token counts, priced as it bills it.
 // Fast mode (docs/pricing.md#service-tiers): Anthropic bills `speed: "fast"` at a premium on every
@@ -27,6 +30,7 @@ const MODELS = [
   model("opus-router", "openai", OPUS),
   model("opus-nofast", "anthropic", { pricing: OPUS.pricing }),
   model("search", "openai", { pricing: { input: 2.5, output: 10, web_search: 25 } }),
+  model("opus-geo-held", "anthropic", OPUS),
 ];
 
 let up: MockUpstream;
@@ -39,6 +43,7 @@ afterAll(() => stop());
 
 const logOf = (requestId: string) =>
   sqlGet<{ cost_nano: number; service_tier: string | null }>(gw, "SELECT cost_nano, service_tier FROM request_logs WHERE request_id = ?", requestId);
+const geoOf = (requestId: string) => sqlGet<{ inference_geo: string | null }>(gw, "SELECT inference_geo FROM request_logs WHERE request_id = ?", requestId).inference_geo;
 
 /** The cost_usd of a JSON answer or of a stream's last usage (message_delta, the Chat usage chunk). */
 async function shownCost(res: Response, stream: boolean): Promise<number> {
@@ -53,7 +58,7 @@ async function shownCost(res: Response, stream: boolean): Promise<number> {
 }
 
 /** One request whose upstream reports `usage`: the charge, the cost shown, the log row and the balance agree on `nano`. */
-async function expectCharged(path: string, body: object, stream: boolean, usage: UsageOverride, nano: number, tier: string | null): Promise<void> {
+async function expectCharged(path: string, body: object, stream: boolean, usage: UsageOverride, nano: number, tier: string | null): Promise<string> {
   const a = await gw.account(100);
   const before = gw.money(a.accountId).balance;
   up.script({ kind: "text", text: "ok", usage });
@@ -64,6 +69,7 @@ async function expectCharged(path: string, body: object, stream: boolean, usage:
   for (let i = 0; i < 50 && gw.money(a.accountId).openHolds > 0; i++) await Bun.sleep(10);
   expect(gw.money(a.accountId).balance).toBe(before - nano);
   expect(logOf(requestId)).toEqual({ cost_nano: nano, service_tier: tier });
+  return requestId;
 }
 
 const messages = (id: string, extra: object = {}) => ({ model: id, max_tokens: 100, messages: [{ role: "user", content: "hi" }], ...extra });
@@ -143,4 +149,40 @@ describe("a Chat search model's completion is billed one search when its usage r
     expectCharged("/v1/chat/completions", body, false, { ...usage, webSearches: 3 }, 100 * 2_500 + 10 * 10_000 + 3 * 25_000_000, "default"));
   it("a body without web_search_options is billed no search", () =>
     expectCharged("/v1/chat/completions", chat("search"), false, usage, 100 * 2_500 + 10 * 10_000, "default"));
+});
+
+describe("inference pinned to the US (usage.inference_geo \"us\") is billed at 1.1x every token price", () => {
+  // 1,000 in × 5.5 + 1,000 out × 27.5 + 10,000 read × 0.55 = 0.0385 USD; global (before): 0.035.
+  const usage = { input: 1_000, output: 1_000, cacheRead: 10_000, inferenceGeo: "us" };
+  const US_NANO = 1_000 * 5_500 + 1_000 * 27_500 + 10_000 * 550;
+  for (const stream of [false, true]) {
+    it(`on a Messages ${stream ? "stream" : "JSON answer"}, the region logged`, async () => {
+      const id = await expectCharged("/v1/messages", messages("opus", { inference_geo: "us" }), stream, usage, US_NANO, null);
+      expect(geoOf(id)).toBe("us");
+    });
+    it(`on a Chat client's ${stream ? "stream" : "JSON answer"} from a Messages upstream`, () =>
+      expectCharged("/v1/chat/completions", chat("opus"), stream, usage, US_NANO, null));
+  }
+  it("stacks on fast mode: 1.1x the fast prices", () =>
+    expectCharged("/v1/messages", messages("opus", { speed: "fast" }), false, { ...usage, speed: "fast" }, Math.round(FAST_NANO * 1.1), "fast"));
+  it("\"global\" keeps the base prices and logs no region", async () => {
+    const id = await expectCharged("/v1/messages", messages("opus"), false, { ...usage, inferenceGeo: "global" }, 35_000_000, null);
+    expect(geoOf(id)).toBeNull();
+  });
+  it("a request asking for it is held at 1.1x: refused 402 on a balance the global hold fits", async () => {
+    // 10,000 output tokens: 0.25 USD held globally, 0.275 in the US; 0.26 USD covers only the first.
+    const body = (extra: object = {}) => ({ ...messages("opus-geo-held", extra), max_tokens: 10_000 });
+    const a = await gw.account(0.26);
+    await expectError(await postWithApiKey(gw, "/v1/messages", body({ inference_geo: "us" }), a.key), 402, "insufficient_balance");
+    up.script({ kind: "text", text: "ok", usage: { input: 10, output: 1 } });
+    const res = await postWithApiKey(gw, "/v1/messages", body(), a.key);
+    expect(res.status).toBe(200);
+    await res.text();
+  });
+  it("gateway logs show rebuilds the charge at the regional prices", () => {
+    const prices = modelPrices(MODELS[0] as unknown as ModelConfig, "anthropic");
+    const lines = costLines(prices, { input: 1_000, output: 1_000, cacheRead: 10_000, cacheWrite: 0, inferenceGeo: "us" });
+    expect(lines.totalNano).toBe(US_NANO);
+    expect(lines.table).toContain("inference_geo us");
+  });
 });

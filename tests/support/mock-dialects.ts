@@ -26,6 +26,8 @@ export interface Usage {
   serviceTier?: string;
   /** Anthropic: usage.speed (default "standard"); message_start only on a stream, as message_delta's usage has no such key */
   speed?: "standard" | "fast";
+  /** Anthropic: usage.inference_geo (default "global"); message_start only on a stream */
+  inferenceGeo?: string;
   /** OpenAI-compatible: reasoning reported outside completion_tokens (total_tokens = prompt + output) */
   reasoningOutside?: boolean;
 }
@@ -138,6 +140,7 @@ function anthropicUsage(u: Usage): Obj {
     output_tokens: u.output,
     service_tier: "standard",
     speed: u.speed ?? "standard",
+    inference_geo: u.inferenceGeo ?? "global",
   };
   if (u.webSearches !== undefined) out.server_tool_use = { web_search_requests: u.webSearches };
   return out;
@@ -191,7 +194,7 @@ export function anthropicEvents(a: Answer): string[] {
       pieces.map((partial_json) => ({ type: "input_json_delta", partial_json })));
   }
   // message_delta usage is cumulative and the SDK overwrites with it, so repeat the true totals.
-  const { cache_creation: _, service_tier: __, speed: ___, ...deltaUsage } = anthropicUsage(a.usage);
+  const { cache_creation: _, service_tier: __, speed: ___, inference_geo: ____, ...deltaUsage } = anthropicUsage(a.usage);
   out.push(sse("message_delta", {
     type: "message_delta",
     delta: { stop_reason: anthropicStop(a), stop_sequence: a.stopSequence, stop_details: null },
