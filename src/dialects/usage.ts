@@ -30,7 +30,7 @@ function countsValid(u: unknown, names: readonly string[], required: readonly st
 }
 
 const MESSAGES_COUNTS = ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"] as const;
-const CHAT_COUNTS = ["prompt_tokens", "completion_tokens", "total_tokens"] as const;
+const CHAT_COUNTS = ["prompt_tokens", "completion_tokens", "total_tokens", "prompt_cache_hit_tokens"] as const;
 const SPLIT_COUNTS = ["ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"] as const;
 const SEARCH_COUNTS = ["web_search_requests"] as const;
 const CACHE_DETAIL_COUNTS = ["cached_tokens", "cache_write_tokens"] as const;
@@ -114,7 +114,9 @@ export function usageFromMessages(u: MessagesUsage): TokenUsage {
  */
 export function usageFromChat(u: ChatUsage, serviceTier?: unknown): TokenUsage {
   const d = u.prompt_tokens_details;
-  const cacheRead = count(d?.cached_tokens);
+  // DeepSeek reports its cache hits (inside prompt_tokens) as prompt_cache_hit_tokens, with or without
+  // cached_tokens beside them: the larger of the two, never their sum.
+  const cacheRead = Math.max(count(d?.cached_tokens), count(u.prompt_cache_hit_tokens));
   // cache_write_tokens is a newer field (OpenRouter and others, reports); absent means none.
   const writes = count(d?.cache_write_tokens);
   const cacheWrite1h = writes1h(d?.cache_creation_token_details);

@@ -100,6 +100,8 @@ export interface ChatUsage extends JsonObject {
   } & JsonObject;
   /** Server-side tools the provider ran (Anthropic's web searches, in LiteLLM's Chat shape). */
   server_tool_use?: { web_search_requests?: number } & JsonObject;
+  /** DeepSeek's cache hits (inside prompt_tokens), where OpenAI says prompt_tokens_details.cached_tokens. */
+  prompt_cache_hit_tokens?: number;
   completion_tokens_details?: { reasoning_tokens?: number } & JsonObject;
   cost_usd?: number;
 }

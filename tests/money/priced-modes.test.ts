@@ -31,6 +31,7 @@ const MODELS = [
   model("opus-nofast", "anthropic", { pricing: OPUS.pricing }),
   model("search", "openai", { pricing: { input: 2.5, output: 10, web_search: 25 } }),
   model("opus-geo-held", "anthropic", OPUS),
+  model("deepseek", "openai", { pricing: { input: 0.28, output: 0.42, cache_read: 0.028 } }),
 ];
 
 let up: MockUpstream;
@@ -185,4 +186,15 @@ describe("inference pinned to the US (usage.inference_geo \"us\") is billed at 1
     expect(lines.totalNano).toBe(US_NANO);
     expect(lines.table).toContain("inference_geo us");
   });
+});
+
+describe("DeepSeek's cache hits (prompt_cache_hit_tokens) are billed at cache_read", () => {
+  // 1,000 missed × 0.28 + 9,000 hit × 0.028 + 100 out × 0.42 = 0.000574 USD; every prompt token at
+  // the input price (before): 0.002842, five times DeepSeek's bill.
+  const usage = { input: 1_000, cacheRead: 9_000, output: 100, deepseek: true };
+  const NANO = 1_000 * 280 + 9_000 * 28 + 100 * 420;
+  for (const stream of [false, true]) {
+    it(`Chat ${stream ? "stream" : "JSON answer"}`, () => expectCharged("/v1/chat/completions", chat("deepseek"), stream, usage, NANO, "default"));
+    it(`Messages client's ${stream ? "stream" : "JSON answer"}`, () => expectCharged("/v1/messages", messages("deepseek"), stream, usage, NANO, "default"));
+  }
 });

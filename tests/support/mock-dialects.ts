@@ -26,6 +26,8 @@ export interface Usage {
   serviceTier?: string;
   /** Anthropic: usage.speed (default "standard"); message_start only on a stream, as message_delta's usage has no such key */
   speed?: "standard" | "fast";
+  /** OpenAI-compatible: DeepSeek's usage, cache hits as prompt_cache_hit_tokens / prompt_cache_miss_tokens and no prompt_tokens_details */
+  deepseek?: boolean;
   /** Anthropic: usage.inference_geo (default "global"); message_start only on a stream */
   inferenceGeo?: string;
   /** OpenAI-compatible: reasoning reported outside completion_tokens (total_tokens = prompt + output) */
@@ -229,6 +231,11 @@ function openaiUsage(u: Usage): Obj {
     },
   };
   if (u.webSearches !== undefined) out.server_tool_use = { web_search_requests: u.webSearches };
+  if (u.deepseek) {
+    delete out.prompt_tokens_details;
+    out.prompt_cache_hit_tokens = u.cacheRead;
+    out.prompt_cache_miss_tokens = (prompt as number) - u.cacheRead;
+  }
   return out;
 }
 
