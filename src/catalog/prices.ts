@@ -39,7 +39,7 @@ export interface ServiceSheet {
   base: PriceSheet;
   tiers: TierSheet[];
 }
-export const SERVICE_TIERS = ["flex", "priority"] as const;
+export const SERVICE_TIERS = ["flex", "priority", "fast"] as const;
 export type ServiceTier = (typeof SERVICE_TIERS)[number];
 
 export interface ModelPrices {
@@ -119,7 +119,7 @@ export function modelPrices(m: ModelConfig, kind: ProviderKind): ModelPrices {
 
 /** The service tier's table the answer reports (absent or another tier: base prices). */
 export function serviceSheetOf(p: ModelPrices, tier: string | undefined): ServiceSheet {
-  return (tier === "flex" || tier === "priority" ? p.service[tier] : undefined) ?? p.standard;
+  return (tier === "flex" || tier === "priority" || tier === "fast" ? p.service[tier] : undefined) ?? p.standard;
 }
 
 /** The table a prompt of this size is billed at: the highest tier it passes, else the base. */
@@ -128,8 +128,27 @@ export function sheetFor(s: ServiceSheet, prompt: number): PriceSheet {
   return s.base;
 }
 
-/** The prices a usage is billed at: its service tier's table, at its prompt's tier. */
-export const pricesFor = (p: ModelPrices, u: TokenUsage): Required<TokenPrices> => sheetFor(serviceSheetOf(p, u.serviceTier), promptTokens(u)).prices;
+/** The prices a usage is billed at: its service tier's table, at its prompt's tier, in its region. */
+export function pricesFor(p: ModelPrices, u: TokenUsage): Required<TokenPrices> {
+  const prices = sheetFor(serviceSheetOf(p, u.serviceTier), promptTokens(u)).prices;
+  return u.inferenceGeo && p.kind === "anthropic" ? regional(prices) : prices;
+}
+
+/** Anthropic's premium for inference pinned to a region (inference_geo "us"): every token class, not searches. */
+export const REGIONAL_RULE = "anthropic: 1.1 x every token price";
+const TOKEN_CLASSES = ["input", "output", "cacheRead", "cacheWrite", "cacheWrite1h"] as const;
+const regionalTables = new WeakMap<Required<TokenPrices>, Required<TokenPrices>>();
+
+/** A table at 1.1x each token price, rounded up to the nano-dollar per 1M as derived prices are; made once per table. */
+export function regional(prices: Required<TokenPrices>): Required<TokenPrices> {
+  let r = regionalTables.get(prices);
+  if (!r) {
+    r = { ...prices };
+    for (const c of TOKEN_CLASSES) r[c] = Math.ceil((prices[c] * 11) / 10);
+    regionalTables.set(prices, r);
+  }
+  return r;
+}
 
 /** What a usage costs in nano-dollars on routes of this price table. */
 export const priceUsage = (p: ModelPrices, u: TokenUsage): number => tokenCost(pricesFor(p, u), u);

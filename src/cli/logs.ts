@@ -69,6 +69,7 @@ function costOfRow(ctx: CliContext, r: LogRecord) {
     cacheWrite1h: r.cacheWrite1hTokens ?? 0,
     webSearches: r.webSearches ?? 0,
     ...(r.serviceTier ? { serviceTier: r.serviceTier } : {}),
+    ...(r.inferenceGeo ? { inferenceGeo: r.inferenceGeo } : {}),
   });
 }
 

@@ -1,6 +1,6 @@
 import { buildCatalog, type Catalog, type Model } from "../catalog/catalog.ts";
 import {
-  CONFIG_NAME, derivedClasses, PRICE_CLASSES, serviceSheetOf, sheetFor,
+  CONFIG_NAME, derivedClasses, PRICE_CLASSES, pricesFor, REGIONAL_RULE, serviceSheetOf, sheetFor,
   type ModelPrices, type PriceClass, type PriceSheet, type PriceSource,
 } from "../catalog/prices.ts";
 import { formatUsd, promptTokens, tokenCost, type TokenUsage } from "../core/money.ts";
@@ -123,7 +123,10 @@ export function costLines(p: ModelPrices, u: TokenUsage): { table: string; lines
   const service = serviceSheetOf(p, u.serviceTier);
   const sheet = sheetFor(service, promptTokens(u));
   const serviceName = service === p.standard ? "base" : u.serviceTier!;
-  const table = "above" in sheet ? `${serviceName}, above ${(sheet as { above: number }).above} input tokens` : serviceName;
+  const tiered = "above" in sheet ? `${serviceName}, above ${(sheet as { above: number }).above} input tokens` : serviceName;
+  // The region's premium, as pricesFor applies it.
+  const prices = pricesFor(p, u);
+  const table = prices === sheet.prices ? tiered : `${tiered}, inference_geo ${u.inferenceGeo} (${REGIONAL_RULE})`;
   const counts: Record<PriceClass, number> = {
     input: u.input,
     output: u.output,
@@ -134,8 +137,8 @@ export function costLines(p: ModelPrices, u: TokenUsage): { table: string; lines
   };
   const lines = PRICE_CLASSES.filter((c) => counts[c] > 0 || c === "input" || c === "output").map((c): CostLine => {
     // Per million tokens; a search is per thousand, so × 1,000 puts it on the same scale (money.ts).
-    const micro = BigInt(counts[c]) * BigInt(sheet.prices[c]) * (c === "webSearch" ? 1000n : 1n);
-    return { class: CONFIG_NAME[c], count: counts[c], price_usd: formatUsd(sheet.prices[c]), unit: UNIT[c], cost_usd: microNanoUsd(micro) };
+    const micro = BigInt(counts[c]) * BigInt(prices[c]) * (c === "webSearch" ? 1000n : 1n);
+    return { class: CONFIG_NAME[c], count: counts[c], price_usd: formatUsd(prices[c]), unit: UNIT[c], cost_usd: microNanoUsd(micro) };
   });
-  return { table, lines, totalNano: tokenCost(sheet.prices, u) };
+  return { table, lines, totalNano: tokenCost(prices, u) };
 }

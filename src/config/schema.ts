@@ -132,8 +132,13 @@ export const ModelConfig = T.Object(
     endpoints: T.Array(Endpoint, { minItems: 1 }),
     pricing: Pricing,
     pricing_tiers: T.Optional(T.Array(PricingTier)),
-    /** Prices by the service tier the upstream's answer reports (OpenAI's service_tier); absent: base prices. */
-    service_tiers: T.Optional(T.Object({ flex: T.Optional(TierPrices), priority: T.Optional(TierPrices) }, { additionalProperties: false })),
+    /**
+     * Prices by the service tier the upstream's answer reports (OpenAI's service_tier; `fast`: also
+     * Anthropic's usage.speed); absent: base prices.
+     */
+    service_tiers: T.Optional(
+      T.Object({ flex: T.Optional(TierPrices), priority: T.Optional(TierPrices), fast: T.Optional(TierPrices) }, { additionalProperties: false }),
+    ),
     max_output_tokens: T.Optional(T.Integer({ minimum: 1 })),
     routes: T.Array(RouteConfig, { minItems: 1 }),
   },

@@ -83,6 +83,8 @@ export interface TokenUsage {
   webSearches?: number;
   /** The service tier the upstream's answer reports (OpenAI's service_tier), when it reports one. */
   serviceTier?: string;
+  /** The region Anthropic's answer says inference was pinned to (usage.inference_geo), when not "global". */
+  inferenceGeo?: string;
 }
 
 /** Every cache write of a usage, whatever its duration. */

@@ -78,7 +78,22 @@ function scanMessages(body: Record<string, unknown>): ContentHit | null {
   return null;
 }
 
+/**
+ * Audio asked as output (`modalities: ["text", "audio"]`, `audio: {voice, format}`): OpenAI bills audio
+ * tokens at several times the text rates inside the same completion_tokens, so a native route would
+ * sell them at the text price; translated routes refuse them too (chat-via-messages.ts).
+ */
+function scanChatOutput(body: Record<string, unknown>): ContentHit | null {
+  const modalities = body.modalities;
+  if (Array.isArray(modalities)) {
+    for (let i = 0; i < modalities.length; i++) if (modalities[i] !== "text") return { path: `modalities[${i}]`, kind: String(modalities[i]) };
+  }
+  return body.audio !== undefined && body.audio !== null ? { path: "audio", kind: "audio" } : null;
+}
+
 function scanChat(body: Record<string, unknown>): ContentHit | null {
+  const output = scanChatOutput(body);
+  if (output) return output;
   const messages = body.messages;
   if (!Array.isArray(messages)) return null;
   for (let i = 0; i < messages.length; i++) {

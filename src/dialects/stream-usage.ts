@@ -2,7 +2,7 @@
 // overwrite piece by piece, and the estimate shown when a stream ends without any usage.
 
 import { cacheWrites, type TokenUsage } from "../core/money.ts";
-import { withExtras } from "./usage.ts";
+import { messagesTier, regionOf, withExtras, withRegion } from "./usage.ts";
 import type { JsonObject, MessagesUsage } from "../wire/shapes.ts";
 import type { StreamOutcome } from "./stream-machine.ts";
 import { estimateTokens, TextCount, type TextSize } from "../ledger/estimate.ts";
@@ -28,7 +28,8 @@ export function mergeMessagesUsage(prev: TokenUsage | null, u: MessagesUsage | J
     cacheRead: count(m.cache_read_input_tokens) ?? base.cacheRead,
     cacheWrite: Math.max(total - w1h, w5),
   };
-  return withExtras(out, w1h, searches ?? base.webSearches ?? 0, base.serviceTier);
+  // speed and inference_geo come in message_start only: message_delta's usage has no such keys and keeps them.
+  return withRegion(withExtras(out, w1h, searches ?? base.webSearches ?? 0, messagesTier(m) ?? base.serviceTier), regionOf(m) ?? base.inferenceGeo);
 }
 
 const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);

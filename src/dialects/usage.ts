@@ -30,7 +30,7 @@ function countsValid(u: unknown, names: readonly string[], required: readonly st
 }
 
 const MESSAGES_COUNTS = ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"] as const;
-const CHAT_COUNTS = ["prompt_tokens", "completion_tokens", "total_tokens"] as const;
+const CHAT_COUNTS = ["prompt_tokens", "completion_tokens", "total_tokens", "prompt_cache_hit_tokens"] as const;
 const SPLIT_COUNTS = ["ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"] as const;
 const SEARCH_COUNTS = ["web_search_requests"] as const;
 const CACHE_DETAIL_COUNTS = ["cached_tokens", "cache_write_tokens"] as const;
@@ -78,14 +78,34 @@ export function withExtras(t: TokenUsage, cacheWrite1h: number, webSearches: num
   return t;
 }
 
+/**
+ * The price tier a Messages usage reports: fast mode bills every class at a premium (docs/pricing.md#service-tiers);
+ * Anthropic's service_tier (standard, priority, batch) has no per-token price of its own.
+ */
+export const messagesTier = (u: MessagesUsage): string | undefined => (u.speed === "fast" ? "fast" : undefined);
+
+/** A region inference was pinned to (usage.inference_geo other than "global"), bounded for the log; undefined when global or absent. */
+export function regionOf(u: MessagesUsage): string | undefined {
+  const g = u.inference_geo;
+  return typeof g === "string" && g !== "" && g !== "global" ? g.slice(0, 32) : undefined;
+}
+
+/** Sets the region on a usage when there is one (plain usages stay plain). */
+export function withRegion(t: TokenUsage, region: string | undefined): TokenUsage {
+  if (region) t.inferenceGeo = region;
+  return t;
+}
+
 export function usageFromMessages(u: MessagesUsage): TokenUsage {
   const cacheWrite1h = writes1h(u.cache_creation);
   const cacheWrite = writes5m(count(u.cache_creation_input_tokens), u.cache_creation, cacheWrite1h);
-  return withExtras(
+  const t = withExtras(
     { input: count(u.input_tokens), output: count(u.output_tokens), cacheRead: count(u.cache_read_input_tokens), cacheWrite },
     cacheWrite1h,
     count(nested(u.server_tool_use, "web_search_requests")),
+    messagesTier(u),
   );
+  return withRegion(t, regionOf(u));
 }
 
 /**
@@ -94,7 +114,9 @@ export function usageFromMessages(u: MessagesUsage): TokenUsage {
  */
 export function usageFromChat(u: ChatUsage, serviceTier?: unknown): TokenUsage {
   const d = u.prompt_tokens_details;
-  const cacheRead = count(d?.cached_tokens);
+  // DeepSeek reports its cache hits (inside prompt_tokens) as prompt_cache_hit_tokens, with or without
+  // cached_tokens beside them: the larger of the two, never their sum.
+  const cacheRead = Math.max(count(d?.cached_tokens), count(u.prompt_cache_hit_tokens));
   // cache_write_tokens is a newer field (OpenRouter and others, reports); absent means none.
   const writes = count(d?.cache_write_tokens);
   const cacheWrite1h = writes1h(d?.cache_creation_token_details);

@@ -143,6 +143,8 @@ export const RequestRow = T.Object({
   cache_write_1h_tokens: Tokens,
   web_searches: Tokens,
   service_tier: Nullable(T.String()),
+  /** The region Anthropic pinned inference to (billed at its premium); null when global. */
+  inference_geo: Nullable(T.String()),
   images: Tokens,
   image_input_tokens: Tokens,
   image_output_tokens: Tokens,

@@ -142,6 +142,7 @@ function newLogRow(requestId: string, method: string, path: string): LogRow {
     cacheWrite1hTokens: undefined,
     webSearches: undefined,
     serviceTier: undefined,
+    inferenceGeo: undefined,
     images: undefined,
     imageInputTokens: undefined,
     imageOutputTokens: undefined,

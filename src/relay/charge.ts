@@ -69,6 +69,7 @@ export function commitCharge(call: RelayCall, hold: Hold, cost: number, usage: T
     log.cacheWrite1hTokens = usage.cacheWrite1h ?? 0;
     log.webSearches = usage.webSearches ?? 0;
     log.serviceTier = usage.serviceTier ?? null;
+    log.inferenceGeo = usage.inferenceGeo ?? null;
   }
   const logs = call.svc.logs;
   // One closure: the row is stamped as it is written, inside the commit.

@@ -1,5 +1,5 @@
 import type { Model } from "../catalog/catalog.ts";
-import { serviceSheetOf, sheetFor, type ModelPrices, type ServiceSheet } from "../catalog/prices.ts";
+import { regional, serviceSheetOf, sheetFor, type ModelPrices, type ServiceSheet } from "../catalog/prices.ts";
 import { tokenCost } from "../core/money.ts";
 import type { JsonObject } from "../wire/shapes.ts";
 import { mayHoldEscape } from "../wire/body-scan.ts";
@@ -18,7 +18,14 @@ export interface PriceAsks {
   searches: number;
   /** The body may be answered at the priority tier: it asks for it, or for "auto" (the project's default may be priority), or names none (which means auto). */
   priority: boolean;
+  /** The body asks for fast mode: Anthropic's `speed: "fast"`, or `service_tier: "fast"` (OpenRouter's name for it). */
+  fast: boolean;
+  /** The body pins inference to a region (Anthropic's inference_geo other than "global"). */
+  region: boolean;
 }
+
+/** Whether a Messages or Chat body asks for fast mode, which the provider bills at a premium on every class. */
+export const asksFast = (body: JsonObject): boolean => body.speed === "fast" || body.service_tier === "fast";
 
 const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
@@ -94,14 +101,17 @@ export function priceAsks(body: JsonObject, raw?: Uint8Array, cacheCounts = true
     cache: cacheCounts && mayAskCache(raw) ? cacheAsked(body) : "none",
     searches: searchesAllowed(body),
     priority: tier === undefined || tier === null || tier === "auto" || tier === "priority",
+    fast: asksFast(body),
+    region: typeof body.inference_geo === "string" && body.inference_geo !== "global",
   };
 }
 
 /** The most the request can cost on routes of this table: its held input at the dearest input class it asked for, its output cap, its searches. */
 function worstOn(p: ModelPrices, asks: PriceAsks, inputTokens: number, maxOut: number): number {
-  const service = asks.priority && p.service.priority ? p.service.priority : serviceSheetOf(p, undefined);
+  const service = asks.fast && p.service.fast ? p.service.fast : asks.priority && p.service.priority ? p.service.priority : serviceSheetOf(p, undefined);
   // The prompt may be written to the cache whole: the tier is measured on it as the provider does.
-  const prices = sheetFor(service, inputTokens).prices;
+  const sheetPrices = sheetFor(service, inputTokens).prices;
+  const prices = asks.region && p.kind === "anthropic" ? regional(sheetPrices) : sheetPrices;
   const input = asks.cache === "1h" ? Math.max(prices.input, prices.cacheWrite1h, prices.cacheWrite) : asks.cache === "5m" ? Math.max(prices.input, prices.cacheWrite) : prices.input;
   // The table itself when the input price stands (no cache asked, or writes priced as input): no copy per request.
   return tokenCost(input === prices.input ? prices : { ...prices, input }, { input: inputTokens, output: maxOut, cacheRead: 0, cacheWrite: 0, webSearches: asks.searches });

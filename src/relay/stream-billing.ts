@@ -28,6 +28,8 @@ export interface BilledStream {
   estimatedInputTokens: number;
   /** The request's output cap: what a cancelled stream's output estimate never exceeds. */
   maxOut: number;
+  /** The request's pricing, when it adds to the route's table (relay/text.ts's implied search); absent: the route's table. */
+  costOf?: (u: TokenUsage) => number;
 }
 
 /**
@@ -126,7 +128,7 @@ export class StreamBilling {
   }
 
   private costOf(u: TokenUsage): number {
-    return priceUsage(this.s.attempt.route.prices, u);
+    return this.s.costOf ? this.s.costOf(u) : priceUsage(this.s.attempt.route.prices, u);
   }
 
   /** What a finished answer is billed: the machine's usage, else our estimate (the one its final usage showed). */

@@ -3,13 +3,15 @@ import type { Provider } from "../upstreams/types.ts";
 import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
 import { droppedList } from "../dialects/fields.ts";
 import type { JsonObject } from "../wire/shapes.ts";
+import type { TokenUsage } from "../core/money.ts";
+import { isObject } from "../dialects/fields.ts";
 import type { MemberText } from "../wire/member-text.ts";
 import { GatewayError, modelNotFound } from "../core/errors.ts";
 import type { RelayCall } from "./context.ts";
 import { estimateInputTokens, TextCount } from "../ledger/estimate.ts";
 
 import { priceUsage } from "../catalog/prices.ts";
-import { gatewayMayCache, holdNano } from "./hold-size.ts";
+import { asksFast, gatewayMayCache, holdNano } from "./hold-size.ts";
 import type { Dialect } from "../dialects/dialect.ts";
 import { chatUsage, messagesUsage } from "../dialects/usage.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
@@ -81,8 +83,32 @@ export function serveText(call: RelayCall, dialect: Dialect, body: JsonObject): 
   }
   const hit = findNonTextContent(dialect, body);
   if (hit) throw unsupportedContent(hit);
+  refuseUnpricedFast(model, body);
   const includeUsage = dialect === "chat" && (body.stream_options as JsonObject | undefined)?.include_usage === true;
   return relayText(call, model, new TextClient(dialect, body, call.bytes, outputCap(dialect, body), body.stream === true, includeUsage));
+}
+
+/**
+ * Fast mode is billed by the provider at several times the standard rates (Anthropic: 6x on Opus 4.6):
+ * a model with no `service_tiers.fast` table would sell it at base prices, so the request is refused
+ * before any upstream call (docs/pricing.md#service-tiers).
+ */
+function refuseUnpricedFast(model: Model, body: JsonObject): void {
+  if (!asksFast(body)) return;
+  for (const p of model.priceTables) if (p.service.fast) return;
+  const field = body.speed === "fast" ? "speed" : "service_tier";
+  throw new GatewayError("invalid_request", `${field}: fast mode is not sold for the model '${model.id}' (no fast prices are configured); omit it.`);
+}
+
+/**
+ * OpenAI's search models bill every Chat completion one web search call, and their usage never says
+ * so (no server_tool_use): a native Chat answer to a body with web_search_options counts one search
+ * when the upstream reports none (docs/pricing.md#price-classes). Set on the usage itself, so that the
+ * log row records the search charged.
+ */
+function withImpliedSearch(u: TokenUsage): TokenUsage {
+  if (!u.webSearches) u.webSearches = 1;
+  return u;
 }
 
 /** A Messages or Chat client: its stream machine is a method, where a closure was made for every request, streamed or not. */
@@ -216,10 +242,12 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     const headers = answerHeaders(client.headers, route.dropped);
     // The route that answered prices it: an unset class follows its provider's rules.
     const prices = attempt.route.prices;
+    const searched = client.dialect === "chat" && upstreamDialect === "chat" && isObject(client.body.web_search_options);
+    const costOf = searched ? (u: TokenUsage) => priceUsage(prices, withImpliedSearch(u)) : (u: TokenUsage) => priceUsage(prices, u);
     if (client.stream) {
-      const pair: PairOptions = { model, estimatedInputTokens, costOf: (u) => priceUsage(prices, u) };
+      const pair: PairOptions = { model, estimatedInputTokens, costOf };
       const machine = client.machine(pair, upstreamDialect);
-      stream = relayStream({ call, attempt, opening: attempt.confirmed as Opening, machine, hold, model, estimatedInputTokens, maxOut: client.maxOut, headers: headers ?? {} });
+      stream = relayStream({ call, attempt, opening: attempt.confirmed as Opening, machine, hold, model, estimatedInputTokens, maxOut: client.maxOut, headers: headers ?? {}, costOf });
       return stream;
     }
     const { text, json } = attempt.confirmed as WholeAnswer;
@@ -229,7 +257,7 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     // show the client the counts it was billed on, in its own dialect.
     const usage = reported ?? estimatedUsage(estimatedInputTokens, TextCount.of(text));
     if (!reported) out.usage = client.dialect === "messages" ? messagesUsage(usage) : chatUsage(usage);
-    const cost = priceUsage(prices, usage);
+    const cost = costOf(usage);
     // Serialised before the charge, so that an answer that cannot be written is never charged;
     // Response.json writes the same bytes as JSON.stringify into a Response, 0.2 to 0.7 µs cheaper (bench/RESULTS.md).
     const answer = Response.json(client.answer(out, cost), headers ? { headers: { "content-type": "application/json", ...headers } } : JSON_ANSWER);

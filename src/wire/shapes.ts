@@ -34,6 +34,10 @@ export interface MessagesUsage extends JsonObject {
   /** The cache writes split by duration (their sum is cache_creation_input_tokens). */
   cache_creation?: { ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } & JsonObject;
   server_tool_use?: { web_search_requests?: number | null } & JsonObject;
+  /** "fast": fast mode ran, at its premium prices (message_start only on a stream). */
+  speed?: string | null;
+  /** Where inference ran: "global", or a region ("us") billed at a premium (message_start only on a stream). */
+  inference_geo?: string | null;
   cost_usd?: number;
 }
 export interface MessagesResponse extends JsonObject {
@@ -96,6 +100,8 @@ export interface ChatUsage extends JsonObject {
   } & JsonObject;
   /** Server-side tools the provider ran (Anthropic's web searches, in LiteLLM's Chat shape). */
   server_tool_use?: { web_search_requests?: number } & JsonObject;
+  /** DeepSeek's cache hits (inside prompt_tokens), where OpenAI says prompt_tokens_details.cached_tokens. */
+  prompt_cache_hit_tokens?: number;
   completion_tokens_details?: { reasoning_tokens?: number } & JsonObject;
   cost_usd?: number;
 }

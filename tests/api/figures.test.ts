@@ -55,7 +55,7 @@ describe("GET /api/requests", () => {
     });
     expect(Object.keys(list.data[0]).sort()).toEqual(
       ["request_id", "created_at", "key_id", "key_prefix", "key_name", "model", "endpoint", "path", "status", "error_code", "input_tokens", "output_tokens",
-        "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms", "stream", "attempts"].sort(),
+        "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "inference_geo", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms", "stream", "attempts"].sort(),
     );
     expect(list.next).toBeNull();
   });
@@ -179,7 +179,7 @@ describe("GET /api/requests.csv", () => {
     expect(res.headers.get("content-type")).toStartWith("text/csv");
     expect(res.headers.get("content-disposition")).toBe('attachment; filename="requests.csv"');
     const lines = (await res.text()).trimEnd().split("\r\n");
-    expect(lines[0]).toBe("request_id,created_at,key_id,key_prefix,key_name,model,endpoint,path,status,error_code,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cache_write_1h_tokens,web_searches,service_tier,images,image_input_tokens,image_output_tokens,cost_usd,latency_ms");
+    expect(lines[0]).toBe("request_id,created_at,key_id,key_prefix,key_name,model,endpoint,path,status,error_code,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cache_write_1h_tokens,web_searches,service_tier,inference_geo,images,image_input_tokens,image_output_tokens,cost_usd,latency_ms");
     expect(lines.slice(1).map((l) => l.split(",")[0])).toEqual([mine[1]!, mine[0]!]);
     expect(lines.join("\n")).not.toContain(theirs);
   });

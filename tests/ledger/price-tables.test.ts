@@ -50,11 +50,15 @@ describe("price config refused with the path of the bad field", () => {
     const tiers = [{ above_input_tokens: 200000, input: 6 }, { above_input_tokens: 200000, input: 7 }];
     expect(refusal([textModel({ pricing_tiers: tiers })])).toBe("gateway.toml: models[0].pricing_tiers[1].above_input_tokens: another tier already starts above 200000");
   });
-  it("a service tier other than flex and priority", () => {
+  it("a service tier other than flex, priority and fast", () => {
     expect(refusal([textModel({ service_tiers: { scale: { input: 1 } } })])).toStartWith("gateway.toml: models[0].service_tiers.scale: unknown field");
   });
   it("a bad price in a service tier", () => {
     expect(refusal([textModel({ service_tiers: { priority: { output: -2 } } })])).toStartWith("gateway.toml: models[0].service_tiers.priority.output: ");
+  });
+  it("a fast-mode price that is not a USD price", () => {
+    expect(refusal([textModel({ service_tiers: { fast: { input: 30, output: "150" } } })])).toStartWith("gateway.toml: models[0].service_tiers.fast.output: ");
+    expect(refusal([textModel({ service_tiers: { fast: { input: 30.0000000001 } } })])).toStartWith("gateway.toml: models[0].service_tiers.fast.input: not a USD price");
   });
   it("accepts the image price classes on an image model", () => {
     const image = { id: "img", modalities: ["image"], endpoints: ["images.generations"], pricing: { input: 5, image_input: 10, image_output: 40, per_image: 0.167 }, routes: [{ provider: "oai", model: "gpt-image-1" }] };
@@ -66,6 +70,20 @@ describe("price config refused with the path of the bad field", () => {
   });
   it("image prices on a text model, where nothing would bill them", () => {
     expect(refusal([textModel({ pricing: { input: 3, output: 15, image_output: 40 } })])).toBe("gateway.toml: models[0].pricing.image_output: applies to image models only");
+  });
+});
+
+describe("inference pinned to a region (docs/pricing.md#regional-inference)", () => {
+  const routes = [{ provider: "ant", model: "a" }, { provider: "oai", model: "b" }];
+  const catalog = () => buildCatalog(parseConfig({ providers, models: [textModel({ pricing: { input: 0.000000003, output: 15, web_search: 10 }, routes })] }, "t", {}));
+  it("raises each token price by 1.1x, rounded up to the nano-dollar per 1M, and leaves searches alone", () => {
+    // input 3 nano per 1M × 1.1 = 3.3, billed 4; output 15 USD × 1.1 = 16.5; the search stays 10,000,000 nano.
+    const u = { input: 1_000_000, output: 1_000_000, cacheRead: 0, cacheWrite: 0, webSearches: 1, inferenceGeo: "us" };
+    expect(priceUsage(catalog().models[0]!.routes[0]!.prices, u)).toBe(4 + 16_500_000_000 + 10_000_000);
+  });
+  it("applies on Anthropic routes only", () => {
+    const u = { input: 0, output: 1_000_000, cacheRead: 0, cacheWrite: 0, inferenceGeo: "us" };
+    expect(priceUsage(catalog().models[0]!.routes[1]!.prices, u)).toBe(15_000_000_000);
   });
 });
 

@@ -24,6 +24,12 @@ export interface Usage {
   webSearches?: number;
   /** OpenAI: the answer's service_tier (default "default") */
   serviceTier?: string;
+  /** Anthropic: usage.speed (default "standard"); message_start only on a stream, as message_delta's usage has no such key */
+  speed?: "standard" | "fast";
+  /** OpenAI-compatible: DeepSeek's usage, cache hits as prompt_cache_hit_tokens / prompt_cache_miss_tokens and no prompt_tokens_details */
+  deepseek?: boolean;
+  /** Anthropic: usage.inference_geo (default "global"); message_start only on a stream */
+  inferenceGeo?: string;
   /** OpenAI-compatible: reasoning reported outside completion_tokens (total_tokens = prompt + output) */
   reasoningOutside?: boolean;
 }
@@ -135,6 +141,8 @@ function anthropicUsage(u: Usage): Obj {
     cache_creation: { ephemeral_5m_input_tokens: u.cacheWrite, ephemeral_1h_input_tokens: w1h },
     output_tokens: u.output,
     service_tier: "standard",
+    speed: u.speed ?? "standard",
+    inference_geo: u.inferenceGeo ?? "global",
   };
   if (u.webSearches !== undefined) out.server_tool_use = { web_search_requests: u.webSearches };
   return out;
@@ -188,7 +196,7 @@ export function anthropicEvents(a: Answer): string[] {
       pieces.map((partial_json) => ({ type: "input_json_delta", partial_json })));
   }
   // message_delta usage is cumulative and the SDK overwrites with it, so repeat the true totals.
-  const { cache_creation: _, service_tier: __, ...deltaUsage } = anthropicUsage(a.usage);
+  const { cache_creation: _, service_tier: __, speed: ___, inference_geo: ____, ...deltaUsage } = anthropicUsage(a.usage);
   out.push(sse("message_delta", {
     type: "message_delta",
     delta: { stop_reason: anthropicStop(a), stop_sequence: a.stopSequence, stop_details: null },
@@ -223,6 +231,11 @@ function openaiUsage(u: Usage): Obj {
     },
   };
   if (u.webSearches !== undefined) out.server_tool_use = { web_search_requests: u.webSearches };
+  if (u.deepseek) {
+    delete out.prompt_tokens_details;
+    out.prompt_cache_hit_tokens = u.cacheRead;
+    out.prompt_cache_miss_tokens = (prompt as number) - u.cacheRead;
+  }
   return out;
 }
 

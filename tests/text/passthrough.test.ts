@@ -122,6 +122,25 @@ describe("text only", () => {
     expect(e.message).toContain("messages[2].content[1]");
     expect(rig.up.requests.length).toBe(before);
   });
+
+  // OpenAI bills audio output tokens at audio rates inside completion_tokens (gpt-audio: 64 USD per 1M
+  // against 10 for text); the gateway priced them as text. The translated route already refused them.
+  for (const [name, extra, path] of [
+    ["modalities asking for audio", { modalities: ["text", "audio"] }, "modalities[1]"],
+    ["an audio output parameter", { audio: { voice: "alloy", format: "wav" } }, "audio"],
+  ] as const) {
+    it(`refuses ${name} on a native Chat route, without calling the upstream`, async () => {
+      const before = rig.up.requests.length;
+      const balance = rig.gw.money(rig.acct.accountId).balance;
+      const res = await post("/v1/chat/completions", { model: "gpt-native", max_tokens: 10, messages: [{ role: "user", content: "hi" }], ...extra });
+      expect(res.status).toBe(400);
+      const e = await errorOf(res);
+      expect(e.code).toBe("unsupported_content_type");
+      expect(e.message).toStartWith(`${path}: `);
+      expect(rig.up.requests.length).toBe(before);
+      expect(rig.gw.money(rig.acct.accountId).balance).toBe(balance);
+    });
+  }
 });
 
 describe("translation refusals", () => {

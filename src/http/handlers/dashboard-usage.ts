@@ -96,7 +96,7 @@ async function requestFilter(c: SessionCall, q: URLSearchParams): Promise<{ keys
 }
 
 const COLUMNS = ["request_id", "created_at", "key_id", "key_prefix", "key_name", "model", "endpoint", "path", "status", "error_code", "input_tokens", "output_tokens",
-  "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms"] as const;
+  "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "inference_geo", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms"] as const;
 
 export function requestView(r: LogRecord, names: Map<number, string>): RequestRow {
   return {
@@ -118,6 +118,7 @@ export function requestView(r: LogRecord, names: Map<number, string>): RequestRo
     cache_write_1h_tokens: r.cacheWrite1hTokens,
     web_searches: r.webSearches,
     service_tier: r.serviceTier,
+    inference_geo: r.inferenceGeo,
     // Images kept, and a token-priced answer's image classes (docs/pricing.md#images).
     images: r.images,
     image_input_tokens: r.imageInputTokens,

@@ -34,6 +34,8 @@ export interface LogRow {
   cacheWrite1hTokens?: number | null;
   webSearches?: number | null;
   serviceTier?: string | null;
+  /** The region Anthropic's answer says inference was pinned to (not "global"): billed at its premium. */
+  inferenceGeo?: string | null;
   images?: number | null;
   /** Token-priced images: the edit sources' tokens and the output images' (the prompt's are inputTokens). */
   imageInputTokens?: number | null;

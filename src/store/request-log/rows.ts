@@ -5,8 +5,8 @@ import { DAY_MS, type LogRow } from "./contract.ts";
 
 /** request_logs' columns in the order of `logValues`. */
 export const LOG_COLUMNS = `request_id, account_id, key_id, method, path, endpoint, model, provider, upstream_model, stream,
-  status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens, web_searches, service_tier, images, image_input_tokens, image_output_tokens, cost_nano, latency_ms, attempts, client_ip, created_at`;
-export const LOG_COLUMN_COUNT = 27;
+  status, error_code, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens, web_searches, service_tier, images, image_input_tokens, image_output_tokens, cost_nano, latency_ms, attempts, client_ip, created_at, inference_geo`;
+export const LOG_COLUMN_COUNT = 28;
 
 /** A row's stored values, in LOG_COLUMNS' order. */
 export const logValues = (r: LogRow, now: number): unknown[] => fillLogValues([], r, now);
@@ -44,6 +44,7 @@ export function fillLogValues(v: unknown[], r: LogRow, now: number): unknown[] {
   v[24] = r.attempts ?? 0;
   v[25] = r.clientIp ?? null;
   v[26] = now;
+  v[27] = r.inferenceGeo ?? null;
   return v;
 }
 

@@ -260,6 +260,8 @@ export const requestLogs = pgTable(
     webSearches: integer("web_searches"),
     /** The service tier the upstream's answer reported. */
     serviceTier: text("service_tier"),
+    /** The region the upstream's answer says inference was pinned to (docs/pricing.md#regional-inference); null: global. */
+    inferenceGeo: text("inference_geo"),
     images: integer("images"),
     /** Token-priced images (docs/pricing.md#images): edit sources' and output images' tokens; the prompt's are input_tokens. */
     imageInputTokens: bigint("image_input_tokens", { mode: "number" }),

@@ -71,5 +71,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795766437957,
     "breakpoints": true,
     "sql": "-- Hand-written: a key's budget (budget_nano, budget_period) is in every instance's copy of the key,\n-- so a change of it announces itself like the key's other rules; the budget's counters\n-- (period_start, period_spent_nano, budget_reached_at) are money, written by every request, and\n-- stay out, as spent_nano does.\nDROP TRIGGER \"api_keys_changed\" ON \"api_keys\";\n--> statement-breakpoint\nCREATE TRIGGER \"api_keys_changed\" AFTER INSERT OR DELETE OR UPDATE OF \"account_id\", \"name\", \"prefix\", \"key_hash\", \"quota_nano\", \"budget_nano\", \"budget_period\", \"models\", \"ip_allow\", \"rpm\", \"expires_at\", \"revoked_at\" ON \"api_keys\"\nFOR EACH STATEMENT EXECUTE FUNCTION \"gateway_changed\"();\n"
+  },
+  {
+    "tag": "0012_inference_geo",
+    "when": 1795786525148,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"request_logs\" ADD COLUMN \"inference_geo\" text;"
   }
 ];

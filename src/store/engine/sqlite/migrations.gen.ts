@@ -95,5 +95,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795744876177,
     "breakpoints": true,
     "sql": "ALTER TABLE `request_logs` ADD `client_ip` text;"
+  },
+  {
+    "tag": "0016_inference_geo",
+    "when": 1795786521925,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `request_logs` ADD `inference_geo` text;"
   }
 ];
