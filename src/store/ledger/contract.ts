@@ -73,6 +73,8 @@ export interface MoneyLedger {
   balance(accountId: number): Awaitable<BalanceView>;
   /** What the key has spent and holds; null when no key has this id. */
   keySpend(keyId: number): Awaitable<KeySpendView | null>;
+  /** Why this process cannot take a hold now beyond what the database's probe sees (GET /readyz), or null. */
+  writeRefusal(): GatewayError | null;
 }
 
 // The two refusals of a reserve, worded once for both implementations.

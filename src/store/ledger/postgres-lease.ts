@@ -128,6 +128,17 @@ export class InstanceLease {
   }
 
   /**
+   * Why this instance cannot take a paid request now (GET /readyz), or null. Its heartbeat is its
+   * probe of writing: a database that answers reads but refuses writes (a standby after a failover,
+   * default_transaction_read_only, a full disk) fails the beat at once, while a SELECT still succeeds.
+   */
+  writeRefusal(): GatewayError | null {
+    if (!this.valid()) return databaseUnavailable(new Error(`instance ${this.opts.instanceId} is fenced`));
+    if (this.healthySince === null) return databaseUnavailable(this.lastFailure);
+    return null;
+  }
+
+  /**
    * Stops relying on every hold taken so far: the epoch moves on, and whatever is in flight is ended
    * through the listeners. Also called when the database shows that another instance released this
    * one (its row was gone).

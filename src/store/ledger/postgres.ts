@@ -95,6 +95,11 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     this.lease?.onFence(fn);
   }
 
+  /** Why a paid request could not be taken now (GET /readyz): this instance fenced, or its last heartbeat refused. */
+  writeRefusal(): GatewayError | null {
+    return this.lease?.writeRefusal() ?? null;
+  }
+
   /** Stops the heartbeat and waits for the releases under way. Holds still open stay until posted, voided or released by another instance. */
   async stop(): Promise<void> {
     this.lease?.stop();

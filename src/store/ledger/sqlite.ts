@@ -259,6 +259,11 @@ export class Ledger implements HoldOwner, MoneyLedger {
     return { balanceNano, reservedNano, spendableNano: balanceNano - reservedNano };
   }
 
+  /** Nothing beyond the group commit's probe: holds live in this process, which is the database's only server. */
+  writeRefusal(): null {
+    return null;
+  }
+
   /** What the key has spent and holds (GET /v1/me); null when no key has this id. */
   keySpend(keyId: number): KeySpendView | null {
     const row = this.db
