@@ -2,6 +2,7 @@ import type { SQL } from "bun";
 import { databaseUnavailable, type GatewayError } from "../../core/errors.ts";
 import { events } from "../../core/events.ts";
 import { OperatorError } from "../../core/operator-error.ts";
+import type { InstanceView } from "./contract.ts";
 
 // An instance's heartbeat on the shared PostgreSQL database, seen as a lease on its own holds
 // (docs/database.md, "Heartbeats, fencing and the release of a silent instance's holds"). Others
@@ -54,6 +55,13 @@ const SILENT_OTHERS = releaseWith(
 );
 
 type Released = { instance: string; holds: number; nano: string }[];
+
+/** The instances heartbeating on the database, with their holds (GET /api/admin/status). */
+export async function listInstances(sql: SQL): Promise<InstanceView[]> {
+  const rows = (await sql.unsafe(`SELECT i.id, i.heartbeat_at::text AS at, count(h.id)::int AS holds, coalesce(sum(h.amount_nano), 0)::text AS nano
+    FROM instances i LEFT JOIN holds h ON h.instance_id = i.id GROUP BY i.id ORDER BY i.id`)) as { id: string; at: string; holds: number; nano: string }[];
+  return rows.map((r) => ({ id: r.id, heartbeatAt: Number(r.at), holds: r.holds, heldNano: Number(r.nano) }));
+}
 
 export class InstanceLease {
   /** Bumped by every fence: a hold taken under an earlier epoch is no longer relied upon. */

@@ -17,8 +17,8 @@ interface PostWait {
   cost: number;
   rider: Rider | undefined;
 }
-import { InstanceLease, type LeaseOptions } from "./postgres-lease.ts";
-import { balanceCeiling, balanceRefused, budgetSpend, checkCreditAmount, MAX_BALANCE_NANO, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
+import { InstanceLease, listInstances, type LeaseOptions } from "./postgres-lease.ts";
+import { balanceCeiling, balanceRefused, budgetSpend, checkCreditAmount, MAX_BALANCE_NANO, quotaRefused, type BalanceView, type CreditKind, type InstanceView, type KeySpendView, type MoneyLedger } from "./contract.ts";
 
 // The ledger on PostgreSQL (`[database] url`), shared by several gateway instances: every instance
 // spends the same balances, so a hold cannot live in one process's memory as on SQLite. Holds are
@@ -88,6 +88,10 @@ export class PgLedger implements MoneyLedger, HoldOwner {
 
   get instanceId(): string {
     return this.opts.instanceId;
+  }
+
+  instances(): Promise<InstanceView[]> {
+    return listInstances(this.sql);
   }
 
   /** `fn` runs when this instance fences itself (server: the upstream calls in flight are ended with `why`). */

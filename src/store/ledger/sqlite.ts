@@ -18,6 +18,7 @@ import {
   checkCreditAmount,
   MAX_BALANCE_NANO,
   quotaRefused,
+  type InstanceView,
   type BalanceView,
   type BudgetColumns,
   type CreditKind,
@@ -262,6 +263,12 @@ export class Ledger implements HoldOwner, MoneyLedger {
   /** Nothing beyond the group commit's probe: holds live in this process, which is the database's only server. */
   writeRefusal(): null {
     return null;
+  }
+
+  readonly instanceId = null;
+
+  instances(): InstanceView[] {
+    return [];
   }
 
   /** What the key has spent and holds (GET /v1/me); null when no key has this id. */
