@@ -1,5 +1,6 @@
 // GET /readyz of an instance on PostgreSQL as a load balancer polls it (docs/scaling.md#health-checks-behind-the-load-balancer):
-// ready means this instance can write, not merely that its database answers a SELECT.
+// ready means this instance can write, not merely that its database answers a SELECT or its
+// [limits] store a PING.
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { SQL } from "bun";
 import { startCluster, type TestCluster } from "../support/cluster.ts";
@@ -59,5 +60,30 @@ describe("GET /readyz of an instance whose PostgreSQL turns read-only", () => {
     await readyzUntil(503, 10_000);
     await readOnly(false);
     await readyzUntil(200, 10_000);
+  });
+});
+
+describe("GET /readyz of an instance whose [limits] store answers but refuses writes", () => {
+  it("says not ready while the store is a read-only replica (after a failover)", async () => {
+    await cluster.redis.send("REPLICAOF", "127.0.0.1", "1");
+    try {
+      const res = await fetch(`${cluster.instances[0]!.url}/readyz`);
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("rate_limit_unavailable");
+    } finally {
+      await cluster.redis.send("REPLICAOF", "NO", "ONE");
+    }
+    expect((await fetch(`${cluster.instances[0]!.url}/readyz`)).status).toBe(200);
+  });
+
+  it("says not ready while the store is out of memory (maxmemory with noeviction)", async () => {
+    await cluster.redis.send("CONFIG", "SET", "maxmemory-policy", "noeviction");
+    await cluster.redis.send("CONFIG", "SET", "maxmemory", "1");
+    try {
+      expect((await fetch(`${cluster.instances[0]!.url}/readyz`)).status).toBe(503);
+    } finally {
+      await cluster.redis.send("CONFIG", "SET", "maxmemory", "0");
+    }
+    expect((await fetch(`${cluster.instances[0]!.url}/readyz`)).status).toBe(200);
   });
 });
