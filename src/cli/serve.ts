@@ -28,6 +28,8 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const empty = (await svc.accounts.count()) === 0;
   // A demo key on real providers would be 1 USD of real spend printed into `docker logs`.
   const firstKey = empty && servesDemoOnly(svc.catalog) ? await demoKey(svc) : null;
+  const alone = limitsAloneWarning(config);
+  if (alone) console.error(alone);
   if (values.json) {
     console.log(JSON.stringify({ listening: base, address: gw.listening, port: gw.port, database, config: config.source, catalog_version: svc.catalog.version, first_key: firstKey }));
   } else {
@@ -51,6 +53,16 @@ export function fetchLimitWarning(value: string | undefined): string | null {
   const n = Number(value);
   if (value !== undefined && Number.isInteger(n) && n >= 1024) return null;
   return `gateway: BUN_CONFIG_MAX_HTTP_REQUESTS is ${value === undefined ? "not set" : value}: Bun runs at most ${value === undefined ? 256 : value} upstream calls at once and queues the rest; start with BUN_CONFIG_MAX_HTTP_REQUESTS=4096 (docs/operations.md)`;
+}
+
+/**
+ * On PostgreSQL, several instances may serve one database; without `[limits] store` each counts its
+ * own buckets and throttles, so behind N instances a key gets N times its rpm. A single instance on
+ * PostgreSQL is fine, so this is a warning, not a refusal.
+ */
+export function limitsAloneWarning(config: Pick<Config, "databaseUrl" | "limitStore">): string | null {
+  if (!config.databaseUrl || config.limitStore) return null;
+  return "gateway: [database] url without [limits] store: rate limits are counted by each instance on its own (and the dashboard's login throttles), so behind N instances a key gets N times its rpm; set [limits] store to share them (docs/scaling.md#the-config-lines)";
 }
 
 /**

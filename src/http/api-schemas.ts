@@ -288,7 +288,16 @@ export const RouteHealth = T.Object({
   resting_until: Nullable(Time),
   keys: T.Array(ProviderKeyState),
 });
-export const AdminStatus = T.Object({ paused: T.Boolean(), routes: T.Array(T.Object({ id: T.String(), routes: T.Array(RouteHealth) })) });
+/** A running instance on PostgreSQL (the `instances` table) and the holds of its requests in flight. */
+export const InstanceRow = T.Object({ id: T.String(), heartbeat_at: Time, holds: Count, held_usd: T.Number() });
+export const AdminStatus = T.Object({
+  paused: T.Boolean(),
+  /** The `[cluster] instance_id` of the instance that answered (its routes' health is its own); null on SQLite. */
+  instance: Nullable(T.String()),
+  /** Every instance heartbeating on the shared database; empty on SQLite. */
+  instances: T.Array(InstanceRow),
+  routes: T.Array(T.Object({ id: T.String(), routes: T.Array(RouteHealth) })),
+});
 export type AdminStatus = Static<typeof AdminStatus>;
 
 export const AuditRow = T.Object({

@@ -87,9 +87,13 @@ export class RedisRateLimiter implements Limiter {
     return bucketHeaders(h, b, performance.now());
   }
 
-  /** The store answers a PING within the timeout, or this is the 503 every key request gets meanwhile. */
+  /**
+   * The store takes a write within the timeout, or this is the 503 every key request gets meanwhile.
+   * A write, not a PING: a replica left read-only by a failover, or a store out of memory under
+   * noeviction, answers PING yet refuses every take.
+   */
   async ready(): Promise<void> {
-    await this.store.send("PING", []);
+    await this.store.send("SET", [`${this.prefix}ready`, "1", "PX", "10000"]);
   }
 
   close(): void {

@@ -119,4 +119,17 @@ describe("the dashboard on PostgreSQL", () => {
     const audit = await body(await onOther(admin).call("GET", "/api/admin/audit"));
     expect(audit.data[0]).toMatchObject({ action: "account_credited", actor_email: me.email, target: target.email });
   });
+
+  it("the admin status names the instance that answered and lists every running instance with what it holds", async () => {
+    const admin = new Browser(one.url);
+    await admin.register();
+    await one.services.accounts.setAdmin((await body(await admin.call("GET", "/api/me"))).id, true);
+    const [here, there] = [await body(await admin.call("GET", "/api/admin/status")), await body(await onOther(admin).call("GET", "/api/admin/status"))];
+    expect([here.instance, there.instance]).toEqual(["dash-1", "dash-2"]);
+    expect(there.instances.map((i: { id: string }) => i.id)).toEqual(["dash-1", "dash-2"]);
+    for (const i of there.instances) {
+      expect(i).toMatchObject({ holds: 0, held_usd: 0 });
+      expect(Date.now() - Date.parse(i.heartbeat_at)).toBeLessThan(30_000);
+    }
+  });
 });

@@ -387,10 +387,11 @@ describe("holds on PostgreSQL, instance by instance", () => {
 
   it("left by an earlier run under the same instance id are released when it starts again", async () => {
     const a = await s.account(10);
-    const first = await PgLedger.start(sql, { instanceId: "gw-restarted", holdTimeoutMs: 30_000 });
+    // A short period: the start watches a row that beat moments ago for a period before it takes it for dead.
+    const first = await PgLedger.start(sql, { instanceId: "gw-restarted", holdTimeoutMs: 30_000, heartbeatMs: 200 });
     await first.reserve("gw_before_crash", a.accountId, a.keyId, USD);
     await first.stop();
-    const again = await PgLedger.start(sql, { instanceId: "gw-restarted", holdTimeoutMs: 30_000 });
+    const again = await PgLedger.start(sql, { instanceId: "gw-restarted", holdTimeoutMs: 30_000, heartbeatMs: 200 });
     started.push(again);
     expect((await again.balance(a.accountId)).reservedNano).toBe(0);
     expect(await s.openHolds(a.accountId)).toBe(0);

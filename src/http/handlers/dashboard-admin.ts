@@ -146,7 +146,10 @@ const switchProduct = (paused: boolean) =>
 export const pauseProduct = switchProduct(true);
 export const resumeProduct = switchProduct(false);
 
-export const adminStatus = adminOnly(async (c) => json<AdminStatus>({ paused: c.svc.settings.paused, routes: routeHealth(c.svc) }));
+export const adminStatus = adminOnly(async (c) => {
+  const instances = (await c.svc.ledger.instances()).map((i) => ({ id: i.id, heartbeat_at: isoTime(i.heartbeatAt), holds: i.holds, held_usd: nanoToUsd(i.heldNano) }));
+  return json<AdminStatus>({ paused: c.svc.settings.paused, instance: c.svc.ledger.instanceId, instances, routes: routeHealth(c.svc) });
+});
 
 export const listAudit = adminOnly(async (c) => {
   const limit = limitParam(queryOf(c, ["limit"]));

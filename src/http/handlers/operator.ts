@@ -6,9 +6,13 @@ import { json, type OpenCall } from "../exchange.ts";
 // Prometheus. Being outside /v1 they write no request log row. (`/` is the dashboard's page,
 // served by Bun beside the table: dashboard/page.ts.) Who may read /metrics is ../operator-guard.ts's.
 
-/** GET /readyz: whether the database takes a write now (the group commit, owner of BEGIN and COMMIT, probes it), and the shared limit store answers. */
+/**
+ * GET /readyz: whether the database takes a write now (the group commit, owner of BEGIN and COMMIT,
+ * probes it; on PostgreSQL the instance's heartbeat, a write, must be succeeding too), and the shared
+ * limit store answers.
+ */
 async function writable(svc: Services): Promise<GatewayError | null> {
-  const refusal = await svc.commits.writeRefusal();
+  const refusal = (await svc.commits.writeRefusal()) ?? svc.ledger.writeRefusal();
   return refusal ? asGatewayError(refusal) : null;
 }
 

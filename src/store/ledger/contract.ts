@@ -73,6 +73,20 @@ export interface MoneyLedger {
   balance(accountId: number): Awaitable<BalanceView>;
   /** What the key has spent and holds; null when no key has this id. */
   keySpend(keyId: number): Awaitable<KeySpendView | null>;
+  /** Why this process cannot take a hold now beyond what the database's probe sees (GET /readyz), or null. */
+  writeRefusal(): GatewayError | null;
+  /** This process's `[cluster] instance_id`, null on SQLite (one server, no instances). */
+  readonly instanceId: string | null;
+  /** The instances heartbeating on the shared database, by id, with their holds; none on SQLite. */
+  instances(): Awaitable<InstanceView[]>;
+}
+
+export interface InstanceView {
+  id: string;
+  /** Its last heartbeat, on the database's clock (unix ms). */
+  heartbeatAt: number;
+  holds: number;
+  heldNano: number;
 }
 
 // The two refusals of a reserve, worded once for both implementations.

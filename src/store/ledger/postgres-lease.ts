@@ -1,6 +1,8 @@
 import type { SQL } from "bun";
 import { databaseUnavailable, type GatewayError } from "../../core/errors.ts";
 import { events } from "../../core/events.ts";
+import { OperatorError } from "../../core/operator-error.ts";
+import type { InstanceView } from "./contract.ts";
 
 // An instance's heartbeat on the shared PostgreSQL database, seen as a lease on its own holds
 // (docs/database.md, "Heartbeats, fencing and the release of a silent instance's holds"). Others
@@ -17,6 +19,8 @@ const NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 const RETRY_MS = 250;
 /** A beat unanswered this long (or a period, if longer) has failed: a hung connection must not hold off the next ones. */
 const BEAT_ANSWER_MS = 2_000;
+/** Beyond a period, how long a start waits to see whether a fresh row of its id is still beating. */
+const IN_USE_MARGIN_MS = 1_000;
 
 export interface LeaseOptions {
   /** `[cluster] instance_id`. */
@@ -51,6 +55,13 @@ const SILENT_OTHERS = releaseWith(
 );
 
 type Released = { instance: string; holds: number; nano: string }[];
+
+/** The instances heartbeating on the database, with their holds (GET /api/admin/status). */
+export async function listInstances(sql: SQL): Promise<InstanceView[]> {
+  const rows = (await sql.unsafe(`SELECT i.id, i.heartbeat_at::text AS at, count(h.id)::int AS holds, coalesce(sum(h.amount_nano), 0)::text AS nano
+    FROM instances i LEFT JOIN holds h ON h.instance_id = i.id GROUP BY i.id ORDER BY i.id`)) as { id: string; at: string; holds: number; nano: string }[];
+  return rows.map((r) => ({ id: r.id, heartbeatAt: Number(r.at), holds: r.holds, heldNano: Number(r.nano) }));
+}
 
 export class InstanceLease {
   /** Bumped by every fence: a hold taken under an earlier epoch is no longer relied upon. */
@@ -107,12 +118,38 @@ export class InstanceLease {
     return this.releaseAfterMs - Math.floor(this.every / 2);
   }
 
-  /** Releases an earlier life's holds, registers, and beats every period from now on. Throws when the database does not answer. */
+  /**
+   * Releases an earlier life's holds, registers, and beats every period from now on. Throws when the
+   * database does not answer, and refuses (OperatorError) an id another running instance beats under.
+   */
   async start(): Promise<void> {
+    await this.notInUse();
     await this.release(EARLIER_LIFE, [this.opts.instanceId]);
     if (!(await this.tick())) {
       this.stop();
       throw this.lastFailure ?? new Error(`the first heartbeat of instance ${this.opts.instanceId} failed`);
+    }
+  }
+
+  /**
+   * A row of this id that beat within the release threshold is either an earlier life that just died
+   * or another running instance under the same id (one config copied with a fixed id), whose holds
+   * the release below would take from under its running requests. Watched for a period and a margin:
+   * a row whose beat moves on is alive, and this start is refused.
+   */
+  private async notInUse(): Promise<void> {
+    const read = async () => {
+      const [r] = await this.sql.unsafe(`SELECT heartbeat_at AS at, ${NOW_MS} - heartbeat_at AS ago FROM instances WHERE id = $1`, [this.opts.instanceId]);
+      return r as { at: string; ago: string } | undefined;
+    };
+    const first = await read();
+    if (!first || Number(first.ago) > this.releaseAfterMs) return;
+    await Bun.sleep(this.every + IN_USE_MARGIN_MS);
+    const again = await read();
+    if (again && again.at !== first.at) {
+      throw new OperatorError(
+        `[cluster] instance_id "${this.opts.instanceId}" is in use by a running instance (its heartbeat came ${Number(again.ago)} ms ago): give each instance its own id (docs/scaling.md#the-config-lines)`,
+      );
     }
   }
 
@@ -125,6 +162,17 @@ export class InstanceLease {
   valid(): boolean {
     if (!this.fenced && this.clock() >= this.validUntil) this.fence("its heartbeat has failed for too long");
     return !this.fenced;
+  }
+
+  /**
+   * Why this instance cannot take a paid request now (GET /readyz), or null. Its heartbeat is its
+   * probe of writing: a database that answers reads but refuses writes (a standby after a failover,
+   * default_transaction_read_only, a full disk) fails the beat at once, while a SELECT still succeeds.
+   */
+  writeRefusal(): GatewayError | null {
+    if (!this.valid()) return databaseUnavailable(new Error(`instance ${this.opts.instanceId} is fenced`));
+    if (this.healthySince === null) return databaseUnavailable(this.lastFailure);
+    return null;
   }
 
   /**

@@ -17,8 +17,8 @@ interface PostWait {
   cost: number;
   rider: Rider | undefined;
 }
-import { InstanceLease, type LeaseOptions } from "./postgres-lease.ts";
-import { balanceCeiling, balanceRefused, budgetSpend, checkCreditAmount, MAX_BALANCE_NANO, quotaRefused, type BalanceView, type CreditKind, type KeySpendView, type MoneyLedger } from "./contract.ts";
+import { InstanceLease, listInstances, type LeaseOptions } from "./postgres-lease.ts";
+import { balanceCeiling, balanceRefused, budgetSpend, checkCreditAmount, MAX_BALANCE_NANO, quotaRefused, type BalanceView, type CreditKind, type InstanceView, type KeySpendView, type MoneyLedger } from "./contract.ts";
 
 // The ledger on PostgreSQL (`[database] url`), shared by several gateway instances: every instance
 // spends the same balances, so a hold cannot live in one process's memory as on SQLite. Holds are
@@ -90,9 +90,18 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     return this.opts.instanceId;
   }
 
+  instances(): Promise<InstanceView[]> {
+    return listInstances(this.sql);
+  }
+
   /** `fn` runs when this instance fences itself (server: the upstream calls in flight are ended with `why`). */
   onFence(fn: (why: GatewayError) => void): void {
     this.lease?.onFence(fn);
+  }
+
+  /** Why a paid request could not be taken now (GET /readyz): this instance fenced, or its last heartbeat refused. */
+  writeRefusal(): GatewayError | null {
+    return this.lease?.writeRefusal() ?? null;
   }
 
   /** Stops the heartbeat and waits for the releases under way. Holds still open stay until posted, voided or released by another instance. */

@@ -18,6 +18,7 @@ import {
   checkCreditAmount,
   MAX_BALANCE_NANO,
   quotaRefused,
+  type InstanceView,
   type BalanceView,
   type BudgetColumns,
   type CreditKind,
@@ -257,6 +258,17 @@ export class Ledger implements HoldOwner, MoneyLedger {
     const balanceNano = (this.s.balance!.get(accountId) as { balance_nano: number }).balance_nano;
     const reservedNano = this.holds.account(accountId);
     return { balanceNano, reservedNano, spendableNano: balanceNano - reservedNano };
+  }
+
+  /** Nothing beyond the group commit's probe: holds live in this process, which is the database's only server. */
+  writeRefusal(): null {
+    return null;
+  }
+
+  readonly instanceId = null;
+
+  instances(): InstanceView[] {
+    return [];
   }
 
   /** What the key has spent and holds (GET /v1/me); null when no key has this id. */

@@ -1,5 +1,5 @@
 import { api } from "../api.ts";
-import { h, table, when } from "../dom.ts";
+import { h, table, usd, when } from "../dom.ts";
 import type { AdminStatus } from "../../../http/api-schemas.ts";
 
 // The admin page's upstream capacity: each route's weight and circuit, and each key of its provider
@@ -28,12 +28,26 @@ function rows(status: AdminStatus) {
   );
 }
 
+/**
+ * With several instances (PostgreSQL), route health is each instance's own: the panel names the one
+ * that answered, and lists every instance with the money its requests in flight hold.
+ */
+function instancesPart(status: AdminStatus): HTMLElement[] {
+  if (status.instance === null) return [];
+  const rows = status.instances.map((i) => [h("code", {}, i.id), when(i.heartbeat_at), String(i.holds), usd(i.held_usd)]);
+  return [
+    h("p", { "data-testid": "answering-instance" }, "Route health below is instance ", h("code", {}, status.instance), "'s own."),
+    table("Instances", ["Instance", "Last heartbeat", "Holds", "Held"], rows, "No instance is heartbeating."),
+  ];
+}
+
 /** Fills itself once the status comes: the page around it does not wait for it. */
 export function upstreamsPanel(): HTMLElement {
   const el = h("div", { "aria-label": "Upstream keys" }, h("p", {}, "Loading upstream keys…"));
   api<AdminStatus>("GET", "/api/admin/status").then(
     (status) =>
       el.replaceChildren(
+        ...instancesPart(status),
         table("Upstream keys", ["Model", "Route", "Weight", "Route state", "Key", "Key state", "In flight", "Overloads"], rows(status), "No routes."),
       ),
     (e) => el.replaceChildren(h("p", { role: "alert" }, `Upstream keys could not be read: ${(e as Error).message ?? e}`)),
