@@ -1,4 +1,5 @@
 import { timingSafeEqual } from "node:crypto";
+import { isIP } from "node:net";
 import { ipAllowed, parseCidrList } from "../core/ip.ts";
 import { GatewayError } from "../core/errors.ts";
 import type { OpenCall } from "./exchange.ts";
@@ -14,12 +15,27 @@ export function operatorRefusal(call: OpenCall, path: string): GatewayError | nu
   return localCaller(call) ? null : new GatewayError("ip", `${path} answers callers on this machine only (gateway reload).`);
 }
 
+// The headers a reverse proxy adds, any one of them: nginx configurations often set X-Real-IP
+// alone, and Caddy always sends X-Forwarded-Proto and X-Forwarded-Host.
+const PROXY_HEADERS = ["x-forwarded-for", "forwarded", "x-real-ip", "x-forwarded-host", "x-forwarded-proto", "via"];
+
+/**
+ * Whether the request names this machine as its host (a loopback address or `localhost`). A page
+ * on another site whose name is made to resolve to 127.0.0.1 (DNS rebinding) reaches the port
+ * from this machine's own browser, but its requests carry that site's name as their Host.
+ */
+function localHost(request: Request): boolean {
+  const name = new URL(request.url).hostname.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  if (name === "localhost" || name.endsWith(".localhost")) return true;
+  return isIP(name) !== 0 && ipAllowed(LOOPBACK, name);
+}
+
 // A reverse proxy on the same host makes every caller look local: a proxied request is not local.
 function localCaller(call: OpenCall): boolean {
   const request = call.request;
   const client = call.clientIp();
-  const proxied = request.headers.has("x-forwarded-for") || request.headers.has("forwarded");
-  return !!client && ipAllowed(LOOPBACK, client) && !proxied;
+  const proxied = PROXY_HEADERS.some((h) => request.headers.has(h));
+  return !!client && ipAllowed(LOOPBACK, client) && !proxied && localHost(request);
 }
 
 /** Who may read /metrics ([server] metrics): loopback callers not behind a proxy, or the bearer token. */
