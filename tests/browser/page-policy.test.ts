@@ -24,15 +24,15 @@ afterAll(async () => {
 async function injected(markup: string): Promise<boolean> {
   const { page } = tab;
   await visit(page, gw.url, "login", "Log in");
-  await page.evaluate((m) => {
-    document.querySelector("main")!.insertAdjacentHTML("beforeend", m);
+  await page.evaluate(`
+    document.querySelector("main").insertAdjacentHTML("beforeend", ${JSON.stringify(markup)});
     const s = document.createElement("script");
     s.textContent = "window.pwned = true";
     document.body.append(s);
-  }, markup);
+  `);
   // An event handler runs once its image fails to load: give it the time.
   await page.waitForTimeout(300);
-  return page.evaluate(() => (window as unknown as { pwned?: boolean }).pwned === true);
+  return (await page.evaluate("window.pwned === true")) as boolean;
 }
 
 describe("the dashboard page's policy", () => {
