@@ -95,6 +95,37 @@ describe("CSRF: Origin on state-changing routes", () => {
   });
 });
 
+describe("the session cookie on an HTTPS dashboard", () => {
+  const HTTPS = "https://gateway.example.com";
+  let tls: TestGateway;
+  beforeAll(async () => {
+    tls = await dashboardGateway({ server: { public_url: HTTPS } });
+  });
+  afterAll(() => tls.stop());
+
+  /** A logged-in browser of the HTTPS dashboard (its pages send public_url's origin). */
+  async function tlsHolder(): Promise<{ b: Browser; email: string }> {
+    const b = new Browser(tls.url);
+    const email = freshEmail();
+    expect((await b.call("POST", "/api/register", { email, password: "correct horse" }, { origin: HTTPS })).status).toBe(201);
+    return { b, email };
+  }
+
+  it("is __Host-gw_session, which only this very host can set: Secure, Path=/, no Domain", async () => {
+    const { b } = await tlsHolder();
+    expect(b.setCookie).toMatch(/^__Host-gw_session=[A-Za-z0-9_-]{43}; Expires=.+; Path=\/; HttpOnly; SameSite=Lax; Secure$/);
+    expect(b.setCookie).not.toContain("Domain");
+  });
+
+  it("ignores a gw_session cookie planted by a sibling subdomain and sent ahead of the holder's own", async () => {
+    const planted = await tlsHolder();
+    const victim = await tlsHolder();
+    // A domain-wide cookie with a longer Path comes first in the Cookie header the browser sends.
+    const res = await fetch(`${tls.url}/api/me`, { headers: { cookie: `gw_session=${planted.b.cookie}; ${victim.b.cookieName}=${victim.b.cookie}` } });
+    expect((await body(res)).email).toBe(victim.email);
+  });
+});
+
 describe("JSON bodies only", () => {
   it("refuses a form body with 415 unsupported_media_type", async () => {
     const res = await new Browser(gw.url).call("POST", "/api/login", "email=a%40b.c&password=whatever1", { "content-type": "application/x-www-form-urlencoded" });
