@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import type { TestGateway } from "../support/gateway.ts";
+import { rawRequest } from "../support/raw-http.ts";
 import { body, Browser, dashboardGateway, registeredBrowser, freshEmail, refusedWith } from "./support.ts";
 
 // Every login and registration hashes a password with Argon2id: a few seconds a test on a loaded machine.
@@ -77,6 +78,22 @@ describe("CSRF: Origin on state-changing routes", () => {
     const b = await holder();
     const res = await fetch(`${gw.url}/api/me`, { headers: { cookie: `gw_session=${b.cookie}` } });
     expect(res.status).toBe(200);
+  });
+
+  it("refuses a DNS-rebinding page, whose Host and Origin both name its own site, when public_url is set", async () => {
+    const other = await dashboardGateway({ server: { public_url: "https://gateway.example.com" } });
+    try {
+      const res = await rawRequest(other.port, {
+        method: "POST",
+        target: "/api/register",
+        headers: [["host", "rebind.example"], ["origin", "http://rebind.example"], ["content-type", "application/json"]],
+        body: new TextEncoder().encode(JSON.stringify({ email: freshEmail(), password: "correct horse" })),
+      });
+      expect(res.status).toBe(403);
+      expect(JSON.parse(res.text()).error.code).toBe("origin");
+    } finally {
+      await other.stop();
+    }
   });
 
   it("compares with [server] public_url when it is set", async () => {
