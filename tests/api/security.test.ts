@@ -112,6 +112,26 @@ describe("CSRF: Origin on state-changing routes", () => {
   });
 });
 
+describe("sessions", () => {
+  it("a login ends the session the browser already had: a token planted before it opens nothing after", async () => {
+    const planter = await holder();
+    const planted = planter.cookie;
+    const email = await registeredEmail();
+    const victim = new Browser(gw.url);
+    victim.cookie = planted;
+    expect((await victim.call("POST", "/api/login", { email, password: "correct horse" })).status).toBe(200);
+    expect(victim.cookie).not.toBe(planted);
+    await refusedWith(await fetch(`${gw.url}/api/me`, { headers: { cookie: `gw_session=${planted}` } }), 401, "no-session");
+    expect((await body(await victim.call("GET", "/api/me"))).email).toBe(email);
+  });
+
+  it("every /api/ answer is cache-control: no-store, the account's and the refusals alike", async () => {
+    const b = await holder();
+    const answers = [await b.call("GET", "/api/me"), await b.call("GET", "/api/requests.csv"), await new Browser(gw.url).call("GET", "/api/me"), await b.call("POST", "/api/keys", {}, { origin: "https://evil.example" })];
+    expect(answers.map((r) => [r.status, r.headers.get("cache-control")])).toEqual([[200, "no-store"], [200, "no-store"], [401, "no-store"], [403, "no-store"]]);
+  });
+});
+
 describe("the session cookie on an HTTPS dashboard", () => {
   const HTTPS = "https://gateway.example.com";
   let tls: TestGateway;
