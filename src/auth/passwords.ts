@@ -28,7 +28,7 @@ export function checkNewPassword(password: unknown, field = "password"): string 
  * a steady two a second kept every login that far behind. Past the queue a check is refused at once
  * (429, Retry-After 1), before any work, so a holder's wait stays bounded (docs/dashboard.md#throttles).
  */
-export const PASSWORD_CHECKS = { running: Math.max(2, availableParallelism()), waiting: 4 * Math.max(2, availableParallelism()) };
+export const PASSWORD_CHECKS = { running: Math.max(2, availableParallelism()), waiting: 8 * Math.max(2, availableParallelism()) };
 
 let running = 0;
 const waiting: (() => void)[] = [];
