@@ -3,6 +3,7 @@ import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { errorOf } from "../support/errors.ts";
 import { rawRequest } from "../support/raw-http.ts";
+import { hostname } from "node:os";
 
 // Issue 13, "Logs, metrics, health": GET /healthz, /readyz, /metrics and /openapi.json.
 
@@ -99,11 +100,18 @@ describe("GET /metrics with [server] metrics = \"loopback\" (the default)", () =
   it("refuses a loopback caller whose Host is another site's name (a DNS-rebinding page in this machine's browser)", async () => {
     const res = await rawRequest(gw.port, { method: "GET", target: "/metrics", headers: [["host", `rebind.example:${gw.port}`]] });
     expect(res.status).toBe(403);
-    expect(JSON.parse(res.text()).error.code).toBe("ip");
+    const error = JSON.parse(res.text()).error;
+    expect(error.code).toBe("ip");
+    expect(error.message).toContain(`names the host rebind.example:${gw.port}: call it as 127.0.0.1 or localhost`);
   });
 
   it("serves a loopback caller that names the host localhost, as a scrape config may", async () => {
     const res = await rawRequest(gw.port, { method: "GET", target: "/metrics", headers: [["host", `localhost:${gw.port}`]] });
+    expect(res.status).toBe(200);
+  });
+
+  it("serves a loopback caller that names this machine's own host name", async () => {
+    const res = await rawRequest(gw.port, { method: "GET", target: "/metrics", headers: [["host", `${hostname()}:${gw.port}`]] });
     expect(res.status).toBe(200);
   });
 });
