@@ -10,16 +10,32 @@ import index from "./index.html";
 // Bun serves an HTML import only as a static route, and a static route takes no headers of ours, so
 // the page could not say that no other site may frame it. So Bun serves the bundle on a private
 // server of this process, the gateway reads the page and its files from it once, and answers them
-// itself, with the framing headers below (docs/dashboard.md#the-pages).
+// itself, with the headers below (docs/dashboard.md#the-pages).
 
 /**
- * No other site may show the dashboard in a frame: a page that frames a logged-in holder's
- * dashboard under a decoy could steer their clicks (create a key, top up). CSP frame-ancestors for
- * current browsers, X-Frame-Options for older ones.
+ * What the page may load and run: its own bundled files only. A script that found its way into the
+ * page (text of a key name, a note or an email, should a view ever write one as markup) does not run,
+ * inline or from another host, and could send nothing elsewhere. The one inline thing is the favicon,
+ * a `data:` image. No other site may show the dashboard in a frame: a page that frames a logged-in
+ * holder's dashboard under a decoy could steer their clicks (create a key, top up).
  */
-export const FRAMING_HEADERS: Readonly<Record<string, string>> = {
+export const PAGE_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+/** The page's and its files' headers: the policy above, X-Frame-Options for browsers older than CSP, no type sniffing. */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   "x-frame-options": "DENY",
-  "content-security-policy": "frame-ancestors 'none'",
+  "content-security-policy": PAGE_POLICY,
+  "x-content-type-options": "nosniff",
 };
 
 /** Bun's own headers of a file worth keeping: its type and caching (the page `no-cache`, the hashed files immutable). */
@@ -71,7 +87,7 @@ async function readBundle(bundle: Bun.HTMLBundle): Promise<Map<string, PageFile>
     const res = await fetch(`http://localhost${path}`, { unix });
     if (!res.ok) throw new Error(`the dashboard's bundle did not serve ${path}: HTTP ${res.status}`);
     const body = new Uint8Array(await res.arrayBuffer());
-    const headers: Record<string, string> = { ...FRAMING_HEADERS };
+    const headers: Record<string, string> = { ...PAGE_HEADERS };
     for (const h of KEPT_HEADERS) {
       const v = res.headers.get(h);
       if (v !== null) headers[h] = v;

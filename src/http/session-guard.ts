@@ -56,7 +56,7 @@ export async function runSessionEndpoint(
   if (write) checkOrigin(svc, request);
   // The session before the body, as the key before it on /v1: a request without one is answered
   // (and its connection closed, app.ts) without waiting for its upload.
-  const token = cookieOf(request.headers.get("cookie"), SESSION_COOKIE);
+  const token = cookieOf(request.headers.get("cookie"), sessionCookieName(svc, request));
   const session = token ? await dash.sessions.find(token) : null;
   if (required && !session) throw noSession();
   if (required && session!.accountDisabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
@@ -119,14 +119,25 @@ export function cookieOf(header: string | null, name: string): string | null {
   return null;
 }
 
+const servedOverHttps = (svc: Services, request: Request) => svc.config.publicUrl.startsWith("https:") || request.url.startsWith("https:");
+
+/**
+ * The session cookie's name: `__Host-gw_session` when the dashboard is served over HTTPS. Browsers
+ * take a `__Host-` cookie only from this very host (Secure, Path=/, no Domain), so a sibling
+ * subdomain (`evil.example.com` beside `gateway.example.com`) cannot plant one: a `gw_session` it
+ * sets for the whole domain, with a longer Path that browsers send first, is then never read. Plain
+ * HTTP cannot carry a `__Host-` cookie; there the name stays `gw_session`.
+ */
+export const sessionCookieName = (svc: Services, request: Request): string => (servedOverHttps(svc, request) ? `__Host-${SESSION_COOKIE}` : SESSION_COOKIE);
+
 /**
  * The session cookie: HttpOnly (no script reads it), SameSite=Lax (not sent on cross-site
  * sub-requests), Secure when the dashboard is served over HTTPS, Path=/ for the pages and /api/.
  */
 export function sessionCookie(svc: Services, request: Request, value: { token: string; expiresAt: number } | null): string {
-  const secure = svc.config.publicUrl.startsWith("https:") || request.url.startsWith("https:");
+  const secure = servedOverHttps(svc, request);
   const life = value
     ? `${value.token}; Expires=${new Date(value.expiresAt).toUTCString()}; Max-Age=${Math.max(0, Math.floor((value.expiresAt - Date.now()) / 1000))}`
     : "; Max-Age=0";
-  return `${SESSION_COOKIE}=${life}; Path=/; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}`;
+  return `${sessionCookieName(svc, request)}=${life}; Path=/; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}`;
 }

@@ -166,11 +166,21 @@ describe("POST /api/admin/accounts/{id}/disable and /enable", () => {
     expect(await body(await a.b.call("POST", `/api/admin/accounts/${h.id}/disable`))).toMatchObject({ id: h.id, disabled: true });
     await refusedWith(await h.b.call("GET", "/api/me"), 403, "inactive");
     expect(await body(await a.b.call("POST", `/api/admin/accounts/${h.id}/enable`))).toMatchObject({ id: h.id, disabled: false });
-    expect((await h.b.call("GET", "/api/me")).status).toBe(200);
+    const back = new Browser(gw.url);
+    expect((await back.call("POST", "/api/login", { email: h.email, password: "correct horse" })).status).toBe(200);
+    expect((await back.call("GET", "/api/me")).status).toBe(200);
     expect(auditOf(h.id).map((r) => [r.actor_account_id, r.action])).toEqual([
       [a.id, "account_disabled"],
       [a.id, "account_enabled"],
     ]);
+  });
+
+  it("enable leaves the sessions opened before the disable ended: a stolen session does not come back", async () => {
+    const a = await admin();
+    const h = await holder();
+    await a.b.call("POST", `/api/admin/accounts/${h.id}/disable`);
+    await a.b.call("POST", `/api/admin/accounts/${h.id}/enable`);
+    await refusedWith(await h.b.call("GET", "/api/me"), 401, "no-session");
   });
 
   it("refuses an admin disabling its own account", async () => {

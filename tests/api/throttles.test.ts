@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { PASSWORD_CHECKS } from "../../src/auth/passwords.ts";
 import { events } from "../../src/core/events.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { startTestRedis, type TestRedis } from "../support/redis-server.ts";
@@ -27,6 +28,20 @@ async function tally(answers: Promise<Response>[]): Promise<Record<number, numbe
   }
   return counts;
 }
+
+describe("password checks from many addresses at once", () => {
+  it("a flood within every address's throttle is held to the checks the process runs and queues: the rest are 429 at once, Retry-After 1", async () => {
+    const { running, waiting } = PASSWORD_CHECKS;
+    const n = running + waiting + 20;
+    // Unknown emails, one address each: no per-account or per-address throttle is reached.
+    const answers = Array.from({ length: n }, (_, i) => new Browser(gw.url, `10.251.${i >> 8}.${i & 255}`).call("POST", "/api/login", { email: freshEmail(), password: "wrong password" }));
+    const counts = await tally(answers);
+    expect((counts[401] ?? 0) + (counts[429] ?? 0)).toBe(n);
+    // Checks that end while the flood still arrives free their turns: a few more than the cap may be checked.
+    expect(counts[401]).toBeLessThanOrEqual(running + waiting + 10);
+    expect(counts[429]).toBeGreaterThanOrEqual(10);
+  });
+});
 
 describe("failed logins in parallel", () => {
   it("20 wrong passwords at once for one account from 5 addresses: 5 are checked (401), 15 are 429 with Retry-After", async () => {

@@ -149,6 +149,14 @@ describe("account disable and enable", () => {
     expect((await chat(k.key)).status).toBe(200);
   });
 
+  it("enable leaves the dashboard sessions opened before the disable ended", async () => {
+    const b = new Browser(gw.url);
+    const { email: e } = await b.register();
+    await run("account", "disable", "--email", e);
+    await run("account", "enable", "--email", e);
+    await expectError(await b.call("GET", "/api/me"), 401, "no-session", "authentication_error");
+  });
+
   it("says so when the account already was in that state", async () => {
     const e = email();
     await run("account", "create", "--email", e);

@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { errorOf } from "../support/errors.ts";
+import { rawRequest } from "../support/raw-http.ts";
+import { hostname } from "node:os";
 
 // Issue 13, "Logs, metrics, health": GET /healthz, /readyz, /metrics and /openapi.json.
 
@@ -88,6 +90,30 @@ describe("GET /metrics with [server] metrics = \"loopback\" (the default)", () =
     expect(res.status).toBe(403);
     expect((await errorOf(res)).code).toBe("ip");
   });
+
+  it("refuses a proxied request that carries only X-Real-IP, as many nginx configurations send it", async () => {
+    const res = await rawRequest(gw.port, { method: "GET", target: "/metrics", headers: [["x-real-ip", "203.0.113.9"]] });
+    expect(res.status).toBe(403);
+    expect(JSON.parse(res.text()).error.code).toBe("ip");
+  });
+
+  it("refuses a loopback caller whose Host is another site's name (a DNS-rebinding page in this machine's browser)", async () => {
+    const res = await rawRequest(gw.port, { method: "GET", target: "/metrics", headers: [["host", `rebind.example:${gw.port}`]] });
+    expect(res.status).toBe(403);
+    const error = JSON.parse(res.text()).error;
+    expect(error.code).toBe("ip");
+    expect(error.message).toContain(`names the host rebind.example:${gw.port}: call it as 127.0.0.1 or localhost`);
+  });
+
+  it("serves a loopback caller that names the host localhost, as a scrape config may", async () => {
+    const res = await rawRequest(gw.port, { method: "GET", target: "/metrics", headers: [["host", `localhost:${gw.port}`]] });
+    expect(res.status).toBe(200);
+  });
+
+  it("serves a loopback caller that names this machine's own host name", async () => {
+    const res = await rawRequest(gw.port, { method: "GET", target: "/metrics", headers: [["host", `${hostname()}:${gw.port}`]] });
+    expect(res.status).toBe(200);
+  });
 });
 
 describe("GET /metrics with a bearer token", () => {
@@ -158,6 +184,12 @@ describe("POST /reload", () => {
     const body = (await res.json()) as { reloaded: boolean; error: string };
     expect(body.reloaded).toBe(false);
     expect(body.error).toStartWith("test config: cannot read the config file");
+  });
+
+  it("refuses a loopback caller whose Host is another site's name (DNS rebinding), and reloads nothing", async () => {
+    const res = await rawRequest(gw.port, { method: "POST", target: "/reload", headers: [["host", "rebind.example"]] });
+    expect(res.status).toBe(403);
+    expect(JSON.parse(res.text()).error.code).toBe("ip");
   });
 
   it("refuses a proxied caller, even with the metrics token", async () => {

@@ -55,7 +55,9 @@ export async function rawRequest(port: number, req: RawRequest, timeoutMs = 10_0
     },
   });
   const body = req.body ?? new Uint8Array(0);
-  let head = `${req.method} ${req.target} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nconnection: close\r\n`;
+  // A Host of the request's own (a DNS-rebinding page's name) replaces the loopback one.
+  const hostGiven = req.headers.some(([k]) => k.toLowerCase() === "host");
+  let head = `${req.method} ${req.target} HTTP/1.1\r\n${hostGiven ? "" : `host: 127.0.0.1:${port}\r\n`}connection: close\r\n`;
   for (const [k, v] of req.headers) head += `${k}: ${v}\r\n`;
   if (!req.headers.some(([k]) => k.toLowerCase() === "content-length")) head += `content-length: ${body.byteLength}\r\n`;
   head += "\r\n";
