@@ -149,6 +149,16 @@ describe("the dashboard's states", () => {
     expect(await inPage<string | null>("document.activeElement.getAttribute('aria-label')")).toBe("Edit key phone");
     await page.setViewportSize({ width: 1100, height: 900 });
   });
+
+  it("names a key made without a name by its prefix where it is shown once", async () => {
+    const { page } = tab;
+    await visit(page, gw.url, "keys", "Keys");
+    await page.getByRole("button", { name: "New key" }).click();
+    await page.getByRole("form", { name: "Create a key" }).getByRole("button", { name: "Create key" }).click();
+    const prefix = ((await page.getByTestId("new-key").textContent()) ?? "").slice(0, 12);
+    expect(prefix).toMatch(/^gk_sk_/);
+    expect(await page.getByRole("region", { name: "Your new key" }).getByRole("heading", { level: 2 }).textContent()).toBe(`Key ${prefix} created`);
+  });
 });
 
 /** An API client logged in as this file's holder (its own session, beside the page's). */

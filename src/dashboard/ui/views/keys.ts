@@ -53,7 +53,7 @@ function shownOnce(k: NewKeyView, models: PricedModel[]): HTMLElement {
   return h(
     "div",
     { class: "once", role: "region", "aria-label": "Your new key" },
-    h("h2", {}, `Key ${k.name ?? k.prefix} created`),
+    h("h2", {}, `Key ${k.name || k.prefix} created`),
     h("p", {}, h("strong", {}, "Copy it now: "), "it is shown this once. The gateway keeps only its hash."),
     h("p", { class: "key-text" }, h("code", { "data-testid": "new-key" }, k.key!), " ", copyButton(k.key!, "Copy key")),
     h("p", {}, testButton(k.key!, models, tried)),
