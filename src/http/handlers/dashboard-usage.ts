@@ -19,7 +19,7 @@ const DAY_MS = 24 * 3600 * 1000;
 export function queryOf(c: SessionCall, takes: string[]): URLSearchParams {
   const q = new URL(c.request.url).searchParams;
   for (const name of q.keys()) {
-    if (!takes.includes(name)) throw invalidRequest(`${name}: not a parameter of ${c.request.method} ${c.pathname}; it takes ${takes.join(", ")}`);
+    if (!takes.includes(name)) throw invalidRequest(`${name}: not a parameter of ${c.request.method} ${c.pathname}; it takes ${takes.length ? takes.join(", ") : "none"}`);
   }
   return q;
 }
@@ -60,6 +60,36 @@ export async function getLedger(c: SessionCall): Promise<Response> {
   const items = await c.svc.accounts.statementPage(c.session!.accountId, upTo, at, limit + 1);
   const page = items.slice(0, limit);
   return json<LedgerPage>({ object: "list", data: page.map(ledgerView), next: items.length > limit ? cursorText(upTo, page.at(-1)!.at) : null });
+}
+
+const LEDGER_COLUMNS = ["created_at", "kind", "day", "count", "amount_usd", "note", "external_ref"] as const;
+const STATEMENT_PAGE = 500;
+
+/** GET /api/ledger.csv: every item of the statement, as the pages read it, pinned to its newest entry. */
+export async function getLedgerCsv(c: SessionCall): Promise<Response> {
+  queryOf(c, []);
+  const accountId = c.session!.accountId;
+  const upTo = await c.svc.accounts.newestLedgerId();
+  const items: StatementItem[] = [];
+  for (let at: StatementPosition | null = null; ; ) {
+    const page = await c.svc.accounts.statementPage(accountId, upTo, at, STATEMENT_PAGE);
+    items.push(...page);
+    if (page.length < STATEMENT_PAGE) break;
+    at = page.at(-1)!.at;
+  }
+  const rows = items.map((e) => [
+    isoTime(e.createdAt),
+    e.kind,
+    e.kind === "charges" ? e.day : null,
+    e.kind === "charges" ? e.count : null,
+    // The exact decimal, as requests.csv writes its costs.
+    formatUsd(e.amountNano),
+    e.kind === "charges" ? null : e.note,
+    e.kind === "charges" ? null : e.externalRef,
+  ]);
+  return new Response(csv([...LEDGER_COLUMNS], rows), {
+    headers: { "content-type": "text/csv; charset=utf-8", "content-disposition": 'attachment; filename="ledger.csv"' },
+  });
 }
 
 // GET /api/requests and /api/requests.csv: the same filters, one page or every row.

@@ -6,7 +6,7 @@ import { stackedChart } from "./spend.ts";
 import { requestDetail } from "./request-detail.ts";
 
 // Recent requests (never their content) with filters, paging and a CSV export; the ledger with the
-// charges grouped per day; the spend per day as the overview draws it (docs/dashboard.md#overview),
+// charges grouped per day, and its CSV; the spend per day as the overview draws it (docs/dashboard.md#overview),
 // under the same filters as the requests but their status.
 
 const tokens = (n: number | null) => (n === null ? "—" : String(n));
@@ -167,6 +167,7 @@ export async function usageView(ctx: Ctx): Promise<HTMLElement> {
     requests,
     detail,
     h("h2", {}, "Ledger"),
+    h("p", {}, h("a", { href: "/api/ledger.csv", download: "ledger.csv" }, "Export the ledger as CSV")),
     ledger,
   );
 }
