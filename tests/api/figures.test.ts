@@ -368,6 +368,9 @@ describe("a parameter the route cannot read", () => {
     ["/api/usage/daily?by=day", "by"],
     ["/api/usage/daily?days=400", "days"],
     ["/api/ledger?before=yesterday", "before"],
+    ["/api/requests?key_id=ci", "key_id"],
+    ["/api/requests.csv?key_id=", "key_id"],
+    ["/api/usage/summary?key_id=1.0", "key_id"],
   ];
   for (const [path, name] of cases) {
     it(`is refused on ${path} with 400 invalid_request naming ${name}`, async () => {

@@ -104,15 +104,24 @@ function timeParam(q: URLSearchParams, name: string): number | undefined {
   return read.ms;
 }
 
+/**
+ * The account's keys, or the one `key_id` names: text that is no id is refused as unreadable (400),
+ * an id of no key of this account as not found (404), the same for another account's.
+ */
+export async function keysOfParam(c: SessionCall, q: URLSearchParams): Promise<KeyRow[]> {
+  const keys = await c.svc.keys.ofAccount(c.session!.accountId);
+  const keyId = q.get("key_id");
+  if (keyId === null) return keys;
+  if (!/^[1-9]\d{0,15}$/.test(keyId)) throw invalidRequest(`key_id: a key's id, a whole number such as 12 (GET /api/keys lists them), not '${keyId}'`);
+  const one = keys.filter((k) => String(k.id) === keyId);
+  if (one.length === 0) throw new GatewayError("key_not_found", `key_id: no key with id ${keyId} on this account.`);
+  return one;
+}
+
 /** The account's keys the rows are read by (one, with key_id) and the filter of the other parameters. */
 async function requestFilter(c: SessionCall, q: URLSearchParams): Promise<{ keys: KeyRow[]; filter: LogFilter }> {
   const accountId = c.session!.accountId;
-  let keys = await c.svc.keys.ofAccount(accountId);
-  const keyId = q.get("key_id");
-  if (keyId !== null) {
-    keys = keys.filter((k) => String(k.id) === keyId);
-    if (keys.length === 0) throw new GatewayError("key_not_found", `key_id: no key with id ${keyId} on this account.`);
-  }
+  const keys = await keysOfParam(c, q);
   const filter: LogFilter = { accountId, since: timeParam(q, "since"), until: timeParam(q, "until") };
   const model = q.get("model");
   // The log names models by their canonical id; an alias finds them too, as with `gateway logs list`.
