@@ -150,6 +150,24 @@ describe("the dashboard's states", () => {
     await page.setViewportSize({ width: 1100, height: 900 });
   });
 
+  it("renames an expired key without touching its expiry", async () => {
+    const { page } = tab;
+    const made = (await (await (await loggedIn()).call("POST", "/api/keys", { name: "lapsed", expires_at: "2099-01-01T08:00:30Z" })).json()) as { id: number };
+    const past = Date.now() - 3600_000;
+    gw.services.db.$client.run("UPDATE api_keys SET expires_at = ? WHERE id = ?", [past, made.id]);
+    // From another view: the keys page open already would not load again.
+    await visit(page, gw.url, "", "Overview");
+    await visit(page, gw.url, "keys", "Keys");
+    const row = page.getByRole("row").filter({ hasText: "lapsed" });
+    await row.getByRole("button", { name: "Edit key lapsed" }).click();
+    const form = page.getByRole("table").getByRole("form", { name: /^Edit key gk_sk_/ });
+    await form.getByLabel("Name").fill("lapsed-renamed");
+    await form.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("row").filter({ hasText: "lapsed-renamed" }).filter({ hasText: "expired" }).waitFor();
+    const stored = gw.services.db.$client.query("SELECT expires_at AS at FROM api_keys WHERE id = ?").get(made.id) as { at: number };
+    expect(stored.at).toBe(past);
+  });
+
   it("names a key made without a name by its prefix where it is shown once", async () => {
     const { page } = tab;
     await visit(page, gw.url, "keys", "Keys");

@@ -104,7 +104,7 @@ function editInRow(row: HTMLTableRowElement, k: KeyView, pricing: Pricing, defau
     if (e.key === "Escape") cancel();
   });
   onSubmit(form, msg, async (d) => {
-    const saved = await api<KeyView>("PATCH", `/api/keys/${k.id}`, keyBody(d, true));
+    const saved = await api<KeyView>("PATCH", `/api/keys/${k.id}`, keyBody(d, k));
     const list = editing.closest("table")?.parentElement?.parentElement;
     await refresh();
     const name = saved.name || saved.prefix;
@@ -182,7 +182,7 @@ export async function keysView(_ctx: Ctx): Promise<HTMLElement> {
   };
   const refresh = async () => drawList((await api<KeyList>("GET", "/api/keys")).data);
   onSubmit(form, msg, async (d) => {
-    const k = await api<NewKeyView>("POST", "/api/keys", keyBody(d, false));
+    const k = await api<NewKeyView>("POST", "/api/keys", keyBody(d, null));
     form.reset();
     form.hidden = true;
     opener.setAttribute("aria-expanded", "false");
