@@ -179,9 +179,18 @@ describe("GET /api/requests.csv", () => {
     expect(res.headers.get("content-type")).toStartWith("text/csv");
     expect(res.headers.get("content-disposition")).toBe('attachment; filename="requests.csv"');
     const lines = (await res.text()).trimEnd().split("\r\n");
-    expect(lines[0]).toBe("request_id,created_at,key_id,key_prefix,key_name,model,endpoint,path,status,error_code,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cache_write_1h_tokens,web_searches,service_tier,inference_geo,images,image_input_tokens,image_output_tokens,cost_usd,latency_ms");
+    expect(lines[0]).toBe("request_id,created_at,key_id,key_prefix,key_name,model,endpoint,path,status,error_code,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cache_write_1h_tokens,web_searches,service_tier,inference_geo,images,image_input_tokens,image_output_tokens,cost_usd,latency_ms,stream,attempts");
     expect(lines.slice(1).map((l) => l.split(",")[0])).toEqual([mine[1]!, mine[0]!]);
     expect(lines.join("\n")).not.toContain(theirs);
+  });
+
+  it("has a column for every field of a GET /api/requests row, in its order, the same values", async () => {
+    const h = await holderWithKey({ name: "ci" });
+    await chat(h.key);
+    const row = (await get(h.b, "/api/requests")).data[0] as Record<string, unknown>;
+    const [header, line] = (await (await h.b.call("GET", "/api/requests.csv")).text()).trimEnd().split("\r\n");
+    expect(header!.split(",")).toEqual(Object.keys(row));
+    expect(line!.split(",")).toEqual(Object.values(row).map((v) => (v === null ? "" : String(v))));
   });
 
   it("takes the same filters", async () => {

@@ -135,7 +135,7 @@ async function requestFilter(c: SessionCall, q: URLSearchParams): Promise<{ keys
 }
 
 const COLUMNS = ["request_id", "created_at", "key_id", "key_prefix", "key_name", "model", "endpoint", "path", "status", "error_code", "input_tokens", "output_tokens",
-  "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "inference_geo", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms"] as const;
+  "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "inference_geo", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms", "stream", "attempts"] as const;
 
 export function requestView(r: LogRecord, names: Map<number, string>): RequestRow {
   return {
@@ -193,7 +193,10 @@ export async function getRequestsCsv(c: SessionCall): Promise<Response> {
   const rows = (await c.svc.reports.keysPage(keys.map((k) => k.id), filter, null, null)).map((r) => {
     const v = requestView(r, names);
     // The exact decimal, as `gateway logs list --csv` writes it: a spreadsheet sums it without float noise.
-    return COLUMNS.map((col) => (col === "cost_usd" ? formatUsd(r.costNano) : v[col]));
+    return COLUMNS.map((col) => {
+      const x = v[col];
+      return col === "cost_usd" ? formatUsd(r.costNano) : typeof x === "boolean" ? String(x) : x;
+    });
   });
   return new Response(csv([...COLUMNS], rows), {
     headers: { "content-type": "text/csv; charset=utf-8", "content-disposition": 'attachment; filename="requests.csv"' },
