@@ -39,6 +39,13 @@ describe("the dashboard's states", () => {
     // afterEach: no HTTP 401 (nor any other error) seen by the page.
   });
 
+  it("tells a visitor who forgot the password on the login page that the operator sets a new one", async () => {
+    await visit(tab.page, gw.url, "login", "Log in");
+    expect(await tab.page.getByTestId("forgot-password").textContent()).toBe(
+      "Forgot your password? The gateway sends no reset email: ask its operator to set a new one.",
+    );
+  });
+
   it("shows a busy spinner, read out, while a view's data loads", async () => {
     const { page } = tab;
     await signIn(page, gw.url, "register", EMAIL, PASSWORD);
