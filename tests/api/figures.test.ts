@@ -380,6 +380,8 @@ describe("a parameter the route cannot read", () => {
     ["/api/requests?key_id=ci", "key_id"],
     ["/api/requests.csv?key_id=", "key_id"],
     ["/api/usage/summary?key_id=1.0", "key_id"],
+    ["/api/requests?model=", "model"],
+    ["/api/usage/summary?model=", "model"],
   ];
   for (const [path, name] of cases) {
     it(`is refused on ${path} with 400 invalid_request naming ${name}`, async () => {

@@ -118,14 +118,25 @@ export async function keysOfParam(c: SessionCall, q: URLSearchParams): Promise<K
   return one;
 }
 
+/**
+ * The `model` filter as the log names it: the canonical id of a catalog name or alias, else the text
+ * as given (a model the catalog no longer has); empty text names nothing and is refused.
+ */
+export function modelParam(c: SessionCall, q: URLSearchParams): string | undefined {
+  const model = q.get("model");
+  if (model === null) return undefined;
+  if (model === "") throw invalidRequest("model: a model id or alias such as demo-text-1, not ''");
+  return c.svc.catalog.lookup(model)?.id ?? model;
+}
+
 /** The account's keys the rows are read by (one, with key_id) and the filter of the other parameters. */
 async function requestFilter(c: SessionCall, q: URLSearchParams): Promise<{ keys: KeyRow[]; filter: LogFilter }> {
   const accountId = c.session!.accountId;
   const keys = await keysOfParam(c, q);
   const filter: LogFilter = { accountId, since: timeParam(q, "since"), until: timeParam(q, "until") };
-  const model = q.get("model");
   // The log names models by their canonical id; an alias finds them too, as with `gateway logs list`.
-  if (model !== null) filter.model = c.svc.catalog.lookup(model)?.id ?? model;
+  const model = modelParam(c, q);
+  if (model !== undefined) filter.model = model;
   const status = q.get("status");
   if (status !== null) {
     filter.status = statusRange(status) ?? undefined;
