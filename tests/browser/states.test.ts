@@ -175,6 +175,16 @@ describe("the dashboard's states", () => {
     expect(stored.at).toBe(past);
   });
 
+  it("shows when each key was made in its row, beside its last use", async () => {
+    const { page } = tab;
+    const made = (await (await (await loggedIn()).call("POST", "/api/keys", { name: "dated" })).json()) as { created_at: string };
+    await visit(page, gw.url, "", "Overview");
+    await visit(page, gw.url, "keys", "Keys");
+    const created = await inPage<string>(`new Date(${JSON.stringify(made.created_at)}).toLocaleString(undefined, { timeZoneName: "short" })`);
+    const row = page.getByRole("row").filter({ hasText: "dated" });
+    expect(await row.locator('td[data-label="Created"]').textContent()).toBe(created);
+  });
+
   it("names a key made without a name by its prefix where it is shown once", async () => {
     const { page } = tab;
     await visit(page, gw.url, "keys", "Keys");

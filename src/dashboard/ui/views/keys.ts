@@ -158,6 +158,7 @@ export async function keysView(_ctx: Ctx): Promise<HTMLElement> {
         h("span", { class: `badge ${k.status}` }, k.status),
         restrictions(k),
         spending(k),
+        when(k.created_at),
         when(k.last_used_at ?? null),
         actions,
       ],
@@ -173,7 +174,7 @@ export async function keysView(_ctx: Ctx): Promise<HTMLElement> {
       budgetNotice(data) ?? "",
       table(
         "Your keys",
-        ["Prefix", "Name", "Status", { label: "Restrictions", optional: true }, "Spent / quota", { label: "Last used", optional: true }, "Actions"],
+        ["Prefix", "Name", "Status", { label: "Restrictions", optional: true }, "Spent / quota", { label: "Created", optional: true }, { label: "Last used", optional: true }, "Actions"],
         visible.map(cells),
         "No keys yet: press New key above.",
       ),
