@@ -10,7 +10,7 @@ import { createKey, KeyBody, listKeys, revokeKey, updateKey } from "./handlers/d
 import { adminStatus, CreditBody, creditAccount, DebitBody, debitAccountRoute, disableAccount, enableAccount, listAdminAccounts, listAudit, pauseProduct, resumeProduct } from "./handlers/dashboard-admin.ts";
 import { createAdminAccount, createKeyFor, getAdminAccount, NewAccountBody, NoteBody, PasswordBody, putNote, revokeKeyOf, setPasswordOf } from "./handlers/dashboard-admin-account.ts";
 import { getTotals } from "./handlers/dashboard-admin-totals.ts";
-import { getDailyUsage, getLedger, getRequests, getRequestsCsv } from "./handlers/dashboard-usage.ts";
+import { getDailyUsage, getLedger, getLedgerCsv, getRequests, getRequestsCsv } from "./handlers/dashboard-usage.ts";
 import { getUsageSummary } from "./handlers/dashboard-summary.ts";
 import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
 import { Credentials, Registration, getMe, getSession, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./handlers/dashboard-account.ts";
@@ -146,6 +146,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "DELETE", path: "/api/keys/{id}", auth: "session", response: A.ok(A.KeyView), summary: "Revoke a key", handler: revokeKey }),
   // account-data: the holder's figures and the operator's admin routes (handlers/dashboard-usage.ts, handlers/dashboard-admin.ts).
   row({ method: "GET", path: "/api/ledger", auth: "session", response: A.ok(A.LedgerPage), summary: "The account's ledger, charges grouped per UTC day", handler: getLedger }),
+  row({ method: "GET", path: "/api/ledger.csv", auth: "session", response: A.csvFile, summary: "The account's whole ledger as CSV, charges grouped per UTC day", handler: getLedgerCsv }),
   row({ method: "GET", path: "/api/requests", auth: "session", response: A.ok(A.RequestPage), summary: "The account's requests from the request log, filtered and paged", handler: getRequests }),
   row({ method: "GET", path: "/api/requests.csv", auth: "session", response: A.csvFile, summary: "The account's requests as CSV, every matching row", handler: getRequestsCsv }),
   row({ method: "GET", path: "/api/usage/daily", auth: "session", response: A.ok(A.DailyUsage), summary: "Daily spend per key or per model", handler: getDailyUsage }),

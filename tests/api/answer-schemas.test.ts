@@ -67,6 +67,7 @@ beforeAll(async () => {
   await hit(visitor, "GET", "/api/ledger");
   await hit(visitor, "GET", "/api/requests");
   await hit(visitor, "GET", "/api/requests.csv");
+  await hit(visitor, "GET", "/api/ledger.csv");
   await hit(visitor, "GET", "/api/usage/daily");
   await hit(visitor, "GET", "/api/usage/summary");
   await hit(visitor, "DELETE", "/api/keys/{id}", `/api/keys/${key.id}`);

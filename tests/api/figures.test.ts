@@ -179,9 +179,18 @@ describe("GET /api/requests.csv", () => {
     expect(res.headers.get("content-type")).toStartWith("text/csv");
     expect(res.headers.get("content-disposition")).toBe('attachment; filename="requests.csv"');
     const lines = (await res.text()).trimEnd().split("\r\n");
-    expect(lines[0]).toBe("request_id,created_at,key_id,key_prefix,key_name,model,endpoint,path,status,error_code,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cache_write_1h_tokens,web_searches,service_tier,inference_geo,images,image_input_tokens,image_output_tokens,cost_usd,latency_ms");
+    expect(lines[0]).toBe("request_id,created_at,key_id,key_prefix,key_name,model,endpoint,path,status,error_code,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cache_write_1h_tokens,web_searches,service_tier,inference_geo,images,image_input_tokens,image_output_tokens,cost_usd,latency_ms,stream,attempts");
     expect(lines.slice(1).map((l) => l.split(",")[0])).toEqual([mine[1]!, mine[0]!]);
     expect(lines.join("\n")).not.toContain(theirs);
+  });
+
+  it("has a column for every field of a GET /api/requests row, in its order, the same values", async () => {
+    const h = await holderWithKey({ name: "ci" });
+    await chat(h.key);
+    const row = (await get(h.b, "/api/requests")).data[0] as Record<string, unknown>;
+    const [header, line] = (await (await h.b.call("GET", "/api/requests.csv")).text()).trimEnd().split("\r\n");
+    expect(header!.split(",")).toEqual(Object.keys(row));
+    expect(line!.split(",")).toEqual(Object.values(row).map((v) => (v === null ? "" : String(v))));
   });
 
   it("takes the same filters", async () => {
@@ -265,6 +274,42 @@ describe("GET /api/ledger", () => {
 
 });
 
+describe("GET /api/ledger.csv", () => {
+  const lines = async (b: Browser) => (await (await b.call("GET", "/api/ledger.csv")).text()).trimEnd().split("\r\n");
+
+  it("answers the whole ledger as a CSV attachment, the same entries as GET /api/ledger with exact amounts", async () => {
+    const h = await holderWithKey();
+    await chat(h.key);
+    await chat(h.key);
+    await gw.services.ledger.credit(h.accountId, 2_500_000_001, "operator_credit", "thanks, and sorry");
+    const res = await h.b.call("GET", "/api/ledger.csv");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toStartWith("text/csv");
+    expect(res.headers.get("content-disposition")).toBe('attachment; filename="ledger.csv"');
+    const charged = sqlGet<{ n: number; s: number }>(gw, "SELECT count(*) AS n, sum(amount_nano) AS s FROM ledger_entries WHERE account_id = ? AND kind = 'charge'", h.accountId);
+    const list = (await get(h.b, "/api/ledger")).data as { created_at: string }[];
+    const today = new Date().toISOString().slice(0, 10);
+    expect((await res.text()).trimEnd().split("\r\n")).toEqual([
+      "created_at,kind,day,count,amount_usd,note,external_ref",
+      `${list[0]!.created_at},operator_credit,,,2.500000001,"thanks, and sorry",`,
+      `${list[1]!.created_at},charges,${today},${charged.n},-0.${String(-charged.s).padStart(9, "0").replace(/0+$/, "")},,`,
+      `${list[2]!.created_at},registration_credit,,,1,starting balance,`,
+    ]);
+  });
+
+  it("answers every entry, past the 500 a page of GET /api/ledger holds", async () => {
+    const h = await holderWithKey();
+    for (let i = 0; i < 520; i++) await gw.services.ledger.credit(h.accountId, 1, "operator_credit", `n${i}`);
+    const rows = (await lines(h.b)).slice(1);
+    expect(rows).toHaveLength(521);
+    expect(new Set(rows.map((r) => r.split(",")[5])).size).toBe(521);
+  });
+
+  it("refuses a request without a session", async () => {
+    await refusedWith(await new Browser(gw.url).call("GET", "/api/ledger.csv"), 401, "no-session");
+  });
+});
+
 describe("GET /api/usage/daily", () => {
   it("gives the account's spend per key for each of the last days, with the daily total", async () => {
     const h = await holderWithKey({ name: "first" });
@@ -328,9 +373,15 @@ describe("a parameter the route cannot read", () => {
     ["/api/requests?account=1", "account"],
     ["/api/requests?limit=0", "limit"],
     ["/api/requests.csv?limit=10", "limit"],
+    ["/api/ledger.csv?limit=10", "limit"],
     ["/api/usage/daily?by=day", "by"],
     ["/api/usage/daily?days=400", "days"],
     ["/api/ledger?before=yesterday", "before"],
+    ["/api/requests?key_id=ci", "key_id"],
+    ["/api/requests.csv?key_id=", "key_id"],
+    ["/api/usage/summary?key_id=1.0", "key_id"],
+    ["/api/requests?model=", "model"],
+    ["/api/usage/summary?model=", "model"],
   ];
   for (const [path, name] of cases) {
     it(`is refused on ${path} with 400 invalid_request naming ${name}`, async () => {

@@ -91,6 +91,19 @@ describe("the account holder's dashboard", () => {
     expect(usdIn(await textOf(page, "balance", /\$/))).toBeCloseTo(1 - costUsd, 9);
   });
 
+  it("downloads the ledger as CSV from the usage page: the starting credit and the day's charge", async () => {
+    const { page } = tab;
+    await visit(page, gw.url, "usage", "Usage");
+    const [file] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Export the ledger as CSV" }).click()]);
+    expect(file.suggestedFilename()).toBe("ledger.csv");
+    const lines = (await Bun.file((await file.path())!).text()).trimEnd().split("\r\n");
+    expect(lines[0]).toBe("created_at,kind,day,count,amount_usd,note,external_ref");
+    expect(lines.slice(1).map((l) => l.split(",").slice(1, 5).join(","))).toEqual([
+      `charges,${new Date().toISOString().slice(0, 10)},1,-${costUsd}`,
+      "registration_credit,,,1",
+    ]);
+  });
+
   it("shows prices and client snippets filled in with the key's prefix", async () => {
     const { page } = tab;
     await visit(page, gw.url, "models", "Models and prices");

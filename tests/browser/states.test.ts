@@ -39,6 +39,13 @@ describe("the dashboard's states", () => {
     // afterEach: no HTTP 401 (nor any other error) seen by the page.
   });
 
+  it("tells a visitor who forgot the password on the login page that the operator sets a new one", async () => {
+    await visit(tab.page, gw.url, "login", "Log in");
+    expect(await tab.page.getByTestId("forgot-password").textContent()).toBe(
+      "Forgot your password? The gateway sends no reset email: ask its operator to set a new one.",
+    );
+  });
+
   it("shows a busy spinner, read out, while a view's data loads", async () => {
     const { page } = tab;
     await signIn(page, gw.url, "register", EMAIL, PASSWORD);
@@ -148,6 +155,44 @@ describe("the dashboard's states", () => {
     await active.getByRole("button", { name: "Edit key phone" }).waitFor();
     expect(await inPage<string | null>("document.activeElement.getAttribute('aria-label')")).toBe("Edit key phone");
     await page.setViewportSize({ width: 1100, height: 900 });
+  });
+
+  it("renames an expired key without touching its expiry", async () => {
+    const { page } = tab;
+    const made = (await (await (await loggedIn()).call("POST", "/api/keys", { name: "lapsed", expires_at: "2099-01-01T08:00:30Z" })).json()) as { id: number };
+    const past = Date.now() - 3600_000;
+    gw.services.db.$client.run("UPDATE api_keys SET expires_at = ? WHERE id = ?", [past, made.id]);
+    // From another view: the keys page open already would not load again.
+    await visit(page, gw.url, "", "Overview");
+    await visit(page, gw.url, "keys", "Keys");
+    const row = page.getByRole("row").filter({ hasText: "lapsed" });
+    await row.getByRole("button", { name: "Edit key lapsed" }).click();
+    const form = page.getByRole("table").getByRole("form", { name: /^Edit key gk_sk_/ });
+    await form.getByLabel("Name").fill("lapsed-renamed");
+    await form.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("row").filter({ hasText: "lapsed-renamed" }).filter({ hasText: "expired" }).waitFor();
+    const stored = gw.services.db.$client.query("SELECT expires_at AS at FROM api_keys WHERE id = ?").get(made.id) as { at: number };
+    expect(stored.at).toBe(past);
+  });
+
+  it("shows when each key was made in its row, beside its last use", async () => {
+    const { page } = tab;
+    const made = (await (await (await loggedIn()).call("POST", "/api/keys", { name: "dated" })).json()) as { created_at: string };
+    await visit(page, gw.url, "", "Overview");
+    await visit(page, gw.url, "keys", "Keys");
+    const created = await inPage<string>(`new Date(${JSON.stringify(made.created_at)}).toLocaleString(undefined, { timeZoneName: "short" })`);
+    const row = page.getByRole("row").filter({ hasText: "dated" });
+    expect(await row.locator('td[data-label="Created"]').textContent()).toBe(created);
+  });
+
+  it("names a key made without a name by its prefix where it is shown once", async () => {
+    const { page } = tab;
+    await visit(page, gw.url, "keys", "Keys");
+    await page.getByRole("button", { name: "New key" }).click();
+    await page.getByRole("form", { name: "Create a key" }).getByRole("button", { name: "Create key" }).click();
+    const prefix = ((await page.getByTestId("new-key").textContent()) ?? "").slice(0, 12);
+    expect(prefix).toMatch(/^gk_sk_/);
+    expect(await page.getByRole("region", { name: "Your new key" }).getByRole("heading", { level: 2 }).textContent()).toBe(`Key ${prefix} created`);
   });
 });
 

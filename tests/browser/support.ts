@@ -33,7 +33,8 @@ export interface Tab {
   close(): Promise<void>;
 }
 
-export async function openTab(file: string, origin: string): Promise<Tab> {
+/** `timezoneId` puts the browser in that time zone (an IANA name); by default the machine's. */
+export async function openTab(file: string, origin: string, opts: { timezoneId?: string } = {}): Promise<Tab> {
   const profile = mkdtempSync(join(tmpdir(), "gw-chromium-"));
   // A persistent context is how playwright takes a user-data-dir of our own: fresh for each file.
   const context = await chromium.launchPersistentContext(profile, {
@@ -41,6 +42,7 @@ export async function openTab(file: string, origin: string): Promise<Tab> {
     headless: true,
     args: FLAGS,
     viewport: { width: 1100, height: 900 },
+    ...opts,
   });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
   const page = context.pages()[0] ?? (await context.newPage());

@@ -219,7 +219,9 @@ export function copyBlock(text: string, label: string): HTMLElement {
 const USD = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 6 });
 export const usd = (n: number | null | undefined) => (n === null || n === undefined ? "—" : USD.format(n));
 
-export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : "—");
+// The browser's own time, with its zone named: the pages' days (the chart, the ledger's charges, the
+// date filters) are UTC days, and a bare local time beside them reads as if it were one.
+export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString(undefined, { timeZoneName: "short" }) : "—");
 
 /** The page's heading: focused when the view opens, so a screen reader announces where it is. */
 export const heading = (text: string) => h("h1", { tabindex: -1 }, text);

@@ -1,4 +1,4 @@
-import { GatewayError, invalidRequest } from "../../core/errors.ts";
+import { invalidRequest } from "../../core/errors.ts";
 import { nanoToUsd } from "../../core/money.ts";
 import { isoTime, readIsoTime } from "../../core/time.ts";
 import type { Catalog } from "../../catalog/catalog.ts";
@@ -6,7 +6,7 @@ import type { SpendFilter, SpendRow } from "../../store/reports/contract.ts";
 import type { SessionCall } from "../session-guard.ts";
 import { json } from "../exchange.ts";
 import type { SpendSeries, UsageSummary } from "../api-schemas.ts";
-import { queryOf } from "./dashboard-usage.ts";
+import { keysOfParam, modelParam, queryOf } from "./dashboard-usage.ts";
 
 // GET /api/usage/summary: the overview's spend at a glance (docs/dashboard.md#overview). Sums of the
 // request log's integer cost_nano, turned into USD once at the end, so the figures are the exact
@@ -80,16 +80,10 @@ export async function getUsageSummary(c: SessionCall): Promise<Response> {
   const count = (to - from) / DAY_MS + 1;
   if (count > MAX_DAYS) throw invalidRequest(`from: at most ${MAX_DAYS} days from 'from' to 'to', not ${count}`);
 
-  let keys = await c.svc.keys.ofAccount(accountId);
-  const keyId = q.get("key_id");
-  if (keyId !== null) {
-    keys = keys.filter((k) => String(k.id) === keyId);
-    if (keys.length === 0) throw new GatewayError("key_not_found", `key_id: no key with id ${keyId} on this account.`);
-  }
+  const keys = await keysOfParam(c, q);
   const filter: SpendFilter = { accountId, keyIds: keys.map((k) => k.id) };
-  const model = q.get("model");
-  // The log names models by their canonical id; an alias finds them too, as on /api/requests.
-  if (model !== null) filter.model = c.svc.catalog.lookup(model)?.id ?? model;
+  const model = modelParam(c, q);
+  if (model !== undefined) filter.model = model;
 
   // One read covers the chosen days and the fixed periods that end today: this month and the last 7 days.
   const monthStart = Date.UTC(new Date(today).getUTCFullYear(), new Date(today).getUTCMonth(), 1);

@@ -19,7 +19,7 @@ const DAY_MS = 24 * 3600 * 1000;
 export function queryOf(c: SessionCall, takes: string[]): URLSearchParams {
   const q = new URL(c.request.url).searchParams;
   for (const name of q.keys()) {
-    if (!takes.includes(name)) throw invalidRequest(`${name}: not a parameter of ${c.request.method} ${c.pathname}; it takes ${takes.join(", ")}`);
+    if (!takes.includes(name)) throw invalidRequest(`${name}: not a parameter of ${c.request.method} ${c.pathname}; it takes ${takes.length ? takes.join(", ") : "none"}`);
   }
   return q;
 }
@@ -62,6 +62,36 @@ export async function getLedger(c: SessionCall): Promise<Response> {
   return json<LedgerPage>({ object: "list", data: page.map(ledgerView), next: items.length > limit ? cursorText(upTo, page.at(-1)!.at) : null });
 }
 
+const LEDGER_COLUMNS = ["created_at", "kind", "day", "count", "amount_usd", "note", "external_ref"] as const;
+const STATEMENT_PAGE = 500;
+
+/** GET /api/ledger.csv: every item of the statement, as the pages read it, pinned to its newest entry. */
+export async function getLedgerCsv(c: SessionCall): Promise<Response> {
+  queryOf(c, []);
+  const accountId = c.session!.accountId;
+  const upTo = await c.svc.accounts.newestLedgerId();
+  const items: StatementItem[] = [];
+  for (let at: StatementPosition | null = null; ; ) {
+    const page = await c.svc.accounts.statementPage(accountId, upTo, at, STATEMENT_PAGE);
+    items.push(...page);
+    if (page.length < STATEMENT_PAGE) break;
+    at = page.at(-1)!.at;
+  }
+  const rows = items.map((e) => [
+    isoTime(e.createdAt),
+    e.kind,
+    e.kind === "charges" ? e.day : null,
+    e.kind === "charges" ? e.count : null,
+    // The exact decimal, as requests.csv writes its costs.
+    formatUsd(e.amountNano),
+    e.kind === "charges" ? null : e.note,
+    e.kind === "charges" ? null : e.externalRef,
+  ]);
+  return new Response(csv([...LEDGER_COLUMNS], rows), {
+    headers: { "content-type": "text/csv; charset=utf-8", "content-disposition": 'attachment; filename="ledger.csv"' },
+  });
+}
+
 // GET /api/requests and /api/requests.csv: the same filters, one page or every row.
 
 const FILTERS = ["key_id", "model", "status", "since", "until"];
@@ -74,19 +104,39 @@ function timeParam(q: URLSearchParams, name: string): number | undefined {
   return read.ms;
 }
 
+/**
+ * The account's keys, or the one `key_id` names: text that is no id is refused as unreadable (400),
+ * an id of no key of this account as not found (404), the same for another account's.
+ */
+export async function keysOfParam(c: SessionCall, q: URLSearchParams): Promise<KeyRow[]> {
+  const keys = await c.svc.keys.ofAccount(c.session!.accountId);
+  const keyId = q.get("key_id");
+  if (keyId === null) return keys;
+  if (!/^[1-9]\d{0,15}$/.test(keyId)) throw invalidRequest(`key_id: a key's id, a whole number such as 12 (GET /api/keys lists them), not '${keyId}'`);
+  const one = keys.filter((k) => String(k.id) === keyId);
+  if (one.length === 0) throw new GatewayError("key_not_found", `key_id: no key with id ${keyId} on this account.`);
+  return one;
+}
+
+/**
+ * The `model` filter as the log names it: the canonical id of a catalog name or alias, else the text
+ * as given (a model the catalog no longer has); empty text names nothing and is refused.
+ */
+export function modelParam(c: SessionCall, q: URLSearchParams): string | undefined {
+  const model = q.get("model");
+  if (model === null) return undefined;
+  if (model === "") throw invalidRequest("model: a model id or alias such as demo-text-1, not ''");
+  return c.svc.catalog.lookup(model)?.id ?? model;
+}
+
 /** The account's keys the rows are read by (one, with key_id) and the filter of the other parameters. */
 async function requestFilter(c: SessionCall, q: URLSearchParams): Promise<{ keys: KeyRow[]; filter: LogFilter }> {
   const accountId = c.session!.accountId;
-  let keys = await c.svc.keys.ofAccount(accountId);
-  const keyId = q.get("key_id");
-  if (keyId !== null) {
-    keys = keys.filter((k) => String(k.id) === keyId);
-    if (keys.length === 0) throw new GatewayError("key_not_found", `key_id: no key with id ${keyId} on this account.`);
-  }
+  const keys = await keysOfParam(c, q);
   const filter: LogFilter = { accountId, since: timeParam(q, "since"), until: timeParam(q, "until") };
-  const model = q.get("model");
   // The log names models by their canonical id; an alias finds them too, as with `gateway logs list`.
-  if (model !== null) filter.model = c.svc.catalog.lookup(model)?.id ?? model;
+  const model = modelParam(c, q);
+  if (model !== undefined) filter.model = model;
   const status = q.get("status");
   if (status !== null) {
     filter.status = statusRange(status) ?? undefined;
@@ -96,7 +146,7 @@ async function requestFilter(c: SessionCall, q: URLSearchParams): Promise<{ keys
 }
 
 const COLUMNS = ["request_id", "created_at", "key_id", "key_prefix", "key_name", "model", "endpoint", "path", "status", "error_code", "input_tokens", "output_tokens",
-  "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "inference_geo", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms"] as const;
+  "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "web_searches", "service_tier", "inference_geo", "images", "image_input_tokens", "image_output_tokens", "cost_usd", "latency_ms", "stream", "attempts"] as const;
 
 export function requestView(r: LogRecord, names: Map<number, string>): RequestRow {
   return {
@@ -154,7 +204,10 @@ export async function getRequestsCsv(c: SessionCall): Promise<Response> {
   const rows = (await c.svc.reports.keysPage(keys.map((k) => k.id), filter, null, null)).map((r) => {
     const v = requestView(r, names);
     // The exact decimal, as `gateway logs list --csv` writes it: a spreadsheet sums it without float noise.
-    return COLUMNS.map((col) => (col === "cost_usd" ? formatUsd(r.costNano) : v[col]));
+    return COLUMNS.map((col) => {
+      const x = v[col];
+      return col === "cost_usd" ? formatUsd(r.costNano) : typeof x === "boolean" ? String(x) : x;
+    });
   });
   return new Response(csv([...COLUMNS], rows), {
     headers: { "content-type": "text/csv; charset=utf-8", "content-disposition": 'attachment; filename="requests.csv"' },

@@ -30,7 +30,15 @@ function credentialsForm(ctx: Ctx, path: "/api/login" | "/api/register", submit:
 }
 
 export async function loginView(ctx: Ctx): Promise<HTMLElement> {
-  return h("section", {}, heading("Log in"), credentialsForm(ctx, "/api/login", "Log in"), h("p", {}, "No account yet? ", h("a", { href: "#/register" }, "Register")));
+  return h(
+    "section",
+    {},
+    heading("Log in"),
+    credentialsForm(ctx, "/api/login", "Log in"),
+    // No reset by email: the operator's admin page (Set password) or `gateway account update` sets one.
+    h("p", { "data-testid": "forgot-password" }, "Forgot your password? The gateway sends no reset email: ask its operator to set a new one."),
+    h("p", {}, "No account yet? ", h("a", { href: "#/register" }, "Register")),
+  );
 }
 
 export async function registerView(ctx: Ctx): Promise<HTMLElement> {

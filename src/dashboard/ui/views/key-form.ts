@@ -47,10 +47,13 @@ export function keyFields(models: PricedModel[], key: KeyView | null, defaultRpm
 }
 
 /**
- * The body of POST or PATCH /api/keys. Creating leaves empty fields out; editing sends them as null,
- * which removes that restriction.
+ * The body of POST or PATCH /api/keys. Creating (`edited` null) leaves empty fields out; editing
+ * sends them as null, which removes that restriction, and leaves out an expiry left as it was: sent
+ * again it would be refused once past (an expired key could not be renamed), and the field's
+ * minutes would drop the stored seconds.
  */
-export function keyBody(d: FormData, editing: boolean): Record<string, unknown> {
+export function keyBody(d: FormData, edited: KeyView | null): Record<string, unknown> {
+  const editing = edited !== null;
   const empty = editing ? null : undefined;
   const text = (k: string) => String(d.get(k) ?? "").trim();
   const list = (s: string) => s.split(/[\s,]+/).filter(Boolean);
@@ -62,7 +65,8 @@ export function keyBody(d: FormData, editing: boolean): Record<string, unknown> 
     budget_usd: text("budget_usd") === "" ? empty : text("budget_usd"),
     budget_period: text("budget_usd") === "" ? undefined : text("budget_period"),
     models: models.length ? models : empty,
-    expires_at: text("expires_at") === "" ? empty : new Date(text("expires_at")).toISOString(),
+    expires_at:
+      editing && text("expires_at") === localValue(edited.expires_at) ? undefined : text("expires_at") === "" ? empty : new Date(text("expires_at")).toISOString(),
     ip_allow: text("ip_allow") === "" ? empty : list(text("ip_allow")),
     rpm: text("rpm") === "" ? empty : Number(text("rpm")),
   };

@@ -53,7 +53,7 @@ function shownOnce(k: NewKeyView, models: PricedModel[]): HTMLElement {
   return h(
     "div",
     { class: "once", role: "region", "aria-label": "Your new key" },
-    h("h2", {}, `Key ${k.name ?? k.prefix} created`),
+    h("h2", {}, `Key ${k.name || k.prefix} created`),
     h("p", {}, h("strong", {}, "Copy it now: "), "it is shown this once. The gateway keeps only its hash."),
     h("p", { class: "key-text" }, h("code", { "data-testid": "new-key" }, k.key!), " ", copyButton(k.key!, "Copy key")),
     h("p", {}, testButton(k.key!, models, tried)),
@@ -104,7 +104,7 @@ function editInRow(row: HTMLTableRowElement, k: KeyView, pricing: Pricing, defau
     if (e.key === "Escape") cancel();
   });
   onSubmit(form, msg, async (d) => {
-    const saved = await api<KeyView>("PATCH", `/api/keys/${k.id}`, keyBody(d, true));
+    const saved = await api<KeyView>("PATCH", `/api/keys/${k.id}`, keyBody(d, k));
     const list = editing.closest("table")?.parentElement?.parentElement;
     await refresh();
     const name = saved.name || saved.prefix;
@@ -158,6 +158,7 @@ export async function keysView(_ctx: Ctx): Promise<HTMLElement> {
         h("span", { class: `badge ${k.status}` }, k.status),
         restrictions(k),
         spending(k),
+        when(k.created_at),
         when(k.last_used_at ?? null),
         actions,
       ],
@@ -173,7 +174,7 @@ export async function keysView(_ctx: Ctx): Promise<HTMLElement> {
       budgetNotice(data) ?? "",
       table(
         "Your keys",
-        ["Prefix", "Name", "Status", { label: "Restrictions", optional: true }, "Spent / quota", { label: "Last used", optional: true }, "Actions"],
+        ["Prefix", "Name", "Status", { label: "Restrictions", optional: true }, "Spent / quota", { label: "Created", optional: true }, { label: "Last used", optional: true }, "Actions"],
         visible.map(cells),
         "No keys yet: press New key above.",
       ),
@@ -182,7 +183,7 @@ export async function keysView(_ctx: Ctx): Promise<HTMLElement> {
   };
   const refresh = async () => drawList((await api<KeyList>("GET", "/api/keys")).data);
   onSubmit(form, msg, async (d) => {
-    const k = await api<NewKeyView>("POST", "/api/keys", keyBody(d, false));
+    const k = await api<NewKeyView>("POST", "/api/keys", keyBody(d, null));
     form.reset();
     form.hidden = true;
     opener.setAttribute("aria-expanded", "false");

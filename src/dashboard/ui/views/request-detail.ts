@@ -48,7 +48,11 @@ function costLines(r: RequestRow, model: PricedModel | undefined): Node[] {
     lines.push(h("li", {}, per === undefined ? `${label}: ${n}` : `${label}: ${n} × ${usd(per)} / 1M = ${usd((n * per) / 1e6)}`));
   }
   if (r.images) lines.push(h("li", {}, model?.per_image === undefined ? `Images: ${r.images}` : `Images: ${r.images} × ${usd(model.per_image)} = ${usd(r.images * model.per_image)}`));
-  if (r.web_searches) lines.push(h("li", {}, `Web searches: ${r.web_searches}`));
+  // Priced per 1,000 searches (docs/pricing.md): without it the lines fell short of the charge.
+  if (r.web_searches) {
+    const per = model?.web_search;
+    lines.push(h("li", {}, per === undefined ? `Web searches: ${r.web_searches}` : `Web searches: ${r.web_searches} × ${usd(per)} / 1,000 = ${usd((r.web_searches * per) / 1000)}`));
+  }
   return lines;
 }
 

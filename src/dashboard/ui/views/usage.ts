@@ -6,7 +6,7 @@ import { stackedChart } from "./spend.ts";
 import { requestDetail } from "./request-detail.ts";
 
 // Recent requests (never their content) with filters, paging and a CSV export; the ledger with the
-// charges grouped per day; the spend per day as the overview draws it (docs/dashboard.md#overview),
+// charges grouped per day, and its CSV; the spend per day as the overview draws it (docs/dashboard.md#overview),
 // under the same filters as the requests but their status.
 
 const tokens = (n: number | null) => (n === null ? "—" : String(n));
@@ -83,8 +83,18 @@ function spendPerDay(f: Record<string, string | null>): HTMLElement {
   return h("section", { "aria-label": "Spend per day" }, title, box);
 }
 
-/** A list that pages backwards with its `next` cursor: "Older" appends the next page. */
-function paged<T>(caption: string, head: Column[], cells: (row: T) => unknown[], fetchPage: (before: string | null) => Promise<{ data: T[]; next: string | null }>, empty: string): HTMLElement {
+/**
+ * A list that pages backwards with its `next` cursor: "Older <what>" appends the next page (named
+ * after its list: the page has two, and two buttons both called "Older" read the same).
+ */
+function paged<T>(
+  caption: string,
+  what: string,
+  head: Column[],
+  cells: (row: T) => unknown[],
+  fetchPage: (before: string | null) => Promise<{ data: T[]; next: string | null }>,
+  empty: string,
+): HTMLElement {
   const msg = messages();
   // The message is in the box from the start: a first page refused (a bad filter) shows why.
   const box = h("div", { "aria-busy": "true" }, loading(`Loading ${caption.toLowerCase()}…`), msg.el);
@@ -96,7 +106,7 @@ function paged<T>(caption: string, head: Column[], cells: (row: T) => unknown[],
     const next = page.next ?? null;
     box.replaceChildren(
       table(caption, head, rows.map((r) => cells(r) as Node[]), empty),
-      next === null ? "" : h("button", { type: "button", onclick: () => more(String(next)).catch(msg.fail) }, "Older"),
+      next === null ? "" : h("button", { type: "button", onclick: () => more(String(next)).catch(msg.fail) }, `Older ${what}`),
       msg.el,
     );
   };
@@ -136,6 +146,7 @@ export async function usageView(ctx: Ctx): Promise<HTMLElement> {
   const failures = ctx.params.get("status") === "failures";
   const requests = paged<RequestRow>(
     "Recent requests",
+    "requests",
     // A phone keeps what a row is read for: when, which request, whether it worked, what it cost.
     ["Time", "Request id", { label: "Key", optional: true }, { label: "Model", optional: true }, { label: "Route", optional: true }, "Status", { label: "Tokens in / out", optional: true }, "Cost"],
     requestCells(show),
@@ -144,6 +155,7 @@ export async function usageView(ctx: Ctx): Promise<HTMLElement> {
   );
   const ledger = paged<LedgerEntry>(
     "Ledger",
+    "ledger entries",
     ["Time", "Entry", "Detail", "Amount"],
     ledgerCells,
     (before) => api<LedgerPage>("GET", "/api/ledger" + query({ limit: 50, before })),
@@ -167,6 +179,7 @@ export async function usageView(ctx: Ctx): Promise<HTMLElement> {
     requests,
     detail,
     h("h2", {}, "Ledger"),
+    h("p", {}, h("a", { href: "/api/ledger.csv", download: "ledger.csv" }, "Export the ledger as CSV")),
     ledger,
   );
 }
