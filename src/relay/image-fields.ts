@@ -71,3 +71,43 @@ export function readEditForm(form: FormData): EditForm {
   if (!Number.isInteger(n) || n < 1 || n > 10) throw new GatewayError("invalid_request", "n: must be an integer from 1 to 10.");
   return { model, n, prompt, sources: sources as File[] };
 }
+
+const SNIFF: [ext: string, type: string, test: (b: Uint8Array) => boolean][] = [
+  ["png", "image/png", (b) => b[0] === 0x89 && b[1] === 0x50 && b[2] === 0x4e && b[3] === 0x47],
+  ["jpg", "image/jpeg", (b) => b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff],
+  ["webp", "image/webp", (b) => String.fromCharCode(...b.subarray(0, 4)) === "RIFF" && String.fromCharCode(...b.subarray(8, 12)) === "WEBP"],
+];
+
+/** A file part named and typed after its bytes, or a 400 naming `param` when they are no image `allowed` takes. */
+async function typedImage(file: File, param: string, allowed: readonly string[]): Promise<File> {
+  const head = new Uint8Array(await file.slice(0, 12).arrayBuffer());
+  const kind = SNIFF.find(([ext, , test]) => allowed.includes(ext) && test(head));
+  if (!kind) {
+    const names = allowed.map((e) => (e === "jpg" ? "JPEG" : e === "webp" ? "WebP" : "PNG")).join(", ");
+    throw new GatewayError("invalid_request", `${param}: not an image of a supported format (${names}), read from its bytes.`);
+  }
+  const [ext, type] = kind;
+  const named = (ext === "jpg" ? [".jpg", ".jpeg"] : [`.${ext}`]).some((e) => file.name.toLowerCase().endsWith(e));
+  const name = named ? file.name : `${file.name || "image"}.${ext}`;
+  return file.type === type && name === file.name ? file : new File([file], name, { type });
+}
+
+/**
+ * The form as the upstream is sent it: each source (PNG, JPEG or WebP) and the mask (PNG) typed
+ * from its bytes. The SDK sends `application/octet-stream` for a buffer or a stream without a type,
+ * which OpenAI refuses after the request was held; a file that is no image is refused here, before
+ * anything is held or sent.
+ */
+export async function typedEditForm(form: FormData): Promise<FormData> {
+  const out = new FormData();
+  let source = 0;
+  for (const [name, value] of form.entries()) {
+    const v = value as string | File;
+    if (typeof v === "string" && name === "mask") throw new GatewayError("invalid_request", "mask: expected a file, got a string.");
+    if (typeof v === "string") out.append(name, v);
+    else if (isSource(name)) out.append(name, await typedImage(v, `image[${source++}]`, ["png", "jpg", "webp"]));
+    else if (name === "mask") out.append(name, await typedImage(v, "mask", ["png"]));
+    else out.append(name, v);
+  }
+  return out;
+}

@@ -6,7 +6,7 @@ import { attemptRoutes, readJsonAnswer } from "./routes.ts";
 import { resolveModel } from "./text.ts";
 import { post, reserve } from "./charge.ts";
 import { describe } from "../core/events.ts";
-import { checkEnumerated, readEditForm } from "./image-fields.ts";
+import { checkEnumerated, readEditForm, typedEditForm } from "./image-fields.ts";
 import { billImages, imageHoldNano, readImageUsage, usageShown, type ImageAsk } from "./image-billing.ts";
 import type { ImageUsage } from "../catalog/image-prices.ts";
 import type { LogRow } from "../store/request-log/contract.ts";
@@ -43,6 +43,7 @@ function readRequest(call: RelayCall, endpoint: ImageEndpoint): { model: unknown
 export async function serveImages(call: RelayCall, endpoint: ImageEndpoint): Promise<Response> {
   const { model: name, ask } = readRequest(call, endpoint);
   const model = resolveModel(call, name, endpoint);
+  const typed = endpoint === "images.edits" ? await typedEditForm(call.form!) : null;
   const hold = await reserve(call, imageHoldNano(model.imagePrices, ask));
   try {
     let answer: JsonObject = {};
@@ -52,7 +53,7 @@ export async function serveImages(call: RelayCall, endpoint: ImageEndpoint): Pro
         if (endpoint === "images.generations") body = { ...call.json, model: route.upstreamModel };
         else {
           const form = new FormData();
-          for (const [k, v] of call.form!.entries()) if (k !== "model") form.append(k, v);
+          for (const [k, v] of typed!.entries()) if (k !== "model") form.append(k, v);
           form.set("model", route.upstreamModel);
           body = form;
         }

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "bun:test";
+import OpenAI, { toFile } from "openai";
 import { expectError } from "../support/errors.ts";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { send } from "../support/http.ts";
 import { postWithApiKey } from "../support/keyed.ts";
-import { encodePng, type MockUpstream } from "../support/mock-upstream.ts";
+import { encodePng, type MockFile, type MockUpstream } from "../support/mock-upstream.ts";
 
 // POST /v1/images/edits reads a multipart form: each field once (the sources aside, counted
 // together whatever their spelling), enumerated fields within their values, and an
@@ -90,6 +91,38 @@ describe("POST /v1/images/edits form fields", () => {
     other.append("prompt", "a hat on the cat");
     other.append("image", new File([encodePng(8, 8, [1, 2, 3])], "a.png", { type: "image/png" }));
     await expectError(await edit(a.key, other, { "idempotency-key": "edit-2" }), 409, "idempotency_conflict");
+  });
+});
+
+describe("POST /v1/images/edits source files", () => {
+  const JPEG = Uint8Array.from([0xff, 0xd8, 0xff, 0xe0, 0, 16, 0x4a, 0x46, 0x49, 0x46, 0, 1]);
+
+  it("types sources and a mask the SDK sends as application/octet-stream from their bytes", async () => {
+    const a = await gw.account(5);
+    const sdk = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: a.key, maxRetries: 0 });
+    const image = [await toFile(encodePng(8, 8)), await toFile(JPEG, "b.bin")];
+    const res = await sdk.images.edit({ model: "img", prompt: "a hat", image, mask: await toFile(encodePng(8, 8)) });
+    expect(res.data).toHaveLength(1);
+    const body = up.requests.at(-1)!.body as Record<string, MockFile | MockFile[]>;
+    const files = [...(body["image[]"] as MockFile[]), body.mask as MockFile];
+    expect(files.map((f) => [f.type, f.filename.split(".").at(-1)])).toEqual([["image/png", "png"], ["image/jpeg", "jpg"], ["image/png", "png"]]);
+  });
+
+  it("refuses a source that is no image with 400 invalid_request naming it, holding and sending nothing", async () => {
+    const a = await gw.account(5);
+    const text = new File(["not an image"], "notes.png", { type: "image/png" });
+    const err = await expectError(await edit(a.key, editForm([["image", text]])), 400, "invalid_request");
+    expect(err.message).toStartWith("image[1]:");
+    expect(upstreamEdits()).toBe(0);
+    expect(gw.money(a.accountId)).toMatchObject({ balance: 5_000_000_000, openHolds: 0 });
+  });
+
+  it("refuses a mask that is no PNG with 400 invalid_request naming mask", async () => {
+    const a = await gw.account(5);
+    const mask = new File([JPEG], "mask.png", { type: "image/png" });
+    const err = await expectError(await edit(a.key, editForm([["mask", mask]])), 400, "invalid_request");
+    expect(err.message).toStartWith("mask:");
+    expect(upstreamEdits()).toBe(0);
   });
 });
 
