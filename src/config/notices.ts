@@ -1,7 +1,7 @@
 import { ConfigError } from "./error.ts";
 import type { ConfigFile } from "./schema.ts";
 
-// `[email]` and `[notifications]` (docs/operations.md#email, #notifications), checked at load so that a
+// `[email]` and `[notifications]` (docs/operations.md#email-and-notifications), checked at load so that a
 // mistyped URL stops the start instead of failing every notice later. Refusals never quote the URL:
 // it carries the SMTP password.
 

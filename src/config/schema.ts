@@ -239,7 +239,7 @@ export const ConfigSchema = T.Object(
     notifications: T.Optional(
       T.Object(
         {
-          /** Where the gateway POSTs its signed JSON events (docs/operations.md#notifications). */
+          /** Where the gateway POSTs its signed JSON events (docs/operations.md#webhook-events). */
           webhook_url: T.String({ minLength: 1 }),
           /** The HMAC-SHA256 key of the x-gateway-signature header. */
           webhook_secret: T.String({ minLength: 16 }),

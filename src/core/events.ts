@@ -279,7 +279,7 @@ export class EventLog {
   }
 
   /**
-   * An email or a webhook event that could not be delivered after its retries (docs/operations.md#notifications).
+   * An email or a webhook event that could not be delivered after its retries (docs/operations.md#email-and-notifications).
    * The request that caused it was answered as usual. Never the SMTP URL (it carries the password)
    * nor the address: the account id says whose it was.
    */

@@ -8,7 +8,7 @@ import { Deliveries } from "./deliveries.ts";
 import { Mailer, type Mail } from "./mailer.ts";
 import { newEvent, postEvent, type EventType } from "./webhook.ts";
 
-// What the gateway tells people outside a request (docs/operations.md#notifications): the holder by
+// What the gateway tells people outside a request (docs/operations.md#email-and-notifications): the holder by
 // email under [email] (the verification link, low balance, a budget reached), the operator by signed
 // webhook events under [notifications]. Everything is sent in the background: a mail server or a
 // receiver that is down costs no request anything, and is the operator's event once retries give up.

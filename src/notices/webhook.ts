@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type { NotificationsConfig } from "../config/notices.ts";
 
-// The operator's webhook (`[notifications]`, docs/operations.md#notifications): each event a JSON
+// The operator's webhook (`[notifications]`, docs/operations.md#email-and-notifications): each event a JSON
 // POST signed as Stripe signs its own, so that a receiver verifies it with the same few lines:
 // x-gateway-signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>.
 

@@ -1,6 +1,6 @@
 import { GatewayError } from "../core/errors.ts";
 
-// The checks of an image request's fields before it is priced and sent (docs/api.md#images): what the
+// The checks of an image request's fields before it is priced and sent (docs/api.md#rules, rule 10): what the
 // gateway charges for must be what the upstream reads, so a field means one thing or is refused.
 
 export const MAX_EDIT_SOURCES = 4;

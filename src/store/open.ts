@@ -77,7 +77,7 @@ export interface Stores {
   ledger: MoneyLedger;
   keys: KeyStore;
   accounts: AccountStore;
-  /** The dashboard's sessions (`[dashboard] session_ttl`). */
+  /** The dashboard's sessions (`[dashboard] session_days`). */
   sessions: SessionStore;
   audit: AuditTrail;
   /** The request log's reports: the CLI's and the dashboard's. */

@@ -3,7 +3,7 @@ import { usdToNano } from "../../src/core/money.ts";
 import { postJson } from "../support/http.ts";
 import { eventLines, linkIn, noticeGateway, SITE, type NoticeRig } from "./support.ts";
 
-// What the gateway sends outside a request (docs/operations.md#notifications): the low-balance email
+// What the gateway sends outside a request (docs/operations.md#email-and-notifications): the low-balance email
 // once per crossing, and the operator's signed webhook events, each verified as a receiver would.
 
 let rig: NoticeRig;
