@@ -250,6 +250,24 @@ describe("gateway migrate-db refuses", () => {
       stray.remove();
     }
   });
+
+  it("a source with a column this gateway does not know, copying nothing", async () => {
+    const stray = tempInstallation();
+    try {
+      fillSource(stray.db);
+      const db = openDatabase(stray.db);
+      // An operator's own column (docs/operations.md#moving-to-postgresql-gateway-migrate-db): PostgreSQL's accounts has no place for it.
+      db.$client.run("ALTER TABLE accounts ADD COLUMN crm_id TEXT");
+      db.$client.run("UPDATE accounts SET crm_id = 'crm-' || id");
+      db.$client.close();
+      const url = await freshTarget();
+      const line = expectOneLineFailure(await gateway(["migrate-db", "--from", stray.db, "--to", url]));
+      expect(line).toContain("has columns this gateway does not know (accounts.crm_id)");
+      expect(await onTarget(url, async (db) => (await db`SELECT to_regclass('accounts')::text AS t`)[0].t)).toBeNull();
+    } finally {
+      stray.remove();
+    }
+  });
 });
 
 describe("the copy's plan", () => {

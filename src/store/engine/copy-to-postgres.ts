@@ -88,6 +88,15 @@ export function unknownSourceTables(source: Db, plan: CopyPlan): string[] {
   return rows.map((r) => r.name).filter((n) => !known.has(n));
 }
 
+/** The SQLite file's columns of known tables that schema.ts does not describe (an operator's own), as table.column. */
+export function unknownSourceColumns(source: Db, plan: CopyPlan): string[] {
+  return plan.steps.flatMap((step) => {
+    const known = new Set(step.columns.map((c) => c.from.name));
+    const rows = source.$client.query("SELECT name FROM pragma_table_info(?)").all(step.name) as { name: string }[];
+    return rows.filter((r) => !known.has(r.name)).map((r) => `${step.name}.${r.name}`);
+  });
+}
+
 export interface CopyOptions {
   /** Rows per INSERT; a batch is all that is held in memory at once. */
   batchRows?: number;
@@ -103,6 +112,11 @@ export async function copyToPostgres(source: Db, url: string, opts: CopyOptions 
   const stray = unknownSourceTables(source, plan);
   if (stray.length > 0) {
     throw new OperatorError(`${source.$client.filename} has tables this gateway does not know (${stray.join(", ")}): migrate-db would leave them behind, so it copies nothing`);
+  }
+  // The copy reads schema.ts's columns only: one added to the file by hand would be left behind unseen.
+  const strayColumns = unknownSourceColumns(source, plan);
+  if (strayColumns.length > 0) {
+    throw new OperatorError(`${source.$client.filename} has columns this gateway does not know (${strayColumns.join(", ")}): migrate-db would leave them behind, so it copies nothing`);
   }
   await migratePostgres(url);
   const target = openPostgres(url, { max: 1 });
