@@ -1,10 +1,9 @@
 import type { Model, Route } from "../catalog/catalog.ts";
 import type { Provider } from "../upstreams/types.ts";
 import { findNonTextContent, unsupportedContent } from "../dialects/content-check.ts";
-import { droppedList } from "../dialects/fields.ts";
+import { droppedList, isObject } from "../dialects/fields.ts";
 import type { JsonObject } from "../wire/shapes.ts";
 import type { TokenUsage } from "../core/money.ts";
-import { isObject } from "../dialects/fields.ts";
 import type { MemberText } from "../wire/member-text.ts";
 import { GatewayError, modelNotFound } from "../core/errors.ts";
 import type { RelayCall } from "./context.ts";

@@ -27,15 +27,15 @@ export interface ChangeFeed {
   stop(): Promise<void>;
 }
 
-let listeners = 0;
-
 /**
  * Calls `changed(table)` on every notice, and `changed(null)` ("anything may have changed") each time
  * the subscription is (re)established after the first, and on every check while its echoes are lost.
  */
 export async function listenForChanges(sql: SQL, changed: (table: ChangedTable | null) => void): Promise<ChangeFeed> {
   let acknowledged = 0;
-  const me = `${process.pid}.${++listeners}`;
+  // Random, not the pid: every gateway container runs as pid 1, and one instance taking another's
+  // echoes for its own would never notice that it had gone deaf.
+  const me = crypto.randomUUID();
   let heardAt = performance.now();
   const subscription = await sql.listen(
     CHANGES_CHANNEL,
