@@ -44,7 +44,11 @@ export type ErrorCode =
   | "code_required"
   // Address verification under [email] (docs/dashboard.md#address-verification).
   | "invalid_verification"
-  | "already_verified";
+  | "already_verified"
+  // Two-factor login (docs/dashboard.md#two-factor-login).
+  | "invalid_second_factor"
+  | "second_factor_expired"
+  | "two_factor_conflict";
 
 // error.type decides retry or not (docs/api.md#retry-rules). Gateway errors carry type = code; the key
 // refusals share the vendors' class names so SDK users see familiar types. `kept`: the answer stays
@@ -108,6 +112,12 @@ const TABLE: Record<ErrorCode, { status: number; type: string; kept?: true }> = 
   invalid_verification: { status: 400, type: "invalid_verification" },
   // A resend for an account with no pending verification.
   already_verified: { status: 409, type: "already_verified" },
+  // A wrong or spent TOTP or recovery code, and a login's pending token unknown, used or past its 5
+  // minutes: refusals of who is asking, as a wrong password is.
+  invalid_second_factor: { status: 401, type: "authentication_error" },
+  second_factor_expired: { status: 401, type: "authentication_error" },
+  // A setup while two-factor login is on, an enable with no setup pending, a disable while it is off.
+  two_factor_conflict: { status: 409, type: "two_factor_conflict" },
 };
 
 // The only types a client may retry (docs/api.md#retry-rules, 1). The official SDKs retry 408, 409,

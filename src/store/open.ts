@@ -47,6 +47,9 @@ import type { SessionStore } from "./sessions/contract.ts";
 import { Settings } from "./settings/sqlite.ts";
 import { PgSettings } from "./settings/postgres.ts";
 import type { SettingsStore } from "./settings/contract.ts";
+import { TwoFactor } from "./two-factor/sqlite.ts";
+import { PgTwoFactor } from "./two-factor/postgres.ts";
+import type { TwoFactorStore } from "./two-factor/contract.ts";
 
 // The one place that names the engines: it builds the SQLite set or the PostgreSQL set of stores
 // from the config, so that services.ts and the CLI ask contracts only (tests/architecture/imports.test.ts).
@@ -65,6 +68,8 @@ export interface OperatorStores {
   codes: CodeStore;
   /** The dashboard's sessions: a password the operator sets ends them. */
   sessions: SessionStore;
+  /** Two-factor login: the operator may remove an account's (`account update --reset-2fa`). */
+  twoFactor: TwoFactorStore;
   /** The pause switch and the estimator's rows (PostgreSQL's are read when asked). */
   settings(): Promise<SettingsStore>;
 }
@@ -79,6 +84,8 @@ export interface Stores {
   accounts: AccountStore;
   /** The dashboard's sessions (`[dashboard] session_days`). */
   sessions: SessionStore;
+  /** Two-factor login's secrets, recovery codes and logins waiting for a code (docs/dashboard.md#two-factor-login). */
+  twoFactor: TwoFactorStore;
   audit: AuditTrail;
   /** The request log's reports: the CLI's and the dashboard's. */
   reports: LogReports;
@@ -140,6 +147,7 @@ export function openSqliteStores(config: Config, db: Db, hooks: Pick<StoreHooks,
     keys: new Keys(db),
     accounts: new Accounts(db, ledger),
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
+    twoFactor: new TwoFactor(db),
     audit: new Audit(db),
     reports: new Reports(db),
     spend: new SqliteSpend(db),
@@ -188,6 +196,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     keys,
     accounts: new PgAccounts(pg, ledger),
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
+    twoFactor: new PgTwoFactor(pg),
     audit: new PgAudit(pg),
     reports: new PgLogReports(pg),
     spend: new PgSpend(pg),
@@ -218,6 +227,7 @@ export function sqliteOperatorStores(config: Config, db: Db): OperatorStores {
     idempotency: new Idempotency(db),
     codes: new Codes(db, ledger),
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
+    twoFactor: new TwoFactor(db),
     settings: async () => new Settings(db),
   };
 }
@@ -236,6 +246,7 @@ export function postgresOperatorStores(config: Config, pg: PgDb): OperatorStores
     idempotency: new PgIdempotency(pg, config.cluster.instanceId),
     codes: new PgCodes(pg, ledger),
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
+    twoFactor: new PgTwoFactor(pg),
     settings: () => PgSettings.load(pg),
   };
 }

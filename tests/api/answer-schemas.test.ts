@@ -6,6 +6,7 @@ import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { startStripeMock, type StripeMock } from "../support/stripe-mock.ts";
 import { linkIn, noticeGateway, type NoticeRig } from "../notices/support.ts";
+import { codeAt } from "../support/two-factor.ts";
 import { body } from "./support.ts";
 
 // The /api/ answers against their schemas (src/http/api-schemas.ts): the OpenAPI document shows each
@@ -76,6 +77,13 @@ beforeAll(async () => {
   answers.set("POST /api/stripe/webhook", { status: delivered.status, type: delivered.headers.get("content-type") ?? "", text: await delivered.text() });
   await hit(visitor, "GET", "/api/topups");
   await hit(visitor, "POST", "/api/password", undefined, { current_password: "correct horse", new_password: "correct horse battery" });
+  // Two-factor login on, a login through both steps (its token and a recovery code), then off.
+  const setup = await hit(visitor, "POST", "/api/me/2fa/setup");
+  const on = await hit(visitor, "POST", "/api/me/2fa/enable", undefined, { password: "correct horse battery", code: await codeAt(setup.secret, 0) });
+  await hit(visitor, "POST", "/api/logout");
+  const step = await hit(visitor, "POST", "/api/login", undefined, { email, password: "correct horse battery" });
+  await hit(visitor, "POST", "/api/login/second-factor", undefined, { token: step.token, code: on.recovery_codes[0] });
+  await hit(visitor, "POST", "/api/me/2fa/disable", undefined, { password: "correct horse battery", code: await codeAt(setup.secret, 30) });
 
   await gw.services.accounts.setAdmin(me.id, true);
   const other = rig.browser();

@@ -77,5 +77,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795786525148,
     "breakpoints": true,
     "sql": "ALTER TABLE \"request_logs\" ADD COLUMN \"inference_geo\" text;"
+  },
+  {
+    "tag": "0013_two_factor",
+    "when": 1795793374028,
+    "breakpoints": true,
+    "sql": "CREATE TABLE \"login_challenges\" (\n\t\"id\" text PRIMARY KEY NOT NULL,\n\t\"account_id\" bigint NOT NULL,\n\t\"created_at\" bigint NOT NULL,\n\t\"expires_at\" bigint NOT NULL,\n\t\"used_at\" bigint\n);\n--> statement-breakpoint\nCREATE TABLE \"recovery_codes\" (\n\t\"code_hash\" text PRIMARY KEY NOT NULL,\n\t\"account_id\" bigint NOT NULL,\n\t\"created_at\" bigint NOT NULL,\n\t\"used_at\" bigint\n);\n--> statement-breakpoint\nCREATE TABLE \"two_factor\" (\n\t\"account_id\" bigint NOT NULL,\n\t\"secret\" text NOT NULL,\n\t\"enabled_at\" bigint,\n\t\"last_step\" bigint,\n\t\"created_at\" bigint NOT NULL,\n\tCONSTRAINT \"two_factor_account_id_pk\" PRIMARY KEY(\"account_id\")\n);\n--> statement-breakpoint\nALTER TABLE \"login_challenges\" ADD CONSTRAINT \"login_challenges_account_id_accounts_id_fk\" FOREIGN KEY (\"account_id\") REFERENCES \"public\".\"accounts\"(\"id\") ON DELETE no action ON UPDATE no action;--> statement-breakpoint\nALTER TABLE \"recovery_codes\" ADD CONSTRAINT \"recovery_codes_account_id_accounts_id_fk\" FOREIGN KEY (\"account_id\") REFERENCES \"public\".\"accounts\"(\"id\") ON DELETE no action ON UPDATE no action;--> statement-breakpoint\nALTER TABLE \"two_factor\" ADD CONSTRAINT \"two_factor_account_id_accounts_id_fk\" FOREIGN KEY (\"account_id\") REFERENCES \"public\".\"accounts\"(\"id\") ON DELETE no action ON UPDATE no action;--> statement-breakpoint\nCREATE INDEX \"login_challenges_expiry\" ON \"login_challenges\" USING btree (\"expires_at\");--> statement-breakpoint\nCREATE INDEX \"recovery_codes_account\" ON \"recovery_codes\" USING btree (\"account_id\");"
   }
 ];
