@@ -32,9 +32,8 @@ export async function enrolled(gw: { url: string }, holder?: { b: Browser; id: n
   return { b, id, email, password: "correct horse", secret, enablingCode, recovery: on.recovery_codes, sessionsEnded: on.sessions_ended };
 }
 
-/** A new browser past the password of `h`'s login: the token its second step takes. */
-export async function loginFirstStep(gw: { url: string }, h: { email: string; password: string }): Promise<{ b: Browser; token: string }> {
-  const b = new Browser(gw.url);
+/** A browser (a new one by default) past the password of `h`'s login: the token its second step takes. */
+export async function loginFirstStep(gw: { url: string }, h: { email: string; password: string }, b = new Browser(gw.url)): Promise<{ b: Browser; token: string }> {
   const res = await b.call("POST", "/api/login", { email: h.email, password: h.password });
   const answer = await body(res);
   if (!answer.second_factor_required) throw new Error(`login asked for no second factor: ${res.status} ${JSON.stringify(answer)}`);
