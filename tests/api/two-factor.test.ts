@@ -149,6 +149,24 @@ describe("login with two-factor login on", () => {
     await refusedWith(await again.b.call("POST", "/api/login/second-factor", { token: again.token, code: right }), 429, "rate_limit");
   });
 
+  it("20 wrong codes at once from 20 addresses: 5 are checked (401), 15 are 429", async () => {
+    const h = await enrolled(gw);
+    const wrong = (await codeAt(h.secret, 30)) === "000000" ? "111111" : "000000";
+    const { token } = await loginFirstStep(gw, h);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => new Browser(gw.url).call("POST", "/api/login/second-factor", { token, code: wrong })));
+    const counts: Record<number, number> = {};
+    for (const r of answers) counts[r.status] = (counts[r.status] ?? 0) + 1;
+    expect(counts).toEqual({ 401: 5, 429: 15 });
+  });
+
+  it("one code sent at once on two logins' tokens opens one session", async () => {
+    const h = await enrolled(gw);
+    const code = await codeAt(h.secret, 30);
+    const [a, b] = await Promise.all([loginFirstStep(gw, h), loginFirstStep(gw, h)]);
+    const answers = await Promise.all([a, b].map((x) => x.b.call("POST", "/api/login/second-factor", { token: x.token, code })));
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 401]);
+  });
+
   it("a recovery code opens one login; the same code again is refused", async () => {
     const h = await enrolled(gw);
     const first = await loginFirstStep(gw, h);
