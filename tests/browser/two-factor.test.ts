@@ -89,6 +89,14 @@ describe("two-factor login in the dashboard", () => {
     await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
   });
 
+  it("shows on the admin page's accounts list that the account has it on", async () => {
+    const { page } = tab;
+    const id = (await gw.services.accounts.find(EMAIL))!.id;
+    await gw.services.accounts.setAdmin(id, true);
+    await visit(page, gw.url, "admin", "Admin");
+    expect(await page.getByTestId(`two-factor-${id}`).textContent()).toBe("on");
+  });
+
   it("turns it off with the password and a recovery code: the next login asks for the password only", async () => {
     const { page } = tab;
     await visit(page, gw.url, "account", "Account");
