@@ -3,7 +3,7 @@ import { generate } from "otplib";
 import type { TestGateway } from "../support/gateway.ts";
 import { sqlAll, sqlGet } from "../support/keyed.ts";
 import { adminOn, body, Browser, dashboardGateway, holderOn, refusedWith } from "./support.ts";
-import { codeAt, enrolled, loginFirstStep } from "../support/two-factor.ts";
+import { codeAt, earlyInStep, enrolled, loginFirstStep } from "../support/two-factor.ts";
 
 // Two-factor login over real HTTP (docs/dashboard.md#two-factor-login): codes computed here with the
 // same library from the secret the setup answered.
@@ -54,6 +54,7 @@ describe("enrolment", () => {
     const old = await holderOn(gw);
     const { secret } = await body(await old.b.call("POST", "/api/me/2fa/setup"));
     await refusedWith(await old.b.call("POST", "/api/me/2fa/enable", { password: "correct horse", code: await codeAt(secret, -90) }), 401, "invalid_second_factor");
+    await earlyInStep();
     const ok = await old.b.call("POST", "/api/me/2fa/enable", { password: "correct horse", code: await codeAt(secret, -30) });
     expect(ok.status).toBe(200);
   });

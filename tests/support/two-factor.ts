@@ -7,6 +7,15 @@ import { body, Browser, holderOn } from "../api/support.ts";
 /** The TOTP code of `secret` at now + `offsetSeconds` (30: the next step's, which a login after enabling may use). */
 export const codeAt = (secret: string, offsetSeconds: number): Promise<string> => generate({ secret, epoch: Math.floor(Date.now() / 1000) + offsetSeconds });
 
+/**
+ * Waits, if need be, for a 30-second step with at least 12 seconds left: a test whose code must stay
+ * at the same distance from the server's step (the step before) while a password is hashed first.
+ */
+export async function earlyInStep(): Promise<void> {
+  const left = 30_000 - (Date.now() % 30_000);
+  if (left < 12_000) await Bun.sleep(left + 50);
+}
+
 export interface Enrolled {
   b: Browser;
   id: number;
