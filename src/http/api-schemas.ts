@@ -80,7 +80,13 @@ export type SecondFactorRequired = Static<typeof SecondFactorRequired>;
 export const LoginAnswer = T.Union([AccountView, SecondFactorRequired]);
 export type LoginAnswer = Static<typeof LoginAnswer>;
 /** POST /api/me/2fa/setup: a secret for the authenticator app, not in force until enabled with a code of it. */
-export const TwoFactorSetup = T.Object({ secret: T.String(), otpauth_uri: T.String(), enabled: T.Literal(false) });
+export const TwoFactorSetup = T.Object({
+  secret: T.String(),
+  otpauth_uri: T.String(),
+  /** The URI as a QR code: an SVG image as a data: URL. */
+  qr_code: T.String({ pattern: "^data:image/svg\\+xml;base64," }),
+  enabled: T.Literal(false),
+});
 export type TwoFactorSetup = Static<typeof TwoFactorSetup>;
 /** POST /api/me/2fa/enable: on, with the recovery codes shown this once; the account's other sessions ended. */
 export const TwoFactorEnabled = T.Object({ enabled: T.Literal(true), recovery_codes: T.Array(T.String()), sessions_ended: Count });

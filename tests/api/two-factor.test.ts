@@ -27,6 +27,8 @@ describe("enrolment", () => {
     expect(s.otpauth_uri).toStartWith("otpauth://totp/");
     expect(s.otpauth_uri).toContain(`secret=${s.secret}`);
     expect(s.enabled).toBe(false);
+    expect(s.qr_code).toStartWith("data:image/svg+xml;base64,");
+    expect(Buffer.from(s.qr_code.split(",")[1], "base64").toString()).toStartWith("<svg ");
     const again = new Browser(gw.url);
     const login = await again.call("POST", "/api/login", { email, password: "correct horse" });
     expect(await body(login)).toMatchObject({ object: "account", two_factor: false });

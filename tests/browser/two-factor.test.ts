@@ -54,6 +54,8 @@ describe("two-factor login in the dashboard", () => {
     secret = ((await page.locator('pre[aria-label="secret"]').textContent()) ?? "").trim();
     expect(secret).toMatch(/^[A-Z2-7]{32}$/);
     expect(await page.getByTestId("otpauth-link").getAttribute("href")).toContain(`secret=${secret}`);
+    // The QR code is an SVG data: image, which the page's policy (img-src 'self' data:) shows.
+    expect(await page.getByTestId("qr-code").evaluate((img) => (img as unknown as { complete: boolean; naturalWidth: number }).complete && (img as unknown as { naturalWidth: number }).naturalWidth > 0)).toBe(true);
     await tab.shot("setup");
     const form = page.getByRole("form", { name: "Enable two-factor login" });
     await form.getByLabel("Current password").fill(PASSWORD);

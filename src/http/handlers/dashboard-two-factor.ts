@@ -1,6 +1,6 @@
 import { Type as T } from "@sinclair/typebox";
 import { checkCurrentPassword } from "../../auth/credentials.ts";
-import { CHALLENGE_TTL_MS, issuerOf, newRecoveryCodes, newSecret, otpauthUri, spendFactor, totpStep, wrongCode, type FactorUsed } from "../../auth/two-factor.ts";
+import { CHALLENGE_TTL_MS, issuerOf, newRecoveryCodes, newSecret, otpauthUri, qrCodeOf, spendFactor, totpStep, wrongCode, type FactorUsed } from "../../auth/two-factor.ts";
 import { GatewayError } from "../../core/errors.ts";
 import { throttleAddress } from "../../core/ip.ts";
 import { isoTime } from "../../core/time.ts";
@@ -72,7 +72,8 @@ export async function setupTwoFactor(c: SessionCall): Promise<Response> {
   const secret = newSecret();
   if (!(await c.svc.twoFactor.begin(accountId, secret, Date.now()))) throw conflict("Two-factor login is already on for this account: disable it first to set up a new app.");
   const email = (await c.svc.accounts.profileOf(accountId))!.email;
-  return json<TwoFactorSetup>({ secret, otpauth_uri: otpauthUri(issuerOf(c.svc.config.publicUrl), email, secret), enabled: false });
+  const uri = otpauthUri(issuerOf(c.svc.config.publicUrl), email, secret);
+  return json<TwoFactorSetup>({ secret, otpauth_uri: uri, qr_code: await qrCodeOf(uri), enabled: false });
 }
 
 /**

@@ -64,7 +64,8 @@ function enableForm(ctx: Ctx, setup: TwoFactorSetup): HTMLElement {
   const box = h(
     "div",
     { class: "narrow" },
-    h("p", {}, "Add this account to your authenticator app: open the link on the phone that has the app, or type the secret into it. Then enter the code the app shows."),
+    h("p", {}, "Add this account to your authenticator app: scan the code with it, open the link on the phone that has the app, or type the secret into it. Then enter the code the app shows."),
+    h("img", { src: setup.qr_code, alt: "QR code of this account for the authenticator app", width: 200, height: 200, class: "qr", "data-testid": "qr-code" }),
     h("p", {}, h("a", { href: setup.otpauth_uri, "data-testid": "otpauth-link" }, "Open in the authenticator app")),
     copyBlock(setup.secret, "secret"),
     copyBlock(setup.otpauth_uri, "otpauth URI"),
