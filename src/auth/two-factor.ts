@@ -81,12 +81,13 @@ export type FactorUsed = { kind: "totp" } | { kind: "recovery"; left: number };
 
 /**
  * Checks and spends a second factor of an account with two-factor login on: six digits are a TOTP
- * code (spent by its time step, so it works once), anything else a recovery code (spent once).
+ * code (spent by its time step, so it works once), anything else a recovery code (spent once; its
+ * 16 base32 characters are never six digits).
  * Throws invalid_second_factor when it opens nothing.
  */
 export async function spendFactor(store: TwoFactorStore, accountId: number, state: TwoFactorState, given: string, now = Date.now()): Promise<FactorUsed> {
   const code = given.replace(/\s/g, "");
-  if (/^\d+$/.test(code)) {
+  if (/^\d{6}$/.test(code)) {
     const step = await totpStep(state.secret, code, state.lastStep, now);
     if (step === null || !(await store.spendStep(accountId, step))) throw wrongCode();
     return { kind: "totp" };
