@@ -44,7 +44,11 @@ export type ErrorCode =
   | "code_required"
   // Address verification under [email] (docs/dashboard.md#address-verification).
   | "invalid_verification"
-  | "already_verified";
+  | "already_verified"
+  // Password reset and change of email (docs/dashboard.md#password-reset, #change-of-email).
+  | "email_not_configured"
+  | "invalid_reset_token"
+  | "invalid_email_change";
 
 // error.type decides retry or not (docs/api.md#retry-rules). Gateway errors carry type = code; the key
 // refusals share the vendors' class names so SDK users see familiar types. `kept`: the answer stays
@@ -108,6 +112,11 @@ const TABLE: Record<ErrorCode, { status: number; type: string; kept?: true }> = 
   invalid_verification: { status: 400, type: "invalid_verification" },
   // A resend for an account with no pending verification.
   already_verified: { status: 409, type: "already_verified" },
+  // A reset asked of a gateway without [email]: it has no way to reach the holder (the operator sets passwords).
+  email_not_configured: { status: 404, type: "email_not_configured" },
+  // A reset or change-of-email link unknown, used, replaced by a newer one or expired: nothing changes.
+  invalid_reset_token: { status: 400, type: "invalid_reset_token" },
+  invalid_email_change: { status: 400, type: "invalid_email_change" },
 };
 
 // The only types a client may retry (docs/api.md#retry-rules, 1). The official SDKs retry 408, 409,

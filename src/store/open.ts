@@ -44,6 +44,9 @@ import type { LogRow, RequestLogStore } from "./request-log/contract.ts";
 import { Sessions } from "./sessions/sqlite.ts";
 import { PgSessions } from "./sessions/postgres.ts";
 import type { SessionStore } from "./sessions/contract.ts";
+import type { LinkStore } from "./links/contract.ts";
+import { LinksOn } from "./links/queries.ts";
+import { onPostgres, onSqlite } from "./engine/either.ts";
 import { Settings } from "./settings/sqlite.ts";
 import { PgSettings } from "./settings/postgres.ts";
 import type { SettingsStore } from "./settings/contract.ts";
@@ -79,6 +82,8 @@ export interface Stores {
   accounts: AccountStore;
   /** The dashboard's sessions (`[dashboard] session_days`). */
   sessions: SessionStore;
+  /** The emailed password-reset and change-of-email links (docs/dashboard.md#password-reset). */
+  links: LinkStore;
   audit: AuditTrail;
   /** The request log's reports: the CLI's and the dashboard's. */
   reports: LogReports;
@@ -140,6 +145,7 @@ export function openSqliteStores(config: Config, db: Db, hooks: Pick<StoreHooks,
     keys: new Keys(db),
     accounts: new Accounts(db, ledger),
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
+    links: new LinksOn(onSqlite(db)),
     audit: new Audit(db),
     reports: new Reports(db),
     spend: new SqliteSpend(db),
@@ -188,6 +194,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     keys,
     accounts: new PgAccounts(pg, ledger),
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
+    links: new LinksOn(onPostgres(pg)),
     audit: new PgAudit(pg),
     reports: new PgLogReports(pg),
     spend: new PgSpend(pg),

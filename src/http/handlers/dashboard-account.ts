@@ -155,7 +155,7 @@ export async function newPassword(c: SessionCall): Promise<Response> {
  * is refused as on every other route.
  */
 export async function getSession(c: SessionCall): Promise<Response> {
-  if (!c.session) return json<SessionState>({ logged_in: false });
+  if (!c.session) return json<SessionState>({ logged_in: false, password_reset: c.svc.notices.verifiesEmail });
   if (c.session.accountDisabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
   return json<SessionState>({ logged_in: true, account: await meView(c.svc, c.session.accountId) });
 }
