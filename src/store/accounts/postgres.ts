@@ -140,7 +140,8 @@ export class PgAccounts implements AccountStore {
     try {
       await this.db.update(accounts).set({ email: normalized }).where(eq(accounts.id, accountId));
     } catch (e) {
-      if ((e as { code?: string }).code === "23505" || (e as { cause?: { code?: string } }).cause?.code === "23505") throw accountExists(normalized);
+      // Drizzle wraps the driver's error; Bun's carries the SQLSTATE as errno.
+      if ((e as { cause?: { errno?: string } }).cause?.errno === "23505") throw accountExists(normalized);
       throw e;
     }
   }
