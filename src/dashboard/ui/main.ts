@@ -11,6 +11,7 @@ import { overviewView } from "./views/overview.ts";
 import { topupView } from "./views/topup.ts";
 import { usageView } from "./views/usage.ts";
 import { unverifiedBanner, verifyPage } from "./views/verify.ts";
+import { confirmEmailView, forgotView, resetView } from "./views/recovery.ts";
 
 // The page's shell: a hash router (#/keys, #/topup?session_id=…, the form Stripe returns to), the
 // navigation and the low-balance banner. The login pages ask nothing of the server, and the others
@@ -29,6 +30,10 @@ interface Route {
 const ROUTES: Record<string, Route> = {
   login: { title: "Log in", view: loginView, visitor: true },
   register: { title: "Register", view: registerView, visitor: true },
+  // The emailed links' pages (docs/dashboard.md#password-reset): the token in the hash's query.
+  forgot: { title: "Forgot password", view: forgotView, visitor: true },
+  reset: { title: "Reset password", view: resetView, visitor: true },
+  "confirm-email": { title: "Confirm email", view: confirmEmailView, visitor: true },
   "": { title: "Overview", view: overviewView },
   keys: { title: "Keys", view: keysView },
   usage: { title: "Usage", view: usageView },
