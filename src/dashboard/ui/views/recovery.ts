@@ -50,13 +50,13 @@ export async function resetView(ctx: Ctx): Promise<HTMLElement> {
   const msg = messages();
   const form = h(
     "form",
-    { "aria-label": "Set the new password" },
+    { "aria-label": "Reset password" },
     field("New password", input({ type: "password", name: "password", required: true, minlength: 8, autocomplete: "new-password" }), "At least 8 characters."),
     h("button", { type: "submit" }, "Set the new password"),
   );
   onSubmit(form, msg, async (d) => {
     const r = await api<PasswordReset>("POST", "/api/password/reset", { token, password: d.get("password") });
-    history.replaceState(null, "", "/#/login");
+    history.replaceState(null, "", "/#/reset");
     form.replaceWith(
       h(
         "div",
@@ -77,7 +77,7 @@ export async function confirmEmailView(ctx: Ctx): Promise<HTMLElement> {
   const form = h("form", { "aria-label": "Confirm" }, h("button", { type: "submit" }, "Confirm my new address"));
   onSubmit(form, msg, async () => {
     const r = await api<EmailChange>("POST", "/api/me/email/confirm", { token });
-    history.replaceState(null, "", "/#/");
+    history.replaceState(null, "", "/#/confirm-email");
     form.replaceWith(h("div", {}, h("p", { class: "ok", role: "status" }, `Your account's address is now ${r.email}.`), h("p", {}, h("a", { href: "#/" }, "Open the dashboard"))));
   });
   return h("section", {}, heading("Confirm your new address"), h("p", {}, "Press the button to make this address your account's."), form, msg.el);
