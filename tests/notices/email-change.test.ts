@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { body, dashboardGateway, freshEmail, holderOn, refusedWith } from "../api/support.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { fragmentTokenIn, mailsTo, mailTo, noticeGateway, verifiedHolder, type NoticeRig } from "./support.ts";
@@ -6,6 +6,9 @@ import { fragmentTokenIn, mailsTo, mailTo, noticeGateway, verifiedHolder, type N
 // A change of address (docs/dashboard.md#change-of-email): the current password, then under [email] a
 // link to the new address; only its use changes the address, which is then verified, and the old
 // address is told. Without [email] the password alone changes it.
+
+// Registrations and logins hash with Argon2id: seconds each on a loaded machine.
+setDefaultTimeout(30_000);
 
 let rig: NoticeRig;
 beforeAll(async () => {

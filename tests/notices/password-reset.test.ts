@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Browser, body, dashboardGateway, freshEmail, refusedWith } from "../api/support.ts";
 import type { TestGateway } from "../support/gateway.ts";
 import { AccessLog } from "../../src/observe/access-log.ts";
@@ -7,6 +7,9 @@ import { eventLines, fragmentTokenIn, mailsTo, mailTo, noticeGateway, verifiedHo
 // A forgotten password under [email] (docs/dashboard.md#password-reset): POST /api/password/forgot
 // answers alike for every address and mails a single-use link to a verified, enabled account; the
 // link's token POSTed to /api/password/reset sets the password once and ends every session.
+
+// Registrations and logins hash with Argon2id: seconds each on a loaded machine.
+setDefaultTimeout(30_000);
 
 let rig: NoticeRig;
 beforeAll(async () => {
@@ -46,22 +49,28 @@ describe("a password reset request", () => {
 
   test("takes as long for a known address as for an unknown one", async () => {
     const h = await verifiedHolder(rig);
+    await rig.gw.services.notices.drain(5_000);
     const timed = async (email: string) => {
+      // Each asked as if for the first time this hour: the throttle is the same work for both.
+      await rig.gw.services.throttles.forgotPerEmail.clear(email);
       const t0 = performance.now();
       expect((await rig.browser().call("POST", "/api/password/forgot", { email })).status).toBe(202);
-      return performance.now() - t0;
+      const ms = performance.now() - t0;
+      await rig.gw.services.notices.drain(5_000);
+      return ms;
     };
     const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const known: number[] = [];
     const unknown: number[] = [];
-    // Alternated, so that a busy moment of the machine falls on both; within the per-email throttle (5).
-    for (let i = 0; i < 5; i++) {
+    // Alternated, so that a busy moment of the machine falls on both.
+    for (let i = 0; i < 30; i++) {
       known.push(await timed(h.email));
       unknown.push(await timed(freshEmail()));
     }
-    await rig.gw.services.notices.drain(5_000);
-    // The lookup, the link and the mail are made after the answer: nothing of them is in its time.
-    expect(median(known)).toBeLessThan(median(unknown) * 3 + 15);
+    // The lookup and the link are made after the answer is written (begun before it, on SQLite's
+    // synchronous statements, they made a known address's median 1.3 to 2.3 times an unknown one's).
+    // Generous for a loaded machine: it catches work of a known address on the answer's path.
+    expect(median(known)).toBeLessThan(median(unknown) * 2 + 5);
   });
 
   test("mails nothing for an address whose registration is not verified yet", async () => {
