@@ -14,9 +14,9 @@ import { unverifiedBanner, verifyPage } from "./views/verify.ts";
 import { confirmEmailView, forgotView, resetView } from "./views/recovery.ts";
 
 // The page's shell: a hash router (#/keys, #/topup?session_id=…, the form Stripe returns to), the
-// navigation and the low-balance banner. The login pages ask nothing of the server, and the others
-// ask GET /api/session first, which answers 200 without a session too: a visitor's first page makes
-// no request that is refused. Every view gets the same loading state (aria-busy, a spinner that is
+// navigation and the low-balance banner. The register page asks nothing of the server, the login
+// page only whether to offer a reset by email, and the others ask GET /api/session first, which
+// answers 200 without a session too: a visitor's first page makes no request that is refused. Every view gets the same loading state (aria-busy, a spinner that is
 // read out) and the same failure panel (what failed, the request id, a Retry of just that view).
 
 interface Route {

@@ -8,6 +8,7 @@ import { normalizedEmail } from "../../core/email-address.ts";
 import type { Services } from "../../services.ts";
 import type { EmailChange, PasswordReset, ResetRequested } from "../api-schemas.ts";
 import { json } from "../exchange.ts";
+import { passwordCheck } from "./dashboard-account.ts";
 import type { SessionCall } from "../session-guard.ts";
 
 // A forgotten password and a change of address (docs/dashboard.md#password-reset,
@@ -104,10 +105,11 @@ export async function requestEmailChange(c: SessionCall): Promise<Response> {
   const next = normalizedEmail(new_email);
   if (next === current) throw invalidRequest("new_email: this is the account's address already.");
   const failure = await t.loginPerAccount.take(current, "failed logins for this account");
-  if (!(await verifyPassword(password, (await svc.accounts.loginOf(accountId))?.passwordHash ?? null))) {
-    throw new GatewayError("invalid_credentials", "The current password is incorrect.");
-  }
-  await t.loginPerAccount.clear(failure.key);
+  await passwordCheck(t.loginPerAccount, failure, async () => {
+    if (!(await verifyPassword(password, (await svc.accounts.loginOf(accountId))?.passwordHash ?? null))) {
+      throw new GatewayError("invalid_credentials", "The current password is incorrect.");
+    }
+  });
   const taken = await svc.accounts.find(next);
   if (taken) throw new GatewayError("invalid_request", "An account with this email already exists.");
   if (!svc.notices.verifiesEmail) {
