@@ -178,6 +178,13 @@ describe("a reset link", () => {
     expect((await rig.browser().call("POST", "/api/password/reset", { token, password: "long enough now" })).status).toBe(200);
   });
 
+  test("is void once the password is changed on the account page", async () => {
+    const h = await verifiedHolder(rig);
+    const token = await resetLinkOf(h);
+    expect((await h.b.call("POST", "/api/password", { current_password: h.password, new_password: "changed by hand" })).status).toBe(200);
+    await refusedWith(await rig.browser().call("POST", "/api/password/reset", { token, password: "from the stale link" }), 400, "invalid_reset_token");
+  });
+
   test("of an account disabled since is refused 403 inactive", async () => {
     const h = await verifiedHolder(rig);
     const token = await resetLinkOf(h);
