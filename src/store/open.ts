@@ -68,6 +68,8 @@ export interface OperatorStores {
   codes: CodeStore;
   /** The dashboard's sessions: a password the operator sets ends them. */
   sessions: SessionStore;
+  /** The emailed links: a password the operator sets voids a pending reset link. */
+  links: LinkStore;
   /** The pause switch and the estimator's rows (PostgreSQL's are read when asked). */
   settings(): Promise<SettingsStore>;
 }
@@ -225,6 +227,7 @@ export function sqliteOperatorStores(config: Config, db: Db): OperatorStores {
     idempotency: new Idempotency(db),
     codes: new Codes(db, ledger),
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
+    links: new LinksOn(onSqlite(db)),
     settings: async () => new Settings(db),
   };
 }
@@ -243,6 +246,7 @@ export function postgresOperatorStores(config: Config, pg: PgDb): OperatorStores
     idempotency: new PgIdempotency(pg, config.cluster.instanceId),
     codes: new PgCodes(pg, ledger),
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
+    links: new LinksOn(onPostgres(pg)),
     settings: () => PgSettings.load(pg),
   };
 }

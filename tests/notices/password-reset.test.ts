@@ -185,6 +185,15 @@ describe("a reset link", () => {
     await refusedWith(await rig.browser().call("POST", "/api/password/reset", { token, password: "from the stale link" }), 400, "invalid_reset_token");
   });
 
+  test("is void once the admin sets the password", async () => {
+    const h = await verifiedHolder(rig);
+    const admin = await verifiedHolder(rig);
+    await rig.gw.services.accounts.setAdmin(admin.id, true);
+    const token = await resetLinkOf(h);
+    expect((await admin.b.call("PUT", `/api/admin/accounts/${h.id}/password`, { password: "set by the admin" })).status).toBe(200);
+    await refusedWith(await rig.browser().call("POST", "/api/password/reset", { token, password: "from the stale link" }), 400, "invalid_reset_token");
+  });
+
   test("of an account disabled since is refused 403 inactive", async () => {
     const h = await verifiedHolder(rig);
     const token = await resetLinkOf(h);
