@@ -2,7 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
 import { loadConfig, type Config, type LoadOptions } from "../config/load.ts";
-import { migrate, openDatabase, openDatabaseReadOnly, openPostgres, pendingMigrations, postgresSchemaBehind, redactUrl, refuseNewerSchema, type Db } from "../store/database.ts";
+import { acquireServeLock, migrate, openDatabase, openDatabaseReadOnly, openPostgres, pendingMigrations, postgresSchemaBehind, redactUrl, refuseNewerSchema, ServeLockError, type Db } from "../store/database.ts";
 import { postgresOperatorStores, sqliteOperatorStores, type OperatorStores } from "../store/open.ts";
 import { OperatorError } from "../core/operator-error.ts";
 import { invocation, UsageError } from "./args.ts";
@@ -96,6 +96,19 @@ async function openPostgresInstallation(config: Config, json: boolean): Promise<
     json,
     catalog: () => (catalog ??= buildCatalog(config)),
   };
+}
+
+/**
+ * The serve lock, for a command that must not run beside a `gateway serve` on the same file
+ * (`migrate`, `migrate-db`): a running server is refused in one line saying why it must stop first.
+ */
+export function lockOutServe(database: string, why: string): { release(): void } {
+  try {
+    return acquireServeLock(database);
+  } catch (e) {
+    if (!(e instanceof ServeLockError)) throw e;
+    throw new OperatorError(`a 'gateway serve' is running on ${database}: stop it first (${why})`);
+  }
 }
 
 /**

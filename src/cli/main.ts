@@ -66,6 +66,7 @@ Runs the gateway: creates the database (and its folder) when missing, applies mi
   gateway migrate
 
 Creates the database when missing and applies the migrations this version carries (serve does too).
+Refused while a 'gateway serve' runs on the SQLite file: stop it first.
 With [database] url set, applies the PostgreSQL migrations to that database instead (it must exist).`,
   "migrate-db": MIGRATE_DB_USAGE,
   account: ACCOUNT_USAGE,
