@@ -95,6 +95,24 @@ async function releaseAsAnotherWould(id: string): Promise<void> {
   });
 }
 
+describe("two instances started at the same moment under one id", () => {
+  it("exactly one starts; the other is refused naming the id, and the row is the first's", async () => {
+    const outcomes = await Promise.allSettled([instance("gw-twin"), instance("gw-twin")]);
+    const started = outcomes.filter((o) => o.status === "fulfilled");
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
+    expect(started).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+    expect(String(refused[0]!.reason)).toContain('instance_id "gw-twin" is in use by a running instance');
+    expect(await beatenJustNow("gw-twin")).toBe(true);
+  });
+
+  it("of two started at once on the row of a run that died, exactly one takes it", async () => {
+    await sql`INSERT INTO instances (id, heartbeat_at) VALUES ('gw-heir', (extract(epoch FROM clock_timestamp()) * 1000)::bigint)`;
+    const outcomes = await Promise.allSettled([instance("gw-heir"), instance("gw-heir")]);
+    expect(outcomes.map((o) => o.status).sort()).toEqual(["fulfilled", "rejected"]);
+  });
+});
+
 describe("an instance released by another", () => {
   it("writes its row again and takes the hold, instead of failing the hold insert's foreign key", async () => {
     const l = await instance("gw-rereg", true);

@@ -210,6 +210,9 @@ export const redemptionCodes = pgTable(
 export const instances = pgTable("instances", {
   id: text("id").primaryKey(),
   heartbeatAt: time("heartbeat_at").notNull(),
+  // Which process holds the id now (random per start): the claim at start and every beat are
+  // conditional on it, so two processes started at once under one id cannot both hold it.
+  runId: text("run_id"),
 });
 
 // PostgreSQL only: the holds of running requests, as rows, since every instance spends the same

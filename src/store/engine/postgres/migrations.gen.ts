@@ -77,5 +77,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795786525148,
     "breakpoints": true,
     "sql": "ALTER TABLE \"request_logs\" ADD COLUMN \"inference_geo\" text;"
+  },
+  {
+    "tag": "0013_instance_run_id",
+    "when": 1795793491790,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"instances\" ADD COLUMN \"run_id\" text;"
   }
 ];
