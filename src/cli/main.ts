@@ -34,6 +34,7 @@ Usage:
   gateway account credit --email E --usd N [--note T]
   gateway account debit --email E --usd N --note T
   gateway account list | account show --email E
+  gateway account note --email E --text T              # the operator's note on the account ("" removes it)
   gateway account disable --email E | account enable --email E
   gateway key create --email E [--name N] [--quota USD] [--budget USD --budget-period day|week|month] [--models a,b] [--expires ISO8601] [--ip CIDR,…] [--rpm N]
   gateway key list --email E | key find PREFIX|KEY | key revoke ID

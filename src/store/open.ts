@@ -65,6 +65,8 @@ export interface OperatorStores {
   codes: CodeStore;
   /** The dashboard's sessions: a password the operator sets ends them. */
   sessions: SessionStore;
+  /** The operator's notes on accounts, shared with the admin page. */
+  adminQueries: AdminQueries;
   /** The pause switch and the estimator's rows (PostgreSQL's are read when asked). */
   settings(): Promise<SettingsStore>;
 }
@@ -218,6 +220,7 @@ export function sqliteOperatorStores(config: Config, db: Db): OperatorStores {
     idempotency: new Idempotency(db),
     codes: new Codes(db, ledger),
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
+    adminQueries: new AdminSqlite(db),
     settings: async () => new Settings(db),
   };
 }
@@ -236,6 +239,7 @@ export function postgresOperatorStores(config: Config, pg: PgDb): OperatorStores
     idempotency: new PgIdempotency(pg, config.cluster.instanceId),
     codes: new PgCodes(pg, ledger),
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
+    adminQueries: new PgAdmin(pg),
     settings: () => PgSettings.load(pg),
   };
 }
