@@ -82,7 +82,7 @@ export async function openInstallation(values: CommonValues, access: "read" | "w
  * one here). The ledger takes no holds: the CLI credits, never reserves. The connections close when
  * the command's process exits.
  */
-async function openPostgresInstallation(config: Config, json: boolean): Promise<CliContext> {
+export async function openPostgresInstallation(config: Config, json: boolean): Promise<CliContext> {
   const url = config.databaseUrl!;
   const database = redactUrl(url);
   const pg = openPostgres(url, { max: 2 });

@@ -49,7 +49,8 @@ Usage:
   gateway prices [--check]                            # every model's effective prices and their sources;
                                                       # --check: exit 1 when one is below the provider's list price
   gateway healthcheck [--port N]                     # GET /healthz on loopback: exit 0 when healthy
-  gateway reload [--port N]                           # the running server reads its config again (as SIGHUP)
+  gateway reload [--local] [--port N]                 # the running server reads its config again (as SIGHUP);
+                                                      # on PostgreSQL every instance, --local this machine's only
   gateway config check FILE                           # validate a config file without serving
   gateway --version | gateway COMMAND --help
 

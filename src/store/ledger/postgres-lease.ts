@@ -2,7 +2,7 @@ import type { SQL } from "bun";
 import { databaseUnavailable, type GatewayError } from "../../core/errors.ts";
 import { events } from "../../core/events.ts";
 import { OperatorError } from "../../core/operator-error.ts";
-import type { InstanceView } from "./contract.ts";
+import type { InstanceView, ReloadRecord } from "./contract.ts";
 
 // An instance's heartbeat on the shared PostgreSQL database, seen as a lease on its own holds
 // (docs/database.md, "Heartbeats, fencing and the release of a silent instance's holds"). Others
@@ -56,11 +56,23 @@ const SILENT_OTHERS = releaseWith(
 
 type Released = { instance: string; holds: number; nano: string }[];
 
-/** The instances heartbeating on the database, with their holds (GET /api/admin/status). */
+/** The instances heartbeating on the database, with their holds and last reloads (GET /api/admin/status, `gateway reload`). */
 export async function listInstances(sql: SQL): Promise<InstanceView[]> {
-  const rows = (await sql.unsafe(`SELECT i.id, i.heartbeat_at::text AS at, count(h.id)::int AS holds, coalesce(sum(h.amount_nano), 0)::text AS nano
-    FROM instances i LEFT JOIN holds h ON h.instance_id = i.id GROUP BY i.id ORDER BY i.id`)) as { id: string; at: string; holds: number; nano: string }[];
-  return rows.map((r) => ({ id: r.id, heartbeatAt: Number(r.at), holds: r.holds, heldNano: Number(r.nano) }));
+  const rows = (await sql.unsafe(`SELECT i.id, i.heartbeat_at::text AS at, i.reloaded_at::text AS reloaded_at, i.last_reload,
+      count(h.id)::int AS holds, coalesce(sum(h.amount_nano), 0)::text AS nano
+    FROM instances i LEFT JOIN holds h ON h.instance_id = i.id GROUP BY i.id ORDER BY i.id`)) as { id: string; at: string; reloaded_at: string | null; last_reload: string | null; holds: number; nano: string }[];
+  return rows.map((r) => ({ id: r.id, heartbeatAt: Number(r.at), holds: r.holds, heldNano: Number(r.nano), lastReload: reloadOf(r.reloaded_at, r.last_reload) }));
+}
+
+/** A row's last reload; null when none was recorded (or by a version that wrote another shape). */
+function reloadOf(at: string | null, text: string | null): InstanceView["lastReload"] {
+  if (at === null || text === null) return null;
+  try {
+    const r = JSON.parse(text) as ReloadRecord;
+    return typeof r.reloaded === "boolean" ? { ...r, at: Number(at) } : null;
+  } catch {
+    return null;
+  }
 }
 
 export class InstanceLease {
@@ -163,6 +175,11 @@ export class InstanceLease {
     throw new OperatorError(
       `[cluster] instance_id "${id}" is in use by a running instance (its heartbeat came ${Number(now?.ago ?? 0)} ms ago): give each instance its own id (docs/scaling.md#the-config-lines)`,
     );
+  }
+
+  /** Writes this run's last reload on its row (only while the row is its own). */
+  async recordReload(reload: ReloadRecord): Promise<void> {
+    await this.sql.unsafe(`UPDATE instances SET reloaded_at = ${NOW_MS}, last_reload = $3 WHERE id = $1 AND run_id = $2`, [this.opts.instanceId, this.runId, JSON.stringify(reload)]);
   }
 
   /** Called with the reason when this instance fences itself: what it has in flight must end. */

@@ -79,9 +79,9 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "sql": "ALTER TABLE \"request_logs\" ADD COLUMN \"inference_geo\" text;"
   },
   {
-    "tag": "0013_instance_run_id",
-    "when": 1795793491790,
+    "tag": "0013_instance_claims_and_reloads",
+    "when": 1795794154190,
     "breakpoints": true,
-    "sql": "ALTER TABLE \"instances\" ADD COLUMN \"run_id\" text;"
+    "sql": "ALTER TABLE \"instances\" ADD COLUMN \"run_id\" text;--> statement-breakpoint\nALTER TABLE \"instances\" ADD COLUMN \"reloaded_at\" bigint;--> statement-breakpoint\nALTER TABLE \"instances\" ADD COLUMN \"last_reload\" text;"
   }
 ];

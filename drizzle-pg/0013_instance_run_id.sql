@@ -1,1 +1,0 @@
-ALTER TABLE "instances" ADD COLUMN "run_id" text;
