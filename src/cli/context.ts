@@ -54,7 +54,13 @@ export async function openInstallation(values: CommonValues, access: "read" | "w
   try {
     if (access === "write") {
       db = openDatabase(database);
-      migrate(db);
+      // A newer CLI than the server running on the file would change its tables under it, as `gateway migrate` would.
+      const lock = pendingMigrations(db) > 0 ? lockOutServe(database, "this gateway's migrations would change tables its requests are using; or run the command with the server's own version") : null;
+      try {
+        migrate(db);
+      } finally {
+        lock?.release();
+      }
     } else {
       db = openDatabaseReadOnly(database);
       refuseNewerSchema(db);
