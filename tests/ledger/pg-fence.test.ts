@@ -113,6 +113,29 @@ describe("two instances started at the same moment under one id", () => {
   });
 });
 
+describe("a process whose id another process took (while it was silent)", () => {
+  const takeOver = (id: string) => sql`UPDATE instances SET run_id = 'another-process' WHERE id = ${id}`;
+  const runOf = async (id: string) => (await sql`SELECT run_id FROM instances WHERE id = ${id}`)[0]?.run_id ?? null;
+
+  it("fails its beats instead of beating on the other's row", async () => {
+    const l = await instance("gw-taken", true);
+    await takeOver("gw-taken");
+    expect(await l.tick()).toBe(false);
+    expect(await runOf("gw-taken")).toBe("another-process");
+  });
+
+  it("leaves the other's row and holds at its clean stop", async () => {
+    const l = await instance("gw-taken-stop", true);
+    const a = await account(10);
+    await l.reserve("gw_taken_stop", a.accountId, a.keyId, USD);
+    await takeOver("gw-taken-stop");
+    await l.stop();
+    await l.retire();
+    expect(await runOf("gw-taken-stop")).toBe("another-process");
+    expect(await books(a.accountId)).toMatchObject({ held: USD, holds: 1 });
+  });
+});
+
 describe("an instance released by another", () => {
   it("writes its row again and takes the hold, instead of failing the hold insert's foreign key", async () => {
     const l = await instance("gw-rereg", true);
