@@ -4,7 +4,7 @@ import { formatUsd, nanoToUsd, usdToNano } from "../../core/money.ts";
 import type { Account } from "../../store/accounts/contract.ts";
 import type { Services } from "../../services.ts";
 import type { SessionCall } from "../session-guard.ts";
-import { idempotent } from "../session-idempotency.ts";
+import { idempotent } from "../idempotency.ts";
 import { limitParam, queryOf } from "./dashboard-usage.ts";
 import { json, pathParam } from "../exchange.ts";
 import { routeHealth } from "./public.ts";
@@ -106,7 +106,7 @@ function amountOf(c: SessionCall, noteRequired: boolean): { nano: number; note: 
 
 const moneyDetail = (nano: number, note: string | null) => `${formatUsd(nano)} USD${note ? `: ${note}` : ""}`;
 
-// Idempotent (session-idempotency.ts): a retried credit or debit with its Idempotency-Key moves the money once.
+// Idempotent (http/idempotency.ts): a retried credit or debit with its Idempotency-Key moves the money once.
 export const creditAccount = adminOnly(idempotent(async (c, adminId: number) => {
   const target = await targetOf(c);
   const { nano, note } = amountOf(c, false);
