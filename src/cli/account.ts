@@ -2,15 +2,16 @@ import { checkNewPassword, hashPassword } from "../auth/passwords.ts";
 import { Notices } from "../notices/notices.ts";
 import { STARTING_BALANCE_NANO } from "../store/accounts/contract.ts";
 import { invocation, parse, required, UsageError, usdFlag } from "./args.ts";
-import { openInstallation, output } from "./context.ts";
+import { openInstallation, output, type CliContext } from "./context.ts";
+import { scopedIdempotencyKey } from "../store/idempotency/contract.ts";
 import { formatUsd, iso, table, usd } from "./format.ts";
 import { accountOf, keyLine, keyView } from "./key.ts";
 
 export const ACCOUNT_USAGE = `Usage:
   gateway account create --email E [--balance USD] [--password-stdin] [--admin]
   gateway account update --email E [--admin|--no-admin] [--password-stdin]
-  gateway account credit --email E --usd N [--note T]
-  gateway account debit --email E --usd N --note T
+  gateway account credit --email E --usd N [--note T] [--idempotency-key K]
+  gateway account debit --email E --usd N --note T [--idempotency-key K]
   gateway account list
   gateway account show --email E
   gateway account disable --email E
@@ -23,7 +24,11 @@ written to the audit log as the operator's (no admin account) action. update --p
 the dashboard password (read from standard input, 8 to 1,024 characters, as the dashboard takes): how an account created
 without one gets its login, or a holder who lost theirs a new one; the account's open sessions end.
 debit is a correcting ledger entry (kind operator_debit) with a required note; it never takes the
-balance below zero. disable refuses every key of the account (403 inactive) on the running server
+balance below zero. With --idempotency-key, a credit or debit run again with the same key, account,
+amount and note within 24 h moves nothing and prints the first run's result (a script may retry
+after a timeout); the same key with another amount or note is refused. On SQLite the debit cannot
+see what the server's running requests hold (in its memory): the admin page's debit, and
+POST /api/admin/accounts/{id}/debit, can, and keep it. disable refuses every key of the account (403 inactive) on the running server
 at its next request, until enable. list and show print the balance in the database file; the holds
 of running requests live in the serving process's memory, which the CLI cannot see, so they are not
 shown (GET /v1/me with a key of the account shows them).`;
@@ -39,8 +44,8 @@ const READ_ONLY = new Set(["list", "show"]);
 const TAKES: Record<string, string[]> = {
   create: ["email", "balance", "password-stdin", "admin"],
   update: ["email", "admin", "no-admin", "password-stdin"],
-  credit: ["email", "usd", "note"],
-  debit: ["email", "usd", "note"],
+  credit: ["email", "usd", "note", "idempotency-key"],
+  debit: ["email", "usd", "note", "idempotency-key"],
   list: [],
   show: ["email"],
   disable: ["email"],
@@ -55,6 +60,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
     balance: { type: "string" },
     usd: { type: "string" },
     note: { type: "string" },
+    "idempotency-key": { type: "string" },
     "password-stdin": { type: "boolean" },
     admin: { type: "boolean" },
     "no-admin": { type: "boolean" },
@@ -155,22 +161,32 @@ export async function accountCommand(argv: string[]): Promise<void> {
   }
   if (sub === "credit" || sub === "debit") {
     const nano = usdFlag("usd", required(values, "usd"), { positive: true });
+    const note = sub === "credit" ? values.note || null : required(values, "note");
+    const verb = sub === "credit" ? "credited" : "debited";
+    const move = async (): Promise<Moved> => {
+      if (sub === "credit") await ctx.ledger.credit(acc.id, nano, "operator_credit", note);
+      else await ctx.accounts.debit(acc.id, nano, note!);
+      const after = (await ctx.accounts.find(acc.email))!;
+      return {
+        data: { id: after.id, email: after.email, [`${verb}_usd`]: usd(nano), balance_usd: usd(after.balanceNano) },
+        human: `${verb} ${formatUsd(nano)} USD ${sub === "credit" ? "to" : "from"} ${after.email}; balance ${formatUsd(after.balanceNano)} USD`,
+      };
+    };
+    const key = values["idempotency-key"];
+    const done = key === undefined ? { ...(await move()), replayed: false } : await once(ctx, acc.id, `gateway account ${sub}`, key, JSON.stringify([nano, note]), move);
+    if (done.replayed) {
+      output(ctx, { ...done.data, replayed: true }, `already ${verb} with this --idempotency-key, nothing moved now: ${done.human}`);
+      return;
+    }
     if (sub === "credit") {
-      await ctx.ledger.credit(acc.id, nano, "operator_credit", values.note || null);
       // The operator's webhook hears of it as of a credit in the dashboard; the command waits for the send.
       const notices = new Notices(ctx.config, ctx);
       notices.deliveries.retryDelaysMs = [1_000];
       notices.credited(acc.id, nano, "operator_credit");
       await notices.drain(15_000);
       notices.close();
-    } else await ctx.accounts.debit(acc.id, nano, required(values, "note"));
-    const after = (await ctx.accounts.find(acc.email))!;
-    const verb = sub === "credit" ? "credited" : "debited";
-    output(
-      ctx,
-      { id: after.id, email: after.email, [`${verb}_usd`]: usd(nano), balance_usd: usd(after.balanceNano) },
-      `${verb} ${formatUsd(nano)} USD ${sub === "credit" ? "to" : "from"} ${after.email}; balance ${formatUsd(after.balanceNano)} USD`,
-    );
+    }
+    output(ctx, done.data, done.human);
     return;
   }
   const disable = sub === "disable";
@@ -183,4 +199,31 @@ export async function accountCommand(argv: string[]): Promise<void> {
     { id: acc.id, email: acc.email, status, changed },
     changed ? `account ${acc.email} ${disable ? "disabled: its keys are refused" : "enabled"}` : `account ${acc.email} was already ${status}`,
   );
+}
+
+interface Moved {
+  data: Record<string, unknown>;
+  human: string;
+}
+
+/**
+ * `move` run at most once per (account, command, key) within 24 h, through the idempotency records
+ * /v1 and the admin routes use (docs/operations.md#the-admin-cli): a second run with the same key and
+ * body gets the first result back, another body is refused (idempotency_conflict). A failed move
+ * frees the key. Stored as soon as the money moved, before the webhook's send.
+ */
+async function once(ctx: CliContext, accountId: number, command: string, key: string, body: string, move: () => Promise<Moved>): Promise<Moved & { replayed: boolean }> {
+  const scoped = scopedIdempotencyKey(command, key);
+  if (!scoped) throw new UsageError("--idempotency-key needs a value");
+  const begun = await ctx.idempotency.begin(accountId, scoped, Bun.SHA256.hash(body, "hex"), `cli_${crypto.randomUUID()}`);
+  if (begun.kind === "replay") return { ...(JSON.parse(begun.answer.body) as Moved), replayed: true };
+  let moved: Moved;
+  try {
+    moved = await move();
+  } catch (e) {
+    await ctx.idempotency.finish(accountId, scoped, null);
+    throw e;
+  }
+  await ctx.idempotency.finish(accountId, scoped, { status: 200, contentType: "application/json", body: JSON.stringify(moved) });
+  return { ...moved, replayed: false };
 }

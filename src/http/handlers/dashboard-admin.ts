@@ -4,6 +4,7 @@ import { formatUsd, nanoToUsd, usdToNano } from "../../core/money.ts";
 import type { Account } from "../../store/accounts/contract.ts";
 import type { Services } from "../../services.ts";
 import type { SessionCall } from "../session-guard.ts";
+import { idempotent } from "../idempotency.ts";
 import { limitParam, queryOf } from "./dashboard-usage.ts";
 import { json, pathParam } from "../exchange.ts";
 import { routeHealth } from "./public.ts";
@@ -105,22 +106,23 @@ function amountOf(c: SessionCall, noteRequired: boolean): { nano: number; note: 
 
 const moneyDetail = (nano: number, note: string | null) => `${formatUsd(nano)} USD${note ? `: ${note}` : ""}`;
 
-export const creditAccount = adminOnly(async (c, adminId) => {
+// Idempotent (http/idempotency.ts): a retried credit or debit with its Idempotency-Key moves the money once.
+export const creditAccount = adminOnly(idempotent(async (c, adminId: number) => {
   const target = await targetOf(c);
   const { nano, note } = amountOf(c, false);
   await c.svc.ledger.credit(target.id, nano, "operator_credit", note);
   c.svc.notices.credited(target.id, nano, "operator_credit");
   await c.svc.audit.record({ actorAccountId: adminId, action: "account_credited", targetAccountId: target.id, detail: moneyDetail(nano, note) });
   return accountAnswer(c.svc, target.id);
-});
+}));
 
-export const debitAccountRoute = adminOnly(async (c, adminId) => {
+export const debitAccountRoute = adminOnly(idempotent(async (c, adminId: number) => {
   const target = await targetOf(c);
   const { nano, note } = amountOf(c, true);
   await c.svc.accounts.debit(target.id, nano, note!);
   await c.svc.audit.record({ actorAccountId: adminId, action: "account_debited", targetAccountId: target.id, detail: moneyDetail(nano, note) });
   return accountAnswer(c.svc, target.id);
-});
+}));
 
 const switchAccount = (disable: boolean) =>
   adminOnly(async (c, adminId) => {
