@@ -66,6 +66,17 @@ export const LoggedOutAll = T.Object({ logged_out: T.Literal(true), sessions_end
 export type LoggedOutAll = Static<typeof LoggedOutAll>;
 export const PasswordChanged = T.Object({ password_changed: T.Literal(true), sessions_ended: Count });
 export type PasswordChanged = Static<typeof PasswordChanged>;
+/** POST /api/me/close's answer (docs/dashboard.md#closing-the-account); the session cookie is cleared with it. */
+export const AccountClosed = T.Object({
+  object: T.Literal("account"),
+  id: T.Integer(),
+  closed: T.Literal(true),
+  closed_at: Time,
+  forfeited_usd: Usd,
+  keys_revoked: Count,
+  sessions_ended: Count,
+});
+export type AccountClosed = Static<typeof AccountClosed>;
 
 const Names = Nullable(T.Array(T.String()));
 const Period = T.Union([T.Literal("day"), T.Literal("week"), T.Literal("month")]);

@@ -14,6 +14,7 @@ import { getDailyUsage, getLedger, getLedgerCsv, getRequests, getRequestsCsv } f
 import { getUsageSummary } from "./handlers/dashboard-summary.ts";
 import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
 import { Credentials, Registration, getMe, getSession, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./handlers/dashboard-account.ts";
+import { closeAccount, CloseBody } from "./handlers/dashboard-close.ts";
 import { CodeBatchBody, createCodeBatch, listCodeBatches, redeem, RedeemBody } from "./handlers/dashboard-codes.ts";
 import { resendVerification, verify, VerifyBody } from "./handlers/dashboard-verify.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
@@ -139,6 +140,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/verify/resend", auth: "session", response: A.ok(A.VerificationSent), summary: "Email a new verification link (at most once a minute)", handler: resendVerification }),
   row({ method: "GET", path: "/api/session", auth: "visitor", response: A.ok(A.SessionState), summary: "Whether the cookie opens a session, and its account: 200 either way", handler: getSession }),
   row({ method: "GET", path: "/api/me", auth: "session", response: A.ok(A.AccountView), summary: "The account, its balance, holds and low-balance notice", handler: getMe }),
+  row({ method: "POST", path: "/api/me/close", auth: "session", body: "json", schema: CloseBody, response: A.ok(A.AccountClosed), summary: "Close the account for good: keys revoked, sessions ended, the balance forfeited as confirmed", handler: closeAccount }),
   row({ method: "PUT", path: "/api/me/low-balance", auth: "session", body: "json", schema: LowBalance, response: A.ok(A.AccountView), summary: "The low-balance threshold", handler: putLowBalance }),
   row({ method: "GET", path: "/api/keys", auth: "session", response: A.ok(A.KeyList), summary: "The account's keys", handler: listKeys }),
   row({ method: "POST", path: "/api/keys", auth: "session", body: "json", schema: KeyBody, response: A.created(A.NewKeyView), summary: "A new key, shown once", handler: createKey }),

@@ -2,7 +2,7 @@ import type { Config } from "../config/load.ts";
 import type { NotificationsConfig } from "../config/notices.ts";
 import { events as processEvents, type EventLog } from "../core/events.ts";
 import { formatUsd, nanoToUsd } from "../core/money.ts";
-import type { AccountStore, Verified } from "../store/accounts/contract.ts";
+import type { AccountStore, ClosedAccount, Verified } from "../store/accounts/contract.ts";
 import type { MoneyLedger } from "../store/ledger/contract.ts";
 import { Deliveries } from "./deliveries.ts";
 import { Mailer, type Mail } from "./mailer.ts";
@@ -82,6 +82,20 @@ export class Notices {
   credited(accountId: number, amountNano: number, kind: "top_up" | "operator_credit", reference: string | null = null): void {
     this.event("topup.credited", { account_id: accountId, kind, amount_usd: nanoToUsd(amountNano), reference });
     this.balanceChanged(accountId);
+  }
+
+  /**
+   * The holder closed the account: the operator hears of it (with the address the row no longer
+   * keeps), and the holder gets a confirmation at that address, so a closure they did not make is seen.
+   */
+  closed(c: ClosedAccount): void {
+    this.event("account.closed", { account_id: c.accountId, email: c.email, forfeited_usd: nanoToUsd(c.forfeitedNano) });
+    const forfeit = c.forfeitedNano > 0 ? ` Its remaining balance of ${formatUsd(c.forfeitedNano)} USD was forfeited, as you confirmed.` : "";
+    this.email(c.accountId, "account.closed", {
+      to: c.email,
+      subject: "Your gateway account is closed",
+      text: `Your gateway account (number ${c.accountId}) was closed at your request: its keys are revoked and you can no longer log in.${forfeit}\nIf you did not close it, reply to the operator at once.\n\n${this.site}/\n`,
+    });
   }
 
   /** A charge was posted: the balance is compared with the holder's threshold shortly after, off the request. */
