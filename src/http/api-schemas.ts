@@ -362,11 +362,12 @@ export type Pricing = Static<typeof Pricing>;
 /** A row's success: its status, body type and schema (a CSV file is a string). */
 export interface Answer {
   status: 200 | 201;
-  type: "application/json" | "text/csv";
+  type: "application/json" | "text/csv" | "text/html";
   schema: TSchema;
 }
 export const ok = (schema: TSchema): Answer => ({ status: 200, type: "application/json", schema });
 export const created = (schema: TSchema): Answer => ({ status: 201, type: "application/json", schema });
+export const htmlPage: Answer = { status: 200, type: "text/html", schema: T.String({ description: "A printable HTML page" }) };
 export const csvFile: Answer = { status: 200, type: "text/csv", schema: T.String({ description: "CSV with a header row" }) };
 
 /** A batch of redemption codes and its use (GET /api/admin/codes); the codes themselves are never listed. */

@@ -12,7 +12,7 @@ import { createAdminAccount, createKeyFor, getAdminAccount, NewAccountBody, Note
 import { getTotals } from "./handlers/dashboard-admin-totals.ts";
 import { getDailyUsage, getLedger, getLedgerCsv, getRequests, getRequestsCsv } from "./handlers/dashboard-usage.ts";
 import { getUsageSummary } from "./handlers/dashboard-summary.ts";
-import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
+import { createTopUp, getReceipt, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
 import { Credentials, Registration, getMe, getSession, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./handlers/dashboard-account.ts";
 import { closeAccount, CloseBody } from "./handlers/dashboard-close.ts";
 import { CodeBatchBody, createCodeBatch, listCodeBatches, redeem, RedeemBody } from "./handlers/dashboard-codes.ts";
@@ -173,6 +173,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   // payments: top-ups through Stripe Checkout (docs/dashboard.md, Top-ups). The webhook is Stripe's
   // call, not a browser's: no session and no Origin rule, its signature checked instead.
   row({ method: "GET", path: "/api/topups", auth: "session", response: A.ok(A.TopUps), summary: "The account's top-ups and whether card top-ups are on", handler: listTopUps }),
+  row({ method: "GET", path: "/api/topups/{id}/receipt", auth: "session", response: A.htmlPage, summary: "A credited card top-up's printable receipt", handler: getReceipt }),
   row({ method: "POST", path: "/api/topups", auth: "session", body: "json", schema: TopUpBody, response: A.created(A.CheckoutOpened), summary: "A Stripe Checkout Session for a top-up", handler: createTopUp }),
   row({ method: "POST", path: "/api/redeem", auth: "session", body: "json", schema: RedeemBody, response: A.ok(A.Redeemed), summary: "Redeem a code: its value credited once", handler: redeem }),
   row({ method: "GET", path: "/api/admin/codes", auth: "session", response: A.ok(A.CodeBatchList), summary: "Admin: redemption code batches and their use", handler: listCodeBatches }),

@@ -98,6 +98,20 @@ export class Notices {
     });
   }
 
+  /**
+   * A card top-up's receipt, mailed to the holder under [email] once it is credited; `load` reads it
+   * off the request (the books), and the send is tracked so that a drain waits for it.
+   */
+  receipt(accountId: number, load: () => Promise<Omit<Mail, "to"> | null>): void {
+    if (!this.mailer) return;
+    this.deliveries.track(
+      this.emailAccount(accountId, "topup.receipt", async (to) => {
+        const mail = await load();
+        return mail && { ...mail, to };
+      }).catch((e) => this.log.noticeFailed({ channel: "email", type: "topup.receipt", accountId, attempts: 0, reason: (e as Error).message })),
+    );
+  }
+
   /** A charge was posted: the balance is compared with the holder's threshold shortly after, off the request. */
   charged(accountId: number): void {
     if (this.on) this.balanceChanged(accountId);
@@ -175,12 +189,14 @@ export class Notices {
   }
 
   /** Emails the account's address, unless it is still waiting to be verified (it may be someone else's). */
-  private async emailAccount(accountId: number, type: string, mail: (email: string) => Mail): Promise<void> {
+  private async emailAccount(accountId: number, type: string, mail: (email: string) => Mail | null | Promise<Mail | null>): Promise<void> {
     if (!this.mailer) return;
     const { accounts } = this.stores;
     const [profile, verification] = await Promise.all([accounts.profileOf(accountId), accounts.verificationOf(accountId)]);
-    if (!profile || (verification && !verification.verified)) return;
-    this.email(accountId, type, mail(profile.email));
+    // A closed account's row keeps no address to write to.
+    if (!profile || profile.closedAt !== null || (verification && !verification.verified)) return;
+    const made = await mail(profile.email);
+    if (made) this.email(accountId, type, made);
   }
 
   private email(accountId: number, type: string, mail: Mail): void {
