@@ -233,6 +233,8 @@ export type WebhookReceived = Static<typeof WebhookReceived>;
 export const AdminAccount = T.Object({
   ...ACCOUNT_WHO,
   disabled: T.Boolean(),
+  /** Closed by its holder (docs/dashboard.md#closing-the-account): final; its email is anonymised. */
+  closed: T.Boolean(),
   ...ACCOUNT_MONEY,
   keys: Count,
   spent_month_usd: Usd,

@@ -1,3 +1,4 @@
+import { GatewayError } from "../../core/errors.ts";
 import type { accounts, ledgerEntries } from "../schema/sqlite.ts";
 import type { CreditKind } from "../ledger/contract.ts";
 import type { InviteClaim } from "../codes/contract.ts";
@@ -115,6 +116,9 @@ export interface ClosedAccount {
 
 /** A closed account's address: unique, and no address (it has no @), so no registration can take it. */
 export const closedAddress = (accountId: number) => `closed-account-${accountId}`;
+
+/** What any change to a closed account answers, the holder's second close as the operator's credit. */
+export const alreadyClosed = (accountId: number) => new GatewayError("account_closed", `Account ${accountId} is closed by its holder: closure is final.`);
 
 /** The note of a closure's forfeit entry (kind operator_debit: the operator's terms keep the money). */
 export const FORFEIT_NOTE = "balance forfeited: account closed by its holder";

@@ -2,7 +2,7 @@ import { GatewayError } from "../../core/errors.ts";
 import { formatUsd } from "../../core/money.ts";
 import type { accounts as pgAccounts } from "../schema/postgres.ts";
 import type { accounts } from "../schema/sqlite.ts";
-import type { StatementItem, StatementPosition } from "./contract.ts";
+import { alreadyClosed, type StatementItem, type StatementPosition } from "./contract.ts";
 
 // The accounts' rules both engines apply alike: the email's form, the refusals, the statement's order.
 
@@ -71,8 +71,6 @@ export const dayOf = (start: number) => new Date(start).toISOString().slice(0, 1
 /** The newest ledger id of the whole file: where a statement's first page pins its list. */
 
 // A closure's refusals (docs/dashboard.md#closing-the-account): nothing changed, the holder may try again.
-
-export const alreadyClosed = (accountId: number) => new GatewayError("account_closed", `Account ${accountId} is closed: closure is final.`);
 
 export const requestsInFlight = (heldNano: number) =>
   new GatewayError("requests_in_flight", `Running requests hold ${formatUsd(heldNano)} USD of this account: close it once they finish (revoke the keys first to stop new ones).`);
