@@ -77,13 +77,16 @@ for (const engine of GATEWAY_ENGINES) {
 
     it("refuses while a request is in flight (409 requests_in_flight), then closes once it settled, with the books exact", async () => {
       const h = await holder(gw, 1);
-      up.script({ kind: "slow_stream", events: 6, intervalMs: 150 });
-      const running = postWithApiKey(gw, "/v1/messages", { ...messagesBody(50, "fixed"), stream: true }, h.key).then((r) => r.text());
-      const deadline = Date.now() + 10_000;
-      while ((await gw.money(h.accountId)).reserved === 0 && Date.now() < deadline) await Bun.sleep(10);
+      // A stream that would run for a minute: in flight for as long as the test needs, whatever the
+      // machine's load (a password check takes a second or more); the client then goes away.
+      up.script({ kind: "slow_stream", events: 600, intervalMs: 100 });
+      const running = await postWithApiKey(gw, "/v1/messages", { ...messagesBody(50, "fixed"), stream: true }, h.key);
+      expect(running.status).toBe(200);
       expect((await gw.money(h.accountId)).reserved).toBeGreaterThan(0);
       await expectError(await close(h.b, h.email, 1), 409, "requests_in_flight");
-      await running;
+      await running.body!.cancel();
+      const deadline = Date.now() + 15_000;
+      while ((await gw.money(h.accountId)).reserved > 0 && Date.now() < deadline) await Bun.sleep(10);
       const settled = await gw.money(h.accountId);
       expect(settled.reserved).toBe(0);
       expect(settled.balance).toBeLessThan(USD);
