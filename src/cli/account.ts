@@ -1,6 +1,6 @@
 import { checkNewPassword, hashPassword } from "../auth/passwords.ts";
 import { Notices } from "../notices/notices.ts";
-import { STARTING_BALANCE_NANO } from "../store/accounts/contract.ts";
+import { alreadyClosed, STARTING_BALANCE_NANO, type Account } from "../store/accounts/contract.ts";
 import { invocation, parse, required, UsageError, usdFlag } from "./args.ts";
 import { openInstallation, output, type CliContext } from "./context.ts";
 import { scopedIdempotencyKey } from "../store/idempotency/contract.ts";
@@ -29,9 +29,14 @@ amount and note within 24 h moves nothing and prints the first run's result (a s
 after a timeout); the same key with another amount or note is refused. On SQLite the debit cannot
 see what the server's running requests hold (in its memory): the admin page's debit, and
 POST /api/admin/accounts/{id}/debit, can, and keep it. disable refuses every key of the account (403 inactive) on the running server
-at its next request, until enable. list and show print the balance in the database file; the holds
-of running requests live in the serving process's memory, which the CLI cannot see, so they are not
-shown (GET /v1/me with a key of the account shows them).`;
+at its next request, until enable. An account its holder closed shows as closed, under the address
+closed-account-ID; every command but list, show and debit answers that closure is final. list and
+show print the balance in the database file; the holds of running requests live in the serving
+process's memory, which the CLI cannot see, so they are not shown (GET /v1/me with a key of the
+account shows them).`;
+
+/** active, disabled (by the operator, until enabled) or closed (by its holder, for good). */
+const statusOf = (a: Account) => (a.closedAt !== null ? "closed" : a.disabledAt === null ? "active" : "disabled");
 
 /** The password on standard input (one trailing newline dropped), held to the dashboard's rules for a new one. */
 async function readPasswordFromStdin(): Promise<string> {
@@ -91,7 +96,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
       id: a.id,
       email: a.email,
       balance_usd: usd(a.balanceNano),
-      status: a.disabledAt === null ? "active" : "disabled",
+      status: statusOf(a),
       admin: a.admin,
       keys: a.keys,
       active_keys: a.active,
@@ -111,7 +116,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
   if (sub === "show") {
     const keys = await ctx.keys.ofAccount(acc.id);
     const entries = await ctx.accounts.recentEntries(acc.id, 10);
-    const status = acc.disabledAt === null ? "active" : "disabled";
+    const status = statusOf(acc);
     const data = {
       id: acc.id,
       email: acc.email,
@@ -119,12 +124,13 @@ export async function accountCommand(argv: string[]): Promise<void> {
       status,
       admin: acc.admin,
       disabled_at: iso(acc.disabledAt),
+      closed_at: iso(acc.closedAt),
       created_at: iso(acc.createdAt),
       keys: keys.map((k) => keyView(k)),
       recent_ledger: entries.map((e) => ({ id: e.id, kind: e.kind, amount_usd: usd(e.amountNano), note: e.note, request_id: e.requestId, created_at: iso(e.createdAt) })),
     };
     const human = [
-      `account ${acc.id} ${acc.email} (${status}${acc.disabledAt === null ? "" : ` since ${data.disabled_at}`}${acc.admin ? ", admin" : ""})`,
+      `account ${acc.id} ${acc.email} (${status}${acc.disabledAt === null ? "" : ` since ${acc.closedAt === null ? data.disabled_at : data.closed_at}`}${acc.admin ? ", admin" : ""})`,
       `balance ${formatUsd(acc.balanceNano)} USD, created ${data.created_at}`,
       `keys:${keys.length ? "\n" + keys.map(keyLine).join("\n") : " none"}`,
       `recent ledger entries:`,
@@ -133,6 +139,8 @@ export async function accountCommand(argv: string[]): Promise<void> {
     output(ctx, data, human);
     return;
   }
+  // Closure is final (docs/dashboard.md#closing-the-account): only a correcting debit still applies.
+  if (acc.closedAt !== null && sub !== "debit") throw alreadyClosed(acc.id);
   if (sub === "update") {
     const setsPassword = values["password-stdin"] === true;
     if (values.admin && values["no-admin"]) throw new UsageError("account update takes one of --admin or --no-admin, not both");

@@ -78,10 +78,12 @@ export function switchButton(ctx: Ctx, label: string, path: string, msg: Message
 }
 
 /**
- * Disable or Enable: none on the admin's own account, which the server refuses to disable (an admin
+ * Disable or Enable: none on a closed account, nor on the admin's own account, which the server refuses to disable (an admin
  * who disabled itself would be locked out of the page that undoes it).
  */
 export function accountSwitch(ctx: Ctx, a: AdminAccount, msg: Messages): HTMLElement | null {
+  // Closed by its holder: final, nothing to switch (the server refuses it too).
+  if (a.closed) return null;
   if (a.disabled) return switchButton(ctx, "Enable", `/api/admin/accounts/${a.id}/enable`, msg);
   if (a.id === ctx.me?.id) return null;
   return switchButton(ctx, `Disable ${a.email}`, `/api/admin/accounts/${a.id}/disable`, msg, true);

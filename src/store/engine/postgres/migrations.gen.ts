@@ -77,5 +77,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795786525148,
     "breakpoints": true,
     "sql": "ALTER TABLE \"request_logs\" ADD COLUMN \"inference_geo\" text;"
+  },
+  {
+    "tag": "0013_account_closed",
+    "when": 1795793356111,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"accounts\" ADD COLUMN \"closed_at\" bigint;"
   }
 ];
