@@ -16,6 +16,9 @@ import type { RelayServices } from "./relay/context.ts";
 import { buildProviders } from "./upstreams/registry.ts";
 import { StripeCheckout } from "./payments/stripe-checkout.ts";
 import { Payments } from "./payments/topups.ts";
+import { issuerOf, receiptNumber, receiptText } from "./payments/receipt.ts";
+import { formatUsd } from "./core/money.ts";
+import type { CheckoutSession } from "./store/checkouts/contract.ts";
 import { Notices } from "./notices/notices.ts";
 import { events } from "./core/events.ts";
 import type { Commits } from "./store/commits/contract.ts";
@@ -104,9 +107,15 @@ function withStores<S extends Stores>(config: Config, parts: SharedParts, stores
     await notices.drain(5_000);
     notices.close();
   }, ...atStop);
-  return { ...parts, ...rest, notices, payments: new Payments(checkouts, topUps, config.stripe ? new StripeCheckout(config.stripe) : null, (row) =>
-    notices.credited(row.accountId, row.amountNano, "top_up", row.id),
-  ) };
+  const issuer = issuerOf(config);
+  const credited = (row: CheckoutSession) => {
+    notices.credited(row.accountId, row.amountNano, "top_up", row.id);
+    notices.receipt(row.accountId, async () => {
+      const r = await checkouts.receiptOf(row.id);
+      return r && { subject: `Receipt ${receiptNumber(r)} for your top-up of ${formatUsd(r.amountNano)} USD`, text: receiptText(r, issuer) };
+    });
+  };
+  return { ...parts, ...rest, notices, payments: new Payments(checkouts, topUps, config.stripe ? new StripeCheckout(config.stripe) : null, credited) };
 }
 
 type SharedParts = ReturnType<typeof sharedParts>;

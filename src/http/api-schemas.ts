@@ -66,6 +66,17 @@ export const LoggedOutAll = T.Object({ logged_out: T.Literal(true), sessions_end
 export type LoggedOutAll = Static<typeof LoggedOutAll>;
 export const PasswordChanged = T.Object({ password_changed: T.Literal(true), sessions_ended: Count });
 export type PasswordChanged = Static<typeof PasswordChanged>;
+/** POST /api/me/close's answer (docs/dashboard.md#closing-the-account); the session cookie is cleared with it. */
+export const AccountClosed = T.Object({
+  object: T.Literal("account"),
+  id: T.Integer(),
+  closed: T.Literal(true),
+  closed_at: Time,
+  forfeited_usd: Usd,
+  keys_revoked: Count,
+  sessions_ended: Count,
+});
+export type AccountClosed = Static<typeof AccountClosed>;
 
 const Names = Nullable(T.Array(T.String()));
 const Period = T.Union([T.Literal("day"), T.Literal("week"), T.Literal("month")]);
@@ -222,6 +233,8 @@ export type WebhookReceived = Static<typeof WebhookReceived>;
 export const AdminAccount = T.Object({
   ...ACCOUNT_WHO,
   disabled: T.Boolean(),
+  /** Closed by its holder (docs/dashboard.md#closing-the-account): final; its email is anonymised. */
+  closed: T.Boolean(),
   ...ACCOUNT_MONEY,
   keys: Count,
   spent_month_usd: Usd,
@@ -360,11 +373,12 @@ export type Pricing = Static<typeof Pricing>;
 /** A row's success: its status, body type and schema (a CSV file is a string). */
 export interface Answer {
   status: 200 | 201;
-  type: "application/json" | "text/csv";
+  type: "application/json" | "text/csv" | "text/html";
   schema: TSchema;
 }
 export const ok = (schema: TSchema): Answer => ({ status: 200, type: "application/json", schema });
 export const created = (schema: TSchema): Answer => ({ status: 201, type: "application/json", schema });
+export const htmlPage: Answer = { status: 200, type: "text/html", schema: T.String({ description: "A printable HTML page" }) };
 export const csvFile: Answer = { status: 200, type: "text/csv", schema: T.String({ description: "CSV with a header row" }) };
 
 /** A batch of redemption codes and its use (GET /api/admin/codes); the codes themselves are never listed. */

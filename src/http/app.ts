@@ -11,7 +11,8 @@ import { errorBody, errorResponse, setRequestIdHeaders, toGatewayError } from ".
 import { newExchange, type Exchange } from "./exchange.ts";
 import { detailOf, openapiDocument } from "./openapi.ts";
 import { operatorRefusal } from "./operator-guard.ts";
-import { finishIdempotency, runKeyEndpoint } from "./pipeline.ts";
+import { finishIdempotency } from "./idempotency.ts";
+import { runKeyEndpoint } from "./pipeline.ts";
 import { newDashboard, runSessionEndpoint } from "./session-guard.ts";
 
 // The machinery over the endpoint table (endpoints.ts): Elysia's routes, a runner per kind of

@@ -12,8 +12,9 @@ import { createAdminAccount, createKeyFor, getAdminAccount, NewAccountBody, Note
 import { getTotals } from "./handlers/dashboard-admin-totals.ts";
 import { getDailyUsage, getLedger, getLedgerCsv, getRequests, getRequestsCsv } from "./handlers/dashboard-usage.ts";
 import { getUsageSummary } from "./handlers/dashboard-summary.ts";
-import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
+import { createTopUp, getReceipt, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
 import { Credentials, Registration, getMe, getSession, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./handlers/dashboard-account.ts";
+import { closeAccount, CloseBody } from "./handlers/dashboard-close.ts";
 import { CodeBatchBody, createCodeBatch, listCodeBatches, redeem, RedeemBody } from "./handlers/dashboard-codes.ts";
 import { resendVerification, verify, VerifyBody } from "./handlers/dashboard-verify.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
@@ -139,6 +140,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/verify/resend", auth: "session", response: A.ok(A.VerificationSent), summary: "Email a new verification link (at most once a minute)", handler: resendVerification }),
   row({ method: "GET", path: "/api/session", auth: "visitor", response: A.ok(A.SessionState), summary: "Whether the cookie opens a session, and its account: 200 either way", handler: getSession }),
   row({ method: "GET", path: "/api/me", auth: "session", response: A.ok(A.AccountView), summary: "The account, its balance, holds and low-balance notice", handler: getMe }),
+  row({ method: "POST", path: "/api/me/close", auth: "session", body: "json", schema: CloseBody, response: A.ok(A.AccountClosed), summary: "Close the account for good: keys revoked, sessions ended, the balance forfeited as confirmed", handler: closeAccount }),
   row({ method: "PUT", path: "/api/me/low-balance", auth: "session", body: "json", schema: LowBalance, response: A.ok(A.AccountView), summary: "The low-balance threshold", handler: putLowBalance }),
   row({ method: "GET", path: "/api/keys", auth: "session", response: A.ok(A.KeyList), summary: "The account's keys", handler: listKeys }),
   row({ method: "POST", path: "/api/keys", auth: "session", body: "json", schema: KeyBody, response: A.created(A.NewKeyView), summary: "A new key, shown once", handler: createKey }),
@@ -171,6 +173,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   // payments: top-ups through Stripe Checkout (docs/dashboard.md, Top-ups). The webhook is Stripe's
   // call, not a browser's: no session and no Origin rule, its signature checked instead.
   row({ method: "GET", path: "/api/topups", auth: "session", response: A.ok(A.TopUps), summary: "The account's top-ups and whether card top-ups are on", handler: listTopUps }),
+  row({ method: "GET", path: "/api/topups/{id}/receipt", auth: "session", response: A.htmlPage, summary: "A credited card top-up's printable receipt", handler: getReceipt }),
   row({ method: "POST", path: "/api/topups", auth: "session", body: "json", schema: TopUpBody, response: A.created(A.CheckoutOpened), summary: "A Stripe Checkout Session for a top-up", handler: createTopUp }),
   row({ method: "POST", path: "/api/redeem", auth: "session", body: "json", schema: RedeemBody, response: A.ok(A.Redeemed), summary: "Redeem a code: its value credited once", handler: redeem }),
   row({ method: "GET", path: "/api/admin/codes", auth: "session", response: A.ok(A.CodeBatchList), summary: "Admin: redemption code batches and their use", handler: listCodeBatches }),

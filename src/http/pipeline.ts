@@ -1,7 +1,7 @@
 import { presentedKey } from "../auth/presented-key.ts";
 import type { KeyRecord } from "../store/keys/contract.ts";
 import { GatewayError } from "../core/errors.ts";
-import { scopedIdempotencyKey, type StoredAnswer } from "../store/idempotency/contract.ts";
+import { scopedIdempotencyKey } from "../store/idempotency/contract.ts";
 import type { Bucket } from "../limits/rate-limit.ts";
 import { events } from "../core/events.ts";
 import type { LogRow } from "../store/request-log/contract.ts";
@@ -11,6 +11,7 @@ import type { Endpoint } from "./endpoints.ts";
 import { replayedErrorBody, requestIdHeaders, setRequestIdHeaders } from "./errors.ts";
 import type { Exchange, KeyedCall } from "./exchange.ts";
 import { formFingerprint, parseForm } from "./form.ts";
+import { finishIdempotency } from "./idempotency.ts";
 import { refuseModelLookalikes, validate } from "./schemas.ts";
 
 const NO_BODY = new Uint8Array(0);
@@ -120,18 +121,6 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
     });
   }
   return x.idem ? recordForReplay(svc, x.idem, requestId, response, log) : response;
-}
-
-/** Ends an idempotency claim; a failed write (full disk) costs only the replay, so it is reported, not thrown. */
-export function finishIdempotency(svc: Services, idem: { accountId: number; key: string }, requestId: string, answer: StoredAnswer | null): void {
-  // Called at once (SQLite writes before the answer leaves), never awaited by the answer.
-  void (async () => {
-    try {
-      await svc.idempotency.finish(idem.accountId, idem.key, answer);
-    } catch (e) {
-      events.writeFailed("idempotency", requestId, e);
-    }
-  })();
 }
 
 /**

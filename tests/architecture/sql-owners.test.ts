@@ -47,6 +47,8 @@ const JOINED_READS: Record<string, string[]> = {
   "store/idempotency/postgres.ts": ["instances"],
   // Reports name the account's email and the key's prefix.
   "store/reports/queries.ts": ["accounts", "api_keys"],
+  // A top-up's receipt names its top_up entry (number, payment id) and its account's address.
+  "store/checkouts/queries.ts": ["ledger_entries", "accounts"],
   // The admin page's totals over the log and its account search (store/admin/).
   "store/admin/queries.ts": ["accounts", "request_logs"],
   // migrate-db's proof on the target: database.md's reconciliation query and the held sums. Its copy

@@ -56,7 +56,7 @@ function credentialsOf(c: SessionCall) {
  * counted them yet). A wrong password keeps it; a right one clears the account's failures; any other
  * refusal (a disabled account, a weak new password) gives it back.
  */
-async function passwordCheck<T>(throttle: Throttle, failure: Attempt, attempt: () => Promise<T>): Promise<T> {
+export async function passwordCheck<T>(throttle: Throttle, failure: Attempt, attempt: () => Promise<T>): Promise<T> {
   let result: T;
   try {
     result = await attempt();

@@ -31,6 +31,8 @@ export const accounts = pgTable(
     admin: boolean("admin").notNull().default(false),
     lowBalanceNano: money("low_balance_nano"),
     lowBalanceNotifiedAt: time("low_balance_notified_at"),
+    // Set when the holder closed the account (docs/dashboard.md#closing-the-account): final.
+    closedAt: time("closed_at"),
   },
   (t) => [
     // SQLite refuses a negative balance with an UPDATE trigger; a CHECK also covers INSERT and copies.

@@ -101,5 +101,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795786521925,
     "breakpoints": true,
     "sql": "ALTER TABLE `request_logs` ADD `inference_geo` text;"
+  },
+  {
+    "tag": "0017_account_closed",
+    "when": 1795793355007,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `accounts` ADD `closed_at` integer;"
   }
 ];
