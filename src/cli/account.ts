@@ -14,6 +14,7 @@ export const ACCOUNT_USAGE = `Usage:
   gateway account debit --email E --usd N --note T [--idempotency-key K]
   gateway account list
   gateway account show --email E
+  gateway account note --email E --text T
   gateway account disable --email E
   gateway account enable --email E
 
@@ -23,6 +24,8 @@ create without --balance credits the starting balance of ${formatUsd(STARTING_BA
 written to the audit log as the operator's (no admin account) action. update --password-stdin sets
 the dashboard password (read from standard input, 8 to 1,024 characters, as the dashboard takes): how an account created
 without one gets its login, or a holder who lost theirs a new one; the account's open sessions end.
+note sets the operator's note on the account (at most 2,000 characters, the one the admin page
+shows and writes; --text "" removes it), written to the audit log; show prints it.
 debit is a correcting ledger entry (kind operator_debit) with a required note; it never takes the
 balance below zero. With --idempotency-key, a credit or debit run again with the same key, account,
 amount and note within 24 h moves nothing and prints the first run's result (a script may retry
@@ -30,7 +33,7 @@ after a timeout); the same key with another amount or note is refused. On SQLite
 see what the server's running requests hold (in its memory): the admin page's debit, and
 POST /api/admin/accounts/{id}/debit, can, and keep it. disable refuses every key of the account (403 inactive) on the running server
 at its next request, until enable. An account its holder closed shows as closed, under the address
-closed-account-ID; every command but list, show and debit answers that closure is final. list and
+closed-account-ID; every command but list, show, note and debit answers that closure is final. list and
 show print the balance in the database file; the holds of running requests live in the serving
 process's memory, which the CLI cannot see, so they are not shown (GET /v1/me with a key of the
 account shows them).`;
@@ -38,12 +41,19 @@ account shows them).`;
 /** active, disabled (by the operator, until enabled) or closed (by its holder, for good). */
 const statusOf = (a: Account) => (a.closedAt !== null ? "closed" : a.disabledAt === null ? "active" : "disabled");
 
+/** Who wrote a note: the admin account's email, or null when the CLI (no account) did. */
+async function noteAuthor(ctx: CliContext, by: number | null): Promise<string | null> {
+  return by === null ? null : ((await ctx.accounts.findById(by))?.email ?? null);
+}
+
 /** The password on standard input (one trailing newline dropped), held to the dashboard's rules for a new one. */
 async function readPasswordFromStdin(): Promise<string> {
   return checkNewPassword((await Bun.stdin.text()).replace(/\r?\n$/, ""), "the password from stdin");
 }
 
-const SUBS = ["create", "update", "credit", "debit", "list", "show", "disable", "enable"];
+const SUBS = ["create", "update", "credit", "debit", "list", "show", "note", "disable", "enable"];
+/** The admin page's limit on a note (docs/dashboard.md#an-accounts-page). */
+const NOTE_MAX = 2000;
 const READ_ONLY = new Set(["list", "show"]);
 // Which flags each subcommand takes, so a flag of another one is refused rather than ignored.
 const TAKES: Record<string, string[]> = {
@@ -53,6 +63,7 @@ const TAKES: Record<string, string[]> = {
   debit: ["email", "usd", "note", "idempotency-key"],
   list: [],
   show: ["email"],
+  note: ["email", "text"],
   disable: ["email"],
   enable: ["email"],
 };
@@ -65,6 +76,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
     balance: { type: "string" },
     usd: { type: "string" },
     note: { type: "string" },
+    text: { type: "string" },
     "idempotency-key": { type: "string" },
     "password-stdin": { type: "boolean" },
     admin: { type: "boolean" },
@@ -116,6 +128,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
   if (sub === "show") {
     const keys = await ctx.keys.ofAccount(acc.id);
     const entries = await ctx.accounts.recentEntries(acc.id, 10);
+    const note = await ctx.adminQueries.noteOf(acc.id);
     const status = statusOf(acc);
     const data = {
       id: acc.id,
@@ -126,12 +139,14 @@ export async function accountCommand(argv: string[]): Promise<void> {
       disabled_at: iso(acc.disabledAt),
       closed_at: iso(acc.closedAt),
       created_at: iso(acc.createdAt),
+      note: note && { text: note.note, updated_at: iso(note.updatedAt), updated_by: await noteAuthor(ctx, note.updatedBy) },
       keys: keys.map((k) => keyView(k)),
       recent_ledger: entries.map((e) => ({ id: e.id, kind: e.kind, amount_usd: usd(e.amountNano), note: e.note, request_id: e.requestId, created_at: iso(e.createdAt) })),
     };
     const human = [
       `account ${acc.id} ${acc.email} (${status}${acc.disabledAt === null ? "" : ` since ${acc.closedAt === null ? data.disabled_at : data.closed_at}`}${acc.admin ? ", admin" : ""})`,
       `balance ${formatUsd(acc.balanceNano)} USD, created ${data.created_at}`,
+      ...(data.note ? [`note (${data.note.updated_by ?? "the operator's CLI"}, ${data.note.updated_at}): ${data.note.text}`] : []),
       `keys:${keys.length ? "\n" + keys.map(keyLine).join("\n") : " none"}`,
       `recent ledger entries:`,
       table(["id", "kind", "USD", "note", "when"], entries.map((e) => [e.id, e.kind, formatUsd(e.amountNano), e.note ?? e.requestId, iso(e.createdAt)])),
@@ -139,7 +154,17 @@ export async function accountCommand(argv: string[]): Promise<void> {
     output(ctx, data, human);
     return;
   }
-  // Closure is final (docs/dashboard.md#closing-the-account): only a correcting debit still applies.
+  if (sub === "note") {
+    if (values.text === undefined) throw new UsageError('--text is required (--text "" removes the note)');
+    const text = values.text.trim();
+    if (text.length > NOTE_MAX) throw new UsageError(`--text: ${text.length} characters; a note holds at most ${NOTE_MAX}`);
+    // By no admin account: the CLI is the operator's own hand, as for its other audit rows.
+    await ctx.adminQueries.setNote(acc.id, text, null);
+    await ctx.audit.record({ actorAccountId: null, action: text ? "account_note_set" : "account_note_removed", targetAccountId: acc.id, detail: text || null });
+    output(ctx, { id: acc.id, email: acc.email, note: text || null }, text ? `note on ${acc.email} set` : `note on ${acc.email} removed`);
+    return;
+  }
+  // Closure is final (docs/dashboard.md#closing-the-account): only a correcting debit (and the operator's note) still apply.
   if (acc.closedAt !== null && sub !== "debit") throw alreadyClosed(acc.id);
   if (sub === "update") {
     const setsPassword = values["password-stdin"] === true;

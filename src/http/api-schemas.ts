@@ -302,7 +302,16 @@ export const RouteHealth = T.Object({
   keys: T.Array(ProviderKeyState),
 });
 /** A running instance on PostgreSQL (the `instances` table) and the holds of its requests in flight. */
-export const InstanceRow = T.Object({ id: T.String(), heartbeat_at: Time, holds: Count, held_usd: T.Number() });
+/** An instance's last reload of its own config file (SIGHUP, POST /reload, or `gateway reload` of the fleet). */
+export const InstanceReload = T.Object({
+  at: Time,
+  reloaded: T.Boolean(),
+  /** The refused file's one-line reason; null when applied. */
+  error: Nullable(T.String()),
+  catalog_version: Nullable(T.String()),
+  needs_restart: T.Array(T.String()),
+});
+export const InstanceRow = T.Object({ id: T.String(), heartbeat_at: Time, holds: Count, held_usd: T.Number(), last_reload: Nullable(InstanceReload) });
 export const AdminStatus = T.Object({
   paused: T.Boolean(),
   /** The `[cluster] instance_id` of the instance that answered (its routes' health is its own); null on SQLite. */

@@ -159,7 +159,13 @@ export const pauseProduct = switchProduct(true);
 export const resumeProduct = switchProduct(false);
 
 export const adminStatus = adminOnly(async (c) => {
-  const instances = (await c.svc.ledger.instances()).map((i) => ({ id: i.id, heartbeat_at: isoTime(i.heartbeatAt), holds: i.holds, held_usd: nanoToUsd(i.heldNano) }));
+  const instances = (await c.svc.ledger.instances()).map((i) => ({
+    id: i.id,
+    heartbeat_at: isoTime(i.heartbeatAt),
+    holds: i.holds,
+    held_usd: nanoToUsd(i.heldNano),
+    last_reload: i.lastReload && { at: isoTime(i.lastReload.at), reloaded: i.lastReload.reloaded, error: i.lastReload.error, catalog_version: i.lastReload.catalogVersion, needs_restart: i.lastReload.needsRestart },
+  }));
   return json<AdminStatus>({ paused: c.svc.settings.paused, instance: c.svc.ledger.instanceId, instances, routes: routeHealth(c.svc) });
 });
 

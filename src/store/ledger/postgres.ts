@@ -18,7 +18,7 @@ interface PostWait {
   rider: Rider | undefined;
 }
 import { InstanceLease, listInstances, type LeaseOptions } from "./postgres-lease.ts";
-import { balanceCeiling, balanceRefused, budgetSpend, checkCreditAmount, MAX_BALANCE_NANO, quotaRefused, type BalanceView, type CreditKind, type InstanceView, type KeySpendView, type MoneyLedger } from "./contract.ts";
+import { balanceCeiling, balanceRefused, budgetSpend, checkCreditAmount, MAX_BALANCE_NANO, quotaRefused, type BalanceView, type CreditKind, type InstanceView, type KeySpendView, type MoneyLedger, type ReloadRecord } from "./contract.ts";
 
 // The ledger on PostgreSQL (`[database] url`), shared by several gateway instances: every instance
 // spends the same balances, so a hold cannot live in one process's memory as on SQLite. Holds are
@@ -92,6 +92,10 @@ export class PgLedger implements MoneyLedger, HoldOwner {
 
   instances(): Promise<InstanceView[]> {
     return listInstances(this.sql);
+  }
+
+  async recordReload(reload: ReloadRecord): Promise<void> {
+    await this.lease?.recordReload(reload);
   }
 
   /** `fn` runs when this instance fences itself (server: the upstream calls in flight are ended with `why`). */

@@ -212,6 +212,13 @@ export const redemptionCodes = pgTable(
 export const instances = pgTable("instances", {
   id: text("id").primaryKey(),
   heartbeatAt: time("heartbeat_at").notNull(),
+  // Which process holds the id now (random per start): the claim at start and every beat are
+  // conditional on it, so two processes started at once under one id cannot both hold it.
+  runId: text("run_id"),
+  // The instance's last reload of its config (SIGHUP, POST /reload, or a `gateway reload` of the
+  // fleet): when, on the database's clock, and its outcome as JSON (GET /api/admin/status).
+  reloadedAt: time("reloaded_at"),
+  lastReload: text("last_reload"),
 });
 
 // PostgreSQL only: the holds of running requests, as rows, since every instance spends the same

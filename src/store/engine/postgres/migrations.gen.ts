@@ -83,5 +83,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795793356111,
     "breakpoints": true,
     "sql": "ALTER TABLE \"accounts\" ADD COLUMN \"closed_at\" bigint;"
+  },
+  {
+    "tag": "0014_instance_claims_and_reloads",
+    "when": 1795795726843,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"instances\" ADD COLUMN \"run_id\" text;--> statement-breakpoint\nALTER TABLE \"instances\" ADD COLUMN \"reloaded_at\" bigint;--> statement-breakpoint\nALTER TABLE \"instances\" ADD COLUMN \"last_reload\" text;"
   }
 ];
