@@ -190,8 +190,12 @@ const PUBLISHED = ENDPOINTS.filter((e) => e.published);
 
 export const CORS_HEADERS = { "access-control-allow-origin": "*" } as const;
 
-/** The published endpoints at a path, whatever their method (one path may take several). */
-export const endpointsAt = (pathname: string): Endpoint[] => PUBLISHED.filter((e) => e.pattern.test(pathname));
+/**
+ * The endpoints `among` at a path, whatever their method (one path may take several): `among` is
+ * those the running app registered, so an operator's path answers another method 405, as /v1 does,
+ * and is unknown only while its row's `when` leaves it out.
+ */
+export const endpointsAt = (pathname: string, among: readonly Endpoint[]): Endpoint[] => among.filter((e) => e.pattern.test(pathname));
 
 /** The published endpoint a path belongs to (`/v1/models/{id}` for `/v1/models/x`), or undefined. */
 export const findEndpoint = (pathname: string): Endpoint | undefined => PUBLISHED.find((e) => e.pattern.test(pathname));
@@ -209,7 +213,7 @@ export function methodNotAllowed(method: string, at: Endpoint[]): GatewayError {
   const e = at[0]!;
   const allow = at.map((r) => r.method);
   const message =
-    method === "OPTIONS" && !e.cors
+    method === "OPTIONS" && e.auth === "key"
       ? `OPTIONS is not supported on ${e.method} ${e.path}: routes that take an API key send no CORS headers, because keys must not be used in browser code. Call this route from a server.`
       : `Method ${method} is not allowed on ${e.path}; use ${allow.join(" or ")}.`;
   return new GatewayError("method_not_allowed", message, { headers: { allow: allow.join(", ") } });
