@@ -186,6 +186,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
     const handle = (request: Request, server: Server<unknown> | null) => answer(newExchange(svc.live.current(), request, server, e), run);
     return { e, path: e.path.replace(/\{(\w+)\}/g, ":$1"), handle };
   });
+  const registered = served.map((s) => s.e);
   const routes: Record<string, Record<string, typeof served[number]["handle"]>> = {};
   for (const { e, path, handle } of served) (routes[encodeURI(path)] ??= {})[e.method] = handle;
   const app = new Elysia({ normalize: false, serve: { routes } as never }).use(openapiDocument(svc.version));
@@ -198,7 +199,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
       if (answered) return answered;
     }
     const x = newExchange(svc.live.current(), request, server, undefined);
-    const at = endpointsAt(x.pathname);
+    const at = endpointsAt(x.pathname, registered);
     x.endpoint = at[0];
     if (code !== "NOT_FOUND") return failed(x, code === "PARSE" ? (error as Error).cause : error);
     // The router matches the target as sent; request.url is already normalised (dot segments,

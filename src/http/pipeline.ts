@@ -7,6 +7,7 @@ import { events } from "../core/events.ts";
 import type { LogRow } from "../store/request-log/contract.ts";
 import type { Services } from "../services.ts";
 import { readBodyLimited, parseJsonObject, tooLarge } from "./body.ts";
+import { BODY_LIMIT_BYTES } from "../wire/body-limit.ts";
 import type { Endpoint } from "./endpoints.ts";
 import { replayedErrorBody, requestIdHeaders, setRequestIdHeaders } from "./errors.ts";
 import type { Exchange, KeyedCall } from "./exchange.ts";
@@ -34,7 +35,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   const headers = request.headers;
   const length = headers.get("content-length");
   const declared = Number(length ?? NaN);
-  if (e.body !== "none" && declared > e.maxBodyBytes) throw tooLarge(e.maxBodyBytes);
+  if (e.body !== "none" && declared > BODY_LIMIT_BYTES) throw tooLarge(BODY_LIMIT_BYTES);
   const presented = presentedKey(headers);
   // A key known to this process answers at once; PostgreSQL's first lookup of a key is a query. A
   // value is not awaited (here and for the buckets): each await is a turn of the microtask queue.
@@ -58,8 +59,8 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
       // readBodyLimited's path for a declared length (within the limit, checked above), awaited here
       // without its async layer: 5 objects a request (bench/RESULTS.md).
       bytes = await request.bytes();
-      if (bytes.byteLength > e.maxBodyBytes) throw tooLarge(e.maxBodyBytes);
-    } else bytes = await readBodyLimited(request, e.maxBodyBytes, declared);
+      if (bytes.byteLength > BODY_LIMIT_BYTES) throw tooLarge(BODY_LIMIT_BYTES);
+    } else bytes = await readBodyLimited(request, BODY_LIMIT_BYTES, declared);
   } catch (err) {
     if (svc.settings.paused) throw pausedError();
     throw err;

@@ -3,7 +3,7 @@ import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey, sqlGet } from "../support/keyed.ts";
 import { expectError } from "../support/errors.ts";
 import type { MockUpstream, UsageOverride } from "../support/mock-upstream.ts";
-import { usdToNanoShown } from "../support/prices.ts";
+import { pricedModel, usdToNanoShown } from "../support/prices.ts";
 import { modelPrices } from "../../src/catalog/prices.ts";
 import { costLines } from "../../src/cli/prices.ts";
 import type { ModelConfig } from "../../src/config/schema.ts";
@@ -25,23 +25,16 @@ const GPT54 = {
   pricing_tiers: [{ above_input_tokens: 272_000, input: 5, output: 22.5, cache_read: 0.5 }],
   service_tiers: { flex: { input: 1.25, output: 7.5, cache_read: 0.125 } },
 };
-const model = (id: string, provider: string, prices: object) => ({
-  id,
-  modalities: ["text"],
-  endpoints: ["messages", "chat.completions"],
-  ...prices,
-  routes: [{ provider, model: `${id}-up` }],
-});
 const MODELS = [
-  model("opus", "anthropic", OPUS),
-  model("opus-held", "anthropic", OPUS),
-  model("opus-router", "openai", OPUS),
-  model("opus-nofast", "anthropic", { pricing: OPUS.pricing }),
-  model("search", "openai", { pricing: { input: 2.5, output: 10, web_search: 25 } }),
-  model("opus-geo-held", "anthropic", OPUS),
-  model("deepseek", "openai", { pricing: { input: 0.28, output: 0.42, cache_read: 0.028 } }),
-  model("opus-long", "anthropic", OPUS_LONG),
-  model("gpt54", "openai", GPT54),
+  pricedModel("opus", "anthropic", OPUS),
+  pricedModel("opus-held", "anthropic", OPUS),
+  pricedModel("opus-router", "openai", OPUS),
+  pricedModel("opus-nofast", "anthropic", { pricing: OPUS.pricing }),
+  pricedModel("search", "openai", { pricing: { input: 2.5, output: 10, web_search: 25 } }),
+  pricedModel("opus-geo-held", "anthropic", OPUS),
+  pricedModel("deepseek", "openai", { pricing: { input: 0.28, output: 0.42, cache_read: 0.028 } }),
+  pricedModel("opus-long", "anthropic", OPUS_LONG),
+  pricedModel("gpt54", "openai", GPT54),
 ];
 
 let up: MockUpstream;
