@@ -80,6 +80,17 @@ export const LoggedOutAll = T.Object({ logged_out: T.Literal(true), sessions_end
 export type LoggedOutAll = Static<typeof LoggedOutAll>;
 export const PasswordChanged = T.Object({ password_changed: T.Literal(true), sessions_ended: Count });
 export type PasswordChanged = Static<typeof PasswordChanged>;
+/** POST /api/me/close's answer (docs/dashboard.md#closing-the-account); the session cookie is cleared with it. */
+export const AccountClosed = T.Object({
+  object: T.Literal("account"),
+  id: T.Integer(),
+  closed: T.Literal(true),
+  closed_at: Time,
+  forfeited_usd: Usd,
+  keys_revoked: Count,
+  sessions_ended: Count,
+});
+export type AccountClosed = Static<typeof AccountClosed>;
 
 const Names = Nullable(T.Array(T.String()));
 const Period = T.Union([T.Literal("day"), T.Literal("week"), T.Literal("month")]);
@@ -236,6 +247,8 @@ export type WebhookReceived = Static<typeof WebhookReceived>;
 export const AdminAccount = T.Object({
   ...ACCOUNT_WHO,
   disabled: T.Boolean(),
+  /** Closed by its holder (docs/dashboard.md#closing-the-account): final; its email is anonymised. */
+  closed: T.Boolean(),
   ...ACCOUNT_MONEY,
   keys: Count,
   spent_month_usd: Usd,
@@ -303,7 +316,16 @@ export const RouteHealth = T.Object({
   keys: T.Array(ProviderKeyState),
 });
 /** A running instance on PostgreSQL (the `instances` table) and the holds of its requests in flight. */
-export const InstanceRow = T.Object({ id: T.String(), heartbeat_at: Time, holds: Count, held_usd: T.Number() });
+/** An instance's last reload of its own config file (SIGHUP, POST /reload, or `gateway reload` of the fleet). */
+export const InstanceReload = T.Object({
+  at: Time,
+  reloaded: T.Boolean(),
+  /** The refused file's one-line reason; null when applied. */
+  error: Nullable(T.String()),
+  catalog_version: Nullable(T.String()),
+  needs_restart: T.Array(T.String()),
+});
+export const InstanceRow = T.Object({ id: T.String(), heartbeat_at: Time, holds: Count, held_usd: T.Number(), last_reload: Nullable(InstanceReload) });
 export const AdminStatus = T.Object({
   paused: T.Boolean(),
   /** The `[cluster] instance_id` of the instance that answered (its routes' health is its own); null on SQLite. */
@@ -365,13 +387,14 @@ export type Pricing = Static<typeof Pricing>;
 /** A row's success: its status, body type and schema (a CSV file is a string). */
 export interface Answer {
   status: 200 | 201 | 202;
-  type: "application/json" | "text/csv";
+  type: "application/json" | "text/csv" | "text/html";
   schema: TSchema;
 }
 export const ok = (schema: TSchema): Answer => ({ status: 200, type: "application/json", schema });
 export const created = (schema: TSchema): Answer => ({ status: 201, type: "application/json", schema });
 /** Taken, its work done off the request (an answer that must not depend on what the work finds). */
 export const accepted = (schema: TSchema): Answer => ({ status: 202, type: "application/json", schema });
+export const htmlPage: Answer = { status: 200, type: "text/html", schema: T.String({ description: "A printable HTML page" }) };
 export const csvFile: Answer = { status: 200, type: "text/csv", schema: T.String({ description: "CSV with a header row" }) };
 
 /** A batch of redemption codes and its use (GET /api/admin/codes); the codes themselves are never listed. */

@@ -2,7 +2,7 @@ import type { Config } from "../config/load.ts";
 import type { NotificationsConfig } from "../config/notices.ts";
 import { events as processEvents, type EventLog } from "../core/events.ts";
 import { formatUsd, nanoToUsd } from "../core/money.ts";
-import type { AccountStore, Verified } from "../store/accounts/contract.ts";
+import type { AccountStore, ClosedAccount, Verified } from "../store/accounts/contract.ts";
 import type { MoneyLedger } from "../store/ledger/contract.ts";
 import { Deliveries } from "./deliveries.ts";
 import { Mailer, type Mail } from "./mailer.ts";
@@ -121,6 +121,34 @@ export class Notices {
     this.balanceChanged(accountId);
   }
 
+  /**
+   * The holder closed the account: the operator hears of it (with the address the row no longer
+   * keeps), and the holder gets a confirmation at that address, so a closure they did not make is seen.
+   */
+  closed(c: ClosedAccount): void {
+    this.event("account.closed", { account_id: c.accountId, email: c.email, forfeited_usd: nanoToUsd(c.forfeitedNano) });
+    const forfeit = c.forfeitedNano > 0 ? ` Its remaining balance of ${formatUsd(c.forfeitedNano)} USD was forfeited, as you confirmed.` : "";
+    this.email(c.accountId, "account.closed", {
+      to: c.email,
+      subject: "Your gateway account is closed",
+      text: `Your gateway account (number ${c.accountId}) was closed at your request: its keys are revoked and you can no longer log in.${forfeit}\nIf you did not close it, reply to the operator at once.\n\n${this.site}/\n`,
+    });
+  }
+
+  /**
+   * A card top-up's receipt, mailed to the holder under [email] once it is credited; `load` reads it
+   * off the request (the books), and the send is tracked so that a drain waits for it.
+   */
+  receipt(accountId: number, load: () => Promise<Omit<Mail, "to"> | null>): void {
+    if (!this.mailer) return;
+    this.deliveries.track(
+      this.emailAccount(accountId, "topup.receipt", async (to) => {
+        const mail = await load();
+        return mail && { ...mail, to };
+      }).catch((e) => this.log.noticeFailed({ channel: "email", type: "topup.receipt", accountId, attempts: 0, reason: (e as Error).message })),
+    );
+  }
+
   /** A charge was posted: the balance is compared with the holder's threshold shortly after, off the request. */
   charged(accountId: number): void {
     if (this.on) this.balanceChanged(accountId);
@@ -198,12 +226,14 @@ export class Notices {
   }
 
   /** Emails the account's address, unless it is still waiting to be verified (it may be someone else's). */
-  private async emailAccount(accountId: number, type: string, mail: (email: string) => Mail): Promise<void> {
+  private async emailAccount(accountId: number, type: string, mail: (email: string) => Mail | null | Promise<Mail | null>): Promise<void> {
     if (!this.mailer) return;
     const { accounts } = this.stores;
     const [profile, verification] = await Promise.all([accounts.profileOf(accountId), accounts.verificationOf(accountId)]);
-    if (!profile || (verification && !verification.verified)) return;
-    this.email(accountId, type, mail(profile.email));
+    // A closed account's row keeps no address to write to.
+    if (!profile || profile.closedAt !== null || (verification && !verification.verified)) return;
+    const made = await mail(profile.email);
+    if (made) this.email(accountId, type, made);
   }
 
   private email(accountId: number, type: string, mail: Mail): void {

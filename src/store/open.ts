@@ -18,6 +18,7 @@ import { GroupCommit } from "./commits/sqlite.ts";
 import { PgCommits } from "./commits/postgres.ts";
 import { listenForChanges } from "./engine/postgres/changes.ts";
 import { shareRests } from "./engine/postgres/rests.ts";
+import { askReload, listenForReloads } from "./engine/postgres/reloads.ts";
 import { migratePostgres, openPostgres, type PgDb } from "./engine/postgres/client.ts";
 import { migrate, openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from "./engine/sqlite/client.ts";
 import { Idempotency } from "./idempotency/sqlite.ts";
@@ -70,6 +71,10 @@ export interface OperatorStores {
   sessions: SessionStore;
   /** The emailed links: a password the operator sets voids a pending reset link. */
   links: LinkStore;
+  /** The operator's notes on accounts, shared with the admin page. */
+  adminQueries: AdminQueries;
+  /** Asks every instance on the shared database to reload its config, answering the request's id; null on SQLite (one server). */
+  askReload: (() => Promise<string>) | null;
   /** The pause switch and the estimator's rows (PostgreSQL's are read when asked). */
   settings(): Promise<SettingsStore>;
 }
@@ -130,6 +135,8 @@ export interface StoreHooks {
   onFence(why: GatewayError): void;
   /** PostgreSQL: another instance put a provider key (by its SHA-256) to rest for `ms` more. */
   onRest(provider: string, keyHash: string, ms: number): void;
+  /** PostgreSQL: a `gateway reload` of the fleet asks this instance to read its config again. */
+  onReloadAsked(request: string): void;
 }
 
 /** The server's database file, opened as `gateway serve` opens it. */
@@ -187,6 +194,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     if (table !== "api_keys" && table !== "accounts") void settings.refresh().catch((e: unknown) => events.writeFailed("settings", "refresh", e));
   });
   const rests = await shareRests(pg.$client, config.cluster.instanceId, (n) => hooks.onRest(n.provider, n.keyHash, n.ms), (n, cause) => events.restNotShared({ provider: n.provider, cause }));
+  const reloads = await listenForReloads(pg.$client, (request) => hooks.onReloadAsked(request));
   const logs = new PgRequestLog(pg, { retentionDays: config.logRetentionDays, onRow: (r) => hooks.onRow(r) });
   const checkouts = new PgCheckouts(pg);
   return {
@@ -209,7 +217,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     topUps: new PgTopUpCredit(ledger, checkouts),
     codes: new PgCodes(pg, ledger),
     announceRest: (provider, keyHash, ms) => rests.announce({ provider, keyHash, ms }),
-    atStop: [() => feed.stop(), () => rests.stop(), () => logs.flush(), () => ledger.stop(), () => ledger.retire(), () => pg.$client.close()],
+    atStop: [() => feed.stop(), () => rests.stop(), () => reloads.stop(), () => logs.flush(), () => ledger.stop(), () => ledger.retire(), () => pg.$client.close()],
   };
 }
 
@@ -228,6 +236,8 @@ export function sqliteOperatorStores(config: Config, db: Db): OperatorStores {
     codes: new Codes(db, ledger),
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
     links: new LinksOn(onSqlite(db)),
+    adminQueries: new AdminSqlite(db),
+    askReload: null,
     settings: async () => new Settings(db),
   };
 }
@@ -247,6 +257,8 @@ export function postgresOperatorStores(config: Config, pg: PgDb): OperatorStores
     codes: new PgCodes(pg, ledger),
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
     links: new LinksOn(onPostgres(pg)),
+    adminQueries: new PgAdmin(pg),
+    askReload: () => askReload(pg.$client),
     settings: () => PgSettings.load(pg),
   };
 }

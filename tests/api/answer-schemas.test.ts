@@ -75,6 +75,7 @@ beforeAll(async () => {
   const delivered = await stripe.deliver(gw.url, stripe.event(topUp.id).payload);
   answers.set("POST /api/stripe/webhook", { status: delivered.status, type: delivered.headers.get("content-type") ?? "", text: await delivered.text() });
   await hit(visitor, "GET", "/api/topups");
+  await hit(visitor, "GET", "/api/topups/{id}/receipt", `/api/topups/${topUp.id}/receipt`);
   await hit(visitor, "POST", "/api/password", undefined, { current_password: "correct horse", new_password: "correct horse battery" });
   // A change of address and back through its emailed links, then a reset: the session the reset ends is logged in again.
   const moved = `moved${process.pid}@test.local`;
@@ -110,6 +111,11 @@ beforeAll(async () => {
   await hit(visitor, "GET", "/api/admin/codes");
   await hit(visitor, "POST", "/api/redeem", undefined, { code: batch.codes[0] });
   await hit(visitor, "POST", "/api/logout-all");
+  // The target's sessions ended at its enable: logged in again, it closes its account, forfeiting the 1 USD left.
+  const targetEmail = `target${process.pid}@test.local`;
+  await hit(other, "POST", "/api/login", undefined, { email: targetEmail, password: "correct horse" });
+  const left = (await hit(other, "GET", "/api/me")).balance_usd;
+  await hit(other, "POST", "/api/me/close", undefined, { password: "correct horse", confirm: targetEmail, forfeit_usd: left });
 });
 
 afterAll(async () => {

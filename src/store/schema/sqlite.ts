@@ -20,6 +20,9 @@ export const accounts = sqliteTable("accounts", {
   // When the low-balance notice was sent (email, webhook); cleared once the balance is back at or
   // above the threshold, so that each crossing sends one notice, not each request below it.
   lowBalanceNotifiedAt: integer("low_balance_notified_at"),
+  // Set when the holder closed the account (docs/dashboard.md#closing-the-account): final, with
+  // disabled_at set in the same write; the row and its ledger stay, its address is anonymised.
+  closedAt: integer("closed_at"),
 });
 
 // A registration's address check under [email] (docs/dashboard.md#address-verification): one row per

@@ -1,3 +1,4 @@
+import { closeSection } from "./close-account.ts";
 import { api } from "../api.ts";
 import { account, type Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit } from "../dom.ts";
@@ -91,5 +92,7 @@ export async function accountView(ctx: Ctx): Promise<HTMLElement> {
     h("p", {}, "Ends every session of this account, on every device, this one too."),
     all,
     allMsg.el,
+    // An admin's mark is taken away by the operator first (the server refuses it otherwise).
+    ...(me.admin ? [] : closeSection(ctx, me)),
   );
 }
