@@ -45,6 +45,10 @@ export type ErrorCode =
   // Address verification under [email] (docs/dashboard.md#address-verification).
   | "invalid_verification"
   | "already_verified"
+  // Password reset and change of email (docs/dashboard.md#password-reset, #change-of-email).
+  | "email_not_configured"
+  | "invalid_reset_token"
+  | "invalid_email_change"
   // Closing an account and its receipts (docs/dashboard.md#closing-the-account, #receipts).
   | "requests_in_flight"
   | "balance_not_forfeited"
@@ -114,6 +118,11 @@ const TABLE: Record<ErrorCode, { status: number; type: string; kept?: true }> = 
   invalid_verification: { status: 400, type: "invalid_verification" },
   // A resend for an account with no pending verification.
   already_verified: { status: 409, type: "already_verified" },
+  // A reset asked of a gateway without [email]: it has no way to reach the holder (the operator sets passwords).
+  email_not_configured: { status: 404, type: "email_not_configured" },
+  // A reset or change-of-email link unknown, used, replaced by a newer one or expired: nothing changes.
+  invalid_reset_token: { status: 400, type: "invalid_reset_token" },
+  invalid_email_change: { status: 400, type: "invalid_email_change" },
   // A closure the account's state refuses, until it changes: running requests still hold money; the
   // balance the holder confirmed is not the balance; an admin's mark is still on (the operator takes it
   // off first, so a gateway never loses its last admin to a click). An operator's action on an account

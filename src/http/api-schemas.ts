@@ -43,7 +43,8 @@ export type AccountView = Static<typeof AccountView>;
  * GET /api/session: whether this browser's cookie opens a session, and its account if so. The page's
  * first question, answered 200 either way, so a visitor's first page logs no refused request.
  */
-export const SessionState = T.Union([T.Object({ logged_in: T.Literal(false) }), T.Object({ logged_in: T.Literal(true), account: AccountView })]);
+/** `password_reset`: whether the login page offers a reset by email (under [email]) or sends the visitor to the operator. */
+export const SessionState = T.Union([T.Object({ logged_in: T.Literal(false), password_reset: T.Boolean() }), T.Object({ logged_in: T.Literal(true), account: AccountView })]);
 export type SessionState = Static<typeof SessionState>;
 
 /**
@@ -59,6 +60,19 @@ export type Verified = Static<typeof Verified>;
 /** POST /api/verify/resend: a new link emailed, replacing the last. */
 export const VerificationSent = T.Object({ sent: T.Literal(true) });
 export type VerificationSent = Static<typeof VerificationSent>;
+
+/** POST /api/password/forgot: the same answer whether or not an account has the address. */
+export const ResetRequested = T.Object({ requested: T.Literal(true) });
+export type ResetRequested = Static<typeof ResetRequested>;
+/** POST /api/password/reset: the new password set; every session of the account ended. */
+export const PasswordReset = T.Object({ password_reset: T.Literal(true), sessions_ended: Count });
+export type PasswordReset = Static<typeof PasswordReset>;
+/**
+ * POST /api/me/email and /api/me/email/confirm: `email` is the account's address now. Under [email]
+ * a request only mails the confirmation (`confirmation_sent`); without it the address changes at once.
+ */
+export const EmailChange = T.Object({ email_changed: T.Boolean(), confirmation_sent: T.Boolean(), email: T.String() });
+export type EmailChange = Static<typeof EmailChange>;
 
 export const LoggedOut = T.Object({ logged_out: T.Literal(true) });
 export type LoggedOut = Static<typeof LoggedOut>;
@@ -372,12 +386,14 @@ export type Pricing = Static<typeof Pricing>;
 
 /** A row's success: its status, body type and schema (a CSV file is a string). */
 export interface Answer {
-  status: 200 | 201;
+  status: 200 | 201 | 202;
   type: "application/json" | "text/csv" | "text/html";
   schema: TSchema;
 }
 export const ok = (schema: TSchema): Answer => ({ status: 200, type: "application/json", schema });
 export const created = (schema: TSchema): Answer => ({ status: 201, type: "application/json", schema });
+/** Taken, its work done off the request (an answer that must not depend on what the work finds). */
+export const accepted = (schema: TSchema): Answer => ({ status: 202, type: "application/json", schema });
 export const htmlPage: Answer = { status: 200, type: "text/html", schema: T.String({ description: "A printable HTML page" }) };
 export const csvFile: Answer = { status: 200, type: "text/csv", schema: T.String({ description: "CSV with a header row" }) };
 

@@ -17,6 +17,7 @@ import { Credentials, Registration, getMe, getSession, login, LowBalance, logout
 import { closeAccount, CloseBody } from "./handlers/dashboard-close.ts";
 import { CodeBatchBody, createCodeBatch, listCodeBatches, redeem, RedeemBody } from "./handlers/dashboard-codes.ts";
 import { resendVerification, verify, VerifyBody } from "./handlers/dashboard-verify.ts";
+import { confirmEmailChange, EmailChangeBody, EmailConfirmBody, ForgotBody, forgotPassword, requestEmailChange, ResetBody, resetPassword } from "./handlers/dashboard-recovery.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
 import { healthz, metrics, readyz, reload } from "./handlers/operator.ts";
 import { getModel, listModels, pricing, status } from "./handlers/public.ts";
@@ -132,6 +133,10 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/logout", auth: "visitor", response: A.ok(A.LoggedOut), summary: "Log out this browser", handler: logout }),
   row({ method: "POST", path: "/api/logout-all", auth: "session", response: A.ok(A.LoggedOutAll), summary: "Log out every session of the account", handler: logoutAll }),
   row({ method: "POST", path: "/api/password", auth: "session", body: "json", schema: PasswordChange, response: A.ok(A.PasswordChanged), summary: "Change the password; other sessions end", handler: newPassword }),
+  row({ method: "POST", path: "/api/password/forgot", auth: "visitor", body: "json", schema: ForgotBody, response: A.accepted(A.ResetRequested), summary: "Email a password reset link, if an account has the address: the same answer either way", handler: forgotPassword }),
+  row({ method: "POST", path: "/api/password/reset", auth: "visitor", body: "json", schema: ResetBody, response: A.ok(A.PasswordReset), summary: "Set a new password with the emailed link's token; every session ends", handler: resetPassword }),
+  row({ method: "POST", path: "/api/me/email", auth: "session", body: "json", schema: EmailChangeBody, response: A.ok(A.EmailChange), summary: "Change the address: a confirmation link to the new one (at once without [email])", handler: requestEmailChange }),
+  row({ method: "POST", path: "/api/me/email/confirm", auth: "visitor", body: "json", schema: EmailConfirmBody, response: A.ok(A.EmailChange), summary: "Confirm a change of address with the emailed link's token", handler: confirmEmailChange }),
   row({ method: "POST", path: "/api/verify", auth: "visitor", body: "json", schema: VerifyBody, response: A.ok(A.Verified), summary: "Verify the address with the emailed link's token: the starting credit, once", handler: verify }),
   row({ method: "POST", path: "/api/verify/resend", auth: "session", response: A.ok(A.VerificationSent), summary: "Email a new verification link (at most once a minute)", handler: resendVerification }),
   row({ method: "GET", path: "/api/session", auth: "visitor", response: A.ok(A.SessionState), summary: "Whether the cookie opens a session, and its account: 200 either way", handler: getSession }),

@@ -9,7 +9,7 @@ import { Mailer, type Mail } from "./mailer.ts";
 import { newEvent, postEvent, type EventType } from "./webhook.ts";
 
 // What the gateway tells people outside a request (docs/operations.md#email-and-notifications): the holder by
-// email under [email] (the verification link, low balance, a budget reached), the operator by signed
+// email under [email] (the verification, reset and change-of-email links, low balance, a budget reached), the operator by signed
 // webhook events under [notifications]. Everything is sent in the background: a mail server or a
 // receiver that is down costs no request anything, and is the operator's event once retries give up.
 
@@ -67,6 +67,43 @@ export class Notices {
       to: email,
       subject: "Verify your email address",
       text: `Open this link to verify the address of your gateway account:\n\n${link}\n\nThe link works once and expires in 24 hours.${credit}\nIf you did not register, ignore this email.\n`,
+    });
+  }
+
+  // The links of docs/dashboard.md#password-reset and #change-of-email go to the dashboard with the
+  // token in the fragment: a browser never sends it to the server in a request line, a Referer or an
+  // access log; the page POSTs it.
+
+  passwordResetLink(accountId: number, email: string, token: string): void {
+    this.email(accountId, "password_reset", {
+      to: email,
+      subject: "Reset your gateway password",
+      text: `Someone (we hope you) asked to reset the password of your gateway account. Open this link to choose a new one:\n\n${this.site}/#/reset?token=${encodeURIComponent(token)}\n\nThe link works once and expires in 1 hour. If you did not ask, ignore this email: your password stays as it is.\n`,
+    });
+  }
+
+  passwordChanged(accountId: number, email: string): void {
+    this.email(accountId, "password_changed", {
+      to: email,
+      subject: "Your gateway password was changed",
+      text: `The password of your gateway account was changed with a reset link, and every session of the account was logged out.\n\nIf this was not you, reset it again at ${this.site}/#/login and tell the gateway's operator.\n`,
+    });
+  }
+
+  emailChangeLink(accountId: number, newEmail: string, token: string): void {
+    this.email(accountId, "email_change", {
+      to: newEmail,
+      subject: "Confirm your new email address",
+      text: `Open this link to make this the address of your gateway account:\n\n${this.site}/#/confirm-email?token=${encodeURIComponent(token)}\n\nThe link works once and expires in 24 hours. If you did not ask for this, ignore this email.\n`,
+    });
+  }
+
+  /** Told to the address the account had, when it was verified (an unverified one may be someone else's). */
+  emailChanged(accountId: number, oldEmail: string, newEmail: string): void {
+    this.email(accountId, "email_changed", {
+      to: oldEmail,
+      subject: "Your gateway account's email address was changed",
+      text: `The address of your gateway account was changed from ${oldEmail} to ${newEmail}; this address receives nothing from it any more.\n\nIf this was not you, tell the gateway's operator at once.\n`,
     });
   }
 

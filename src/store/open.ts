@@ -45,6 +45,9 @@ import type { LogRow, RequestLogStore } from "./request-log/contract.ts";
 import { Sessions } from "./sessions/sqlite.ts";
 import { PgSessions } from "./sessions/postgres.ts";
 import type { SessionStore } from "./sessions/contract.ts";
+import type { LinkStore } from "./links/contract.ts";
+import { LinksOn } from "./links/queries.ts";
+import { onPostgres, onSqlite } from "./engine/either.ts";
 import { Settings } from "./settings/sqlite.ts";
 import { PgSettings } from "./settings/postgres.ts";
 import type { SettingsStore } from "./settings/contract.ts";
@@ -66,6 +69,8 @@ export interface OperatorStores {
   codes: CodeStore;
   /** The dashboard's sessions: a password the operator sets ends them. */
   sessions: SessionStore;
+  /** The emailed links: a password the operator sets voids a pending reset link. */
+  links: LinkStore;
   /** The operator's notes on accounts, shared with the admin page. */
   adminQueries: AdminQueries;
   /** Asks every instance on the shared database to reload its config, answering the request's id; null on SQLite (one server). */
@@ -84,6 +89,8 @@ export interface Stores {
   accounts: AccountStore;
   /** The dashboard's sessions (`[dashboard] session_days`). */
   sessions: SessionStore;
+  /** The emailed password-reset and change-of-email links (docs/dashboard.md#password-reset). */
+  links: LinkStore;
   audit: AuditTrail;
   /** The request log's reports: the CLI's and the dashboard's. */
   reports: LogReports;
@@ -147,6 +154,7 @@ export function openSqliteStores(config: Config, db: Db, hooks: Pick<StoreHooks,
     keys: new Keys(db),
     accounts: new Accounts(db, ledger),
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
+    links: new LinksOn(onSqlite(db)),
     audit: new Audit(db),
     reports: new Reports(db),
     spend: new SqliteSpend(db),
@@ -196,6 +204,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     keys,
     accounts: new PgAccounts(pg, ledger),
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
+    links: new LinksOn(onPostgres(pg)),
     audit: new PgAudit(pg),
     reports: new PgLogReports(pg),
     spend: new PgSpend(pg),
@@ -226,6 +235,7 @@ export function sqliteOperatorStores(config: Config, db: Db): OperatorStores {
     idempotency: new Idempotency(db),
     codes: new Codes(db, ledger),
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
+    links: new LinksOn(onSqlite(db)),
     adminQueries: new AdminSqlite(db),
     askReload: null,
     settings: async () => new Settings(db),
@@ -246,6 +256,7 @@ export function postgresOperatorStores(config: Config, pg: PgDb): OperatorStores
     idempotency: new PgIdempotency(pg, config.cluster.instanceId),
     codes: new PgCodes(pg, ledger),
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
+    links: new LinksOn(onPostgres(pg)),
     adminQueries: new PgAdmin(pg),
     askReload: () => askReload(pg.$client),
     settings: () => PgSettings.load(pg),

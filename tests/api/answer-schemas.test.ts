@@ -5,7 +5,7 @@ import { ENDPOINTS, type Endpoint } from "../../src/http/endpoints.ts";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { startStripeMock, type StripeMock } from "../support/stripe-mock.ts";
-import { linkIn, noticeGateway, type NoticeRig } from "../notices/support.ts";
+import { fragmentTokenIn, linkIn, mailTo, noticeGateway, type NoticeRig } from "../notices/support.ts";
 import { body } from "./support.ts";
 
 // The /api/ answers against their schemas (src/http/api-schemas.ts): the OpenAPI document shows each
@@ -77,6 +77,15 @@ beforeAll(async () => {
   await hit(visitor, "GET", "/api/topups");
   await hit(visitor, "GET", "/api/topups/{id}/receipt", `/api/topups/${topUp.id}/receipt`);
   await hit(visitor, "POST", "/api/password", undefined, { current_password: "correct horse", new_password: "correct horse battery" });
+  // A change of address and back through its emailed links, then a reset: the session the reset ends is logged in again.
+  const moved = `moved${process.pid}@test.local`;
+  await hit(visitor, "POST", "/api/me/email", undefined, { new_email: moved, password: "correct horse battery" });
+  await hit(rig.browser(), "POST", "/api/me/email/confirm", undefined, { token: fragmentTokenIn((await mailTo(rig, moved)).text, "confirm-email") });
+  const mailed = rig.smtp.mails.length;
+  await hit(rig.browser(), "POST", "/api/password/forgot", undefined, { email: moved });
+  const reset = fragmentTokenIn((await mailTo(rig, moved, mailed)).text, "reset");
+  await hit(rig.browser(), "POST", "/api/password/reset", undefined, { token: reset, password: "correct horse battery" });
+  await hit(visitor, "POST", "/api/login", undefined, { email: moved, password: "correct horse battery" });
 
   await gw.services.accounts.setAdmin(me.id, true);
   const other = rig.browser();

@@ -23,6 +23,7 @@ const OWNERS: Record<string, string[]> = {
   idempotency_records: ["store/idempotency/sqlite.ts", "store/idempotency/postgres.ts"],
   settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
   sessions: ["store/sessions/queries.ts"],
+  account_links: ["store/links/queries.ts"],
   email_verifications: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts"],
   audit_log: ["store/audit/queries.ts"],
   checkout_sessions: ["store/checkouts/queries.ts", "store/checkouts/sqlite.ts", "store/checkouts/postgres.ts"],

@@ -294,6 +294,16 @@ describe("account update --password-stdin", () => {
     expect((await login(e, "the new password")).status).toBe(200);
   });
 
+  it("voids the account's pending password reset link", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    const id = (await gw.services.accounts.find(e))!.id;
+    const now = Date.now();
+    await gw.services.links.issue(id, "password_reset", { tokenHash: "sha-of-a-reset-link", expiresAt: now + 3_600_000 }, now, now);
+    expect((await setPassword(e, "set by the operator")).code).toBe(0);
+    expect(await gw.services.links.peek("sha-of-a-reset-link", "password_reset", Date.now())).toBeNull();
+  });
+
   it("refuses a password under 8 characters in one line, setting nothing", async () => {
     const e = email();
     await run("account", "create", "--email", e);

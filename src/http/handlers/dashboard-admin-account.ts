@@ -78,6 +78,7 @@ export const setPasswordOf = adminOnly(async (c, adminId) => {
   checkNewPassword(password);
   await c.svc.accounts.setPasswordHash(target.id, await hashPassword(password));
   const ended = await c.dash.sessions.revokeAll(target.id, target.id === adminId ? c.session!.id : null);
+  await c.svc.links.cancel(target.id, "password_reset", Date.now());
   await c.svc.audit.record({ actorAccountId: adminId, action: "password_set", targetAccountId: target.id });
   return json<PasswordChanged>({ password_changed: true, sessions_ended: ended });
 });

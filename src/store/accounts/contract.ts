@@ -78,6 +78,8 @@ export interface AccountStore {
   loginOf(accountId: number): Promise<AccountLogin | null>;
   profileOf(accountId: number): Promise<AccountProfile | null>;
   setPasswordHash(accountId: number, hash: string): Promise<void>;
+  /** Changes the account's address (normalized); refused as registration refuses an address another account has. */
+  setEmail(accountId: number, email: string): Promise<void>;
   setLowBalanceThreshold(accountId: number, nano: number | null): Promise<void>;
   statementPage(accountId: number, upTo: number, before: StatementPosition | null, limit: number): Promise<StatementItem[]>;
   newestLedgerId(): Promise<number>;

@@ -134,6 +134,18 @@ export class PgAccounts implements AccountStore {
   async setPasswordHash(accountId: number, hash: string): Promise<void> {
     await this.db.update(accounts).set({ passwordHash: hash }).where(eq(accounts.id, accountId));
   }
+  /** The unique email decides a race with a registration: the loser's write is refused (23505). */
+  async setEmail(accountId: number, email: string): Promise<void> {
+    const normalized = normalizedEmail(email);
+    try {
+      await this.db.update(accounts).set({ email: normalized }).where(eq(accounts.id, accountId));
+    } catch (e) {
+      // Drizzle wraps the driver's error; Bun's carries the SQLSTATE as errno.
+      if ((e as { cause?: { errno?: string } }).cause?.errno === "23505") throw accountExists(normalized);
+      throw e;
+    }
+  }
+
 
   async setLowBalanceThreshold(accountId: number, nano: number | null): Promise<void> {
     checkThreshold(nano);

@@ -6,9 +6,6 @@ import { alreadyClosed, type StatementItem, type StatementPosition } from "./con
 
 // The accounts' rules both engines apply alike: the email's form, the refusals, the statement's order.
 
-// No space and no control character (U+0000 to U+001F, U+007F to U+009F): no address holds one, and
-// U+0000 is refused by PostgreSQL's text while SQLite's would store it.
-const EMAIL = /^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+$/u;
 
 /** The columns of an `Account`, on either engine's table: never the password's hash or the money held.
  * Each column is typed as `T`'s own, so a select keeps its engine's types (a union of both engines' columns selects nothing). */
@@ -23,12 +20,7 @@ export const accountColumns = <T extends typeof accounts | typeof pgAccounts>(t:
   closedAt: t.closedAt as T["closedAt"],
 });
 
-/** The email as stored (trimmed, lower case); refuses what is not an address. */
-export function normalizedEmail(email: string): string {
-  const normalized = email.trim().toLowerCase();
-  if (!EMAIL.test(normalized)) throw new GatewayError("invalid_request", `not an email address: ${email}`);
-  return normalized;
-}
+export { normalizedEmail } from "../../core/email-address.ts";
 
 export const accountExists = (email: string) => new GatewayError("invalid_request", `an account with email ${email} already exists`);
 

@@ -150,6 +150,15 @@ export class Accounts implements AccountStore {
     this.db.update(accounts).set({ passwordHash: hash }).where(eq(accounts.id, accountId)).run();
   }
 
+  async setEmail(accountId: number, email: string): Promise<void> {
+    const normalized = normalizedEmail(email);
+    this.db.$client.transaction(() => {
+      const holder = accountByEmail(this.db, normalized);
+      if (holder && holder.id !== accountId) throw accountExists(normalized);
+      this.db.update(accounts).set({ email: normalized }).where(eq(accounts.id, accountId)).run();
+    }).immediate();
+  }
+
   /** The spendable amount below which the dashboard shows its notice; null: no notice. */
   async setLowBalanceThreshold(accountId: number, nano: number | null): Promise<void> {
     checkThreshold(nano);

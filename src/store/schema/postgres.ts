@@ -53,6 +53,20 @@ export const emailVerifications = pgTable(
   (t) => [primaryKey({ columns: [t.accountId] }), uniqueIndex("email_verifications_token").on(t.tokenHash)],
 );
 
+export const accountLinks = pgTable(
+  "account_links",
+  {
+    accountId: id("account_id").notNull().references(() => accounts.id),
+    purpose: text("purpose").notNull(),
+    tokenHash: text("token_hash").notNull(),
+    newEmail: text("new_email"),
+    expiresAt: time("expires_at").notNull(),
+    sentAt: time("sent_at").notNull(),
+    usedAt: time("used_at"),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.purpose] }), uniqueIndex("account_links_token").on(t.tokenHash)],
+);
+
 export const sessions = pgTable(
   "sessions",
   {

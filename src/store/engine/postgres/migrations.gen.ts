@@ -89,5 +89,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795795726843,
     "breakpoints": true,
     "sql": "ALTER TABLE \"instances\" ADD COLUMN \"run_id\" text;--> statement-breakpoint\nALTER TABLE \"instances\" ADD COLUMN \"reloaded_at\" bigint;--> statement-breakpoint\nALTER TABLE \"instances\" ADD COLUMN \"last_reload\" text;"
+  },
+  {
+    "tag": "0015_account_links",
+    "when": 1795796027489,
+    "breakpoints": true,
+    "sql": "CREATE TABLE \"account_links\" (\n\t\"account_id\" bigint NOT NULL,\n\t\"purpose\" text NOT NULL,\n\t\"token_hash\" text NOT NULL,\n\t\"new_email\" text,\n\t\"expires_at\" bigint NOT NULL,\n\t\"sent_at\" bigint NOT NULL,\n\t\"used_at\" bigint,\n\tCONSTRAINT \"account_links_account_id_purpose_pk\" PRIMARY KEY(\"account_id\",\"purpose\")\n);\n--> statement-breakpoint\nALTER TABLE \"account_links\" ADD CONSTRAINT \"account_links_account_id_accounts_id_fk\" FOREIGN KEY (\"account_id\") REFERENCES \"public\".\"accounts\"(\"id\") ON DELETE no action ON UPDATE no action;--> statement-breakpoint\nCREATE UNIQUE INDEX \"account_links_token\" ON \"account_links\" USING btree (\"token_hash\");"
   }
 ];

@@ -107,5 +107,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795793355007,
     "breakpoints": true,
     "sql": "ALTER TABLE `accounts` ADD `closed_at` integer;"
+  },
+  {
+    "tag": "0018_account_links",
+    "when": 1795796026399,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `account_links` (\n\t`account_id` integer NOT NULL,\n\t`purpose` text NOT NULL,\n\t`token_hash` text NOT NULL,\n\t`new_email` text,\n\t`expires_at` integer NOT NULL,\n\t`sent_at` integer NOT NULL,\n\t`used_at` integer,\n\tPRIMARY KEY(`account_id`, `purpose`),\n\tFOREIGN KEY (`account_id`) REFERENCES `accounts`(`id`) ON UPDATE no action ON DELETE no action\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `account_links_token` ON `account_links` (`token_hash`);"
   }
 ];
