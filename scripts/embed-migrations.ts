@@ -1,7 +1,7 @@
 // Writes src/store/engine/sqlite/migrations.gen.ts from drizzle/ and src/store/engine/postgres/migrations.gen.ts from drizzle-pg/, so
 // that the compiled binary carries the migrations of both databases. Run by `bun run db:generate`
-// after drizzle-kit; tests/db/migrations.test.ts and pg-migrations.test.ts fail when they drift apart.
-import { readFileSync, writeFileSync } from "node:fs";
+// after drizzle-kit; tests/db/migration-order.test.ts fails when they drift apart or a folder's order is wrong.
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** Each migration folder and the module it is embedded into. */
@@ -10,10 +10,45 @@ export const EMBEDDED = [
   { folder: "drizzle-pg", module: "src/store/engine/postgres/migrations.gen.ts" },
 ] as const;
 
+interface JournalEntry {
+  idx: number;
+  tag: string;
+  when: number;
+  breakpoints: boolean;
+}
+
+const readJournal = (root: string, folder: string) => JSON.parse(readFileSync(join(root, folder, "meta/_journal.json"), "utf8")) as { entries: JournalEntry[] };
+
+/**
+ * What is wrong with a migration folder's order, one line each (empty when nothing is). The migrator
+ * applies what is newer than the last migration a database recorded, by `when` alone: an entry whose
+ * `when` is not later than the one before it (two branches' migrations merged out of order) is
+ * skipped for good on every database already past it. Tags, their numbers, the journal's indexes and
+ * the files must agree too, or drizzle-kit's next `generate` and the embedded module go astray.
+ */
+export function journalProblems(root: string, folder: string): string[] {
+  const { entries } = readJournal(root, folder);
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  entries.forEach((e, i) => {
+    const where = `${folder}/meta/_journal.json entries[${i}] (${e.tag})`;
+    if (e.idx !== i) problems.push(`${where}: idx ${e.idx}, expected ${i}`);
+    if (!/^\d{4}_[a-z0-9_]+$/.test(e.tag) || Number(e.tag.slice(0, 4)) !== i) problems.push(`${where}: the tag must start with ${String(i).padStart(4, "0")}_`);
+    if (seen.has(e.tag)) problems.push(`${where}: the tag appears twice`);
+    seen.add(e.tag);
+    const before = entries[i - 1];
+    if (before && !(e.when > before.when)) problems.push(`${where}: when ${e.when} is not later than ${before.tag}'s ${before.when}; a database past ${before.tag} would never apply it`);
+    if (!existsSync(join(root, folder, `${e.tag}.sql`))) problems.push(`${where}: no file ${folder}/${e.tag}.sql`);
+    if (!existsSync(join(root, folder, "meta", `${e.tag.slice(0, 4)}_snapshot.json`))) problems.push(`${where}: no snapshot ${folder}/meta/${e.tag.slice(0, 4)}_snapshot.json`);
+  });
+  for (const file of readdirSync(join(root, folder))) {
+    if (file.endsWith(".sql") && !seen.has(file.slice(0, -4))) problems.push(`${folder}/${file}: not in ${folder}/meta/_journal.json, so never applied`);
+  }
+  return problems;
+}
+
 export function renderEmbeddedMigrations(root: string, folder: string = "drizzle"): string {
-  const journal = JSON.parse(readFileSync(join(root, folder, "meta/_journal.json"), "utf8")) as {
-    entries: { tag: string; when: number; breakpoints: boolean }[];
-  };
+  const journal = readJournal(root, folder);
   const items = journal.entries.map((e) => ({
     tag: e.tag,
     when: e.when,
@@ -30,5 +65,11 @@ export function renderEmbeddedMigrations(root: string, folder: string = "drizzle
 
 if (import.meta.main) {
   const root = join(import.meta.dir, "..");
+  // Nothing is embedded from a folder whose order is wrong: a binary carrying it would skip a migration.
+  const problems = EMBEDDED.flatMap(({ folder }) => journalProblems(root, folder));
+  if (problems.length > 0) {
+    console.error(problems.join("\n"));
+    process.exit(1);
+  }
   for (const { folder, module } of EMBEDDED) writeFileSync(join(root, module), renderEmbeddedMigrations(root, folder));
 }

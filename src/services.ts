@@ -16,10 +16,13 @@ import type { RelayServices } from "./relay/context.ts";
 import { buildProviders } from "./upstreams/registry.ts";
 import { StripeCheckout } from "./payments/stripe-checkout.ts";
 import { Payments } from "./payments/topups.ts";
+import { issuerOf, receiptNumber, receiptText } from "./payments/receipt.ts";
+import { formatUsd } from "./core/money.ts";
+import type { CheckoutSession } from "./store/checkouts/contract.ts";
 import { Notices } from "./notices/notices.ts";
 import { events } from "./core/events.ts";
 import type { Commits } from "./store/commits/contract.ts";
-import type { MoneyLedger } from "./store/ledger/contract.ts";
+import type { MoneyLedger, ReloadRecord } from "./store/ledger/contract.ts";
 import type { LogRow } from "./store/request-log/contract.ts";
 import type { Db } from "./store/database.ts";
 import { openPostgresStores, openServerDatabase, openSqliteStores, type SqliteStores, type Stores } from "./store/open.ts";
@@ -79,9 +82,14 @@ export async function buildPostgresServices(config: Config, endpointOf: (path: s
     onFence: (why) => parts!.cutoff.cut(why),
     // A notice may arrive before the parts are built: nothing rests yet, there is nothing to keep.
     onRest: (provider, keyHash, ms) => parts?.capacity.heard(provider, keyHash, ms),
+    // Before the server is up the config just read is the one it starts on, as for a SIGHUP.
+    onReloadAsked: (request) => void parts?.live.reload(request),
   });
   parts = sharedParts(config, { ledger: stores.ledger, settings: stores.settings, commits: stores.commits, endpointOf });
   parts.capacity.announce = stores.announceRest;
+  // Every reload, however asked, is written on this instance's row for the fleet and the admin page to see.
+  parts.live.reported = (outcome, request) =>
+    void Promise.resolve(stores.ledger.recordReload(reloadRecord(outcome, request))).catch((e: unknown) => events.writeFailed("ledger", "recording a reload", e));
   const svc = withStores(config, parts, stores);
   parts.live.start(svc);
   return svc;
@@ -99,9 +107,15 @@ function withStores<S extends Stores>(config: Config, parts: SharedParts, stores
     await notices.drain(5_000);
     notices.close();
   }, ...atStop);
-  return { ...parts, ...rest, notices, payments: new Payments(checkouts, topUps, config.stripe ? new StripeCheckout(config.stripe) : null, (row) =>
-    notices.credited(row.accountId, row.amountNano, "top_up", row.id),
-  ) };
+  const issuer = issuerOf(config);
+  const credited = (row: CheckoutSession) => {
+    notices.credited(row.accountId, row.amountNano, "top_up", row.id);
+    notices.receipt(row.accountId, async () => {
+      const r = await checkouts.receiptOf(row.id);
+      return r && { subject: `Receipt ${receiptNumber(r)} for your top-up of ${formatUsd(r.amountNano)} USD`, text: receiptText(r, issuer) };
+    });
+  };
+  return { ...parts, ...rest, notices, payments: new Payments(checkouts, topUps, config.stripe ? new StripeCheckout(config.stripe) : null, credited) };
 }
 
 type SharedParts = ReturnType<typeof sharedParts>;
@@ -163,6 +177,8 @@ export class Live {
   read: (() => Config) | null = null;
   /** One line per reload, applied or refused. */
   log: (line: string) => void = () => {};
+  /** Each outcome, with the fleet's request that asked for it (null: SIGHUP or POST /reload). */
+  reported: (outcome: ReloadOutcome, request: string | null) => void = () => {};
 
   start(first: Services): void {
     this.#current = first;
@@ -173,7 +189,13 @@ export class Live {
   }
 
   /** Re-reads and applies the config; a bad one (a one-line ConfigError) is refused and the running one kept. */
-  reload(): ReloadOutcome {
+  reload(request: string | null = null): ReloadOutcome {
+    const outcome = this.apply();
+    this.reported(outcome, request);
+    return outcome;
+  }
+
+  private apply(): ReloadOutcome {
     const running = this.current();
     let next: Config;
     let catalog: Catalog;
@@ -203,6 +225,12 @@ export class Live {
 export type ReloadOutcome =
   | { reloaded: true; source: string; catalogVersion: string; models: number; providers: number; needsRestart: string[] }
   | { reloaded: false; error: string };
+
+function reloadRecord(o: ReloadOutcome, request: string | null): ReloadRecord {
+  return o.reloaded
+    ? { request, reloaded: true, error: null, source: o.source, catalogVersion: o.catalogVersion, models: o.models, providers: o.providers, needsRestart: o.needsRestart }
+    : { request, reloaded: false, error: o.error, source: null, catalogVersion: null, models: null, providers: null, needsRestart: [] };
+}
 
 /**
  * Settings read once at start (the listener, the databases and the connections, what the stores and

@@ -106,15 +106,45 @@ function serviceSheet(m: ModelConfig, base: PriceSheet, kind: ProviderKind): Ser
   return { base, tiers };
 }
 
+/** ⌈a × b / c⌉ exactly: two prices in nano-dollars per 1M multiply past 2^53. */
+const scaled = (a: number, b: number, c: number): number => {
+  const p = BigInt(a) * BigInt(b);
+  const q = BigInt(c);
+  return Number((p + q - 1n) / q);
+};
+
+/**
+ * A long-context tier over a service tier's table (docs/pricing.md#service-and-long-context-tiers):
+ * each class at the service tier's price times the long-context tier's multiple of the base price,
+ * rounded up. The providers stack the two: Anthropic bills fast mode above 200k at 6x the
+ * long-context prices (Opus 4.6: 60 / 225 USD), OpenAI bills flex above 272k at 2x input and 1.5x
+ * output of flex. Taking the long-context tier's own prices instead sold fast mode's long prompts
+ * at a sixth of the bill and flex's at twice it. A class the base gives away keeps the tier's price.
+ */
+function stacked(service: PriceSheet, tier: TierSheet, base: PriceSheet, name: ServiceTier): TierSheet {
+  const prices = {} as Required<TokenPrices>;
+  const sources = {} as Record<PriceClass, PriceSource>;
+  for (const cls of PRICE_CLASSES) {
+    const b = base.prices[cls];
+    const t = tier.prices[cls];
+    prices[cls] = b === 0 ? t : t === b ? service.prices[cls] : scaled(service.prices[cls], t, b);
+    sources[cls] = b === 0 ? tier.sources[cls] : t === b ? service.sources[cls] : { source: "derived", rule: `${name} x the above-${tier.above} tier's multiple of base` };
+  }
+  return { prices, sources, above: tier.above };
+}
+
 /** The model's effective prices on routes of this provider kind. */
 export function modelPrices(m: ModelConfig, kind: ProviderKind): ModelPrices {
   const base = sheet(m.pricing, kind);
+  const standard = serviceSheet(m, base, kind);
   const service: ModelPrices["service"] = {};
   for (const name of SERVICE_TIERS) {
     const cfg = m.service_tiers?.[name];
-    if (cfg) service[name] = serviceSheet(m, sheet(cfg, kind, base), kind);
+    if (!cfg) continue;
+    const own = sheet(cfg, kind, base);
+    service[name] = { base: own, tiers: standard.tiers.map((t) => stacked(own, t, base, name)) };
   }
-  return { kind, standard: serviceSheet(m, base, kind), service };
+  return { kind, standard, service };
 }
 
 /** The service tier's table the answer reports (absent or another tier: base prices). */

@@ -1,18 +1,20 @@
 import { checkNewPassword, hashPassword } from "../auth/passwords.ts";
 import { Notices } from "../notices/notices.ts";
-import { STARTING_BALANCE_NANO } from "../store/accounts/contract.ts";
+import { alreadyClosed, STARTING_BALANCE_NANO, type Account } from "../store/accounts/contract.ts";
 import { invocation, parse, required, UsageError, usdFlag } from "./args.ts";
-import { openInstallation, output } from "./context.ts";
+import { openInstallation, output, type CliContext } from "./context.ts";
+import { scopedIdempotencyKey } from "../store/idempotency/contract.ts";
 import { formatUsd, iso, table, usd } from "./format.ts";
 import { accountOf, keyLine, keyView } from "./key.ts";
 
 export const ACCOUNT_USAGE = `Usage:
   gateway account create --email E [--balance USD] [--password-stdin] [--admin]
   gateway account update --email E [--admin|--no-admin] [--password-stdin] [--reset-2fa]
-  gateway account credit --email E --usd N [--note T]
-  gateway account debit --email E --usd N --note T
+  gateway account credit --email E --usd N [--note T] [--idempotency-key K]
+  gateway account debit --email E --usd N --note T [--idempotency-key K]
   gateway account list
   gateway account show --email E
+  gateway account note --email E --text T
   gateway account disable --email E
   gateway account enable --email E
 
@@ -26,27 +28,46 @@ update --reset-2fa removes the account's two-factor login (its authenticator sec
 codes), for a holder who lost both the app and the codes: the next login asks for the password only,
 and the holder can set it up again. Check who is asking before you do: it is what the second factor
 stood against. It is written to the audit log; list and show say which accounts have it on.
+note sets the operator's note on the account (at most 2,000 characters, the one the admin page
+shows and writes; --text "" removes it), written to the audit log; show prints it.
 debit is a correcting ledger entry (kind operator_debit) with a required note; it never takes the
-balance below zero. disable refuses every key of the account (403 inactive) on the running server
-at its next request, until enable. list and show print the balance in the database file; the holds
-of running requests live in the serving process's memory, which the CLI cannot see, so they are not
-shown (GET /v1/me with a key of the account shows them).`;
+balance below zero. With --idempotency-key, a credit or debit run again with the same key, account,
+amount and note within 24 h moves nothing and prints the first run's result (a script may retry
+after a timeout); the same key with another amount or note is refused. On SQLite the debit cannot
+see what the server's running requests hold (in its memory): the admin page's debit, and
+POST /api/admin/accounts/{id}/debit, can, and keep it. disable refuses every key of the account (403 inactive) on the running server
+at its next request, until enable. An account its holder closed shows as closed, under the address
+closed-account-ID; every command but list, show, note and debit answers that closure is final. list and
+show print the balance in the database file; the holds of running requests live in the serving
+process's memory, which the CLI cannot see, so they are not shown (GET /v1/me with a key of the
+account shows them).`;
+
+/** active, disabled (by the operator, until enabled) or closed (by its holder, for good). */
+const statusOf = (a: Account) => (a.closedAt !== null ? "closed" : a.disabledAt === null ? "active" : "disabled");
+
+/** Who wrote a note: the admin account's email, or null when the CLI (no account) did. */
+async function noteAuthor(ctx: CliContext, by: number | null): Promise<string | null> {
+  return by === null ? null : ((await ctx.accounts.findById(by))?.email ?? null);
+}
 
 /** The password on standard input (one trailing newline dropped), held to the dashboard's rules for a new one. */
 async function readPasswordFromStdin(): Promise<string> {
   return checkNewPassword((await Bun.stdin.text()).replace(/\r?\n$/, ""), "the password from stdin");
 }
 
-const SUBS = ["create", "update", "credit", "debit", "list", "show", "disable", "enable"];
+const SUBS = ["create", "update", "credit", "debit", "list", "show", "note", "disable", "enable"];
+/** The admin page's limit on a note (docs/dashboard.md#an-accounts-page). */
+const NOTE_MAX = 2000;
 const READ_ONLY = new Set(["list", "show"]);
 // Which flags each subcommand takes, so a flag of another one is refused rather than ignored.
 const TAKES: Record<string, string[]> = {
   create: ["email", "balance", "password-stdin", "admin"],
   update: ["email", "admin", "no-admin", "password-stdin", "reset-2fa"],
-  credit: ["email", "usd", "note"],
-  debit: ["email", "usd", "note"],
+  credit: ["email", "usd", "note", "idempotency-key"],
+  debit: ["email", "usd", "note", "idempotency-key"],
   list: [],
   show: ["email"],
+  note: ["email", "text"],
   disable: ["email"],
   enable: ["email"],
 };
@@ -59,6 +80,8 @@ export async function accountCommand(argv: string[]): Promise<void> {
     balance: { type: "string" },
     usd: { type: "string" },
     note: { type: "string" },
+    text: { type: "string" },
+    "idempotency-key": { type: "string" },
     "password-stdin": { type: "boolean" },
     admin: { type: "boolean" },
     "no-admin": { type: "boolean" },
@@ -92,7 +115,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
       id: a.id,
       email: a.email,
       balance_usd: usd(a.balanceNano),
-      status: a.disabledAt === null ? "active" : "disabled",
+      status: statusOf(a),
       admin: a.admin,
       two_factor: a.twoFactor,
       keys: a.keys,
@@ -113,7 +136,8 @@ export async function accountCommand(argv: string[]): Promise<void> {
   if (sub === "show") {
     const keys = await ctx.keys.ofAccount(acc.id);
     const entries = await ctx.accounts.recentEntries(acc.id, 10);
-    const status = acc.disabledAt === null ? "active" : "disabled";
+    const note = await ctx.adminQueries.noteOf(acc.id);
+    const status = statusOf(acc);
     const twoFactor = (await ctx.twoFactor.enabledAmong([acc.id])).has(acc.id);
     const data = {
       id: acc.id,
@@ -123,13 +147,16 @@ export async function accountCommand(argv: string[]): Promise<void> {
       admin: acc.admin,
       two_factor: twoFactor,
       disabled_at: iso(acc.disabledAt),
+      closed_at: iso(acc.closedAt),
       created_at: iso(acc.createdAt),
+      note: note && { text: note.note, updated_at: iso(note.updatedAt), updated_by: await noteAuthor(ctx, note.updatedBy) },
       keys: keys.map((k) => keyView(k)),
       recent_ledger: entries.map((e) => ({ id: e.id, kind: e.kind, amount_usd: usd(e.amountNano), note: e.note, request_id: e.requestId, created_at: iso(e.createdAt) })),
     };
     const human = [
-      `account ${acc.id} ${acc.email} (${status}${acc.disabledAt === null ? "" : ` since ${data.disabled_at}`}${acc.admin ? ", admin" : ""}${twoFactor ? ", two-factor login on" : ""})`,
+      `account ${acc.id} ${acc.email} (${status}${acc.disabledAt === null ? "" : ` since ${acc.closedAt === null ? data.disabled_at : data.closed_at}`}${acc.admin ? ", admin" : ""}${twoFactor ? ", two-factor login on" : ""})`,
       `balance ${formatUsd(acc.balanceNano)} USD, created ${data.created_at}`,
+      ...(data.note ? [`note (${data.note.updated_by ?? "the operator's CLI"}, ${data.note.updated_at}): ${data.note.text}`] : []),
       `keys:${keys.length ? "\n" + keys.map(keyLine).join("\n") : " none"}`,
       `recent ledger entries:`,
       table(["id", "kind", "USD", "note", "when"], entries.map((e) => [e.id, e.kind, formatUsd(e.amountNano), e.note ?? e.requestId, iso(e.createdAt)])),
@@ -137,6 +164,18 @@ export async function accountCommand(argv: string[]): Promise<void> {
     output(ctx, data, human);
     return;
   }
+  if (sub === "note") {
+    if (values.text === undefined) throw new UsageError('--text is required (--text "" removes the note)');
+    const text = values.text.trim();
+    if (text.length > NOTE_MAX) throw new UsageError(`--text: ${text.length} characters; a note holds at most ${NOTE_MAX}`);
+    // By no admin account: the CLI is the operator's own hand, as for its other audit rows.
+    await ctx.adminQueries.setNote(acc.id, text, null);
+    await ctx.audit.record({ actorAccountId: null, action: text ? "account_note_set" : "account_note_removed", targetAccountId: acc.id, detail: text || null });
+    output(ctx, { id: acc.id, email: acc.email, note: text || null }, text ? `note on ${acc.email} set` : `note on ${acc.email} removed`);
+    return;
+  }
+  // Closure is final (docs/dashboard.md#closing-the-account): only a correcting debit (and the operator's note) still apply.
+  if (acc.closedAt !== null && sub !== "debit") throw alreadyClosed(acc.id);
   if (sub === "update") {
     const setsPassword = values["password-stdin"] === true;
     const resets2fa = values["reset-2fa"] === true;
@@ -150,6 +189,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
       await ctx.accounts.setPasswordHash(acc.id, await hashPassword(await readPasswordFromStdin()));
       // Whoever logged in with the old password (or a stolen session) is out.
       const ended = await ctx.sessions.revokeAll(acc.id);
+      await ctx.links.cancel(acc.id, "password_reset", Date.now());
       await ctx.audit.record({ actorAccountId: null, action: "password_set", targetAccountId: acc.id });
       Object.assign(data, { password_set: true, sessions_ended: ended });
       said.push(`account ${acc.email} has a new password (${ended} session${ended === 1 ? "" : "s"} ended)`);
@@ -172,22 +212,32 @@ export async function accountCommand(argv: string[]): Promise<void> {
   }
   if (sub === "credit" || sub === "debit") {
     const nano = usdFlag("usd", required(values, "usd"), { positive: true });
+    const note = sub === "credit" ? values.note || null : required(values, "note");
+    const verb = sub === "credit" ? "credited" : "debited";
+    const move = async (): Promise<Moved> => {
+      if (sub === "credit") await ctx.ledger.credit(acc.id, nano, "operator_credit", note);
+      else await ctx.accounts.debit(acc.id, nano, note!);
+      const after = (await ctx.accounts.find(acc.email))!;
+      return {
+        data: { id: after.id, email: after.email, [`${verb}_usd`]: usd(nano), balance_usd: usd(after.balanceNano) },
+        human: `${verb} ${formatUsd(nano)} USD ${sub === "credit" ? "to" : "from"} ${after.email}; balance ${formatUsd(after.balanceNano)} USD`,
+      };
+    };
+    const key = values["idempotency-key"];
+    const done = key === undefined ? { ...(await move()), replayed: false } : await once(ctx, acc.id, `gateway account ${sub}`, key, JSON.stringify([nano, note]), move);
+    if (done.replayed) {
+      output(ctx, { ...done.data, replayed: true }, `already ${verb} with this --idempotency-key, nothing moved now: ${done.human}`);
+      return;
+    }
     if (sub === "credit") {
-      await ctx.ledger.credit(acc.id, nano, "operator_credit", values.note || null);
       // The operator's webhook hears of it as of a credit in the dashboard; the command waits for the send.
       const notices = new Notices(ctx.config, ctx);
       notices.deliveries.retryDelaysMs = [1_000];
       notices.credited(acc.id, nano, "operator_credit");
       await notices.drain(15_000);
       notices.close();
-    } else await ctx.accounts.debit(acc.id, nano, required(values, "note"));
-    const after = (await ctx.accounts.find(acc.email))!;
-    const verb = sub === "credit" ? "credited" : "debited";
-    output(
-      ctx,
-      { id: after.id, email: after.email, [`${verb}_usd`]: usd(nano), balance_usd: usd(after.balanceNano) },
-      `${verb} ${formatUsd(nano)} USD ${sub === "credit" ? "to" : "from"} ${after.email}; balance ${formatUsd(after.balanceNano)} USD`,
-    );
+    }
+    output(ctx, done.data, done.human);
     return;
   }
   const disable = sub === "disable";
@@ -200,4 +250,31 @@ export async function accountCommand(argv: string[]): Promise<void> {
     { id: acc.id, email: acc.email, status, changed },
     changed ? `account ${acc.email} ${disable ? "disabled: its keys are refused" : "enabled"}` : `account ${acc.email} was already ${status}`,
   );
+}
+
+interface Moved {
+  data: Record<string, unknown>;
+  human: string;
+}
+
+/**
+ * `move` run at most once per (account, command, key) within 24 h, through the idempotency records
+ * /v1 and the admin routes use (docs/operations.md#the-admin-cli): a second run with the same key and
+ * body gets the first result back, another body is refused (idempotency_conflict). A failed move
+ * frees the key. Stored as soon as the money moved, before the webhook's send.
+ */
+async function once(ctx: CliContext, accountId: number, command: string, key: string, body: string, move: () => Promise<Moved>): Promise<Moved & { replayed: boolean }> {
+  const scoped = scopedIdempotencyKey(command, key);
+  if (!scoped) throw new UsageError("--idempotency-key needs a value");
+  const begun = await ctx.idempotency.begin(accountId, scoped, Bun.SHA256.hash(body, "hex"), `cli_${crypto.randomUUID()}`);
+  if (begun.kind === "replay") return { ...(JSON.parse(begun.answer.body) as Moved), replayed: true };
+  let moved: Moved;
+  try {
+    moved = await move();
+  } catch (e) {
+    await ctx.idempotency.finish(accountId, scoped, null);
+    throw e;
+  }
+  await ctx.idempotency.finish(accountId, scoped, { status: 200, contentType: "application/json", body: JSON.stringify(moved) });
+  return { ...moved, replayed: false };
 }

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
-import { migrate, migratePostgres, openDatabase, redactUrl } from "../store/database.ts";
+import { ensureDatabaseFolder, migrate, migratePostgres, openDatabase, redactUrl } from "../store/database.ts";
 import { parse } from "./args.ts";
-import { loadInstallation, openInstallation, output } from "./context.ts";
+import { loadInstallation, lockOutServe, openInstallation, output } from "./context.ts";
 
 export async function migrateCommand(argv: string[]): Promise<void> {
   const { values } = parse(argv, {});
@@ -14,9 +14,18 @@ export async function migrateCommand(argv: string[]): Promise<void> {
     return;
   }
   const database = resolve(config.database);
-  const db = openDatabase(database);
-  const applied = migrate(db);
-  db.$client.close();
+  ensureDatabaseFolder(database);
+  // A server keeps its schema and statements from its start: tables changed under it would fail its
+  // requests mid-way (docs/operations.md#upgrades), so the schema changes only while no server runs.
+  const lock = lockOutServe(database, "it serves on the schema it started with; migrating under it would change tables its requests are using");
+  let applied: number;
+  try {
+    const db = openDatabase(database);
+    applied = migrate(db);
+    db.$client.close();
+  } finally {
+    lock.release();
+  }
   output({ database, json: values.json ?? false }, { database, applied }, `applied ${applied} migration(s); ${database} is up to date`);
 }
 

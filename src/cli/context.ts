@@ -2,7 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { buildCatalog, type Catalog } from "../catalog/catalog.ts";
 import { loadConfig, type Config, type LoadOptions } from "../config/load.ts";
-import { migrate, openDatabase, openDatabaseReadOnly, openPostgres, pendingMigrations, postgresSchemaBehind, redactUrl, refuseNewerSchema, type Db } from "../store/database.ts";
+import { acquireServeLock, migrate, openDatabase, openDatabaseReadOnly, openPostgres, pendingMigrations, postgresSchemaBehind, redactUrl, refuseNewerSchema, ServeLockError, type Db } from "../store/database.ts";
 import { postgresOperatorStores, sqliteOperatorStores, type OperatorStores } from "../store/open.ts";
 import { OperatorError } from "../core/operator-error.ts";
 import { invocation, UsageError } from "./args.ts";
@@ -54,7 +54,13 @@ export async function openInstallation(values: CommonValues, access: "read" | "w
   try {
     if (access === "write") {
       db = openDatabase(database);
-      migrate(db);
+      // A newer CLI than the server running on the file would change its tables under it, as `gateway migrate` would.
+      const lock = pendingMigrations(db) > 0 ? lockOutServe(database, "this gateway's migrations would change tables its requests are using; or run the command with the server's own version") : null;
+      try {
+        migrate(db);
+      } finally {
+        lock?.release();
+      }
     } else {
       db = openDatabaseReadOnly(database);
       refuseNewerSchema(db);
@@ -82,7 +88,7 @@ export async function openInstallation(values: CommonValues, access: "read" | "w
  * one here). The ledger takes no holds: the CLI credits, never reserves. The connections close when
  * the command's process exits.
  */
-async function openPostgresInstallation(config: Config, json: boolean): Promise<CliContext> {
+export async function openPostgresInstallation(config: Config, json: boolean): Promise<CliContext> {
   const url = config.databaseUrl!;
   const database = redactUrl(url);
   const pg = openPostgres(url, { max: 2 });
@@ -96,6 +102,19 @@ async function openPostgresInstallation(config: Config, json: boolean): Promise<
     json,
     catalog: () => (catalog ??= buildCatalog(config)),
   };
+}
+
+/**
+ * The serve lock, for a command that must not run beside a `gateway serve` on the same file
+ * (`migrate`, `migrate-db`): a running server is refused in one line saying why it must stop first.
+ */
+export function lockOutServe(database: string, why: string): { release(): void } {
+  try {
+    return acquireServeLock(database);
+  } catch (e) {
+    if (!(e instanceof ServeLockError)) throw e;
+    throw new OperatorError(`a 'gateway serve' is running on ${database}: stop it first (${why})`);
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { KEY_PREFIX, storedBudget, type KeyRow, type NewKey } from "../store/keys/contract.ts";
 import { keyRules, KeyRuleError, type KeyRulesInput } from "../auth/key-rules.ts";
-import type { Account } from "../store/accounts/contract.ts";
+import { alreadyClosed, type Account } from "../store/accounts/contract.ts";
 import { invocation, parse, required, UsageError, usdFlag, wholeNumber } from "./args.ts";
 import { openInstallation, output, type CliContext } from "./context.ts";
 import { formatUsd, iso, table, usd, usdOrNull } from "./format.ts";
@@ -107,6 +107,7 @@ export async function accountOf(ctx: CliContext, email: string): Promise<Account
 
 async function create(ctx: CliContext, flags: Flags): Promise<void> {
   const acc = await accountOf(ctx, required(flags, "email"));
+  if (acc.closedAt !== null) throw alreadyClosed(acc.id);
   const rules = rulesOf(ctx, flags);
   const { key, record } = await ctx.keys.create(acc.id, rules);
   const row = (await ctx.keys.row(record.id))!;

@@ -34,6 +34,7 @@ Usage:
   gateway account credit --email E --usd N [--note T]
   gateway account debit --email E --usd N --note T
   gateway account list | account show --email E
+  gateway account note --email E --text T              # the operator's note on the account ("" removes it)
   gateway account disable --email E | account enable --email E
   gateway key create --email E [--name N] [--quota USD] [--budget USD --budget-period day|week|month] [--models a,b] [--expires ISO8601] [--ip CIDR,…] [--rpm N]
   gateway key list --email E | key find PREFIX|KEY | key revoke ID
@@ -48,7 +49,8 @@ Usage:
   gateway prices [--check]                            # every model's effective prices and their sources;
                                                       # --check: exit 1 when one is below the provider's list price
   gateway healthcheck [--port N]                     # GET /healthz on loopback: exit 0 when healthy
-  gateway reload [--port N]                           # the running server reads its config again (as SIGHUP)
+  gateway reload [--local] [--port N]                 # the running server reads its config again (as SIGHUP);
+                                                      # on PostgreSQL every instance, --local this machine's only
   gateway config check FILE                           # validate a config file without serving
   gateway --version | gateway COMMAND --help
 
@@ -66,6 +68,7 @@ Runs the gateway: creates the database (and its folder) when missing, applies mi
   gateway migrate
 
 Creates the database when missing and applies the migrations this version carries (serve does too).
+Refused while a 'gateway serve' runs on the SQLite file: stop it first.
 With [database] url set, applies the PostgreSQL migrations to that database instead (it must exist).`,
   "migrate-db": MIGRATE_DB_USAGE,
   account: ACCOUNT_USAGE,

@@ -1,9 +1,8 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { acquireServeLock, copyToPostgres, isPostgresUrl, openDatabaseReadOnly, pendingMigrations, redactUrl, refuseNewerSchema, ServeLockError } from "../store/database.ts";
-import { OperatorError } from "../core/operator-error.ts";
+import { copyToPostgres, isPostgresUrl, openDatabaseReadOnly, pendingMigrations, redactUrl, refuseNewerSchema } from "../store/database.ts";
 import { invocation, parse, required, UsageError } from "./args.ts";
-import { loadInstallation, output } from "./context.ts";
+import { loadInstallation, lockOutServe, output } from "./context.ts";
 
 export const MIGRATE_DB_USAGE = `Usage:
   gateway migrate-db --from FILE --to postgres://USER:PASSWORD@HOST/DB
@@ -25,7 +24,7 @@ export async function migrateDbCommand(argv: string[]): Promise<void> {
   const from = resolve(values.from ?? loadInstallation(values).database);
   if (!existsSync(from)) throw new UsageError(`no database at ${from} (--from names the SQLite file to copy)`);
   // Held for the whole copy: a server started meanwhile would move money the copy has already passed.
-  const lock = serveLockOf(from);
+  const lock = lockOutServe(from, "copying a live database would miss the money its requests move during the copy");
   try {
     const source = openDatabaseReadOnly(from);
     try {
@@ -49,14 +48,5 @@ export async function migrateDbCommand(argv: string[]): Promise<void> {
     }
   } finally {
     lock.release();
-  }
-}
-
-function serveLockOf(database: string): { release(): void } {
-  try {
-    return acquireServeLock(database);
-  } catch (e) {
-    if (!(e instanceof ServeLockError)) throw e;
-    throw new OperatorError(`a 'gateway serve' is running on ${database}: stop it first (copying a live database would miss the money its requests move during the copy)`);
   }
 }

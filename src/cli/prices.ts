@@ -16,7 +16,8 @@ export const PRICES_USAGE = `Usage:
 The effective price table of every text model, per kind of provider its routes use: each class in
 USD per 1M tokens (web_search: per 1,000 searches) with its source: configured, derived by a
 provider's rule (named), input (unset, billed at the input price) or base (a tier's unset class, at
-the base price). Long-context tiers and service tiers follow their base table (docs/pricing.md).
+the base price). Long-context tiers and service tiers follow their base table; a long-context tier
+stacks on each service tier (docs/pricing.md#service-and-long-context-tiers).
 Image models: input (prompt), image_input (edit sources) and image_output tokens per 1M when priced
 by tokens, and per_image (the bill when the upstream reports no usage, or the only price).
 

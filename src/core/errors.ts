@@ -48,7 +48,17 @@ export type ErrorCode =
   // Two-factor login (docs/dashboard.md#two-factor-login).
   | "invalid_second_factor"
   | "second_factor_expired"
-  | "two_factor_conflict";
+  | "two_factor_conflict"
+  // Password reset and change of email (docs/dashboard.md#password-reset, #change-of-email).
+  | "email_not_configured"
+  | "invalid_reset_token"
+  | "invalid_email_change"
+  // Closing an account and its receipts (docs/dashboard.md#closing-the-account, #receipts).
+  | "requests_in_flight"
+  | "balance_not_forfeited"
+  | "admin_account"
+  | "account_closed"
+  | "topup_not_found";
 
 // error.type decides retry or not (docs/api.md#retry-rules). Gateway errors carry type = code; the key
 // refusals share the vendors' class names so SDK users see familiar types. `kept`: the answer stays
@@ -118,6 +128,21 @@ const TABLE: Record<ErrorCode, { status: number; type: string; kept?: true }> = 
   second_factor_expired: { status: 401, type: "authentication_error" },
   // A setup while two-factor login is on, an enable with no setup pending, a disable while it is off.
   two_factor_conflict: { status: 409, type: "two_factor_conflict" },
+  // A reset asked of a gateway without [email]: it has no way to reach the holder (the operator sets passwords).
+  email_not_configured: { status: 404, type: "email_not_configured" },
+  // A reset or change-of-email link unknown, used, replaced by a newer one or expired: nothing changes.
+  invalid_reset_token: { status: 400, type: "invalid_reset_token" },
+  invalid_email_change: { status: 400, type: "invalid_email_change" },
+  // A closure the account's state refuses, until it changes: running requests still hold money; the
+  // balance the holder confirmed is not the balance; an admin's mark is still on (the operator takes it
+  // off first, so a gateway never loses its last admin to a click). An operator's action on an account
+  // its holder closed: closure is final.
+  requests_in_flight: { status: 409, type: "requests_in_flight" },
+  balance_not_forfeited: { status: 409, type: "balance_not_forfeited" },
+  admin_account: { status: 409, type: "admin_account" },
+  account_closed: { status: 409, type: "account_closed" },
+  // A receipt of a top-up that is not the session's account's, not credited, or not there: one answer.
+  topup_not_found: { status: 404, type: "topup_not_found" },
 };
 
 // The only types a client may retry (docs/api.md#retry-rules, 1). The official SDKs retry 408, 409,

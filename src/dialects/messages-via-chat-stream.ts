@@ -5,7 +5,7 @@
 import { nanoToUsd, type TokenUsage } from "../core/money.ts";
 import { StreamTally, estimatedUsage } from "./stream-usage.ts";
 import { toolIdToMessages } from "./tool-ids.ts";
-import { billableChatUsage, finishToStop, messagesUsage, toolAwareStop, usageFromChat } from "./usage.ts";
+import { billableChatUsage, deltaMessagesUsage, finishToStop, startMessagesUsage, toolAwareStop, usageFromChat } from "./usage.ts";
 import type { ChatChunk, ChatToolCall, JsonObject, MessagesEvent } from "../wire/shapes.ts";
 import { redactSecrets } from "../wire/scrub.ts";
 import type { SseEvent } from "../wire/sse.ts";
@@ -51,7 +51,7 @@ export class MessagesViaChatStream extends StreamTally {
   private sawRefusal = false;
   private reasoningTokens: number | undefined = undefined;
   /** The service tier the upstream's chunks report: it prices the answer. */
-  private serviceTier: unknown;
+  private serviceTier: string | undefined;
 
   constructor(opts: MessagesViaChatStreamOptions) {
     super();
@@ -68,8 +68,9 @@ export class MessagesViaChatStream extends StreamTally {
       const message = typeof err.message === "string" ? err.message : String(chunk.error);
       return this.fail(type, message);
     }
-    if (!this.started) this.start(chunk, out);
+    // Before message_start, which says the tier the first chunk names.
     if (typeof chunk.service_tier === "string") this.serviceTier = chunk.service_tier;
+    if (!this.started) this.start(chunk, out);
     if (chunk.usage && billableChatUsage(chunk.usage)) {
       this.realUsage = usageFromChat(chunk.usage, this.serviceTier);
       this.inputReported = true;
@@ -145,7 +146,7 @@ export class MessagesViaChatStream extends StreamTally {
           stop_reason: null,
           stop_sequence: null,
           stop_details: null,
-          usage: { input_tokens: this.opts.estimatedInputTokens, output_tokens: 0 },
+          usage: startMessagesUsage(this.opts.estimatedInputTokens, this.serviceTier),
         },
       },
     });
@@ -260,7 +261,7 @@ export class MessagesViaChatStream extends StreamTally {
     this.cost = this.opts.costOf(this.billed);
     // stop_details goes in the delta too: MessageStream assigns the delta's value to the message,
     // so leaving it out would turn message_start's null into undefined (sse.md §4).
-    const usage: JsonObject = messagesUsage(this.billed, this.reasoningTokens === undefined ? {} : { thinkingTokens: this.reasoningTokens });
+    const usage: JsonObject = deltaMessagesUsage(this.billed, this.reasoningTokens === undefined ? {} : { thinkingTokens: this.reasoningTokens });
     usage.cost_usd = nanoToUsd(this.cost);
     this.costShown = true;
     out.push({ event: "message_delta", data: { type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null, stop_details: null }, usage } });

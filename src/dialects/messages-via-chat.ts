@@ -6,7 +6,7 @@ import { contentKind, unsupportedContent } from "./content-check.ts";
 import { applyFields, arrayAt, handledElsewhere, isObject, isSet, lose, objectAt, refuse, stringAt, type FieldRule } from "./fields.ts";
 import { effortForBudget } from "./reasoning.ts";
 import { toolIdFromMessages, toolIdToMessages, toolNameFor } from "./tool-ids.ts";
-import { finishToStop, messagesUsage, toolAwareStop, usageFromChat } from "./usage.ts";
+import { finishToStop, fullMessagesUsage, toolAwareStop, usageFromChat } from "./usage.ts";
 import type { ChatMessage, ChatRequest, ChatResponse, ChatToolCall, JsonObject, MessagesBlock, MessagesMessage, MessagesRequest, MessagesResponse } from "../wire/shapes.ts";
 
 /** What a Chat upstream takes beyond plain Chat Completions: a route's `capabilities` in gateway.toml (catalog.ts resolves them); all default off. */
@@ -320,7 +320,7 @@ export function chatResponseToMessages(res: ChatResponse, opts: { model: string 
     // Typed `RefusalStopDetails | null` by the SDK; Chat has no refusal category to fill it with.
     stop_details: null,
     // No usage from the upstream: leave the counts out rather than make them up; the caller settles on its own count.
-    usage: u ? messagesUsage(usageFromChat(u), reasoningTokens === undefined ? {} : { thinkingTokens: reasoningTokens }) : {},
+    usage: u ? fullMessagesUsage(usageFromChat(u, res.service_tier), reasoningTokens === undefined ? {} : { thinkingTokens: reasoningTokens }) : {},
   };
 }
 

@@ -12,6 +12,7 @@ import { estimatedUsage, inputEstimate, mergeMessagesUsage } from "./stream-usag
 import { billableChatUsage, billableMessagesUsage, chatUsage, messagesUsage, usageFromChat } from "./usage.ts";
 import { CountsOutput, parseObject as parse, type StreamMachine, type StreamOutcome } from "./stream-machine.ts";
 import type { ChatUsage, JsonObject } from "../wire/shapes.ts";
+import { isObject } from "./fields.ts";
 
 /**
  * Renames the model in a chunk's JSON text instead of serialising the parsed chunk again (a text
@@ -26,8 +27,6 @@ function renameModel(data: string, needle: string, replacement: string): string 
   if (choices !== -1 && choices < at) return null;
   return data.slice(0, at) + replacement + data.slice(at + needle.length);
 }
-
-const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
 const COUNTS = ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"];
 const hasCount = (u: JsonObject): boolean => COUNTS.some((k) => typeof u[k] === "number") || isObject(u.cache_creation) || isObject(u.server_tool_use);

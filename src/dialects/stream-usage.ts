@@ -6,6 +6,7 @@ import { messagesTier, regionOf, withExtras, withRegion } from "./usage.ts";
 import type { JsonObject, MessagesUsage } from "../wire/shapes.ts";
 import type { StreamOutcome } from "./stream-machine.ts";
 import { estimateTokens, TextCount, type TextSize } from "../ledger/estimate.ts";
+import { isObject } from "./fields.ts";
 
 const count = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : null);
 
@@ -31,8 +32,6 @@ export function mergeMessagesUsage(prev: TokenUsage | null, u: MessagesUsage | J
   // speed and inference_geo come in message_start only: message_delta's usage has no such keys and keeps them.
   return withRegion(withExtras(out, w1h, searches ?? base.webSearches ?? 0, messagesTier(m) ?? base.serviceTier), regionOf(m) ?? base.inferenceGeo);
 }
-
-const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /**
  * Our own count for an answer that ended without usage (some compatible servers ignore

@@ -153,6 +153,55 @@ export function messagesUsage(t: TokenUsage, detail: { thinkingTokens?: number }
 }
 
 /**
+ * Anthropic's `service_tier` and `speed` for the service tier a Chat upstream's answer names: OpenAI's
+ * priority is Anthropic's; OpenRouter's `fast` is fast mode at the standard tier; any other tier it
+ * names (default, flex, scale) ran at neither. Null when it names none: nothing is known.
+ */
+function tierAndSpeed(tier: string | undefined): { service_tier: "standard" | "priority" | null; speed: "standard" | "fast" | null } {
+  if (!tier) return { service_tier: null, speed: null };
+  return { service_tier: tier === "priority" ? "priority" : "standard", speed: tier === "fast" ? "fast" : "standard" };
+}
+
+/**
+ * The whole usage object of a Messages answer made from another dialect's (translation.md §3): every
+ * field of the Anthropic SDK's `Usage`, null where the upstream did not say (`inference_geo`, thinking
+ * tokens it did not report, a tier it did not name). `serviceTier`: the answer's service_tier when the
+ * count carries none (an estimate).
+ */
+export function fullMessagesUsage(t: TokenUsage, detail: { thinkingTokens?: number; serviceTier?: string } = {}): MessagesUsage {
+  return {
+    input_tokens: t.input,
+    output_tokens: t.output,
+    cache_creation_input_tokens: cacheWrites(t),
+    cache_read_input_tokens: t.cacheRead,
+    cache_creation: { ephemeral_5m_input_tokens: t.cacheWrite, ephemeral_1h_input_tokens: t.cacheWrite1h ?? 0 },
+    server_tool_use: t.webSearches ? { web_search_requests: t.webSearches, web_fetch_requests: 0 } : null,
+    output_tokens_details: detail.thinkingTokens === undefined ? null : { thinking_tokens: detail.thinkingTokens },
+    inference_geo: t.inferenceGeo ?? null,
+    ...tierAndSpeed(t.serviceTier ?? detail.serviceTier),
+  };
+}
+
+/**
+ * message_delta's usage on a translated stream: the SDK's `MessageDeltaUsage`, null where there is
+ * none (its stream helpers keep message_start's value for a null). The tier, speed and region are
+ * message_start's alone; the cache split rides along when it has a 1-hour part, as before.
+ */
+export function deltaMessagesUsage(t: TokenUsage, detail: { thinkingTokens?: number } = {}): MessagesUsage {
+  const { service_tier: _tier, speed: _speed, inference_geo: _geo, cache_creation, ...u } = fullMessagesUsage(t, detail);
+  return t.cacheWrite1h ? { ...u, cache_creation } : u;
+}
+
+/**
+ * message_start's usage on a translated stream: the input estimate and the answer's tier, which the
+ * first chunk names. The cache split is null, not zeros: it is known only at the end, and the SDK's
+ * stream helpers never take it from message_delta (whose counts replace the others).
+ */
+export function startMessagesUsage(estimatedInputTokens: number, serviceTier: string | undefined): MessagesUsage {
+  return { ...fullMessagesUsage({ input: estimatedInputTokens, output: 0, cacheRead: 0, cacheWrite: 0 }, { serviceTier }), cache_creation: null };
+}
+
+/**
  * The Chat usage object for a count; the caller adds cost_usd. Classes Chat has no field for ride
  * in LiteLLM's names (docs/pricing.md): the 1-hour split under prompt_tokens_details, searches in
  * server_tool_use, so a translated usage reads back to the same bill.

@@ -45,7 +45,8 @@ export type AccountView = Static<typeof AccountView>;
  * GET /api/session: whether this browser's cookie opens a session, and its account if so. The page's
  * first question, answered 200 either way, so a visitor's first page logs no refused request.
  */
-export const SessionState = T.Union([T.Object({ logged_in: T.Literal(false) }), T.Object({ logged_in: T.Literal(true), account: AccountView })]);
+/** `password_reset`: whether the login page offers a reset by email (under [email]) or sends the visitor to the operator. */
+export const SessionState = T.Union([T.Object({ logged_in: T.Literal(false), password_reset: T.Boolean() }), T.Object({ logged_in: T.Literal(true), account: AccountView })]);
 export type SessionState = Static<typeof SessionState>;
 
 /**
@@ -62,12 +63,36 @@ export type Verified = Static<typeof Verified>;
 export const VerificationSent = T.Object({ sent: T.Literal(true) });
 export type VerificationSent = Static<typeof VerificationSent>;
 
+/** POST /api/password/forgot: the same answer whether or not an account has the address. */
+export const ResetRequested = T.Object({ requested: T.Literal(true) });
+export type ResetRequested = Static<typeof ResetRequested>;
+/** POST /api/password/reset: the new password set; every session of the account ended. */
+export const PasswordReset = T.Object({ password_reset: T.Literal(true), sessions_ended: Count });
+export type PasswordReset = Static<typeof PasswordReset>;
+/**
+ * POST /api/me/email and /api/me/email/confirm: `email` is the account's address now. Under [email]
+ * a request only mails the confirmation (`confirmation_sent`); without it the address changes at once.
+ */
+export const EmailChange = T.Object({ email_changed: T.Boolean(), confirmation_sent: T.Boolean(), email: T.String() });
+export type EmailChange = Static<typeof EmailChange>;
+
 export const LoggedOut = T.Object({ logged_out: T.Literal(true) });
 export type LoggedOut = Static<typeof LoggedOut>;
 export const LoggedOutAll = T.Object({ logged_out: T.Literal(true), sessions_ended: Count });
 export type LoggedOutAll = Static<typeof LoggedOutAll>;
 export const PasswordChanged = T.Object({ password_changed: T.Literal(true), sessions_ended: Count });
 export type PasswordChanged = Static<typeof PasswordChanged>;
+/** POST /api/me/close's answer (docs/dashboard.md#closing-the-account); the session cookie is cleared with it. */
+export const AccountClosed = T.Object({
+  object: T.Literal("account"),
+  id: T.Integer(),
+  closed: T.Literal(true),
+  closed_at: Time,
+  forfeited_usd: Usd,
+  keys_revoked: Count,
+  sessions_ended: Count,
+});
+export type AccountClosed = Static<typeof AccountClosed>;
 
 // Two-factor login (docs/dashboard.md#two-factor-login).
 
@@ -251,6 +276,8 @@ export const AdminAccount = T.Object({
   disabled: T.Boolean(),
   /** Whether its logins ask for a second factor (`gateway account update --reset-2fa` removes it). */
   two_factor: T.Boolean(),
+  /** Closed by its holder (docs/dashboard.md#closing-the-account): final; its email is anonymised. */
+  closed: T.Boolean(),
   ...ACCOUNT_MONEY,
   keys: Count,
   spent_month_usd: Usd,
@@ -318,7 +345,16 @@ export const RouteHealth = T.Object({
   keys: T.Array(ProviderKeyState),
 });
 /** A running instance on PostgreSQL (the `instances` table) and the holds of its requests in flight. */
-export const InstanceRow = T.Object({ id: T.String(), heartbeat_at: Time, holds: Count, held_usd: T.Number() });
+/** An instance's last reload of its own config file (SIGHUP, POST /reload, or `gateway reload` of the fleet). */
+export const InstanceReload = T.Object({
+  at: Time,
+  reloaded: T.Boolean(),
+  /** The refused file's one-line reason; null when applied. */
+  error: Nullable(T.String()),
+  catalog_version: Nullable(T.String()),
+  needs_restart: T.Array(T.String()),
+});
+export const InstanceRow = T.Object({ id: T.String(), heartbeat_at: Time, holds: Count, held_usd: T.Number(), last_reload: Nullable(InstanceReload) });
 export const AdminStatus = T.Object({
   paused: T.Boolean(),
   /** The `[cluster] instance_id` of the instance that answered (its routes' health is its own); null on SQLite. */
@@ -379,12 +415,15 @@ export type Pricing = Static<typeof Pricing>;
 
 /** A row's success: its status, body type and schema (a CSV file is a string). */
 export interface Answer {
-  status: 200 | 201;
-  type: "application/json" | "text/csv";
+  status: 200 | 201 | 202;
+  type: "application/json" | "text/csv" | "text/html";
   schema: TSchema;
 }
 export const ok = (schema: TSchema): Answer => ({ status: 200, type: "application/json", schema });
 export const created = (schema: TSchema): Answer => ({ status: 201, type: "application/json", schema });
+/** Taken, its work done off the request (an answer that must not depend on what the work finds). */
+export const accepted = (schema: TSchema): Answer => ({ status: 202, type: "application/json", schema });
+export const htmlPage: Answer = { status: 200, type: "text/html", schema: T.String({ description: "A printable HTML page" }) };
 export const csvFile: Answer = { status: 200, type: "text/csv", schema: T.String({ description: "CSV with a header row" }) };
 
 /** A batch of redemption codes and its use (GET /api/admin/codes); the codes themselves are never listed. */

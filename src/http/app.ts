@@ -11,7 +11,8 @@ import { errorBody, errorResponse, setRequestIdHeaders, toGatewayError } from ".
 import { newExchange, type Exchange } from "./exchange.ts";
 import { detailOf, openapiDocument } from "./openapi.ts";
 import { operatorRefusal } from "./operator-guard.ts";
-import { finishIdempotency, runKeyEndpoint } from "./pipeline.ts";
+import { finishIdempotency } from "./idempotency.ts";
+import { runKeyEndpoint } from "./pipeline.ts";
 import { newDashboard, runSessionEndpoint } from "./session-guard.ts";
 
 // The machinery over the endpoint table (endpoints.ts): Elysia's routes, a runner per kind of
@@ -185,6 +186,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
     const handle = (request: Request, server: Server<unknown> | null) => answer(newExchange(svc.live.current(), request, server, e), run);
     return { e, path: e.path.replace(/\{(\w+)\}/g, ":$1"), handle };
   });
+  const registered = served.map((s) => s.e);
   const routes: Record<string, Record<string, typeof served[number]["handle"]>> = {};
   for (const { e, path, handle } of served) (routes[encodeURI(path)] ??= {})[e.method] = handle;
   const app = new Elysia({ normalize: false, serve: { routes } as never }).use(openapiDocument(svc.version));
@@ -197,7 +199,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
       if (answered) return answered;
     }
     const x = newExchange(svc.live.current(), request, server, undefined);
-    const at = endpointsAt(x.pathname);
+    const at = endpointsAt(x.pathname, registered);
     x.endpoint = at[0];
     if (code !== "NOT_FOUND") return failed(x, code === "PARSE" ? (error as Error).cause : error);
     // The router matches the target as sent; request.url is already normalised (dot segments,

@@ -13,13 +13,6 @@ export const tooLarge = (limit: number) =>
   new GatewayError("request_too_large", `Request body is larger than this route's ${sizeText(limit)} limit.`);
 
 /**
- * count_tokens' own limit: 8 MiB of text is over 2 million tokens by the plain rule, twice the
- * largest context window, so no count a model could use is refused; and a free request costs at most
- * 8 MiB of reading and parsing, not 20 (docs/reliability.md, "HTTP edges and idempotency scope").
- */
-export const COUNT_TOKENS_LIMIT_BYTES = 8 * 1024 * 1024;
-
-/**
  * Whether an answer leaves some of the request's body unread: refused before its body was read (a
  * key, a limit, an unknown path), or cut off at the size limit (413). Such an answer closes the
  * connection (`connection: close`, which Bun honours by ending the socket once the answer is out):

@@ -12,17 +12,17 @@ import { createAdminAccount, createKeyFor, getAdminAccount, NewAccountBody, Note
 import { getTotals } from "./handlers/dashboard-admin-totals.ts";
 import { getDailyUsage, getLedger, getLedgerCsv, getRequests, getRequestsCsv } from "./handlers/dashboard-usage.ts";
 import { getUsageSummary } from "./handlers/dashboard-summary.ts";
-import { createTopUp, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
+import { createTopUp, getReceipt, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
 import { Credentials, Registration, getMe, getSession, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./handlers/dashboard-account.ts";
 import { disableTwoFactor, enableTwoFactor, loginSecondFactor, SecondFactorBody, setupTwoFactor, TwoFactorBody } from "./handlers/dashboard-two-factor.ts";
+import { closeAccount, CloseBody } from "./handlers/dashboard-close.ts";
 import { CodeBatchBody, createCodeBatch, listCodeBatches, redeem, RedeemBody } from "./handlers/dashboard-codes.ts";
 import { resendVerification, verify, VerifyBody } from "./handlers/dashboard-verify.ts";
+import { confirmEmailChange, EmailChangeBody, EmailConfirmBody, ForgotBody, forgotPassword, requestEmailChange, ResetBody, resetPassword } from "./handlers/dashboard-recovery.ts";
 import type { EndpointTraits, KeyedCall, OpenCall } from "./exchange.ts";
 import { healthz, metrics, readyz, reload } from "./handlers/operator.ts";
 import { getModel, listModels, pricing, status } from "./handlers/public.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
-import { COUNT_TOKENS_LIMIT_BYTES } from "./body.ts";
-import { BODY_LIMIT_BYTES } from "../wire/body-limit.ts";
 import * as A from "./api-schemas.ts";
 
 // The endpoints as data, one row per method and path. Everything else reads this table: Elysia's
@@ -59,8 +59,6 @@ interface Row<A extends AuthKind> extends EndpointTraits {
   bucket: "main" | "count_tokens";
   /** Its request holds money (a generation): an account with nothing to spend cannot pass it (pipeline.ts). */
   paid: boolean;
-  /** The largest body it reads (http/body.ts): 20 MiB, less where the answer needs less. */
-  maxBodyBytes: number;
   /** Registered only while this holds for the running config, otherwise the path is unknown: for the operator's rows (the lookups below do not ask it). */
   when: ((config: Config) => boolean) | null;
   /** The success's status and body schema (api-schemas.ts), for the OpenAPI document; null: a key route's, described there. */
@@ -85,7 +83,6 @@ function row<A extends AuthKind>(r: Given<A> & Partial<Row<A>>): Endpoint<A> {
     response: null,
     bucket: "main",
     paid: false,
-    maxBodyBytes: BODY_LIMIT_BYTES,
     published: true,
     dashboard: r.auth === "session" || r.auth === "visitor",
     quiet: false,
@@ -109,8 +106,9 @@ export const ENDPOINTS: readonly Endpoint[] = [
     summary: "Messages dialect (Anthropic SDK base URL without /v1)", handler: (c) => serveText(c, "messages", c.json),
   }),
   row({
+    // The limit of /v1/messages, whose body it counts (docs/api.md#limits): what may be sent may be counted first.
     method: "POST", path: "/v1/messages/count_tokens", auth: "key", envelope: "messages", body: "json", schema: CountTokensBody, bucket: "count_tokens",
-    maxBodyBytes: COUNT_TOKENS_LIMIT_BYTES, summary: "Token estimate; free, 60 per minute per key", handler: countTokens,
+    summary: "Token estimate; free, 60 per minute per key", handler: countTokens,
   }),
   row({
     method: "POST", path: "/v1/chat/completions", auth: "key", paid: true, body: "json", schema: ChatBody, streams: true,
@@ -137,6 +135,10 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/logout", auth: "visitor", response: A.ok(A.LoggedOut), summary: "Log out this browser", handler: logout }),
   row({ method: "POST", path: "/api/logout-all", auth: "session", response: A.ok(A.LoggedOutAll), summary: "Log out every session of the account", handler: logoutAll }),
   row({ method: "POST", path: "/api/password", auth: "session", body: "json", schema: PasswordChange, response: A.ok(A.PasswordChanged), summary: "Change the password; other sessions end", handler: newPassword }),
+  row({ method: "POST", path: "/api/password/forgot", auth: "visitor", body: "json", schema: ForgotBody, response: A.accepted(A.ResetRequested), summary: "Email a password reset link, if an account has the address: the same answer either way", handler: forgotPassword }),
+  row({ method: "POST", path: "/api/password/reset", auth: "visitor", body: "json", schema: ResetBody, response: A.ok(A.PasswordReset), summary: "Set a new password with the emailed link's token; every session ends", handler: resetPassword }),
+  row({ method: "POST", path: "/api/me/email", auth: "session", body: "json", schema: EmailChangeBody, response: A.ok(A.EmailChange), summary: "Change the address: a confirmation link to the new one (at once without [email])", handler: requestEmailChange }),
+  row({ method: "POST", path: "/api/me/email/confirm", auth: "visitor", body: "json", schema: EmailConfirmBody, response: A.ok(A.EmailChange), summary: "Confirm a change of address with the emailed link's token", handler: confirmEmailChange }),
   row({ method: "POST", path: "/api/verify", auth: "visitor", body: "json", schema: VerifyBody, response: A.ok(A.Verified), summary: "Verify the address with the emailed link's token: the starting credit, once", handler: verify }),
   row({ method: "POST", path: "/api/verify/resend", auth: "session", response: A.ok(A.VerificationSent), summary: "Email a new verification link (at most once a minute)", handler: resendVerification }),
   row({ method: "GET", path: "/api/session", auth: "visitor", response: A.ok(A.SessionState), summary: "Whether the cookie opens a session, and its account: 200 either way", handler: getSession }),
@@ -144,6 +146,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/me/2fa/setup", auth: "session", response: A.ok(A.TwoFactorSetup), summary: "Two-factor login: a new secret for an authenticator app, not yet in force", handler: setupTwoFactor }),
   row({ method: "POST", path: "/api/me/2fa/enable", auth: "session", body: "json", schema: TwoFactorBody, response: A.ok(A.TwoFactorEnabled), summary: "Two-factor login on (password and a code); recovery codes shown once; other sessions end", handler: enableTwoFactor }),
   row({ method: "POST", path: "/api/me/2fa/disable", auth: "session", body: "json", schema: TwoFactorBody, response: A.ok(A.TwoFactorDisabled), summary: "Two-factor login off (password and a code or a recovery code)", handler: disableTwoFactor }),
+  row({ method: "POST", path: "/api/me/close", auth: "session", body: "json", schema: CloseBody, response: A.ok(A.AccountClosed), summary: "Close the account for good: keys revoked, sessions ended, the balance forfeited as confirmed", handler: closeAccount }),
   row({ method: "PUT", path: "/api/me/low-balance", auth: "session", body: "json", schema: LowBalance, response: A.ok(A.AccountView), summary: "The low-balance threshold", handler: putLowBalance }),
   row({ method: "GET", path: "/api/keys", auth: "session", response: A.ok(A.KeyList), summary: "The account's keys", handler: listKeys }),
   row({ method: "POST", path: "/api/keys", auth: "session", body: "json", schema: KeyBody, response: A.created(A.NewKeyView), summary: "A new key, shown once", handler: createKey }),
@@ -176,6 +179,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   // payments: top-ups through Stripe Checkout (docs/dashboard.md, Top-ups). The webhook is Stripe's
   // call, not a browser's: no session and no Origin rule, its signature checked instead.
   row({ method: "GET", path: "/api/topups", auth: "session", response: A.ok(A.TopUps), summary: "The account's top-ups and whether card top-ups are on", handler: listTopUps }),
+  row({ method: "GET", path: "/api/topups/{id}/receipt", auth: "session", response: A.htmlPage, summary: "A credited card top-up's printable receipt", handler: getReceipt }),
   row({ method: "POST", path: "/api/topups", auth: "session", body: "json", schema: TopUpBody, response: A.created(A.CheckoutOpened), summary: "A Stripe Checkout Session for a top-up", handler: createTopUp }),
   row({ method: "POST", path: "/api/redeem", auth: "session", body: "json", schema: RedeemBody, response: A.ok(A.Redeemed), summary: "Redeem a code: its value credited once", handler: redeem }),
   row({ method: "GET", path: "/api/admin/codes", auth: "session", response: A.ok(A.CodeBatchList), summary: "Admin: redemption code batches and their use", handler: listCodeBatches }),
@@ -196,8 +200,12 @@ const PUBLISHED = ENDPOINTS.filter((e) => e.published);
 
 export const CORS_HEADERS = { "access-control-allow-origin": "*" } as const;
 
-/** The published endpoints at a path, whatever their method (one path may take several). */
-export const endpointsAt = (pathname: string): Endpoint[] => PUBLISHED.filter((e) => e.pattern.test(pathname));
+/**
+ * The endpoints `among` at a path, whatever their method (one path may take several): `among` is
+ * those the running app registered, so an operator's path answers another method 405, as /v1 does,
+ * and is unknown only while its row's `when` leaves it out.
+ */
+export const endpointsAt = (pathname: string, among: readonly Endpoint[]): Endpoint[] => among.filter((e) => e.pattern.test(pathname));
 
 /** The published endpoint a path belongs to (`/v1/models/{id}` for `/v1/models/x`), or undefined. */
 export const findEndpoint = (pathname: string): Endpoint | undefined => PUBLISHED.find((e) => e.pattern.test(pathname));
@@ -215,7 +223,7 @@ export function methodNotAllowed(method: string, at: Endpoint[]): GatewayError {
   const e = at[0]!;
   const allow = at.map((r) => r.method);
   const message =
-    method === "OPTIONS" && !e.cors
+    method === "OPTIONS" && e.auth === "key"
       ? `OPTIONS is not supported on ${e.method} ${e.path}: routes that take an API key send no CORS headers, because keys must not be used in browser code. Call this route from a server.`
       : `Method ${method} is not allowed on ${e.path}; use ${allow.join(" or ")}.`;
   return new GatewayError("method_not_allowed", message, { headers: { allow: allow.join(", ") } });

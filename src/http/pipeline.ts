@@ -1,16 +1,18 @@
 import { presentedKey } from "../auth/presented-key.ts";
 import type { KeyRecord } from "../store/keys/contract.ts";
 import { GatewayError } from "../core/errors.ts";
-import { scopedIdempotencyKey, type StoredAnswer } from "../store/idempotency/contract.ts";
+import { scopedIdempotencyKey } from "../store/idempotency/contract.ts";
 import type { Bucket } from "../limits/rate-limit.ts";
 import { events } from "../core/events.ts";
 import type { LogRow } from "../store/request-log/contract.ts";
 import type { Services } from "../services.ts";
 import { readBodyLimited, parseJsonObject, tooLarge } from "./body.ts";
+import { BODY_LIMIT_BYTES } from "../wire/body-limit.ts";
 import type { Endpoint } from "./endpoints.ts";
 import { replayedErrorBody, requestIdHeaders, setRequestIdHeaders } from "./errors.ts";
 import type { Exchange, KeyedCall } from "./exchange.ts";
 import { formFingerprint, parseForm } from "./form.ts";
+import { finishIdempotency } from "./idempotency.ts";
 import { refuseModelLookalikes, validate } from "./schemas.ts";
 
 const NO_BODY = new Uint8Array(0);
@@ -33,7 +35,7 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
   const headers = request.headers;
   const length = headers.get("content-length");
   const declared = Number(length ?? NaN);
-  if (e.body !== "none" && declared > e.maxBodyBytes) throw tooLarge(e.maxBodyBytes);
+  if (e.body !== "none" && declared > BODY_LIMIT_BYTES) throw tooLarge(BODY_LIMIT_BYTES);
   const presented = presentedKey(headers);
   // A key known to this process answers at once; PostgreSQL's first lookup of a key is a query. A
   // value is not awaited (here and for the buckets): each await is a turn of the microtask queue.
@@ -57,8 +59,8 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
       // readBodyLimited's path for a declared length (within the limit, checked above), awaited here
       // without its async layer: 5 objects a request (bench/RESULTS.md).
       bytes = await request.bytes();
-      if (bytes.byteLength > e.maxBodyBytes) throw tooLarge(e.maxBodyBytes);
-    } else bytes = await readBodyLimited(request, e.maxBodyBytes, declared);
+      if (bytes.byteLength > BODY_LIMIT_BYTES) throw tooLarge(BODY_LIMIT_BYTES);
+    } else bytes = await readBodyLimited(request, BODY_LIMIT_BYTES, declared);
   } catch (err) {
     if (svc.settings.paused) throw pausedError();
     throw err;
@@ -120,18 +122,6 @@ export async function runKeyEndpoint(x: Exchange, e: Endpoint<"key">): Promise<R
     });
   }
   return x.idem ? recordForReplay(svc, x.idem, requestId, response, log) : response;
-}
-
-/** Ends an idempotency claim; a failed write (full disk) costs only the replay, so it is reported, not thrown. */
-export function finishIdempotency(svc: Services, idem: { accountId: number; key: string }, requestId: string, answer: StoredAnswer | null): void {
-  // Called at once (SQLite writes before the answer leaves), never awaited by the answer.
-  void (async () => {
-    try {
-      await svc.idempotency.finish(idem.accountId, idem.key, answer);
-    } catch (e) {
-      events.writeFailed("idempotency", requestId, e);
-    }
-  })();
 }
 
 /**

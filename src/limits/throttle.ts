@@ -165,6 +165,12 @@ export interface AccountThrottles {
   redeemPerAccount: Throttle;
   /** Refused redemption codes per address (an IPv6 /64), redemptions and invited registrations alike. */
   redeemPerIp: Throttle;
+  /** Password reset requests per address (an IPv6 /64), for accounts that exist or not. */
+  forgotPerIp: Throttle;
+  /** Password reset requests per email asked about, whether an account has it or not. */
+  forgotPerEmail: Throttle;
+  /** Reset and change-of-email requests of the whole gateway (one key): what they can make it mail in an hour. */
+  linkMails: Throttle;
 }
 
 const LIMITS: Record<keyof AccountThrottles, [limit: number, windowMs: number]> = {
@@ -175,6 +181,9 @@ const LIMITS: Record<keyof AccountThrottles, [limit: number, windowMs: number]> 
   registerPerEmail: [5, 60 * MINUTE],
   redeemPerAccount: [10, 60 * MINUTE],
   redeemPerIp: [20, 60 * MINUTE],
+  forgotPerIp: [10, 60 * MINUTE],
+  forgotPerEmail: [5, 60 * MINUTE],
+  linkMails: [300, 60 * MINUTE],
 };
 
 /** The throttles in `store` when `[limits] store` is set, shared by the instances; else in this process. */
@@ -191,5 +200,8 @@ export function accountThrottles(store: RedisStore | null, prefix?: string): Acc
     registerPerEmail: one("registerPerEmail"),
     redeemPerAccount: one("redeemPerAccount"),
     redeemPerIp: one("redeemPerIp"),
+    forgotPerIp: one("forgotPerIp"),
+    forgotPerEmail: one("forgotPerEmail"),
+    linkMails: one("linkMails"),
   };
 }

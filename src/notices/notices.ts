@@ -2,14 +2,14 @@ import type { Config } from "../config/load.ts";
 import type { NotificationsConfig } from "../config/notices.ts";
 import { events as processEvents, type EventLog } from "../core/events.ts";
 import { formatUsd, nanoToUsd } from "../core/money.ts";
-import type { AccountStore, Verified } from "../store/accounts/contract.ts";
+import type { AccountStore, ClosedAccount, Verified } from "../store/accounts/contract.ts";
 import type { MoneyLedger } from "../store/ledger/contract.ts";
 import { Deliveries } from "./deliveries.ts";
 import { Mailer, type Mail } from "./mailer.ts";
 import { newEvent, postEvent, type EventType } from "./webhook.ts";
 
 // What the gateway tells people outside a request (docs/operations.md#email-and-notifications): the holder by
-// email under [email] (the verification link, low balance, a budget reached), the operator by signed
+// email under [email] (the verification, reset and change-of-email links, low balance, a budget reached), the operator by signed
 // webhook events under [notifications]. Everything is sent in the background: a mail server or a
 // receiver that is down costs no request anything, and is the operator's event once retries give up.
 
@@ -70,6 +70,43 @@ export class Notices {
     });
   }
 
+  // The links of docs/dashboard.md#password-reset and #change-of-email go to the dashboard with the
+  // token in the fragment: a browser never sends it to the server in a request line, a Referer or an
+  // access log; the page POSTs it.
+
+  passwordResetLink(accountId: number, email: string, token: string): void {
+    this.email(accountId, "password_reset", {
+      to: email,
+      subject: "Reset your gateway password",
+      text: `Someone (we hope you) asked to reset the password of your gateway account. Open this link to choose a new one:\n\n${this.site}/#/reset?token=${encodeURIComponent(token)}\n\nThe link works once and expires in 1 hour. If you did not ask, ignore this email: your password stays as it is.\n`,
+    });
+  }
+
+  passwordChanged(accountId: number, email: string): void {
+    this.email(accountId, "password_changed", {
+      to: email,
+      subject: "Your gateway password was changed",
+      text: `The password of your gateway account was changed with a reset link, and every session of the account was logged out.\n\nIf this was not you, reset it again at ${this.site}/#/login and tell the gateway's operator.\n`,
+    });
+  }
+
+  emailChangeLink(accountId: number, newEmail: string, token: string): void {
+    this.email(accountId, "email_change", {
+      to: newEmail,
+      subject: "Confirm your new email address",
+      text: `Open this link to make this the address of your gateway account:\n\n${this.site}/#/confirm-email?token=${encodeURIComponent(token)}\n\nThe link works once and expires in 24 hours. If you did not ask for this, ignore this email.\n`,
+    });
+  }
+
+  /** Told to the address the account had, when it was verified (an unverified one may be someone else's). */
+  emailChanged(accountId: number, oldEmail: string, newEmail: string): void {
+    this.email(accountId, "email_changed", {
+      to: oldEmail,
+      subject: "Your gateway account's email address was changed",
+      text: `The address of your gateway account was changed from ${oldEmail} to ${newEmail}; this address receives nothing from it any more.\n\nIf this was not you, tell the gateway's operator at once.\n`,
+    });
+  }
+
   registered(accountId: number, email: string, creditedNano: number, verificationPending: boolean): void {
     this.event("account.registered", { account_id: accountId, email, starting_credit_usd: nanoToUsd(creditedNano), verification_pending: verificationPending });
   }
@@ -82,6 +119,34 @@ export class Notices {
   credited(accountId: number, amountNano: number, kind: "top_up" | "operator_credit", reference: string | null = null): void {
     this.event("topup.credited", { account_id: accountId, kind, amount_usd: nanoToUsd(amountNano), reference });
     this.balanceChanged(accountId);
+  }
+
+  /**
+   * The holder closed the account: the operator hears of it (with the address the row no longer
+   * keeps), and the holder gets a confirmation at that address, so a closure they did not make is seen.
+   */
+  closed(c: ClosedAccount): void {
+    this.event("account.closed", { account_id: c.accountId, email: c.email, forfeited_usd: nanoToUsd(c.forfeitedNano) });
+    const forfeit = c.forfeitedNano > 0 ? ` Its remaining balance of ${formatUsd(c.forfeitedNano)} USD was forfeited, as you confirmed.` : "";
+    this.email(c.accountId, "account.closed", {
+      to: c.email,
+      subject: "Your gateway account is closed",
+      text: `Your gateway account (number ${c.accountId}) was closed at your request: its keys are revoked and you can no longer log in.${forfeit}\nIf you did not close it, reply to the operator at once.\n\n${this.site}/\n`,
+    });
+  }
+
+  /**
+   * A card top-up's receipt, mailed to the holder under [email] once it is credited; `load` reads it
+   * off the request (the books), and the send is tracked so that a drain waits for it.
+   */
+  receipt(accountId: number, load: () => Promise<Omit<Mail, "to"> | null>): void {
+    if (!this.mailer) return;
+    this.deliveries.track(
+      this.emailAccount(accountId, "topup.receipt", async (to) => {
+        const mail = await load();
+        return mail && { ...mail, to };
+      }).catch((e) => this.log.noticeFailed({ channel: "email", type: "topup.receipt", accountId, attempts: 0, reason: (e as Error).message })),
+    );
   }
 
   /** A charge was posted: the balance is compared with the holder's threshold shortly after, off the request. */
@@ -170,12 +235,14 @@ export class Notices {
   }
 
   /** Emails the account's address, unless it is still waiting to be verified (it may be someone else's). */
-  private async emailAccount(accountId: number, type: string, mail: (email: string) => Mail): Promise<void> {
+  private async emailAccount(accountId: number, type: string, mail: (email: string) => Mail | null | Promise<Mail | null>): Promise<void> {
     if (!this.mailer) return;
     const { accounts } = this.stores;
     const [profile, verification] = await Promise.all([accounts.profileOf(accountId), accounts.verificationOf(accountId)]);
-    if (!profile || (verification && !verification.verified)) return;
-    this.email(accountId, type, mail(profile.email));
+    // A closed account's row keeps no address to write to.
+    if (!profile || profile.closedAt !== null || (verification && !verification.verified)) return;
+    const made = await mail(profile.email);
+    if (made) this.email(accountId, type, made);
   }
 
   private email(accountId: number, type: string, mail: Mail): void {

@@ -1,4 +1,5 @@
 import { NUL } from "../core/nul.ts";
+import { isObject } from "../dialects/fields.ts";
 
 // What the gateway reads of a webhook's event, once its signature checks out. A signed body is
 // still checked field by field: the webhook secret may leak, or Stripe's shapes change, and a
@@ -47,7 +48,6 @@ function checkNul(fields: Record<string, unknown>, bad: (reason: string) => Malf
   }
 }
 
-const isObject = (v: unknown): v is Fields => typeof v === "object" && v !== null && !Array.isArray(v);
 const isText = (v: unknown): v is string => typeof v === "string" && v.length > 0;
 
 /** The parsed body of a signed delivery as the event the gateway acts on, or MalformedEvent. */

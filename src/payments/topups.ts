@@ -1,7 +1,7 @@
 import { GatewayError } from "../core/errors.ts";
 import { formatUsd, NANO_PER_USD } from "../core/money.ts";
 import { events } from "../core/events.ts";
-import { creditedAlready, type CheckoutSession, type CheckoutStore, type TopUpCredit } from "../store/checkouts/contract.ts";
+import { creditedAlready, type CheckoutSession, type CheckoutStore, type TopUpCredit, type TopUpReceipt } from "../store/checkouts/contract.ts";
 import type { StripeCheckout } from "./stripe-checkout.ts";
 import type { PaidSession } from "./stripe-event.ts";
 
@@ -75,6 +75,11 @@ export class Payments {
   /** The account's checkout sessions, newest first. */
   async list(accountId: number): Promise<CheckoutSession[]> {
     return this.checkouts.of(accountId);
+  }
+
+  /** A credited session's receipt (docs/dashboard.md#receipts); null for any other id. */
+  receipt(id: string): Promise<TopUpReceipt | null> {
+    return this.checkouts.receiptOf(id);
   }
 
   /**

@@ -3,6 +3,7 @@ import { regional, serviceSheetOf, sheetFor, type ModelPrices, type ServiceSheet
 import { tokenCost } from "../core/money.ts";
 import type { JsonObject } from "../wire/shapes.ts";
 import { mayHoldEscape } from "../wire/body-scan.ts";
+import { isObject } from "../dialects/fields.ts";
 
 // The hold covers the worst class a request can incur (docs/pricing.md, "The hold"): what it asks
 // for decides which prices could apply, before any route has answered.
@@ -26,8 +27,6 @@ export interface PriceAsks {
 
 /** Whether a Messages or Chat body asks for fast mode, which the provider bills at a premium on every class. */
 export const asksFast = (body: JsonObject): boolean => body.speed === "fast" || body.service_tier === "fast";
-
-const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** The longest cache asked anywhere in the body (system, messages, tools, nested tool results). */
 function cacheAsked(v: unknown, depth = 0): "none" | "5m" | "1h" {

@@ -1,5 +1,6 @@
 import { imageTokenCost, worstOutputTokens, type ImagePrices, type ImageUsage } from "../catalog/image-prices.ts";
 import type { JsonObject } from "../wire/shapes.ts";
+import { isObject } from "../dialects/fields.ts";
 
 // What an images request is held and charged (docs/pricing.md#images): the upstream's token usage
 // at the model's image token prices when it is token-priced and the usage is valid, else per image;
@@ -38,7 +39,6 @@ export function imageHoldNano(p: ImagePrices, ask: ImageAsk): number {
 }
 
 const whole = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
-const isObject = (v: unknown): v is JsonObject => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** A details object is valid when absent, or an object whose counts present are whole. */
 function details(v: unknown): { ok: boolean; text: number; image: number } {

@@ -7,6 +7,7 @@ import { resolveModel } from "./text.ts";
 import { post, reserve } from "./charge.ts";
 import { describe } from "../core/events.ts";
 import { checkEnumerated, readEditForm, typedEditForm } from "./image-fields.ts";
+import { checkImageOptions } from "./image-options.ts";
 import { billImages, imageHoldNano, readImageUsage, usageShown, type ImageAsk } from "./image-billing.ts";
 import type { ImageUsage } from "../catalog/image-prices.ts";
 import type { LogRow } from "../store/request-log/contract.ts";
@@ -43,6 +44,7 @@ function readRequest(call: RelayCall, endpoint: ImageEndpoint): { model: unknown
 export async function serveImages(call: RelayCall, endpoint: ImageEndpoint): Promise<Response> {
   const { model: name, ask } = readRequest(call, endpoint);
   const model = resolveModel(call, name, endpoint);
+  checkImageOptions(model, ask);
   const typed = endpoint === "images.edits" ? await typedEditForm(call.form!) : null;
   const hold = await reserve(call, imageHoldNano(model.imagePrices, ask));
   try {

@@ -12,7 +12,7 @@ import { estimateInputTokens, TextCount } from "../ledger/estimate.ts";
 import { priceUsage } from "../catalog/prices.ts";
 import { asksFast, gatewayMayCache, holdNano } from "./hold-size.ts";
 import type { Dialect } from "../dialects/dialect.ts";
-import { chatUsage, messagesUsage } from "../dialects/usage.ts";
+import { chatUsage, fullMessagesUsage } from "../dialects/usage.ts";
 import { estimatedUsage } from "../dialects/stream-usage.ts";
 import type { StreamMachine } from "../dialects/stream-machine.ts";
 import { answerUsage, clientBody, streamMachine, upstreamBody, withCost, NOTHING_DROPPED, type PairOptions, type UpstreamBody } from "./adapters.ts";
@@ -255,7 +255,7 @@ export async function relayText(call: RelayCall, model: Model, client: ClientSid
     // Some compatible servers report no usage: bill our own count (estimate in, answer bytes out) and
     // show the client the counts it was billed on, in its own dialect.
     const usage = reported ?? estimatedUsage(estimatedInputTokens, TextCount.of(text));
-    if (!reported) out.usage = client.dialect === "messages" ? messagesUsage(usage) : chatUsage(usage);
+    if (!reported) out.usage = client.dialect === "messages" ? fullMessagesUsage(usage, { serviceTier: typeof json.service_tier === "string" ? json.service_tier : undefined }) : chatUsage(usage);
     const cost = costOf(usage);
     // Serialised before the charge, so that an answer that cannot be written is never charged;
     // Response.json writes the same bytes as JSON.stringify into a Response, 0.2 to 0.7 µs cheaper (bench/RESULTS.md).

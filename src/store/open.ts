@@ -18,6 +18,7 @@ import { GroupCommit } from "./commits/sqlite.ts";
 import { PgCommits } from "./commits/postgres.ts";
 import { listenForChanges } from "./engine/postgres/changes.ts";
 import { shareRests } from "./engine/postgres/rests.ts";
+import { askReload, listenForReloads } from "./engine/postgres/reloads.ts";
 import { migratePostgres, openPostgres, type PgDb } from "./engine/postgres/client.ts";
 import { migrate, openDatabase, SERVER_BUSY_TIMEOUT_MS, type Db } from "./engine/sqlite/client.ts";
 import { Idempotency } from "./idempotency/sqlite.ts";
@@ -44,6 +45,9 @@ import type { LogRow, RequestLogStore } from "./request-log/contract.ts";
 import { Sessions } from "./sessions/sqlite.ts";
 import { PgSessions } from "./sessions/postgres.ts";
 import type { SessionStore } from "./sessions/contract.ts";
+import type { LinkStore } from "./links/contract.ts";
+import { LinksOn } from "./links/queries.ts";
+import { onPostgres, onSqlite } from "./engine/either.ts";
 import { Settings } from "./settings/sqlite.ts";
 import { PgSettings } from "./settings/postgres.ts";
 import type { SettingsStore } from "./settings/contract.ts";
@@ -70,6 +74,12 @@ export interface OperatorStores {
   sessions: SessionStore;
   /** Two-factor login: the operator may remove an account's (`account update --reset-2fa`). */
   twoFactor: TwoFactorStore;
+  /** The emailed links: a password the operator sets voids a pending reset link. */
+  links: LinkStore;
+  /** The operator's notes on accounts, shared with the admin page. */
+  adminQueries: AdminQueries;
+  /** Asks every instance on the shared database to reload its config, answering the request's id; null on SQLite (one server). */
+  askReload: (() => Promise<string>) | null;
   /** The pause switch and the estimator's rows (PostgreSQL's are read when asked). */
   settings(): Promise<SettingsStore>;
 }
@@ -86,6 +96,8 @@ export interface Stores {
   sessions: SessionStore;
   /** Two-factor login's secrets, recovery codes and logins waiting for a code (docs/dashboard.md#two-factor-login). */
   twoFactor: TwoFactorStore;
+  /** The emailed password-reset and change-of-email links (docs/dashboard.md#password-reset). */
+  links: LinkStore;
   audit: AuditTrail;
   /** The request log's reports: the CLI's and the dashboard's. */
   reports: LogReports;
@@ -130,6 +142,8 @@ export interface StoreHooks {
   onFence(why: GatewayError): void;
   /** PostgreSQL: another instance put a provider key (by its SHA-256) to rest for `ms` more. */
   onRest(provider: string, keyHash: string, ms: number): void;
+  /** PostgreSQL: a `gateway reload` of the fleet asks this instance to read its config again. */
+  onReloadAsked(request: string): void;
 }
 
 /** The server's database file, opened as `gateway serve` opens it. */
@@ -148,6 +162,7 @@ export function openSqliteStores(config: Config, db: Db, hooks: Pick<StoreHooks,
     accounts: new Accounts(db, ledger),
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
     twoFactor: new TwoFactor(db),
+    links: new LinksOn(onSqlite(db)),
     audit: new Audit(db),
     reports: new Reports(db),
     spend: new SqliteSpend(db),
@@ -187,6 +202,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     if (table !== "api_keys" && table !== "accounts") void settings.refresh().catch((e: unknown) => events.writeFailed("settings", "refresh", e));
   });
   const rests = await shareRests(pg.$client, config.cluster.instanceId, (n) => hooks.onRest(n.provider, n.keyHash, n.ms), (n, cause) => events.restNotShared({ provider: n.provider, cause }));
+  const reloads = await listenForReloads(pg.$client, (request) => hooks.onReloadAsked(request));
   const logs = new PgRequestLog(pg, { retentionDays: config.logRetentionDays, onRow: (r) => hooks.onRow(r) });
   const checkouts = new PgCheckouts(pg);
   return {
@@ -197,6 +213,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     accounts: new PgAccounts(pg, ledger),
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
     twoFactor: new PgTwoFactor(pg),
+    links: new LinksOn(onPostgres(pg)),
     audit: new PgAudit(pg),
     reports: new PgLogReports(pg),
     spend: new PgSpend(pg),
@@ -209,7 +226,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     topUps: new PgTopUpCredit(ledger, checkouts),
     codes: new PgCodes(pg, ledger),
     announceRest: (provider, keyHash, ms) => rests.announce({ provider, keyHash, ms }),
-    atStop: [() => feed.stop(), () => rests.stop(), () => logs.flush(), () => ledger.stop(), () => ledger.retire(), () => pg.$client.close()],
+    atStop: [() => feed.stop(), () => rests.stop(), () => reloads.stop(), () => logs.flush(), () => ledger.stop(), () => ledger.retire(), () => pg.$client.close()],
   };
 }
 
@@ -228,6 +245,9 @@ export function sqliteOperatorStores(config: Config, db: Db): OperatorStores {
     codes: new Codes(db, ledger),
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
     twoFactor: new TwoFactor(db),
+    links: new LinksOn(onSqlite(db)),
+    adminQueries: new AdminSqlite(db),
+    askReload: null,
     settings: async () => new Settings(db),
   };
 }
@@ -247,6 +267,9 @@ export function postgresOperatorStores(config: Config, pg: PgDb): OperatorStores
     codes: new PgCodes(pg, ledger),
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
     twoFactor: new PgTwoFactor(pg),
+    links: new LinksOn(onPostgres(pg)),
+    adminQueries: new PgAdmin(pg),
+    askReload: () => askReload(pg.$client),
     settings: () => PgSettings.load(pg),
   };
 }

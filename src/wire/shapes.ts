@@ -32,8 +32,11 @@ export interface MessagesUsage extends JsonObject {
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
   /** The cache writes split by duration (their sum is cache_creation_input_tokens). */
-  cache_creation?: { ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } & JsonObject;
-  server_tool_use?: { web_search_requests?: number | null } & JsonObject;
+  cache_creation?: ({ ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } & JsonObject) | null;
+  server_tool_use?: ({ web_search_requests?: number | null } & JsonObject) | null;
+  output_tokens_details?: JsonObject | null;
+  /** Anthropic's tier: "standard", "priority" or "batch"; no price of its own. */
+  service_tier?: string | null;
   /** "fast": fast mode ran, at its premium prices (message_start only on a stream). */
   speed?: string | null;
   /** Where inference ran: "global", or a region ("us") billed at a premium (message_start only on a stream). */

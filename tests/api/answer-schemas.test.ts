@@ -5,7 +5,7 @@ import { ENDPOINTS, type Endpoint } from "../../src/http/endpoints.ts";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { startStripeMock, type StripeMock } from "../support/stripe-mock.ts";
-import { linkIn, noticeGateway, type NoticeRig } from "../notices/support.ts";
+import { fragmentTokenIn, linkIn, mailTo, noticeGateway, type NoticeRig } from "../notices/support.ts";
 import { codeAt } from "../support/two-factor.ts";
 import { body } from "./support.ts";
 
@@ -76,6 +76,7 @@ beforeAll(async () => {
   const delivered = await stripe.deliver(gw.url, stripe.event(topUp.id).payload);
   answers.set("POST /api/stripe/webhook", { status: delivered.status, type: delivered.headers.get("content-type") ?? "", text: await delivered.text() });
   await hit(visitor, "GET", "/api/topups");
+  await hit(visitor, "GET", "/api/topups/{id}/receipt", `/api/topups/${topUp.id}/receipt`);
   await hit(visitor, "POST", "/api/password", undefined, { current_password: "correct horse", new_password: "correct horse battery" });
   // Two-factor login on, a login through both steps (its token and a recovery code), then off.
   const setup = await hit(visitor, "POST", "/api/me/2fa/setup");
@@ -84,6 +85,15 @@ beforeAll(async () => {
   const step = await hit(visitor, "POST", "/api/login", undefined, { email, password: "correct horse battery" });
   await hit(visitor, "POST", "/api/login/second-factor", undefined, { token: step.token, code: on.recovery_codes[0] });
   await hit(visitor, "POST", "/api/me/2fa/disable", undefined, { password: "correct horse battery", code: await codeAt(setup.secret, 30) });
+  // A change of address and back through its emailed links, then a reset: the session the reset ends is logged in again.
+  const moved = `moved${process.pid}@test.local`;
+  await hit(visitor, "POST", "/api/me/email", undefined, { new_email: moved, password: "correct horse battery" });
+  await hit(rig.browser(), "POST", "/api/me/email/confirm", undefined, { token: fragmentTokenIn((await mailTo(rig, moved)).text, "confirm-email") });
+  const mailed = rig.smtp.mails.length;
+  await hit(rig.browser(), "POST", "/api/password/forgot", undefined, { email: moved });
+  const reset = fragmentTokenIn((await mailTo(rig, moved, mailed)).text, "reset");
+  await hit(rig.browser(), "POST", "/api/password/reset", undefined, { token: reset, password: "correct horse battery" });
+  await hit(visitor, "POST", "/api/login", undefined, { email: moved, password: "correct horse battery" });
 
   await gw.services.accounts.setAdmin(me.id, true);
   const other = rig.browser();
@@ -109,6 +119,11 @@ beforeAll(async () => {
   await hit(visitor, "GET", "/api/admin/codes");
   await hit(visitor, "POST", "/api/redeem", undefined, { code: batch.codes[0] });
   await hit(visitor, "POST", "/api/logout-all");
+  // The target's sessions ended at its enable: logged in again, it closes its account, forfeiting the 1 USD left.
+  const targetEmail = `target${process.pid}@test.local`;
+  await hit(other, "POST", "/api/login", undefined, { email: targetEmail, password: "correct horse" });
+  const left = (await hit(other, "GET", "/api/me")).balance_usd;
+  await hit(other, "POST", "/api/me/close", undefined, { password: "correct horse", confirm: targetEmail, forfeit_usd: left });
 });
 
 afterAll(async () => {

@@ -17,14 +17,14 @@ describe("GET /api/session", () => {
   it("answers a visitor without a cookie 200 logged_in false", async () => {
     const res = await new Browser(gw.url).call("GET", "/api/session");
     expect(res.status).toBe(200);
-    expect(await body(res)).toEqual({ logged_in: false });
+    expect(await body(res)).toEqual({ logged_in: false, password_reset: false });
   });
 
   it("answers a stale cookie 200 logged_in false", async () => {
     const b = new Browser(gw.url);
     b.cookie = "not-a-session";
     const res = await b.call("GET", "/api/session");
-    expect([res.status, await body(res)]).toEqual([200, { logged_in: false }]);
+    expect([res.status, await body(res)]).toEqual([200, { logged_in: false, password_reset: false }]);
   });
 
   it("answers a logged-in browser with its account, as GET /api/me has it", async () => {

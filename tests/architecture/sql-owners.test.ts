@@ -14,15 +14,16 @@ import * as schema from "../../src/store/schema/sqlite.ts";
 /** The files that may write SQL or query-builder calls on each table. */
 const OWNERS: Record<string, string[]> = {
   // The ledger's share of api_keys is spent_nano, the key's money column (and the quota beside it).
-  // The ledger's PostgreSQL statements are split by job: one request's post (postgres-post.ts), one turn's batches (postgres-batch.ts).
+  // The ledger's PostgreSQL statements are split by job: one request's reserve (postgres-reserve.ts) and post (postgres-post.ts), one turn's batches (postgres-batch.ts).
   // The lease (store/ledger/postgres-lease.ts) releases a silent instance's holds: their sums on the key and the account.
-  api_keys: ["store/keys/sqlite.ts", "store/keys/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-batch.ts", "store/ledger/postgres-post.ts", "store/ledger/postgres-lease.ts"],
-  accounts: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-batch.ts", "store/ledger/postgres-post.ts", "store/ledger/postgres-lease.ts"],
+  api_keys: ["store/keys/sqlite.ts", "store/keys/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-batch.ts", "store/ledger/postgres-post.ts", "store/ledger/postgres-reserve.ts", "store/ledger/postgres-lease.ts"],
+  accounts: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-batch.ts", "store/ledger/postgres-post.ts", "store/ledger/postgres-reserve.ts", "store/ledger/postgres-lease.ts"],
   ledger_entries: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts", "store/ledger/sqlite.ts", "store/ledger/postgres.ts", "store/ledger/postgres-batch.ts", "store/ledger/postgres-post.ts"],
   request_logs: ["store/request-log/sqlite.ts", "store/request-log/postgres.ts", "store/reports/queries.ts", "store/reports/summary-sqlite.ts", "store/reports/summary-postgres.ts"],
   idempotency_records: ["store/idempotency/sqlite.ts", "store/idempotency/postgres.ts"],
   settings: ["store/settings/sqlite.ts", "store/settings/postgres.ts"],
   sessions: ["store/sessions/queries.ts"],
+  account_links: ["store/links/queries.ts"],
   email_verifications: ["store/accounts/sqlite.ts", "store/accounts/postgres.ts"],
   audit_log: ["store/audit/queries.ts"],
   checkout_sessions: ["store/checkouts/queries.ts", "store/checkouts/sqlite.ts", "store/checkouts/postgres.ts"],
@@ -34,7 +35,7 @@ const OWNERS: Record<string, string[]> = {
   login_challenges: ["store/two-factor/queries.ts"],
   // PostgreSQL only (store/schema/postgres.ts): the holds of running requests as rows, and the instances that
   // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (store/ledger/holds.ts).
-  holds: ["store/ledger/postgres.ts", "store/ledger/postgres-batch.ts", "store/ledger/postgres-post.ts", "store/ledger/postgres-lease.ts"],
+  holds: ["store/ledger/postgres.ts", "store/ledger/postgres-batch.ts", "store/ledger/postgres-post.ts", "store/ledger/postgres-reserve.ts", "store/ledger/postgres-lease.ts"],
   instances: ["store/ledger/postgres-lease.ts"],
 };
 
@@ -50,6 +51,8 @@ const JOINED_READS: Record<string, string[]> = {
   "store/idempotency/postgres.ts": ["instances"],
   // Reports name the account's email and the key's prefix.
   "store/reports/queries.ts": ["accounts", "api_keys"],
+  // A top-up's receipt names its top_up entry (number, payment id) and its account's address.
+  "store/checkouts/queries.ts": ["ledger_entries", "accounts"],
   // The admin page's totals over the log and its account search (store/admin/).
   "store/admin/queries.ts": ["accounts", "request_logs"],
   // migrate-db's proof on the target: database.md's reconciliation query and the held sums. Its copy

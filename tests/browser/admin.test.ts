@@ -120,13 +120,43 @@ describe("the admin page", () => {
     expect(booksOf(DEBTOR)).toEqual({ balance: 11_990_000_000, ledger: 11_990_000_000 });
   });
 
+  it("credits once when the same credit is sent again after its first answer was lost", async () => {
+    const { page } = tab;
+    const entries = moneyOf(DEBTOR).length;
+    const keys: (string | null)[] = [];
+    // The first credit reaches the gateway and moves the money, but its answer never reaches the page.
+    await page.route("**/api/admin/accounts/*/credit", async (route) => {
+      keys.push(route.request().headers()["idempotency-key"] ?? null);
+      if (keys.length === 1) {
+        await route.fetch();
+        return route.abort("connectionreset");
+      }
+      return route.continue();
+    });
+    try {
+      await (await review(DEBTOR, "Credit", "0.5", "lost answer")).getByRole("button", { name: "Credit 0.50 USD" }).click();
+      await page.getByRole("alert").filter({ hasText: "The gateway did not answer" }).waitFor();
+      await (await review(DEBTOR, "Credit", "0.5", "lost answer")).getByRole("button", { name: "Credit 0.50 USD" }).click();
+      await balanceCell(DEBTOR).filter({ hasText: "$12.49" }).waitFor();
+    } finally {
+      await page.unroute("**/api/admin/accounts/*/credit");
+    }
+    // The aborted answer is what this test wants: the browser reports the failed fetch.
+    tab.problems();
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(/^[0-9a-f]{32}$/);
+    expect(keys[1]).toBe(keys[0]);
+    expect(moneyOf(DEBTOR).length).toBe(entries + 1);
+    expect(booksOf(DEBTOR)).toEqual({ balance: 12_490_000_000, ledger: 12_490_000_000 });
+  });
+
   it("states an amount typed as 1e3 as 1,000.00 USD before it moves, and credits exactly that", async () => {
     const dialog = await review(DEBTOR, "Credit", "1e3", "exponent");
     expect(await dialog.textContent()).toContain(`Credit 1,000.00 USD to ${DEBTOR}? Note: exponent`);
     await dialog.getByRole("button", { name: "Credit 1,000.00 USD" }).click();
-    await balanceCell(DEBTOR).filter({ hasText: "$1,011.99" }).waitFor();
+    await balanceCell(DEBTOR).filter({ hasText: "$1,012.49" }).waitFor();
     expect(moneyOf(DEBTOR).at(-1)).toEqual({ kind: "operator_credit", amount_nano: 1_000_000_000_000, note: "exponent" });
-    expect(booksOf(DEBTOR)).toEqual({ balance: 1_011_990_000_000, ledger: 1_011_990_000_000 });
+    expect(booksOf(DEBTOR)).toEqual({ balance: 1_012_490_000_000, ledger: 1_012_490_000_000 });
   });
 
   for (const usd of ["0", "-1", "0.001"]) {
@@ -145,10 +175,10 @@ describe("the admin page", () => {
   }
 
   it("debits the whole balance once when the confirming button is clicked twice, leaving $0.00", async () => {
-    const dialog = await review(DEBTOR, "Debit", "1011.99", "close the account");
-    await dialog.getByRole("button", { name: "Debit 1,011.99 USD" }).dblclick();
+    const dialog = await review(DEBTOR, "Debit", "1012.49", "close the account");
+    await dialog.getByRole("button", { name: "Debit 1,012.49 USD" }).dblclick();
     await balanceCell(DEBTOR).filter({ hasText: "$0.00" }).waitFor();
-    expect(moneyOf(DEBTOR).at(-1)).toEqual({ kind: "operator_debit", amount_nano: -1_011_990_000_000, note: "close the account" });
+    expect(moneyOf(DEBTOR).at(-1)).toEqual({ kind: "operator_debit", amount_nano: -1_012_490_000_000, note: "close the account" });
     expect(booksOf(DEBTOR)).toEqual({ balance: 0, ledger: 0 });
   });
 

@@ -152,8 +152,8 @@ describe("the account holder's dashboard", () => {
     const { page } = tab;
     await visit(page, gw.url, "account", "Account");
     await tab.shot("account");
-    await page.getByLabel("Current password").fill("correct horse battery");
-    await page.getByLabel("New password").fill("staple horse battery");
+    await page.getByRole("form", { name: "Change password" }).getByLabel("Current password").fill("correct horse battery");
+    await page.getByRole("form", { name: "Change password" }).getByLabel("New password").fill("staple horse battery");
     await page.getByRole("button", { name: "Change password" }).click();
     await page.getByText("Password changed.").waitFor();
     await page.getByRole("button", { name: "Log out everywhere" }).click();

@@ -64,6 +64,11 @@ describe("a top-up through Stripe Checkout", () => {
     await page.getByTestId("topup-credited").waitFor();
     await page.getByRole("row").filter({ hasText: "$5.00" }).filter({ hasText: "credited" }).waitFor();
     await tab.shot("topup-credited");
+    // The receipt opens beside the dashboard, a page of its own to print.
+    const [receipt] = await Promise.all([page.waitForEvent("popup"), page.getByTestId("receipt-link").first().click()]);
+    await receipt.getByRole("heading", { name: "Receipt" }).waitFor();
+    expect(await receipt.textContent("body")).toContain("5.00 USD");
+    await receipt.close();
     await visit(page, gw.url, "", "Overview");
     expect(await textOf(page, "balance", /\$/)).toBe("$6.00");
   });

@@ -109,6 +109,43 @@ describe("account debit", () => {
   });
 });
 
+describe("account credit and debit with --idempotency-key", () => {
+  // A script that retries after a timeout: before, each run moved the money again (two runs of a
+  // 2 USD credit credited 4 USD and wrote two entries).
+  const operatorEntries = (accountId: number) =>
+    gw.services.db.$client.query("SELECT kind, amount_nano FROM ledger_entries WHERE account_id = ? AND kind LIKE 'operator_%' ORDER BY id").all(accountId);
+  for (const [op, sign] of [["credit", 1], ["debit", -1]] as const) {
+    it(`moves a ${op} run twice with one key once, and prints the first run's result again`, async () => {
+      const e = email();
+      const acc = await run<{ id: number }>("account", "create", "--email", e, "--balance", "5");
+      const args = ["account", op, "--email", e, "--usd", "2", "--note", "retried", "--idempotency-key", "job-7"];
+      const first = await run(...args);
+      const second = await run(...args);
+      expect(second).toEqual({ ...first, replayed: true });
+      expect(gw.money(acc.id)).toMatchObject({ balance: 5e9 + sign * 2e9, ledgerSum: 5e9 + sign * 2e9 });
+      expect(operatorEntries(acc.id)).toEqual([{ kind: `operator_${op}`, amount_nano: sign * 2e9 }]);
+      expect((await gateway([...args, "--db", db])).stdout).toStartWith(`already ${op}ed with this --idempotency-key, nothing moved now: `);
+    });
+
+    it(`refuses a ${op} that reuses a key with another amount in one line, nothing moved`, async () => {
+      const e = email();
+      const acc = await run<{ id: number }>("account", "create", "--email", e, "--balance", "5");
+      await run("account", op, "--email", e, "--usd", "2", "--note", "retried", "--idempotency-key", "job-8");
+      const line = expectOneLineFailure(await gateway(["account", op, "--email", e, "--usd", "3", "--note", "retried", "--idempotency-key", "job-8", "--db", db]));
+      expect(line).toContain("Idempotency-Key was already used with a different request body");
+      expect(operatorEntries(acc.id)).toEqual([{ kind: `operator_${op}`, amount_nano: sign * 2e9 }]);
+    });
+  }
+
+  it("frees the key of a refused debit, so the corrected run moves the money", async () => {
+    const e = email();
+    const acc = await run<{ id: number }>("account", "create", "--email", e, "--balance", "1");
+    expectOneLineFailure(await gateway(["account", "debit", "--email", e, "--usd", "5", "--note", "x", "--idempotency-key", "job-9", "--db", db]));
+    expect(await run("account", "debit", "--email", e, "--usd", "0.5", "--note", "x", "--idempotency-key", "job-9")).toMatchObject({ debited_usd: 0.5, balance_usd: 0.5 });
+    expect(gw.money(acc.id).balance).toBe(0.5e9);
+  });
+});
+
 describe("account credit", () => {
   it("refuses a credit past the balance's ceiling of 9007199.254740991 USD in one line, nothing written", async () => {
     const e = email();
@@ -256,6 +293,16 @@ describe("account update --password-stdin", () => {
     expect((await b.call("GET", "/api/me")).status).toBe(401);
     expect((await login(e, "the old password")).status).toBe(401);
     expect((await login(e, "the new password")).status).toBe(200);
+  });
+
+  it("voids the account's pending password reset link", async () => {
+    const e = email();
+    await run("account", "create", "--email", e);
+    const id = (await gw.services.accounts.find(e))!.id;
+    const now = Date.now();
+    await gw.services.links.issue(id, "password_reset", { tokenHash: "sha-of-a-reset-link", expiresAt: now + 3_600_000 }, now, now);
+    expect((await setPassword(e, "set by the operator")).code).toBe(0);
+    expect(await gw.services.links.peek("sha-of-a-reset-link", "password_reset", Date.now())).toBeNull();
   });
 
   it("refuses a password under 8 characters in one line, setting nothing", async () => {

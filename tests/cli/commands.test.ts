@@ -179,6 +179,13 @@ describe("gateway migrate", () => {
     expect(first.applied).toBeGreaterThan(0);
     expect(await gatewayJson(["migrate", "--db", install.db])).toMatchObject({ applied: 0 });
   });
+
+  it("is refused in one line while a gateway serve holds the database", async () => {
+    const line = expectOneLineFailure(await gateway(["migrate", "--db", db]));
+    expect(line).toContain(`a 'gateway serve' is running on ${db}: stop it first`);
+    // The server it was refused beside still serves.
+    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+  });
 });
 
 describe("bad input", () => {

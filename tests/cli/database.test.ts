@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { acquireServeLock } from "../../src/store/engine/sqlite/serve-lock.ts";
 import { expectOneLineFailure, gateway, gatewayJson, ROOT, tempInstallation } from "../support/cli.ts";
 
 // Each test starts gateway processes; on a loaded 2-core machine that takes more than the default 5 s.
@@ -76,6 +77,27 @@ describe("GATEWAY_DB", () => {
     const r = await gateway(["account", "list", "--config", config], { env: { GATEWAY_DB: install.db } });
     expect(r.code).toBe(0);
     expect(r.stderr).toBe(`gateway: database ${install.db}\n`);
+  });
+});
+
+describe("a write command on a database behind this gateway's migrations", () => {
+  it("is refused in one line while a server holds the file, and leaves its schema as it was", async () => {
+    const file = join(install.dir, "behind-served.db");
+    await gatewayJson(["migrate", "--db", file]);
+    const db = new Database(file);
+    db.exec("DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)");
+    db.close();
+    // The older server still running on it, as after installing a new binary and before restarting the server.
+    const lock = acquireServeLock(file);
+    try {
+      const line = expectOneLineFailure(await gateway(["account", "create", "--email", "new@db.test", "--db", file]));
+      expect(line).toContain(`a 'gateway serve' is running on ${file}: stop it first`);
+    } finally {
+      lock.release();
+    }
+    const check = new Database(file, { readonly: true });
+    expect(check.query("SELECT count(*) AS n FROM accounts").get()).toEqual({ n: 0 });
+    check.close();
   });
 });
 

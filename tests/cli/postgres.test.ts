@@ -50,6 +50,15 @@ describe("gateway account on PostgreSQL", () => {
     expect(Number(r.balance_nano)).toBe(Number(r.ledger));
   });
 
+  it("moves a credit run twice with one --idempotency-key once, and replays the first result", async () => {
+    await json("account", "create", "--email", "idem@pg.test", "--balance", "2");
+    const args = ["account", "credit", "--email", "idem@pg.test", "--usd", "3", "--note", "retried", "--idempotency-key", "job-1"];
+    const first = await json(...args);
+    expect(await json(...args)).toEqual({ ...first, replayed: true });
+    const [r] = await db`SELECT a.balance_nano, (SELECT count(*) FROM ledger_entries e WHERE e.account_id = a.id AND e.kind = 'operator_credit') AS credits FROM accounts a WHERE email = 'idem@pg.test'`;
+    expect([Number(r.balance_nano), Number(r.credits)]).toEqual([5e9, 1]);
+  });
+
   it("refuses a second account with the same email in one line", async () => {
     await json("account", "create", "--email", "twice@pg.test");
     const r = await cli("account", "create", "--email", "twice@pg.test");

@@ -121,6 +121,21 @@ describe("the dashboard on PostgreSQL", () => {
     expect(audit.data[0]).toMatchObject({ action: "account_credited", actor_email: me.email, target: target.email });
   });
 
+  it("an admin's credit retried on the other instance with its Idempotency-Key moves the money once", async () => {
+    const admin = new Browser(one.url);
+    await admin.register();
+    await one.services.accounts.setAdmin((await body(await admin.call("GET", "/api/me"))).id, true);
+    const holder = new Browser(two.url);
+    await holder.register();
+    const target = await body(await holder.call("GET", "/api/me"));
+    const credit = (b: Browser) => b.call("POST", `/api/admin/accounts/${target.id}/credit`, { usd: "2", note: "retried" }, { "idempotency-key": "retry-1" });
+    expect((await credit(admin)).status).toBe(200);
+    const again = await credit(onOther(admin));
+    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+    const listed = await body(await admin.call("GET", `/api/admin/accounts?q=${target.id}`));
+    expect(listed.data.find((a: { id: number }) => a.id === target.id).balance_usd).toBe(3);
+  });
+
   it("the admin status names the instance that answered and lists every running instance with what it holds", async () => {
     const admin = new Browser(one.url);
     await admin.register();

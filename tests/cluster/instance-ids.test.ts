@@ -54,3 +54,21 @@ describe("a second instance started under the id of a running one", () => {
     }
   });
 });
+
+describe("two instances started at the same moment under one id", () => {
+  it("exactly one serves; the other is refused with one line naming the id", async () => {
+    const env = { GATEWAY_CONFIG: cluster.config, BUN_CONFIG_MAX_HTTP_REQUESTS: "4096", GW_TEST_INSTANCE_ID: "gw-twin" };
+    const twins = [0, 1].map(() => startServe(["--port", String(freePort())], { env }));
+    try {
+      const outcomes = await Promise.all(twins.map((t) => t.url().then(() => "serves", () => "refused")));
+      expect(outcomes.sort()).toEqual(["refused", "serves"]);
+      const refused = twins.find((t) => t.proc.exitCode !== null)!;
+      expect(refused.proc.exitCode).not.toBe(0);
+      expect(refused.err.trim().split("\n")).toHaveLength(1);
+      expect(refused.err).toContain('instance_id "gw-twin" is in use by a running instance');
+    } finally {
+      for (const t of twins) t.kill("SIGKILL");
+      await Promise.all(twins.map((t) => t.exited(10_000)));
+    }
+  });
+});

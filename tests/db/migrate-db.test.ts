@@ -53,6 +53,7 @@ function fillSource(file: string): void {
   s.run("INSERT INTO checkout_sessions (id, account_id, amount_nano, created_at) VALUES ('cs_open', 2, 5000000000, 2300)");
   s.run("INSERT INTO sessions (id, account_id, created_at, expires_at, last_seen_at) VALUES ('sha-of-token', 1, 1000, 99000, 1200)");
   s.run("INSERT INTO email_verifications (account_id, token_hash, expires_at, sent_at, verified_at) VALUES (1, 'sha-of-link', 87400, 1000, 1050), (2, 'sha-of-link-2', 88400, 2000, NULL)");
+  s.run("INSERT INTO account_links (account_id, purpose, token_hash, new_email, expires_at, sent_at, used_at) VALUES (1, 'password_reset', 'sha-of-reset', NULL, 4600, 1000, NULL), (2, 'email_change', 'sha-of-change', 'new@x', 88400, 2000, 2100)");
   s.run("INSERT INTO audit_log (id, actor_account_id, action, target_account_id, detail, created_at) VALUES (1, NULL, 'account.disable', 5, NULL, 9000)");
   s.run("INSERT INTO audit_log (id, actor_account_id, action, target_account_id, detail, created_at) VALUES (3, 1, 'account.admin', 2, '{\"admin\":false}', 9100)");
   s.run("INSERT INTO account_notes (account_id, note, updated_at, updated_by) VALUES (2, 'pays by invoice', 9200, 1)");
@@ -76,6 +77,7 @@ const expectedRows: Record<string, number> = {
   checkout_sessions: 2,
   sessions: 1,
   email_verifications: 2,
+  account_links: 2,
   audit_log: 2,
   idempotency_records: 2,
   settings: 2,
@@ -155,7 +157,7 @@ describe("gateway migrate-db into an empty PostgreSQL database", () => {
   it("refuses a target that already holds an installation, naming what it holds", async () => {
     const r = await gateway(["migrate-db", "--from", install.db, "--to", url]);
     const line = expectOneLineFailure(r);
-    expect(line).toContain("is not empty (account_notes: 1, accounts: 4");
+    expect(line).toContain("is not empty (accounts: 4, account_links: 2, account_notes: 1");
     expect(line).toContain("copies into an empty database only");
     expect(await accountCount(url)).toBe(4);
   });

@@ -1,13 +1,9 @@
-// The PostgreSQL migrations the program carries (`[database] url`): the same as drizzle-pg/, applied
+// The PostgreSQL migrations the program carries (`[database] url`; the same as drizzle-pg/: migration-order.test.ts), applied
 // to an empty database once, and the invariants of docs/database.md held by the database itself.
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import { SQL } from "bun";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { migratePostgres } from "../../src/store/engine/postgres/client.ts";
 import { embeddedMigrations } from "../../src/store/engine/postgres/migrations.gen.ts";
-import { renderEmbeddedMigrations } from "../../scripts/embed-migrations.ts";
-import { ROOT } from "../support/cli.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
 
 // initdb and the server's start take seconds on a loaded 2-core machine.
@@ -46,10 +42,6 @@ async function refusal(statement: Promise<unknown>): Promise<string | null> {
 }
 
 describe("embedded PostgreSQL migrations", () => {
-  it("are exactly drizzle-pg/ (run `bun run db:generate` after changing the schema)", () => {
-    expect(readFileSync(join(ROOT, "src/store/engine/postgres/migrations.gen.ts"), "utf8")).toBe(renderEmbeddedMigrations(ROOT, "drizzle-pg"));
-  });
-
   it("apply every migration to an empty database", () => {
     expect(firstRun).toBe(embeddedMigrations.length);
   });

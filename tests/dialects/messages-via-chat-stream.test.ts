@@ -28,19 +28,33 @@ const usageChunk = (prompt: number, completion: number): ChatChunk => ({
 });
 
 const names = (evs: MessagesEvent[]) => evs.map((e) => e.event);
+/** message_start's usage: every field of the SDK's Usage, the cache split and what the upstream did not say null. */
+const startUsage = (input: number, serviceTier: string | null = null, speed: string | null = serviceTier && "standard") => ({
+  input_tokens: input,
+  output_tokens: 0,
+  cache_creation_input_tokens: 0,
+  cache_read_input_tokens: 0,
+  cache_creation: null,
+  server_tool_use: null,
+  output_tokens_details: null,
+  inference_geo: null,
+  service_tier: serviceTier,
+  speed,
+});
 const start = (id = "msg_B9xT1", input = 2000): MessagesEvent => ({
   event: "message_start",
   data: {
     type: "message_start",
-    message: { id, type: "message", role: "assistant", model: "gpt-4o-mini", content: [], stop_reason: null, stop_sequence: null, stop_details: null, usage: { input_tokens: input, output_tokens: 0 } },
+    message: { id, type: "message", role: "assistant", model: "gpt-4o-mini", content: [], stop_reason: null, stop_sequence: null, stop_details: null, usage: startUsage(input) },
   },
 });
 const blockStart = (index: number, content_block: object): MessagesEvent => ({ event: "content_block_start", data: { type: "content_block_start", index, content_block } });
 const blockDelta = (index: number, delta: object): MessagesEvent => ({ event: "content_block_delta", data: { type: "content_block_delta", index, delta } });
 const blockStop = (index: number): MessagesEvent => ({ event: "content_block_stop", data: { type: "content_block_stop", index } });
+/** The SDK's MessageDeltaUsage: what `usage` leaves out is null. */
 const messageDelta = (stop_reason: string, usage: object): MessagesEvent => ({
   event: "message_delta",
-  data: { type: "message_delta", delta: { stop_reason, stop_sequence: null, stop_details: null }, usage },
+  data: { type: "message_delta", delta: { stop_reason, stop_sequence: null, stop_details: null }, usage: { server_tool_use: null, output_tokens_details: null, ...usage } },
 });
 const messageStop: MessagesEvent = { event: "message_stop", data: { type: "message_stop" } };
 
@@ -149,6 +163,14 @@ describe("MessagesViaChatStream", () => {
   it("puts the reservation estimate, content [], and null stop fields in message_start", () => {
     expect(make({ estimatedInputTokens: 1234 }).push(chunk({ role: "assistant", content: "" }))).toEqual([start("msg_T1", 1234)]);
   });
+
+  // Anthropic's message_start names the tier and the speed; before, the translated one said neither.
+  for (const [tier, serviceTier, speed] of [["priority", "priority", "standard"], ["default", "standard", "standard"], ["flex", "standard", "standard"], ["fast", "standard", "fast"]] as const) {
+    it(`says service_tier "${serviceTier}" and speed "${speed}" in message_start for a first chunk of tier ${tier}`, () => {
+      const [ev] = make().push(chunk({ role: "assistant", content: "" }, null, { service_tier: tier }));
+      expect((ev!.data.message as { usage: object }).usage).toEqual(startUsage(2000, serviceTier, speed));
+    });
+  }
 
   it("uses the messageId option for the message id", () => {
     const ev = make({ messageId: "msg_fixed" }).push(chunk({ role: "assistant" }))[0]!;

@@ -91,8 +91,21 @@ describe("the operator's rows", () => {
   });
 
   const otherMethod = (path: string) => (ENDPOINTS.find((e) => e.path === path)!.method === "POST" ? "GET" : "POST");
-  it.each(operatorPaths.filter((p) => p !== "/"))("answer another method on %s as an unknown path (404)", async (path) => {
-    await expectError(await fetch(`${t.gw.url}${path}`, { method: otherMethod(path) }), 404, "endpoint_not_found");
+  // As /v1 answers another method (docs/api.md#rules, rule 5): the path is known, the method is not.
+  it.each(operatorPaths.filter((p) => p !== "/"))("answer another method on %s with 405 method_not_allowed and allow, in the standard error shape", async (path) => {
+    const method = otherMethod(path);
+    const allow = ENDPOINTS.find((e) => e.path === path)!.method;
+    const res = await fetch(`${t.gw.url}${path}`, { method });
+    const err = await expectError(res, 405, "method_not_allowed");
+    expect(res.headers.get("allow")).toBe(allow);
+    expect(err.message).toBe(`Method ${method} is not allowed on ${path}; use ${allow}.`);
+  });
+
+  it("answer OPTIONS with 405 and allow, without the API-key routes' word on CORS", async () => {
+    const res = await fetch(`${t.gw.url}/healthz`, { method: "OPTIONS" });
+    const err = await expectError(res, 405, "method_not_allowed");
+    expect(res.headers.get("allow")).toBe("GET");
+    expect(err.message).not.toContain("API key");
   });
 
   it("carry no request id on a success", async () => {

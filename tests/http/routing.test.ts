@@ -71,6 +71,17 @@ describe("failed requests", () => {
     });
   });
 
+  describe("an operator's path left out by the config", () => {
+    it("answers POST /metrics 404 endpoint_not_found while [server] metrics is off, the path being unknown then", async () => {
+      const off = await startAppGateway({ server: { metrics: "off" } });
+      try {
+        await expectError(await send(off, "/metrics", { method: "POST" }), 404, "endpoint_not_found");
+      } finally {
+        await off.stop();
+      }
+    });
+  });
+
   describe("x-gateway-request-id on failed answers", () => {
     it("is on a 401", async () => {
       const res = await send(t.gw, "/v1/me");

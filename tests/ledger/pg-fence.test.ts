@@ -95,6 +95,50 @@ async function releaseAsAnotherWould(id: string): Promise<void> {
   });
 }
 
+describe("two instances started at the same moment under one id", () => {
+  it("exactly one starts; the other is refused naming the id, and the row is the first's", async () => {
+    const outcomes = await Promise.allSettled([instance("gw-twin"), instance("gw-twin")]);
+    const started = outcomes.filter((o) => o.status === "fulfilled");
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
+    expect(started).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+    expect(String(refused[0]!.reason)).toContain('instance_id "gw-twin" is in use by a running instance');
+    // The winner keeps beating on the row; a loaded machine may delay one beat past BEAT, so a few are waited for.
+    const until = Date.now() + 3_000;
+    while (!(await beatenJustNow("gw-twin")) && Date.now() < until) await Bun.sleep(50);
+    expect(await beatenJustNow("gw-twin")).toBe(true);
+  });
+
+  it("of two started at once on the row of a run that died, exactly one takes it", async () => {
+    await sql`INSERT INTO instances (id, heartbeat_at) VALUES ('gw-heir', (extract(epoch FROM clock_timestamp()) * 1000)::bigint)`;
+    const outcomes = await Promise.allSettled([instance("gw-heir"), instance("gw-heir")]);
+    expect(outcomes.map((o) => o.status).sort()).toEqual(["fulfilled", "rejected"]);
+  });
+});
+
+describe("a process whose id another process took (while it was silent)", () => {
+  const takeOver = (id: string) => sql`UPDATE instances SET run_id = 'another-process' WHERE id = ${id}`;
+  const runOf = async (id: string) => (await sql`SELECT run_id FROM instances WHERE id = ${id}`)[0]?.run_id ?? null;
+
+  it("fails its beats instead of beating on the other's row", async () => {
+    const l = await instance("gw-taken", true);
+    await takeOver("gw-taken");
+    expect(await l.tick()).toBe(false);
+    expect(await runOf("gw-taken")).toBe("another-process");
+  });
+
+  it("leaves the other's row and holds at its clean stop", async () => {
+    const l = await instance("gw-taken-stop", true);
+    const a = await account(10);
+    await l.reserve("gw_taken_stop", a.accountId, a.keyId, USD);
+    await takeOver("gw-taken-stop");
+    await l.stop();
+    await l.retire();
+    expect(await runOf("gw-taken-stop")).toBe("another-process");
+    expect(await books(a.accountId)).toMatchObject({ held: USD, holds: 1 });
+  });
+});
+
 describe("an instance released by another", () => {
   it("writes its row again and takes the hold, instead of failing the hold insert's foreign key", async () => {
     const l = await instance("gw-rereg", true);

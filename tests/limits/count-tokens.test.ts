@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { estimateOf, ledgerRows, postWithApiKey } from "../support/keyed.ts";
 import { errorOf } from "../support/errors.ts";
+import { BODY_LIMIT_BYTES } from "../../src/wire/body-limit.ts";
 
 // Spec: POST /v1/messages/count_tokens requires a key, is free of charge, has its own 60/min limit,
 // and answers the byte estimate that also sizes reservations.
@@ -78,26 +79,29 @@ describe("POST /v1/messages/count_tokens", () => {
   });
 });
 
-// A free request may cost at most 8 MiB of reading and parsing (http/body.ts, COUNT_TOKENS_LIMIT_BYTES):
-// 8 MiB of text is over 2 million tokens, twice the largest context window.
-describe("POST /v1/messages/count_tokens over 8 MiB", () => {
+// The same body as /v1/messages, so the same limit (docs/api.md#limits), as Anthropic's two routes
+// share theirs: a turn the gateway would send can always be counted first.
+describe("POST /v1/messages/count_tokens and the body limit", () => {
   const sized = (bytes: number) => {
     const base = JSON.stringify({ model: "demo", messages: [{ role: "user", content: "" }] });
     return JSON.stringify({ model: "demo", messages: [{ role: "user", content: "a".repeat(bytes - base.length) }] });
   };
 
-  it("is refused with 413 request_too_large naming the 8 MiB limit", async () => {
+  it("counts a body of 20 MiB, the most /v1/messages takes", async () => {
     const a = await gw.account(1);
-    const res = await postWithApiKey(gw, "/v1/messages/count_tokens", JSON.parse(sized(8 * 1024 * 1024 + 1)), a.key);
-    expect(res.status).toBe(413);
-    const e = await errorOf(res);
-    expect(e.code).toBe("request_too_large");
-    expect(e.message).toContain("8 MiB");
+    const res = await postWithApiKey(gw, "/v1/messages/count_tokens", JSON.parse(sized(BODY_LIMIT_BYTES)), a.key);
+    expect(res.status).toBe(200);
   });
 
-  it("is counted up to 8 MiB", async () => {
+  it("refuses a body over 20 MiB with 413 request_too_large naming the limit, as /v1/messages does", async () => {
     const a = await gw.account(1);
-    const res = await postWithApiKey(gw, "/v1/messages/count_tokens", JSON.parse(sized(8 * 1024 * 1024)), a.key);
-    expect(res.status).toBe(200);
+    const body = JSON.parse(sized(BODY_LIMIT_BYTES + 1));
+    for (const path of ["/v1/messages/count_tokens", "/v1/messages"]) {
+      const res = await postWithApiKey(gw, path, { ...body, max_tokens: path === "/v1/messages" ? 16 : undefined }, a.key);
+      expect(res.status).toBe(413);
+      const e = await errorOf(res);
+      expect(e.code).toBe("request_too_large");
+      expect(e.message).toContain("20 MiB");
+    }
   });
 });

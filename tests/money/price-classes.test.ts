@@ -4,7 +4,7 @@ import OpenAI from "openai";
 import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { sqlGet } from "../support/keyed.ts";
 import type { MockUpstream, UsageOverride } from "../support/mock-upstream.ts";
-import { usdToNanoShown } from "../support/prices.ts";
+import { pricedModel, usdToNanoShown } from "../support/prices.ts";
 
 // Every price class on every path (docs/pricing.md): the upstream reports a class, the client is
 // shown and charged it at its price, to the nano-dollar, and the balance moves by exactly that.
@@ -19,19 +19,12 @@ const GPT5 = {
   pricing: { input: 1.25, output: 10, cache_read: 0.125 },
   service_tiers: { flex: { input: 0.625, output: 5, cache_read: 0.0625 }, priority: { input: 2.5, output: 20, cache_read: 0.25 } },
 };
-const model = (id: string, provider: string, prices: object) => ({
-  id,
-  modalities: ["text"],
-  endpoints: ["messages", "chat.completions"],
-  ...prices,
-  routes: [{ provider, model: `${id}-up` }],
-});
 export const PRICE_MODELS = [
-  model("sonnet", "anthropic", SONNET),
-  model("sonnet-oai", "openai", SONNET),
-  model("gpt5", "openai", GPT5),
-  model("claude-bare", "anthropic", { pricing: { input: 3, output: 15 } }),
-  model("oai-bare", "openai", { pricing: { input: 0.4, output: 1.6 } }),
+  pricedModel("sonnet", "anthropic", SONNET),
+  pricedModel("sonnet-oai", "openai", SONNET),
+  pricedModel("gpt5", "openai", GPT5),
+  pricedModel("claude-bare", "anthropic", { pricing: { input: 3, output: 15 } }),
+  pricedModel("oai-bare", "openai", { pricing: { input: 0.4, output: 1.6 } }),
 ];
 
 let up: MockUpstream;

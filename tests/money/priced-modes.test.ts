@@ -3,7 +3,7 @@ import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey, sqlGet } from "../support/keyed.ts";
 import { expectError } from "../support/errors.ts";
 import type { MockUpstream, UsageOverride } from "../support/mock-upstream.ts";
-import { usdToNanoShown } from "../support/prices.ts";
+import { pricedModel, usdToNanoShown } from "../support/prices.ts";
 import { modelPrices } from "../../src/catalog/prices.ts";
 import { costLines } from "../../src/cli/prices.ts";
 import type { ModelConfig } from "../../src/config/schema.ts";
@@ -17,21 +17,24 @@ const OPUS = {
   pricing: { input: 5, output: 25, cache_read: 0.5, cache_write: 6.25 },
   service_tiers: { fast: { input: 30, output: 150, cache_read: 3, cache_write: 37.5 } },
 };
-const model = (id: string, provider: string, prices: object) => ({
-  id,
-  modalities: ["text"],
-  endpoints: ["messages", "chat.completions"],
-  ...prices,
-  routes: [{ provider, model: `${id}-up` }],
-});
+// Claude Opus 4.6 above 200k input tokens (2x input, 1.5x output and the cache classes that follow
+// input), and GPT-5.4 above 272k (2x input and cached input, 1.5x output) with its flex tier.
+const OPUS_LONG = { ...OPUS, pricing_tiers: [{ above_input_tokens: 200_000, input: 10, output: 37.5, cache_read: 1, cache_write: 12.5 }] };
+const GPT54 = {
+  pricing: { input: 2.5, output: 15, cache_read: 0.25 },
+  pricing_tiers: [{ above_input_tokens: 272_000, input: 5, output: 22.5, cache_read: 0.5 }],
+  service_tiers: { flex: { input: 1.25, output: 7.5, cache_read: 0.125 } },
+};
 const MODELS = [
-  model("opus", "anthropic", OPUS),
-  model("opus-held", "anthropic", OPUS),
-  model("opus-router", "openai", OPUS),
-  model("opus-nofast", "anthropic", { pricing: OPUS.pricing }),
-  model("search", "openai", { pricing: { input: 2.5, output: 10, web_search: 25 } }),
-  model("opus-geo-held", "anthropic", OPUS),
-  model("deepseek", "openai", { pricing: { input: 0.28, output: 0.42, cache_read: 0.028 } }),
+  pricedModel("opus", "anthropic", OPUS),
+  pricedModel("opus-held", "anthropic", OPUS),
+  pricedModel("opus-router", "openai", OPUS),
+  pricedModel("opus-nofast", "anthropic", { pricing: OPUS.pricing }),
+  pricedModel("search", "openai", { pricing: { input: 2.5, output: 10, web_search: 25 } }),
+  pricedModel("opus-geo-held", "anthropic", OPUS),
+  pricedModel("deepseek", "openai", { pricing: { input: 0.28, output: 0.42, cache_read: 0.028 } }),
+  pricedModel("opus-long", "anthropic", OPUS_LONG),
+  pricedModel("gpt54", "openai", GPT54),
 ];
 
 let up: MockUpstream;
@@ -197,4 +200,37 @@ describe("DeepSeek's cache hits (prompt_cache_hit_tokens) are billed at cache_re
     it(`Chat ${stream ? "stream" : "JSON answer"}`, () => expectCharged("/v1/chat/completions", chat("deepseek"), stream, usage, NANO, "default"));
     it(`Messages client's ${stream ? "stream" : "JSON answer"}`, () => expectCharged("/v1/messages", messages("deepseek"), stream, usage, NANO, "default"));
   }
+});
+
+describe("a long prompt on a service tier is billed at the service tier's prices times the long-context multiple", () => {
+  // docs/pricing.md#service-and-long-context-tiers. Before, the long-context tier's own prices replaced
+  // the service tier's: fast mode above 200k was sold at 10 / 37.5 USD (a sixth of Anthropic's
+  // 60 / 225), flex above 272k at 5 / 22.5 (twice OpenAI's 2.5 / 11.25).
+  it("fast mode above 200k input tokens on Messages: 6x the long-context prices", () =>
+    // 250,000 × 60 + 1,000 × 225 = 15.225 USD (2.5375 before).
+    expectCharged("/v1/messages", messages("opus-long", { speed: "fast" }), false, { input: 250_000, output: 1_000, speed: "fast" }, 250_000 * 60_000 + 1_000 * 225_000, "fast"));
+  it("flex above 272k input tokens on Chat: 2x input and 1.5x output of flex", () =>
+    // 300,000 × 2.5 + 1,000 × 11.25 = 0.76125 USD (1.5225 before).
+    expectCharged("/v1/chat/completions", chat("gpt54", { service_tier: "flex" }), false, { input: 300_000, output: 1_000, serviceTier: "flex" }, 300_000 * 2_500 + 1_000 * 11_250, "flex"));
+  it("the default tier above 272k keeps the long-context tier's prices", () =>
+    expectCharged("/v1/chat/completions", chat("gpt54"), false, { input: 300_000, output: 1_000 }, 300_000 * 5_000 + 1_000 * 22_500, "default"));
+  it("fast mode under the threshold keeps the fast prices", () =>
+    expectCharged("/v1/messages", messages("opus-long", { speed: "fast" }), false, { input: 1_000, output: 1_000, speed: "fast" }, 1_000 * 30_000 + 1_000 * 150_000, "fast"));
+  it("stacks every class, cache reads and writes too, and gateway logs show names the stacked table", () => {
+    const prices = modelPrices(MODELS.find((m) => m.id === "opus-long") as unknown as ModelConfig, "anthropic");
+    const [long] = prices.service.fast!.tiers;
+    // fast × (long ÷ base): input 30 × 2, output 150 × 1.5, cache_read 3 × 2, cache_write 37.5 × 2.
+    expect([long!.prices.input, long!.prices.output, long!.prices.cacheRead, long!.prices.cacheWrite]).toEqual([60e9, 225e9, 6e9, 75e9]);
+    expect(long!.sources.output).toEqual({ source: "derived", rule: "fast x the above-200000 tier's multiple of base" });
+    const lines = costLines(prices, { input: 150_000, output: 1_000, cacheRead: 100_000, cacheWrite: 0, serviceTier: "fast" });
+    expect(lines.totalNano).toBe(150_000 * 60_000 + 1_000 * 225_000 + 100_000 * 6_000);
+  });
+  it("holds a fast request with a long prompt at the stacked prices", async () => {
+    // About 230,000 input tokens estimated: 13.8 USD at 60 per 1M, 2.3 at the long tier's 10.
+    const a = await gw.account(5);
+    const before = gw.money(a.accountId).balance;
+    const long = { model: "opus-long", max_tokens: 16, speed: "fast", messages: [{ role: "user", content: "word ".repeat(230_000) }] };
+    await expectError(await postWithApiKey(gw, "/v1/messages", long, a.key), 402, "insufficient_balance");
+    expect(gw.money(a.accountId).balance).toBe(before);
+  });
 });

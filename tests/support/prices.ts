@@ -5,14 +5,20 @@ import { tokenCost, usdToNano, type TokenPrices, type TokenUsage } from "../../s
 /** $3 / $15 / $0.30 / $3.75 per million tokens, as a config's [models.pricing] writes it: USD per million. */
 export const PRICES = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
 
-/** A config's text model sold at these prices on both text endpoints, through one route to `provider` (its model `<id>-upstream`). */
-export const textModel = (id: string, provider: string) => ({
+/**
+ * A config's text model sold on both text endpoints at `prices` (its `pricing`, and `pricing_tiers`
+ * or `service_tiers` when given), through one route to `provider` (its model `<id>-upstream`).
+ */
+export const pricedModel = (id: string, provider: string, prices: object) => ({
   id,
   modalities: ["text"],
   endpoints: ["messages", "chat.completions"],
-  pricing: PRICES,
+  ...prices,
   routes: [{ provider, model: `${id}-upstream` }],
 });
+
+/** A config's text model sold at these prices on both text endpoints, through one route to `provider`. */
+export const textModel = (id: string, provider: string) => pricedModel(id, provider, { pricing: PRICES });
 
 /** The same table in nano-dollars per million tokens, as the translators and the ledger take it. */
 export const PRICES_NANO: TokenPrices = {

@@ -17,8 +17,8 @@ export class ApiError extends Error {
 
 type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
-export async function api<T>(method: Method, path: string, body?: unknown): Promise<T> {
-  const init: RequestInit = { method, credentials: "same-origin", headers: { accept: "application/json" } };
+export async function api<T>(method: Method, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+  const init: RequestInit = { method, credentials: "same-origin", headers: { accept: "application/json", ...headers } };
   if (body !== undefined) {
     init.headers = { ...init.headers, "content-type": "application/json" };
     init.body = JSON.stringify(body);

@@ -11,11 +11,12 @@ import { overviewView } from "./views/overview.ts";
 import { topupView } from "./views/topup.ts";
 import { usageView } from "./views/usage.ts";
 import { unverifiedBanner, verifyPage } from "./views/verify.ts";
+import { confirmEmailView, forgotView, resetView } from "./views/recovery.ts";
 
 // The page's shell: a hash router (#/keys, #/topup?session_id=…, the form Stripe returns to), the
-// navigation and the low-balance banner. The login pages ask nothing of the server, and the others
-// ask GET /api/session first, which answers 200 without a session too: a visitor's first page makes
-// no request that is refused. Every view gets the same loading state (aria-busy, a spinner that is
+// navigation and the low-balance banner. The register page asks nothing of the server, the login
+// page only whether to offer a reset by email, and the others ask GET /api/session first, which
+// answers 200 without a session too: a visitor's first page makes no request that is refused. Every view gets the same loading state (aria-busy, a spinner that is
 // read out) and the same failure panel (what failed, the request id, a Retry of just that view).
 
 interface Route {
@@ -29,6 +30,10 @@ interface Route {
 const ROUTES: Record<string, Route> = {
   login: { title: "Log in", view: loginView, visitor: true },
   register: { title: "Register", view: registerView, visitor: true },
+  // The emailed links' pages (docs/dashboard.md#password-reset): the token in the hash's query.
+  forgot: { title: "Forgot password", view: forgotView, visitor: true },
+  reset: { title: "Reset password", view: resetView, visitor: true },
+  "confirm-email": { title: "Confirm email", view: confirmEmailView, visitor: true },
   "": { title: "Overview", view: overviewView },
   keys: { title: "Keys", view: keysView },
   usage: { title: "Usage", view: usageView },

@@ -94,8 +94,10 @@ export async function logoutAll(c: SessionCall): Promise<Response> {
 export async function newPassword(c: SessionCall): Promise<Response> {
   const { current_password, new_password } = c.json as { current_password: string; new_password: string };
   await currentPasswordCheck(c, () => changePassword(c.svc.accounts, c.session!.accountId, current_password, new_password));
-  // Whoever else knew the old password is logged out; this browser stays in.
+  // Whoever else knew the old password is logged out; this browser stays in. A reset link asked
+  // before is void: it was for the password replaced now.
   const ended = await c.dash.sessions.revokeAll(c.session!.accountId, c.session!.id);
+  await c.svc.links.cancel(c.session!.accountId, "password_reset", Date.now());
   return json<PasswordChanged>({ password_changed: true, sessions_ended: ended });
 }
 
@@ -105,7 +107,7 @@ export async function newPassword(c: SessionCall): Promise<Response> {
  * is refused as on every other route.
  */
 export async function getSession(c: SessionCall): Promise<Response> {
-  if (!c.session) return json<SessionState>({ logged_in: false });
+  if (!c.session) return json<SessionState>({ logged_in: false, password_reset: c.svc.notices.verifiesEmail });
   if (c.session.accountDisabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
   return json<SessionState>({ logged_in: true, account: await meView(c.svc, c.session.accountId) });
 }

@@ -8,7 +8,7 @@ import type { KeyRow } from "../../store/keys/contract.ts";
 import type { SessionCall } from "../session-guard.ts";
 import { json, pathParam } from "../exchange.ts";
 import type { AdminAccount, AdminAccountDetail, AdminNote, KeyView, NewKeyView, PasswordChanged } from "../api-schemas.ts";
-import { accountViews, adminOnly, targetOf } from "./dashboard-admin.ts";
+import { accountViews, adminOnly, openTargetOf, targetOf } from "./dashboard-admin.ts";
 import { keyView, rowView, sharedRules } from "./dashboard-keys.ts";
 import { ledgerView, requestView } from "./dashboard-usage.ts";
 
@@ -73,11 +73,12 @@ export const putNote = adminOnly(async (c, adminId) => {
  * except the admin's own when the account is theirs.
  */
 export const setPasswordOf = adminOnly(async (c, adminId) => {
-  const target = await targetOf(c);
+  const target = await openTargetOf(c);
   const { password } = c.json as { password: string };
   checkNewPassword(password);
   await c.svc.accounts.setPasswordHash(target.id, await hashPassword(password));
   const ended = await c.dash.sessions.revokeAll(target.id, target.id === adminId ? c.session!.id : null);
+  await c.svc.links.cancel(target.id, "password_reset", Date.now());
   await c.svc.audit.record({ actorAccountId: adminId, action: "password_set", targetAccountId: target.id });
   return json<PasswordChanged>({ password_changed: true, sessions_ended: ended });
 });
@@ -104,7 +105,7 @@ export const createAdminAccount = adminOnly(async (c, adminId) => {
 
 /** A key for the account of the path, with the operator's rules (no per-account cap, as `gateway key create`). */
 export const createKeyFor = adminOnly(async (c, adminId) => {
-  const target = await targetOf(c);
+  const target = await openTargetOf(c);
   const { key, record } = await c.svc.keys.create(target.id, sharedRules(c.svc, c.json));
   await c.svc.audit.record({ actorAccountId: adminId, action: "key_created", targetAccountId: target.id, detail: `key ${record.id} (${record.prefix}) ${record.name}`.trim() });
   return json<NewKeyView>({ ...(await rowView(c.svc, record.id)), key }, 201);

@@ -1,9 +1,10 @@
 import { Type as T } from "@sinclair/typebox";
 import { GatewayError, invalidRequest } from "../../core/errors.ts";
 import { formatUsd, nanoToUsd, usdToNano } from "../../core/money.ts";
-import type { Account } from "../../store/accounts/contract.ts";
+import { alreadyClosed, type Account } from "../../store/accounts/contract.ts";
 import type { Services } from "../../services.ts";
 import type { SessionCall } from "../session-guard.ts";
+import { idempotent } from "../idempotency.ts";
 import { limitParam, queryOf } from "./dashboard-usage.ts";
 import { json, pathParam } from "../exchange.ts";
 import { routeHealth } from "./public.ts";
@@ -55,6 +56,7 @@ export async function accountViews(svc: Services, list: Account[]): Promise<Admi
     admin: a.admin,
     disabled: a.disabledAt !== null,
     two_factor: twoFactor.has(a.id),
+    closed: a.closedAt !== null,
     balance_usd: nanoToUsd(a.balanceNano),
     held_usd: nanoToUsd(balances[i]!.reservedNano),
     keys: keys.get(a.id)?.keys ?? 0,
@@ -69,6 +71,13 @@ export async function targetOf(c: SessionCall): Promise<Account> {
   const account = /^\d{1,15}$/.test(given) ? await c.svc.accounts.findById(Number(given)) : null;
   if (!account) throw new GatewayError("account_not_found", `No account with id ${given}.`);
   return account;
+}
+
+/** The target, unless its holder closed it: an admin's credit, enable, password or key would reach no one (closure is final). */
+export async function openTargetOf(c: SessionCall): Promise<Account> {
+  const target = await targetOf(c);
+  if (target.closedAt !== null) throw alreadyClosed(target.id);
+  return target;
 }
 
 export const accountAnswer = async (svc: Services, id: number) => json<AdminAccount>((await accountViews(svc, [(await svc.accounts.findById(id))!]))[0]!);
@@ -107,26 +116,27 @@ function amountOf(c: SessionCall, noteRequired: boolean): { nano: number; note: 
 
 const moneyDetail = (nano: number, note: string | null) => `${formatUsd(nano)} USD${note ? `: ${note}` : ""}`;
 
-export const creditAccount = adminOnly(async (c, adminId) => {
-  const target = await targetOf(c);
+// Idempotent (http/idempotency.ts): a retried credit or debit with its Idempotency-Key moves the money once.
+export const creditAccount = adminOnly(idempotent(async (c, adminId: number) => {
+  const target = await openTargetOf(c);
   const { nano, note } = amountOf(c, false);
   await c.svc.ledger.credit(target.id, nano, "operator_credit", note);
   c.svc.notices.credited(target.id, nano, "operator_credit");
   await c.svc.audit.record({ actorAccountId: adminId, action: "account_credited", targetAccountId: target.id, detail: moneyDetail(nano, note) });
   return accountAnswer(c.svc, target.id);
-});
+}));
 
-export const debitAccountRoute = adminOnly(async (c, adminId) => {
+export const debitAccountRoute = adminOnly(idempotent(async (c, adminId: number) => {
   const target = await targetOf(c);
   const { nano, note } = amountOf(c, true);
   await c.svc.accounts.debit(target.id, nano, note!);
   await c.svc.audit.record({ actorAccountId: adminId, action: "account_debited", targetAccountId: target.id, detail: moneyDetail(nano, note) });
   return accountAnswer(c.svc, target.id);
-});
+}));
 
 const switchAccount = (disable: boolean) =>
   adminOnly(async (c, adminId) => {
-    const target = await targetOf(c);
+    const target = await openTargetOf(c);
     // An admin who disables itself is locked out of the page that would undo it.
     if (disable && target.id === adminId) throw invalidRequest("An admin cannot disable its own account; another admin or `gateway account disable` can.");
     if (await c.svc.accounts.setDisabled(target.id, disable)) {
@@ -151,7 +161,13 @@ export const pauseProduct = switchProduct(true);
 export const resumeProduct = switchProduct(false);
 
 export const adminStatus = adminOnly(async (c) => {
-  const instances = (await c.svc.ledger.instances()).map((i) => ({ id: i.id, heartbeat_at: isoTime(i.heartbeatAt), holds: i.holds, held_usd: nanoToUsd(i.heldNano) }));
+  const instances = (await c.svc.ledger.instances()).map((i) => ({
+    id: i.id,
+    heartbeat_at: isoTime(i.heartbeatAt),
+    holds: i.holds,
+    held_usd: nanoToUsd(i.heldNano),
+    last_reload: i.lastReload && { at: isoTime(i.lastReload.at), reloaded: i.lastReload.reloaded, error: i.lastReload.error, catalog_version: i.lastReload.catalogVersion, needs_restart: i.lastReload.needsRestart },
+  }));
   return json<AdminStatus>({ paused: c.svc.settings.paused, instance: c.svc.ledger.instanceId, instances, routes: routeHealth(c.svc) });
 });
 

@@ -4,7 +4,9 @@ import type { CheckoutSession } from "../../store/checkouts/contract.ts";
 import { MINIMUM_TOP_UP_NANO, notConfigured } from "../../payments/topups.ts";
 import type { SessionCall } from "../session-guard.ts";
 import { readBodyLimited } from "../body.ts";
-import { json, type OpenCall } from "../exchange.ts";
+import { json, pathParam, type OpenCall } from "../exchange.ts";
+import { GatewayError } from "../../core/errors.ts";
+import { issuerOf, RECEIPT_POLICY, receiptHtml } from "../../payments/receipt.ts";
 import { isoTime } from "../../core/time.ts";
 import type { CheckoutOpened, TopUps, TopUpView, WebhookReceived } from "../api-schemas.ts";
 
@@ -56,4 +58,25 @@ export async function stripeWebhook(c: OpenCall): Promise<Response> {
   const payload = await readBodyLimited(c.request, WEBHOOK_BODY_LIMIT);
   const outcome = await c.svc.payments.webhook(payload, c.request.headers.get("stripe-signature"));
   return json<WebhookReceived>({ received: true, ...outcome }, 200, { "cache-control": "no-store" });
+}
+
+/**
+ * GET /api/topups/:id/receipt: a credited card top-up's printable receipt, to its account's holder
+ * or an admin. Any other id (another holder's, a pending one, none) gets the same 404.
+ */
+export async function getReceipt(c: SessionCall): Promise<Response> {
+  const { svc } = c;
+  const id = pathParam(c, "id");
+  const receipt = id.length <= 255 ? await svc.payments.receipt(id) : null;
+  const mine = receipt !== null && (receipt.accountId === c.session!.accountId || (await svc.accounts.profileOf(c.session!.accountId))?.admin === true);
+  if (!receipt || !mine) throw new GatewayError("topup_not_found", `No credited top-up of this account has the id ${id}.`);
+  return new Response(receiptHtml(receipt, issuerOf(svc.config, new URL(c.request.url).origin)), {
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "content-security-policy": RECEIPT_POLICY,
+      "x-frame-options": "DENY",
+      "x-content-type-options": "nosniff",
+      "cache-control": "private, no-store",
+    },
+  });
 }

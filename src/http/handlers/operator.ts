@@ -31,12 +31,14 @@ export async function metrics({ svc }: OpenCall): Promise<Response> {
 }
 
 /**
- * POST /reload, for `gateway reload` on this machine: the config read again, as SIGHUP does
- * (docs/operations.md#reload). A refused file answers 422 with its one line; the running config stays.
+ * POST /reload, for `gateway reload` on this machine (`--local` on PostgreSQL): the config read
+ * again, as SIGHUP does (docs/operations.md#reload). A refused file answers 422 with its one line; the running config stays.
  */
 export function reload({ svc }: OpenCall): Response {
   const outcome = svc.live.reload();
-  if (!outcome.reloaded) return json({ reloaded: false, error: outcome.error }, 422);
+  // Which instance it reached: behind several, `gateway reload --local` reloads this one only.
+  const instance = svc.ledger.instanceId;
+  if (!outcome.reloaded) return json({ reloaded: false, instance, error: outcome.error }, 422);
   const { source, catalogVersion, models, providers, needsRestart } = outcome;
-  return json({ reloaded: true, source, catalog_version: catalogVersion, models, providers, needs_restart: needsRestart });
+  return json({ reloaded: true, instance, source, catalog_version: catalogVersion, models, providers, needs_restart: needsRestart });
 }

@@ -1,3 +1,4 @@
+import { GatewayError } from "../../core/errors.ts";
 import type { accounts, ledgerEntries } from "../schema/sqlite.ts";
 import type { CreditKind } from "../ledger/contract.ts";
 import type { InviteClaim } from "../codes/contract.ts";
@@ -77,6 +78,8 @@ export interface AccountStore {
   loginOf(accountId: number): Promise<AccountLogin | null>;
   profileOf(accountId: number): Promise<AccountProfile | null>;
   setPasswordHash(accountId: number, hash: string): Promise<void>;
+  /** Changes the account's address (normalized); refused as registration refuses an address another account has. */
+  setEmail(accountId: number, email: string): Promise<void>;
   setLowBalanceThreshold(accountId: number, nano: number | null): Promise<void>;
   statementPage(accountId: number, upTo: number, before: StatementPosition | null, limit: number): Promise<StatementItem[]>;
   newestLedgerId(): Promise<number>;
@@ -94,7 +97,33 @@ export interface AccountStore {
    * true only for the call that changed it, so that one of several instances sends each notice.
    */
   markLowBalanceNotice(accountId: number, sent: boolean, now: number): Promise<boolean>;
+  /**
+   * Closes the account for good (docs/dashboard.md#closing-the-account), in one transaction: refused
+   * (nothing changes) when it is closed already, when running requests hold money on it, or when its
+   * balance is not `forfeitNano`, the amount its holder agreed to give up. Otherwise that balance
+   * becomes one operator_debit entry (the balance is then 0), the row is disabled and marked closed,
+   * its address anonymised (closedAddress) and freed, its password and threshold cleared, and its
+   * address check deleted. Its ledger entries, request logs, keys and sessions stay (keys and sessions
+   * are ended by their own stores).
+   */
+  close(accountId: number, forfeitNano: number, now?: number): Promise<ClosedAccount>;
 }
+
+export interface ClosedAccount {
+  accountId: number;
+  /** The address the account had: the anonymised row no longer names it. */
+  email: string;
+  forfeitedNano: number;
+}
+
+/** A closed account's address: unique, and no address (it has no @), so no registration can take it. */
+export const closedAddress = (accountId: number) => `closed-account-${accountId}`;
+
+/** What any change to a closed account answers, the holder's second close as the operator's credit. */
+export const alreadyClosed = (accountId: number) => new GatewayError("account_closed", `Account ${accountId} is closed by its holder: closure is final.`);
+
+/** The note of a closure's forfeit entry (kind operator_debit: the operator's terms keep the money). */
+export const FORFEIT_NOTE = "balance forfeited: account closed by its holder";
 
 export interface AccountLogin {
   id: number;

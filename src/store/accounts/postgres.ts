@@ -1,8 +1,8 @@
 import { and, asc, count, desc, eq, getTableColumns, isNotNull, isNull, lte, max, sql } from "drizzle-orm";
 import type { PgDb } from "../engine/postgres/client.ts";
 import { accounts, emailVerifications, ledgerEntries } from "../schema/postgres.ts";
-import { accountExists, checkDebitAmount, checkThreshold, DAY_MS, dayOf, debitRefused, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
-import { STARTING_BALANCE_NANO, type Account, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type NewVerification, type StatementItem, type StatementPosition, type VerificationState, type Verified } from "./contract.ts";
+import { accountExists, checkDebitAmount, closureRefused, checkThreshold, DAY_MS, dayOf, debitRefused, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
+import { closedAddress, FORFEIT_NOTE, STARTING_BALANCE_NANO, type Account, type ClosedAccount, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type NewVerification, type StatementItem, type StatementPosition, type VerificationState, type Verified } from "./contract.ts";
 import type { PgLedger } from "../ledger/postgres.ts";
 import { countRegistrationCredit } from "../settings/postgres.ts";
 
@@ -134,6 +134,18 @@ export class PgAccounts implements AccountStore {
   async setPasswordHash(accountId: number, hash: string): Promise<void> {
     await this.db.update(accounts).set({ passwordHash: hash }).where(eq(accounts.id, accountId));
   }
+  /** The unique email decides a race with a registration: the loser's write is refused (23505). */
+  async setEmail(accountId: number, email: string): Promise<void> {
+    const normalized = normalizedEmail(email);
+    try {
+      await this.db.update(accounts).set({ email: normalized }).where(eq(accounts.id, accountId));
+    } catch (e) {
+      // Drizzle wraps the driver's error; Bun's carries the SQLSTATE as errno.
+      if ((e as { cause?: { errno?: string } }).cause?.errno === "23505") throw accountExists(normalized);
+      throw e;
+    }
+  }
+
 
   async setLowBalanceThreshold(accountId: number, nano: number | null): Promise<void> {
     checkThreshold(nano);
@@ -216,5 +228,27 @@ export class PgAccounts implements AccountStore {
   async markLowBalanceNotice(accountId: number, sent: boolean, now: number): Promise<boolean> {
     const from = sent ? isNull(accounts.lowBalanceNotifiedAt) : isNotNull(accounts.lowBalanceNotifiedAt);
     return (await this.db.update(accounts).set({ lowBalanceNotifiedAt: sent ? now : null }).where(and(eq(accounts.id, accountId), from)).returning({ id: accounts.id })).length > 0;
+  }
+
+  /**
+   * One transaction on the account's row, locked first: a reserve on any instance raises held_nano
+   * with an UPDATE of that row, so it waits for the closure (and then finds the account disabled and
+   * its balance gone) or came before it (and its hold refuses the closure). Raw SQL, as debit's.
+   */
+  async close(accountId: number, forfeitNano: number, now = Date.now()): Promise<ClosedAccount> {
+    return this.db.$client.begin(async (tx) => {
+      const [row] = await tx`SELECT email, balance_nano::text AS balance, held_nano::text AS held, closed_at::text AS closed FROM accounts WHERE id = ${accountId} FOR UPDATE`;
+      if (!row) throw noAccount(accountId);
+      const state = { closedAt: row.closed === null ? null : Number(row.closed), balanceNano: Number(row.balance) };
+      const refused = closureRefused(accountId, state, Number(row.held), forfeitNano);
+      if (refused) throw refused;
+      if (forfeitNano > 0) {
+        await tx`INSERT INTO ledger_entries (account_id, kind, amount_nano, note, created_at) VALUES (${accountId}, 'operator_debit', ${-forfeitNano}::bigint, ${FORFEIT_NOTE}, ${now}::bigint)`;
+      }
+      await tx`UPDATE accounts SET balance_nano = balance_nano - ${forfeitNano}::bigint, closed_at = ${now}::bigint, disabled_at = COALESCE(disabled_at, ${now}::bigint),
+        email = ${closedAddress(accountId)}, password_hash = NULL, low_balance_nano = NULL, low_balance_notified_at = NULL WHERE id = ${accountId}`;
+      await tx`DELETE FROM email_verifications WHERE account_id = ${accountId}`;
+      return { accountId, email: String(row.email), forfeitedNano: forfeitNano };
+    });
   }
 }

@@ -2,13 +2,10 @@ import { GatewayError } from "../../core/errors.ts";
 import { formatUsd } from "../../core/money.ts";
 import type { accounts as pgAccounts } from "../schema/postgres.ts";
 import type { accounts } from "../schema/sqlite.ts";
-import type { StatementItem, StatementPosition } from "./contract.ts";
+import { alreadyClosed, type StatementItem, type StatementPosition } from "./contract.ts";
 
 // The accounts' rules both engines apply alike: the email's form, the refusals, the statement's order.
 
-// No space and no control character (U+0000 to U+001F, U+007F to U+009F): no address holds one, and
-// U+0000 is refused by PostgreSQL's text while SQLite's would store it.
-const EMAIL = /^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+$/u;
 
 /** The columns of an `Account`, on either engine's table: never the password's hash or the money held.
  * Each column is typed as `T`'s own, so a select keeps its engine's types (a union of both engines' columns selects nothing). */
@@ -20,14 +17,10 @@ export const accountColumns = <T extends typeof accounts | typeof pgAccounts>(t:
   admin: t.admin as T["admin"],
   lowBalanceNano: t.lowBalanceNano as T["lowBalanceNano"],
   createdAt: t.createdAt as T["createdAt"],
+  closedAt: t.closedAt as T["closedAt"],
 });
 
-/** The email as stored (trimmed, lower case); refuses what is not an address. */
-export function normalizedEmail(email: string): string {
-  const normalized = email.trim().toLowerCase();
-  if (!EMAIL.test(normalized)) throw new GatewayError("invalid_request", `not an email address: ${email}`);
-  return normalized;
-}
+export { normalizedEmail } from "../../core/email-address.ts";
 
 export const accountExists = (email: string) => new GatewayError("invalid_request", `an account with email ${email} already exists`);
 
@@ -46,7 +39,6 @@ export function debitRefused(amountNano: number, balanceNano: number, heldNano: 
   return new GatewayError("invalid_request", `a debit of ${formatUsd(amountNano)} USD would take the balance of ${formatUsd(balanceNano)} USD below ${floor}`);
 }
 
-/** Disables (refusing its keys) or enables an account; false when it already was so. */
 export const DAY_MS = 24 * 3600 * 1000;
 
 /** A place in the statement's order, newest first by (created_at, id); a day's charges sit at their latest. */
@@ -69,3 +61,22 @@ export const isEarlier = (a: StatementPosition, b: StatementPosition) => a.creat
 export const dayOf = (start: number) => new Date(start).toISOString().slice(0, 10);
 
 /** The newest ledger id of the whole file: where a statement's first page pins its list. */
+
+// A closure's refusals (docs/dashboard.md#closing-the-account): nothing changed, the holder may try again.
+
+export const requestsInFlight = (heldNano: number) =>
+  new GatewayError("requests_in_flight", `Running requests hold ${formatUsd(heldNano)} USD of this account: close it once they finish (revoke the keys first to stop new ones).`);
+
+export const notForfeited = (balanceNano: number, givenNano: number) =>
+  new GatewayError(
+    "balance_not_forfeited",
+    `The balance is ${formatUsd(balanceNano)} USD, not the ${formatUsd(givenNano)} USD confirmed: closing forfeits it, so confirm it exactly as forfeit_usd (or spend it, or ask the operator first).`,
+  );
+
+/** The refusals of a closure, in order, given the row as the closing transaction read it; null: it may close. */
+export function closureRefused(accountId: number, row: { closedAt: number | null; balanceNano: number }, heldNano: number, forfeitNano: number): GatewayError | null {
+  if (row.closedAt !== null) return alreadyClosed(accountId);
+  if (heldNano > 0) return requestsInFlight(heldNano);
+  if (row.balanceNano !== forfeitNano) return notForfeited(row.balanceNano, forfeitNano);
+  return null;
+}

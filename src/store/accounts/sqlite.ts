@@ -5,8 +5,8 @@ import { accounts, emailVerifications, ledgerEntries } from "../schema/sqlite.ts
 import { countRegistrationCredit } from "../settings/sqlite.ts";
 import type { Ledger } from "../ledger/sqlite.ts";
 import type { Claim } from "../codes/contract.ts";
-import { STARTING_BALANCE_NANO, type Account, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type NewVerification, type StatementItem, type StatementPosition, type VerificationState, type Verified } from "./contract.ts";
-import { accountColumns, accountExists, checkDebitAmount, checkThreshold, DAY_MS, dayOf, debitRefused, isEarlier, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
+import { closedAddress, FORFEIT_NOTE, STARTING_BALANCE_NANO, type Account, type ClosedAccount, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type NewVerification, type StatementItem, type StatementPosition, type VerificationState, type Verified } from "./contract.ts";
+import { accountColumns, accountExists, checkDebitAmount, closureRefused, checkThreshold, DAY_MS, dayOf, debitRefused, isEarlier, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
 
 // The accounts' rows and their ledger history, for the CLI, the dashboard and first start: cold
 // paths, through the query builder, async like PostgreSQL's. The per-request money (reserve,
@@ -150,6 +150,15 @@ export class Accounts implements AccountStore {
     this.db.update(accounts).set({ passwordHash: hash }).where(eq(accounts.id, accountId)).run();
   }
 
+  async setEmail(accountId: number, email: string): Promise<void> {
+    const normalized = normalizedEmail(email);
+    this.db.$client.transaction(() => {
+      const holder = accountByEmail(this.db, normalized);
+      if (holder && holder.id !== accountId) throw accountExists(normalized);
+      this.db.update(accounts).set({ email: normalized }).where(eq(accounts.id, accountId)).run();
+    }).immediate();
+  }
+
   /** The spendable amount below which the dashboard shows its notice; null: no notice. */
   async setLowBalanceThreshold(accountId: number, nano: number | null): Promise<void> {
     checkThreshold(nano);
@@ -229,5 +238,35 @@ export class Accounts implements AccountStore {
   async markLowBalanceNotice(accountId: number, sent: boolean, now: number): Promise<boolean> {
     const from = sent ? isNull(accounts.lowBalanceNotifiedAt) : isNotNull(accounts.lowBalanceNotifiedAt);
     return this.db.update(accounts).set({ lowBalanceNotifiedAt: sent ? now : null }).where(and(eq(accounts.id, accountId), from)).returning({ id: accounts.id }).all().length > 0;
+  }
+
+  async close(accountId: number, forfeitNano: number, now = Date.now()): Promise<ClosedAccount> {
+    // One write transaction (a savepoint inside an open write batch), whose checks and writes run in
+    // one go: the holds are this process's, and no request reserves between the check and the write.
+    const closed = this.db.$client.transaction((): ClosedAccount => {
+      const row = this.db.select({ email: accounts.email, balanceNano: accounts.balanceNano, closedAt: accounts.closedAt }).from(accounts).where(eq(accounts.id, accountId)).get();
+      if (!row) throw noAccount(accountId);
+      const refused = closureRefused(accountId, row, this.ledger.holds.account(accountId), forfeitNano);
+      if (refused) throw refused;
+      if (forfeitNano > 0) this.db.insert(ledgerEntries).values({ accountId, kind: "operator_debit", amountNano: -forfeitNano, note: FORFEIT_NOTE, createdAt: now }).run();
+      this.db
+        .update(accounts)
+        .set({
+          balanceNano: sql`${accounts.balanceNano} - ${forfeitNano}`,
+          closedAt: now,
+          disabledAt: sql`COALESCE(${accounts.disabledAt}, ${now})`,
+          email: closedAddress(accountId),
+          passwordHash: null,
+          lowBalanceNano: null,
+          lowBalanceNotifiedAt: null,
+        })
+        .where(eq(accounts.id, accountId))
+        .run();
+      this.db.delete(emailVerifications).where(eq(emailVerifications.accountId, accountId)).run();
+      return { accountId, email: row.email, forfeitedNano: forfeitNano };
+    }).immediate();
+    // Written behind the Ledger's back: its copies of this balance and of the keys' account must go.
+    changeWatch(this.db.$client).forget();
+    return closed;
   }
 }

@@ -13,6 +13,22 @@ export interface CheckoutStore {
   find(id: string): Promise<CheckoutSession | null>;
   /** The account's sessions, newest first. */
   of(accountId: number, limit?: number): Promise<CheckoutSession[]>;
+  /** A credited session's receipt (docs/dashboard.md#receipts): its top_up entry and its account; null for any other id. */
+  receiptOf(id: string): Promise<TopUpReceipt | null>;
+}
+
+/** What a top-up's receipt says, as the books have it. */
+export interface TopUpReceipt {
+  sessionId: string;
+  accountId: number;
+  /** The account's address now: a closed account's is anonymised. */
+  email: string;
+  amountNano: number;
+  creditedAt: number;
+  /** The top_up entry's id: the receipt's number. */
+  entryId: number;
+  /** Stripe's payment id (pi_…), the entry's external_ref. */
+  paymentRef: string | null;
 }
 
 /**

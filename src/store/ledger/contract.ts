@@ -79,6 +79,22 @@ export interface MoneyLedger {
   readonly instanceId: string | null;
   /** The instances heartbeating on the shared database, by id, with their holds; none on SQLite. */
   instances(): Awaitable<InstanceView[]>;
+  /** Writes this instance's last reload on its row, for the fleet to see (docs/scaling.md#reloading-the-fleet); nothing on SQLite. */
+  recordReload(reload: ReloadRecord): Awaitable<void>;
+}
+
+/** An instance's last reload of its config, as it told the fleet. */
+export interface ReloadRecord {
+  /** The `gateway reload` of the fleet that asked for it; null for a SIGHUP or a POST /reload. */
+  request: string | null;
+  reloaded: boolean;
+  /** The one-line reason of a refused file; null when it was applied. */
+  error: string | null;
+  source: string | null;
+  catalogVersion: string | null;
+  models: number | null;
+  providers: number | null;
+  needsRestart: string[];
 }
 
 export interface InstanceView {
@@ -87,6 +103,8 @@ export interface InstanceView {
   heartbeatAt: number;
   holds: number;
   heldNano: number;
+  /** Its last reload since it started, with when it was recorded (database clock); null when it has not reloaded. */
+  lastReload: (ReloadRecord & { at: number }) | null;
 }
 
 // The two refusals of a reserve, worded once for both implementations.

@@ -2,7 +2,7 @@ import type { SQL } from "bun";
 import { databaseUnavailable, type GatewayError } from "../../core/errors.ts";
 import { events } from "../../core/events.ts";
 import { OperatorError } from "../../core/operator-error.ts";
-import type { InstanceView } from "./contract.ts";
+import type { InstanceView, ReloadRecord } from "./contract.ts";
 
 // An instance's heartbeat on the shared PostgreSQL database, seen as a lease on its own holds
 // (docs/database.md, "Heartbeats, fencing and the release of a silent instance's holds"). Others
@@ -45,9 +45,9 @@ const releaseWith = (silent: string) => `WITH silent AS (${silent}),
   SELECT silent.id AS instance, count(gone.instance_id)::int AS holds, coalesce(sum(gone.amount_nano), 0)::text AS nano
   FROM silent LEFT JOIN gone ON gone.instance_id = silent.id GROUP BY silent.id`;
 
-/** A restart under this id: the earlier life's row and holds (nothing of this process's). */
-const EARLIER_LIFE = releaseWith("DELETE FROM instances WHERE id = $1 RETURNING id");
-/** After a fence: this instance's own holds, none of which is relied upon any more; its row stays. */
+/** A clean stop: this process's row and holds, unless another process holds the id now ($2: this run). */
+const OWN_ROW = releaseWith("DELETE FROM instances WHERE id = $1 AND run_id = $2 RETURNING id");
+/** After a fence, or at start once claimed: this id's holds, none of which is relied upon (any more); its row stays. */
 const OWN_HOLDS = releaseWith("SELECT $1::text AS id");
 /** Others silent past the threshold $2, counted only from $3, when this instance's own beats began to succeed (both database clock). */
 const SILENT_OTHERS = releaseWith(
@@ -56,11 +56,23 @@ const SILENT_OTHERS = releaseWith(
 
 type Released = { instance: string; holds: number; nano: string }[];
 
-/** The instances heartbeating on the database, with their holds (GET /api/admin/status). */
+/** The instances heartbeating on the database, with their holds and last reloads (GET /api/admin/status, `gateway reload`). */
 export async function listInstances(sql: SQL): Promise<InstanceView[]> {
-  const rows = (await sql.unsafe(`SELECT i.id, i.heartbeat_at::text AS at, count(h.id)::int AS holds, coalesce(sum(h.amount_nano), 0)::text AS nano
-    FROM instances i LEFT JOIN holds h ON h.instance_id = i.id GROUP BY i.id ORDER BY i.id`)) as { id: string; at: string; holds: number; nano: string }[];
-  return rows.map((r) => ({ id: r.id, heartbeatAt: Number(r.at), holds: r.holds, heldNano: Number(r.nano) }));
+  const rows = (await sql.unsafe(`SELECT i.id, i.heartbeat_at::text AS at, i.reloaded_at::text AS reloaded_at, i.last_reload,
+      count(h.id)::int AS holds, coalesce(sum(h.amount_nano), 0)::text AS nano
+    FROM instances i LEFT JOIN holds h ON h.instance_id = i.id GROUP BY i.id ORDER BY i.id`)) as { id: string; at: string; reloaded_at: string | null; last_reload: string | null; holds: number; nano: string }[];
+  return rows.map((r) => ({ id: r.id, heartbeatAt: Number(r.at), holds: r.holds, heldNano: Number(r.nano), lastReload: reloadOf(r.reloaded_at, r.last_reload) }));
+}
+
+/** A row's last reload; null when none was recorded (or by a version that wrote another shape). */
+function reloadOf(at: string | null, text: string | null): InstanceView["lastReload"] {
+  if (at === null || text === null) return null;
+  try {
+    const r = JSON.parse(text) as ReloadRecord;
+    return typeof r.reloaded === "boolean" ? { ...r, at: Number(at) } : null;
+  } catch {
+    return null;
+  }
 }
 
 export class InstanceLease {
@@ -74,6 +86,8 @@ export class InstanceLease {
   private healthySince: number | null = null;
   private lastGood: number | null = null;
   private registered = false;
+  /** This process's claim on its id's row (docs/scaling.md#the-config-lines). */
+  private readonly runId = crypto.randomUUID();
   /** A fence left holds of this instance in the database; they are released before it resumes. */
   private ownHoldsLeft = false;
   private readonly listeners: ((why: GatewayError) => void)[] = [];
@@ -119,12 +133,14 @@ export class InstanceLease {
   }
 
   /**
-   * Releases an earlier life's holds, registers, and beats every period from now on. Throws when the
-   * database does not answer, and refuses (OperatorError) an id another running instance beats under.
+   * Claims the id, releases an earlier life's holds, and beats every period from now on. Throws when
+   * the database does not answer, and refuses (OperatorError) an id another running instance holds.
    */
   async start(): Promise<void> {
-    await this.notInUse();
-    await this.release(EARLIER_LIFE, [this.opts.instanceId]);
+    await this.claim();
+    // Claimed, and nothing taken yet: every hold under this id is an earlier life's.
+    await this.release(OWN_HOLDS, [this.opts.instanceId]);
+    this.registered = true;
     if (!(await this.tick())) {
       this.stop();
       throw this.lastFailure ?? new Error(`the first heartbeat of instance ${this.opts.instanceId} failed`);
@@ -132,25 +148,38 @@ export class InstanceLease {
   }
 
   /**
-   * A row of this id that beat within the release threshold is either an earlier life that just died
-   * or another running instance under the same id (one config copied with a fixed id), whose holds
-   * the release below would take from under its running requests. Watched for a period and a margin:
-   * a row whose beat moves on is alive, and this start is refused.
+   * Makes this process the holder of its id's row, atomically: two processes started at the same
+   * moment under one id (one config copied with a fixed id) both reading "free" and both serving
+   * would each take the other's holds for an earlier life's. A row silent past the release threshold
+   * (or none) is taken in one statement. A fresher row is an earlier life that just died or another
+   * running instance: watched for a period and a margin, it is taken only if it did not beat
+   * meanwhile, by a compare-and-set on that beat, so of two starters at most one wins it.
    */
-  private async notInUse(): Promise<void> {
-    const read = async () => {
-      const [r] = await this.sql.unsafe(`SELECT heartbeat_at AS at, ${NOW_MS} - heartbeat_at AS ago FROM instances WHERE id = $1`, [this.opts.instanceId]);
-      return r as { at: string; ago: string } | undefined;
-    };
-    const first = await read();
-    if (!first || Number(first.ago) > this.releaseAfterMs) return;
+  private async claim(): Promise<void> {
+    const id = this.opts.instanceId;
+    // Taken when absent, silent past the threshold, or (the second time) still at the beat seen before the watch.
+    const take = async (seenAt: string | null) =>
+      (
+        await this.sql.unsafe(
+          `INSERT INTO instances (id, heartbeat_at, run_id) VALUES ($1, ${NOW_MS}, $2)
+           ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, run_id = EXCLUDED.run_id
+           WHERE instances.heartbeat_at < ${NOW_MS} - $3::bigint OR instances.heartbeat_at = $4::bigint RETURNING id`,
+          [id, this.runId, this.releaseAfterMs, seenAt],
+        )
+      ).length === 1;
+    if (await take(null)) return;
+    const [seen] = (await this.sql.unsafe(`SELECT heartbeat_at AS at FROM instances WHERE id = $1`, [id])) as { at: string }[];
     await Bun.sleep(this.every + IN_USE_MARGIN_MS);
-    const again = await read();
-    if (again && again.at !== first.at) {
-      throw new OperatorError(
-        `[cluster] instance_id "${this.opts.instanceId}" is in use by a running instance (its heartbeat came ${Number(again.ago)} ms ago): give each instance its own id (docs/scaling.md#the-config-lines)`,
-      );
-    }
+    if (await take(seen?.at ?? null)) return;
+    const [now] = (await this.sql.unsafe(`SELECT ${NOW_MS} - heartbeat_at AS ago FROM instances WHERE id = $1`, [id])) as { ago: string }[];
+    throw new OperatorError(
+      `[cluster] instance_id "${id}" is in use by a running instance (its heartbeat came ${Number(now?.ago ?? 0)} ms ago): give each instance its own id (docs/scaling.md#the-config-lines)`,
+    );
+  }
+
+  /** Writes this run's last reload on its row (only while the row is its own). */
+  async recordReload(reload: ReloadRecord): Promise<void> {
+    await this.sql.unsafe(`UPDATE instances SET reloaded_at = ${NOW_MS}, last_reload = $3 WHERE id = $1 AND run_id = $2`, [this.opts.instanceId, this.runId, JSON.stringify(reload)]);
   }
 
   /** Called with the reason when this instance fences itself: what it has in flight must end. */
@@ -219,7 +248,7 @@ export class InstanceLease {
    */
   async retire(): Promise<void> {
     try {
-      await this.release(EARLIER_LIFE, [this.opts.instanceId]);
+      await this.release(OWN_ROW, [this.opts.instanceId, this.runId]);
     } catch (e) {
       events.writeFailed("ledger", `retiring ${this.opts.instanceId}`, e);
     }
@@ -286,13 +315,16 @@ export class InstanceLease {
     try {
       const [r] = await Promise.race([
         this.sql.unsafe(
-          `INSERT INTO instances (id, heartbeat_at) VALUES ($1, ${NOW_MS})
-           ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at
+          `INSERT INTO instances (id, heartbeat_at, run_id) VALUES ($1, ${NOW_MS}, $2)
+           ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at WHERE instances.run_id = EXCLUDED.run_id
            RETURNING heartbeat_at AS at, (xmax = 0) AS inserted`,
-          [this.opts.instanceId],
+          [this.opts.instanceId, this.runId],
         ),
         late,
       ]);
+      // Another process holds the id now: it took this one's row while this one was silent past
+      // the release threshold. Nothing of this one's is relied upon until that process lets it go.
+      if (!r) throw new Error(`[cluster] instance_id "${this.opts.instanceId}" was taken by another process while this one was silent`);
       // Inserted although registered: another instance took this one for silent and released its
       // holds. None of them is relied upon from here (the row is back, under the same id).
       if (r.inserted && this.registered) this.fence("another instance released its holds");

@@ -1,14 +1,16 @@
 import type { SQL } from "bun";
-import { databaseUnavailable, GatewayError } from "../../core/errors.ts";
+import { databaseUnavailable, type GatewayError } from "../../core/errors.ts";
 import { events } from "../../core/events.ts";
 import { systemClock, type Clock } from "../../core/time.ts";
-import { budgetRefused, periodEnd, periodStart, periodStarts, spentInPeriod } from "../../ledger/budget.ts";
+import { periodStarts } from "../../ledger/budget.ts";
 import { storedBudget } from "../keys/contract.ts";
-import { boundedCost, Hold, type Alongside, type HoldOwner, type Settlement } from "../../ledger/hold.ts";
+import { boundedCost, Hold, type Alongside, type HoldOwner, type Rider, type Settlement } from "../../ledger/hold.ts";
 import { Holds } from "./holds.ts";
-import { currentStart, POST, postText, settled } from "./postgres-post.ts";
+import { POST, postText, settled } from "./postgres-post.ts";
+import { takeHold } from "./postgres-reserve.ts";
 import { Lane, postAll, releaseMany, reserveMany, TurnBatch, type ReserveItem } from "./postgres-batch.ts";
-import type { Rider } from "../../ledger/hold.ts";
+import { InstanceLease, listInstances, type LeaseOptions } from "./postgres-lease.ts";
+import { balanceCeiling, budgetSpend, checkCreditAmount, MAX_BALANCE_NANO, type BalanceView, type CreditKind, type InstanceView, type KeySpendView, type MoneyLedger, type ReloadRecord } from "./contract.ts";
 
 /** A post waiting for its turn's statement. */
 interface PostWait {
@@ -17,8 +19,6 @@ interface PostWait {
   cost: number;
   rider: Rider | undefined;
 }
-import { InstanceLease, listInstances, type LeaseOptions } from "./postgres-lease.ts";
-import { balanceCeiling, balanceRefused, budgetSpend, checkCreditAmount, MAX_BALANCE_NANO, quotaRefused, type BalanceView, type CreditKind, type InstanceView, type KeySpendView, type MoneyLedger } from "./contract.ts";
 
 // The ledger on PostgreSQL (`[database] url`), shared by several gateway instances: every instance
 // spends the same balances, so a hold cannot live in one process's memory as on SQLite. Holds are
@@ -94,6 +94,10 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     return listInstances(this.sql);
   }
 
+  async recordReload(reload: ReloadRecord): Promise<void> {
+    await this.lease?.recordReload(reload);
+  }
+
   /** `fn` runs when this instance fences itself (server: the upstream calls in flight are ended with `why`). */
   onFence(fn: (why: GatewayError) => void): void {
     this.lease?.onFence(fn);
@@ -153,7 +157,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
   /**
    * One turn's reserves: the ids of the holds the batch statement granted. A lone reserve, an item
    * the batch did not grant, and every item of a batch the database refused are decided alone by
-   * `take`, so that each gets the verdict and the error of its own statement, never a neighbour's.
+   * `takeHold` (postgres-reserve.ts), so that each gets the verdict and the error of its own statement, never a neighbour's.
    */
   private async reserveTurn(items: ReserveItem[]): Promise<(number | Promise<number>)[]> {
     let ids: (number | null)[] = items.map(() => null);
@@ -164,7 +168,7 @@ export class PgLedger implements MoneyLedger, HoldOwner {
         // Each alone below, with its own statement's error.
       }
     }
-    return items.map((x, i) => ids[i] ?? this.take(x.accountId, x.keyId, x.amountNano));
+    return items.map((x, i) => ids[i] ?? takeHold(this.sql, this.opts.instanceId, x, this.clock.now()));
   }
 
   /** One turn's releases in one statement; if it fails, each alone (which records its own failure for the retry). */
@@ -180,66 +184,6 @@ export class PgLedger implements MoneyLedger, HoldOwner {
     }
     await Promise.all(ids.map((id) => this.release(id)));
     return [];
-  }
-
-  /** The reserve's statement: the hold row's id, or the refusal thrown. */
-  private async take(accountId: number, keyId: number, amountNano: number): Promise<number> {
-    const now = this.clock.now();
-    // One statement, outside any transaction of ours: the account's and the key's rows are locked
-    // (FOR UPDATE re-reads them as they are once a concurrent writer commits), both conditions are
-    // read off those rows, and the two sums and the hold row are written only when both hold. The
-    // rows stay locked only while the statement runs, never across a round trip, so the requests
-    // of one busy account queue for microseconds each, not milliseconds.
-    const [r] = await this.sql.unsafe(
-      `WITH ok AS (
-          SELECT a.id AS account_id, k.id AS key_id,
-            a.balance_nano - a.held_nano >= $1::bigint AS account_ok,
-            (k.quota_nano IS NULL OR k.spent_nano + k.held_nano + $1::bigint <= k.quota_nano) AS key_ok,
-            (k.budget_nano IS NULL OR CASE WHEN k.period_start = ${currentStart("k.", 6)} THEN k.period_spent_nano ELSE 0 END
-              + k.held_nano + $1::bigint <= k.budget_nano) AS budget_ok
-          FROM accounts a JOIN api_keys k ON k.account_id = a.id
-          WHERE a.id = $2 AND k.id = $3
-          FOR UPDATE OF a, k),
-        take AS (SELECT account_id, key_id FROM ok WHERE account_ok AND key_ok AND budget_ok),
-        a AS (UPDATE accounts SET held_nano = held_nano + $1::bigint WHERE id = (SELECT account_id FROM take) RETURNING id),
-        k AS (UPDATE api_keys SET held_nano = held_nano + $1::bigint WHERE id = (SELECT key_id FROM take) RETURNING id),
-        h AS (INSERT INTO holds (account_id, key_id, amount_nano, instance_id, created_at) SELECT $2, $3, $1::bigint, $4, $5::bigint FROM take RETURNING id)
-      SELECT (SELECT key_ok FROM ok) AS key_ok, (SELECT budget_ok FROM ok) AS budget_ok, (SELECT id FROM h) AS hold_id`,
-      [amountNano, accountId, keyId, this.opts.instanceId, Date.now(), ...periodStarts(now)],
-    );
-    if (r.hold_id == null) throw await this.refusal(accountId, keyId, amountNano, r, now);
-    return Number(r.hold_id);
-  }
-
-  /**
-   * Why a reserve was refused, the statement's verdict, with figures read after the fact for the
-   * message only. Quota first, then the budget, then the balance, as on SQLite.
-   */
-  private async refusal(accountId: number, keyId: number, amountNano: number, verdict: { key_ok: boolean | null; budget_ok: boolean | null }, now: number): Promise<GatewayError> {
-    const [r] = await this.sql`SELECT a.balance_nano, a.held_nano AS account_held, k.quota_nano, k.spent_nano, k.held_nano AS key_held,
-        k.budget_nano, k.budget_period, k.period_start, k.period_spent_nano
-      FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${keyId} AND a.id = ${accountId}`;
-    if (!r || verdict.key_ok === null) return new GatewayError("no-key", "Invalid API key.");
-    const [quota, spent, keyHeld] = [r.quota_nano === null ? null : Number(r.quota_nano), Number(r.spent_nano), Number(r.key_held)];
-    if (!verdict.key_ok && quota !== null) return quotaRefused(quota, spent, keyHeld, amountNano);
-    const budget = storedBudget(r.budget_nano, r.budget_period);
-    if (!verdict.budget_ok && budget) {
-      await this.markReached(accountId, keyId, budget, now);
-      return budgetRefused(budget, spentInPeriod(budget.period, Number(r.period_start), Number(r.period_spent_nano), now), keyHeld, amountNano, now);
-    }
-    return balanceRefused(amountNano, Number(r.balance_nano) - Number(r.account_held));
-  }
-
-  /** The "budget reached" notice: the instance whose UPDATE writes it first in the period tells it (events.budgetReached). */
-  private async markReached(accountId: number, keyId: number, budget: { nano: number; period: "day" | "week" | "month" }, now: number): Promise<void> {
-    try {
-      const rows = await this.sql`UPDATE api_keys SET budget_reached_at = ${now}::bigint
-        WHERE id = ${keyId} AND (budget_reached_at IS NULL OR budget_reached_at < ${periodStart(budget.period, now)}::bigint) RETURNING id`;
-      if (rows.length === 1) events.budgetReached({ accountId, keyId, budgetNano: budget.nano, period: budget.period, resetsAt: periodEnd(budget.period, now) });
-    } catch (e) {
-      // The refusal stands without its notice.
-      events.writeFailed("ledger", `budget of key ${keyId}`, e);
-    }
   }
 
   /**

@@ -271,6 +271,9 @@ export class Ledger implements HoldOwner, MoneyLedger {
     return [];
   }
 
+  /** One server per file: `gateway reload` asks it directly, so there is no fleet to tell. */
+  recordReload(): void {}
+
   /** What the key has spent and holds (GET /v1/me); null when no key has this id. */
   keySpend(keyId: number): KeySpendView | null {
     const row = this.db

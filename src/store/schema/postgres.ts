@@ -31,6 +31,8 @@ export const accounts = pgTable(
     admin: boolean("admin").notNull().default(false),
     lowBalanceNano: money("low_balance_nano"),
     lowBalanceNotifiedAt: time("low_balance_notified_at"),
+    // Set when the holder closed the account (docs/dashboard.md#closing-the-account): final.
+    closedAt: time("closed_at"),
   },
   (t) => [
     // SQLite refuses a negative balance with an UPDATE trigger; a CHECK also covers INSERT and copies.
@@ -49,6 +51,20 @@ export const emailVerifications = pgTable(
     verifiedAt: time("verified_at"),
   },
   (t) => [primaryKey({ columns: [t.accountId] }), uniqueIndex("email_verifications_token").on(t.tokenHash)],
+);
+
+export const accountLinks = pgTable(
+  "account_links",
+  {
+    accountId: id("account_id").notNull().references(() => accounts.id),
+    purpose: text("purpose").notNull(),
+    tokenHash: text("token_hash").notNull(),
+    newEmail: text("new_email"),
+    expiresAt: time("expires_at").notNull(),
+    sentAt: time("sent_at").notNull(),
+    usedAt: time("used_at"),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.purpose] }), uniqueIndex("account_links_token").on(t.tokenHash)],
 );
 
 export const sessions = pgTable(
@@ -246,6 +262,13 @@ export const redemptionCodes = pgTable(
 export const instances = pgTable("instances", {
   id: text("id").primaryKey(),
   heartbeatAt: time("heartbeat_at").notNull(),
+  // Which process holds the id now (random per start): the claim at start and every beat are
+  // conditional on it, so two processes started at once under one id cannot both hold it.
+  runId: text("run_id"),
+  // The instance's last reload of its config (SIGHUP, POST /reload, or a `gateway reload` of the
+  // fleet): when, on the database's clock, and its outcome as JSON (GET /api/admin/status).
+  reloadedAt: time("reloaded_at"),
+  lastReload: text("last_reload"),
 });
 
 // PostgreSQL only: the holds of running requests, as rows, since every instance spends the same

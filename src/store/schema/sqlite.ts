@@ -20,6 +20,9 @@ export const accounts = sqliteTable("accounts", {
   // When the low-balance notice was sent (email, webhook); cleared once the balance is back at or
   // above the threshold, so that each crossing sends one notice, not each request below it.
   lowBalanceNotifiedAt: integer("low_balance_notified_at"),
+  // Set when the holder closed the account (docs/dashboard.md#closing-the-account): final, with
+  // disabled_at set in the same write; the row and its ledger stay, its address is anonymised.
+  closedAt: integer("closed_at"),
 });
 
 // A registration's address check under [email] (docs/dashboard.md#address-verification): one row per
@@ -36,6 +39,24 @@ export const emailVerifications = sqliteTable(
     verifiedAt: integer("verified_at"),
   },
   (t) => [primaryKey({ columns: [t.accountId] }), uniqueIndex("email_verifications_token").on(t.tokenHash)],
+);
+
+// The single-use emailed links other than a registration's (docs/dashboard.md#password-reset and
+// #change-of-email): one row per account and purpose, so a new request replaces the old link.
+// token_hash is the SHA-256 of the link's random token, as for email_verifications; used_at set
+// means used, so a link works once. new_email: the address an email change confirms (null for a reset).
+export const accountLinks = sqliteTable(
+  "account_links",
+  {
+    accountId: integer("account_id").notNull().references(() => accounts.id),
+    purpose: text("purpose").notNull(),
+    tokenHash: text("token_hash").notNull(),
+    newEmail: text("new_email"),
+    expiresAt: integer("expires_at").notNull(),
+    sentAt: integer("sent_at").notNull(),
+    usedAt: integer("used_at"),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.purpose] }), uniqueIndex("account_links_token").on(t.tokenHash)],
 );
 
 // Dashboard sessions. The id is the SHA-256 of the cookie's random token, so a copy of the file

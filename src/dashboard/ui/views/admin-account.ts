@@ -101,7 +101,7 @@ export async function adminAccountView(ctx: Ctx): Promise<HTMLElement> {
       h("div", { class: "figure" }, h("dt", {}, "Balance"), h("dd", { "data-testid": `balance-${a.id}` }, usd(a.balance_usd))),
       h("div", { class: "figure" }, h("dt", {}, "Held by running requests"), h("dd", {}, usd(a.held_usd))),
       h("div", { class: "figure" }, h("dt", {}, "Spent this month"), h("dd", {}, usd(a.spent_month_usd))),
-      h("div", { class: "figure" }, h("dt", {}, "State"), h("dd", { "data-testid": "account-state" }, `${a.disabled ? "disabled" : "active"}${a.admin ? " · admin" : ""}`)),
+      h("div", { class: "figure" }, h("dt", {}, "State"), h("dd", { "data-testid": "account-state" }, `${a.closed ? "closed by its holder" : a.disabled ? "disabled" : "active"}${a.admin ? " · admin" : ""}`)),
     ),
     h("p", { class: "muted" }, `Account ${a.id}, created ${when(a.created_at)}; last request ${when(a.last_activity_at)}.`),
     h("div", { class: "actions" }, moneyForm(ctx, a, msg), accountSwitch(ctx, a, msg)),

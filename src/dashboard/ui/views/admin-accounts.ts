@@ -28,7 +28,7 @@ const row = (a: AdminAccount) => [
   String(a.keys),
   usd(a.spent_month_usd),
   when(a.last_activity_at),
-  a.disabled ? "disabled" : "active",
+  a.closed ? "closed" : a.disabled ? "disabled" : "active",
   h("span", { "data-testid": `two-factor-${a.id}` }, a.two_factor ? "on" : "off"),
 ];
 

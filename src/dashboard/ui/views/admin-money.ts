@@ -16,6 +16,9 @@ function moveOf(d: FormData): { op: "credit" | "debit"; usd: number; note: strin
   return { op, usd: Number(d.get("usd")), note: String(d.get("note")) };
 }
 
+/** An Idempotency-Key: random hex, from getRandomValues (randomUUID needs HTTPS, which a dashboard on plain HTTP lacks). */
+const freshKey = () => Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+
 /**
  * Credit or debit: the direction is a required choice of its own, never read from which button was
  * pressed or guessed when absent, and a dialog states amount and direction before the money moves.
@@ -30,12 +33,19 @@ export function moneyForm(ctx: Ctx, a: AdminAccount, msg: Messages): HTMLElement
     field("Note", input({ name: "note", required: true, maxlength: 200, size: 14 })),
     h("button", { type: "submit" }, "Review"),
   );
+  // One Idempotency-Key per move (docs/dashboard.md#idempotent-credits-and-debits): sending the same
+  // move again (a second click, a retry after "did not answer" when the first did land) reuses it
+  // and moves the money once; a changed amount, note or direction is a new move with a new key.
+  let pending: { body: string; key: string } | null = null;
   onSubmit(
     form,
     msg,
     async (d) => {
-      const { op, usd, note } = moveOf(d);
-      await api<AdminAccount>("POST", `/api/admin/accounts/${a.id}/${op}`, { op, usd, note });
+      const move = moveOf(d);
+      const body = JSON.stringify(move);
+      if (pending?.body !== body) pending = { body, key: freshKey() };
+      await api<AdminAccount>("POST", `/api/admin/accounts/${a.id}/${move.op}`, move, { "idempotency-key": pending.key });
+      pending = null;
       ctx.reload();
     },
     (d) => {
@@ -68,10 +78,12 @@ export function switchButton(ctx: Ctx, label: string, path: string, msg: Message
 }
 
 /**
- * Disable or Enable: none on the admin's own account, which the server refuses to disable (an admin
+ * Disable or Enable: none on a closed account, nor on the admin's own account, which the server refuses to disable (an admin
  * who disabled itself would be locked out of the page that undoes it).
  */
 export function accountSwitch(ctx: Ctx, a: AdminAccount, msg: Messages): HTMLElement | null {
+  // Closed by its holder: final, nothing to switch (the server refuses it too).
+  if (a.closed) return null;
   if (a.disabled) return switchButton(ctx, "Enable", `/api/admin/accounts/${a.id}/enable`, msg);
   if (a.id === ctx.me?.id) return null;
   return switchButton(ctx, `Disable ${a.email}`, `/api/admin/accounts/${a.id}/disable`, msg, true);

@@ -28,16 +28,22 @@ function rows(status: AdminStatus) {
   );
 }
 
+type InstanceReload = AdminStatus["instances"][number]["last_reload"];
+
+/** An instance's last reload of its own config: applied (with its catalog) or refused (with the file's reason). */
+const reloadText = (r: InstanceReload) =>
+  r === null ? "none since its start" : r.reloaded ? `${when(r.at)}: applied, catalog ${r.catalog_version}` : `${when(r.at)}: refused, running config kept: ${r.error}`;
+
 /**
  * With several instances (PostgreSQL), route health is each instance's own: the panel names the one
  * that answered, and lists every instance with the money its requests in flight hold.
  */
 function instancesPart(status: AdminStatus): HTMLElement[] {
   if (status.instance === null) return [];
-  const rows = status.instances.map((i) => [h("code", {}, i.id), when(i.heartbeat_at), String(i.holds), usd(i.held_usd)]);
+  const rows = status.instances.map((i) => [h("code", {}, i.id), when(i.heartbeat_at), String(i.holds), usd(i.held_usd), reloadText(i.last_reload)]);
   return [
     h("p", { "data-testid": "answering-instance" }, "Route health below is instance ", h("code", {}, status.instance), "'s own."),
-    table("Instances", ["Instance", "Last heartbeat", "Holds", "Held"], rows, "No instance is heartbeating."),
+    table("Instances", ["Instance", "Last heartbeat", "Holds", "Held", "Last reload"], rows, "No instance is heartbeating."),
   ];
 }
 

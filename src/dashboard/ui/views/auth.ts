@@ -1,10 +1,12 @@
+import { closeSection } from "./close-account.ts";
 import { api } from "../api.ts";
 import { account, type Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit } from "../dom.ts";
-import type { LoginAnswer, Registered } from "../../../http/api-schemas.ts";
+import type { AccountView, LoginAnswer, Registered } from "../../../http/api-schemas.ts";
+import { emailChangeForm, forgotLine } from "./recovery.ts";
 import { secondStepForm, twoFactorSection } from "./two-factor.ts";
 
-// Logging in and out, registering, the password and "log out everywhere" (docs/dashboard.md).
+// Logging in and out, registering, the password, the address and "log out everywhere" (docs/dashboard.md).
 
 function credentialsForm(ctx: Ctx, path: "/api/login" | "/api/register", submit: string): HTMLElement {
   const msg = messages();
@@ -39,8 +41,7 @@ export async function loginView(ctx: Ctx): Promise<HTMLElement> {
     {},
     heading("Log in"),
     credentialsForm(ctx, "/api/login", "Log in"),
-    // No reset by email: the operator's admin page (Set password) or `gateway account update` sets one.
-    h("p", { "data-testid": "forgot-password" }, "Forgot your password? The gateway sends no reset email: ask its operator to set a new one."),
+    await forgotLine(),
     h("p", {}, "No account yet? ", h("a", { href: "#/register" }, "Register")),
   );
 }
@@ -89,11 +90,15 @@ export async function accountView(ctx: Ctx): Promise<HTMLElement> {
     h("p", {}, "Logged in as ", h("strong", {}, me.email), me.admin ? " (admin)" : ""),
     h("h2", {}, "Password"),
     h("div", { class: "narrow" }, pw, pwMsg.el),
+    h("h2", {}, "Email address"),
+    emailChangeForm(ctx),
     h("h2", {}, "Two-factor login"),
     twoFactorSection(ctx),
     h("h2", {}, "Sessions"),
     h("p", {}, "Ends every session of this account, on every device, this one too."),
     all,
     allMsg.el,
+    // An admin's mark is taken away by the operator first (the server refuses it otherwise).
+    ...(me.admin ? [] : closeSection(ctx, me)),
   );
 }

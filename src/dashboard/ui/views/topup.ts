@@ -93,8 +93,15 @@ export async function topupView(ctx: Ctx): Promise<HTMLElement> {
     redeemForm(ctx, balance),
     table(
       "Your top-ups",
-      ["Started", "Amount", "Status", "Credited"],
-      t.data.map((p) => [when(p.created_at), usd(p.amount_usd), p.status, when(p.credited_at)]),
+      ["Started", "Amount", "Status", "Credited", "Receipt"],
+      t.data.map((p) => [
+        when(p.created_at),
+        usd(p.amount_usd),
+        p.status,
+        when(p.credited_at),
+        // A page of its own, to print or save: it opens beside the dashboard.
+        p.status === "credited" ? h("a", { href: `/api/topups/${encodeURIComponent(p.id)}/receipt`, target: "_blank", rel: "noopener", "data-testid": "receipt-link" }, "Receipt") : "",
+      ]),
       "No top-ups yet.",
     ),
   );

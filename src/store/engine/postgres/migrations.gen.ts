@@ -79,8 +79,26 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "sql": "ALTER TABLE \"request_logs\" ADD COLUMN \"inference_geo\" text;"
   },
   {
-    "tag": "0013_two_factor",
-    "when": 1795793374028,
+    "tag": "0013_account_closed",
+    "when": 1795793356111,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"accounts\" ADD COLUMN \"closed_at\" bigint;"
+  },
+  {
+    "tag": "0014_instance_claims_and_reloads",
+    "when": 1795795726843,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"instances\" ADD COLUMN \"run_id\" text;--> statement-breakpoint\nALTER TABLE \"instances\" ADD COLUMN \"reloaded_at\" bigint;--> statement-breakpoint\nALTER TABLE \"instances\" ADD COLUMN \"last_reload\" text;"
+  },
+  {
+    "tag": "0015_account_links",
+    "when": 1795796027489,
+    "breakpoints": true,
+    "sql": "CREATE TABLE \"account_links\" (\n\t\"account_id\" bigint NOT NULL,\n\t\"purpose\" text NOT NULL,\n\t\"token_hash\" text NOT NULL,\n\t\"new_email\" text,\n\t\"expires_at\" bigint NOT NULL,\n\t\"sent_at\" bigint NOT NULL,\n\t\"used_at\" bigint,\n\tCONSTRAINT \"account_links_account_id_purpose_pk\" PRIMARY KEY(\"account_id\",\"purpose\")\n);\n--> statement-breakpoint\nALTER TABLE \"account_links\" ADD CONSTRAINT \"account_links_account_id_accounts_id_fk\" FOREIGN KEY (\"account_id\") REFERENCES \"public\".\"accounts\"(\"id\") ON DELETE no action ON UPDATE no action;--> statement-breakpoint\nCREATE UNIQUE INDEX \"account_links_token\" ON \"account_links\" USING btree (\"token_hash\");"
+  },
+  {
+    "tag": "0016_two_factor",
+    "when": 1795796196574,
     "breakpoints": true,
     "sql": "CREATE TABLE \"login_challenges\" (\n\t\"id\" text PRIMARY KEY NOT NULL,\n\t\"account_id\" bigint NOT NULL,\n\t\"created_at\" bigint NOT NULL,\n\t\"expires_at\" bigint NOT NULL,\n\t\"used_at\" bigint\n);\n--> statement-breakpoint\nCREATE TABLE \"recovery_codes\" (\n\t\"code_hash\" text PRIMARY KEY NOT NULL,\n\t\"account_id\" bigint NOT NULL,\n\t\"created_at\" bigint NOT NULL,\n\t\"used_at\" bigint\n);\n--> statement-breakpoint\nCREATE TABLE \"two_factor\" (\n\t\"account_id\" bigint NOT NULL,\n\t\"secret\" text NOT NULL,\n\t\"enabled_at\" bigint,\n\t\"last_step\" bigint,\n\t\"created_at\" bigint NOT NULL,\n\tCONSTRAINT \"two_factor_account_id_pk\" PRIMARY KEY(\"account_id\")\n);\n--> statement-breakpoint\nALTER TABLE \"login_challenges\" ADD CONSTRAINT \"login_challenges_account_id_accounts_id_fk\" FOREIGN KEY (\"account_id\") REFERENCES \"public\".\"accounts\"(\"id\") ON DELETE no action ON UPDATE no action;--> statement-breakpoint\nALTER TABLE \"recovery_codes\" ADD CONSTRAINT \"recovery_codes_account_id_accounts_id_fk\" FOREIGN KEY (\"account_id\") REFERENCES \"public\".\"accounts\"(\"id\") ON DELETE no action ON UPDATE no action;--> statement-breakpoint\nALTER TABLE \"two_factor\" ADD CONSTRAINT \"two_factor_account_id_accounts_id_fk\" FOREIGN KEY (\"account_id\") REFERENCES \"public\".\"accounts\"(\"id\") ON DELETE no action ON UPDATE no action;--> statement-breakpoint\nCREATE INDEX \"login_challenges_expiry\" ON \"login_challenges\" USING btree (\"expires_at\");--> statement-breakpoint\nCREATE INDEX \"recovery_codes_account\" ON \"recovery_codes\" USING btree (\"account_id\");"
   }

@@ -1,0 +1,1 @@
+ALTER TABLE `accounts` ADD `closed_at` integer;
