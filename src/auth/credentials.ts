@@ -42,11 +42,16 @@ export async function checkLogin(accounts: AccountStore, email: string, password
   return login.id;
 }
 
+/** Refuses (401 invalid_credentials) unless `password` is the logged-in account's current one. */
+export async function checkCurrentPassword(accounts: AccountStore, accountId: number, password: string): Promise<void> {
+  if (!(await verifyPassword(password, (await accounts.loginOf(accountId))?.passwordHash ?? null))) {
+    throw new GatewayError("invalid_credentials", "The current password is incorrect.");
+  }
+}
+
 /** Replaces the password after checking the current one; the caller ends the other sessions. */
 export async function changePassword(accounts: AccountStore, accountId: number, current: string, next: string): Promise<void> {
   checkNewPassword(next, "new_password");
-  if (!(await verifyPassword(current, (await accounts.loginOf(accountId))?.passwordHash ?? null))) {
-    throw new GatewayError("invalid_credentials", "The current password is incorrect.");
-  }
+  await checkCurrentPassword(accounts, accountId, current);
   await accounts.setPasswordHash(accountId, await hashPassword(next));
 }

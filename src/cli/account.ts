@@ -9,7 +9,7 @@ import { accountOf, keyLine, keyView } from "./key.ts";
 
 export const ACCOUNT_USAGE = `Usage:
   gateway account create --email E [--balance USD] [--password-stdin] [--admin]
-  gateway account update --email E [--admin|--no-admin] [--password-stdin]
+  gateway account update --email E [--admin|--no-admin] [--password-stdin] [--reset-2fa]
   gateway account credit --email E --usd N [--note T] [--idempotency-key K]
   gateway account debit --email E --usd N --note T [--idempotency-key K]
   gateway account list
@@ -24,6 +24,10 @@ create without --balance credits the starting balance of ${formatUsd(STARTING_BA
 written to the audit log as the operator's (no admin account) action. update --password-stdin sets
 the dashboard password (read from standard input, 8 to 1,024 characters, as the dashboard takes): how an account created
 without one gets its login, or a holder who lost theirs a new one; the account's open sessions end.
+update --reset-2fa removes the account's two-factor login (its authenticator secret and recovery
+codes), for a holder who lost both the app and the codes: the next login asks for the password only,
+and the holder can set it up again. Check who is asking before you do: it is what the second factor
+stood against. It is written to the audit log; list and show say which accounts have it on.
 note sets the operator's note on the account (at most 2,000 characters, the one the admin page
 shows and writes; --text "" removes it), written to the audit log; show prints it.
 debit is a correcting ledger entry (kind operator_debit) with a required note; it never takes the
@@ -58,7 +62,7 @@ const READ_ONLY = new Set(["list", "show"]);
 // Which flags each subcommand takes, so a flag of another one is refused rather than ignored.
 const TAKES: Record<string, string[]> = {
   create: ["email", "balance", "password-stdin", "admin"],
-  update: ["email", "admin", "no-admin", "password-stdin"],
+  update: ["email", "admin", "no-admin", "password-stdin", "reset-2fa"],
   credit: ["email", "usd", "note", "idempotency-key"],
   debit: ["email", "usd", "note", "idempotency-key"],
   list: [],
@@ -81,6 +85,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
     "password-stdin": { type: "boolean" },
     admin: { type: "boolean" },
     "no-admin": { type: "boolean" },
+    "reset-2fa": { type: "boolean" },
   } as const;
   const { values } = parse(rest, flags);
   const stray = (Object.keys(flags) as (keyof typeof flags)[]).find((f) => values[f] !== undefined && !TAKES[sub]!.includes(f));
@@ -103,21 +108,24 @@ export async function accountCommand(argv: string[]): Promise<void> {
   }
   if (sub === "list") {
     const counts = await ctx.keys.countsByAccount();
-    const rows = (await ctx.accounts.list()).map((a) => ({ ...a, ...(counts.get(a.id) ?? { keys: 0, active: 0 }) }));
+    const list = await ctx.accounts.list();
+    const twoFactor = await ctx.twoFactor.enabledAmong(list.map((a) => a.id));
+    const rows = list.map((a) => ({ ...a, ...(counts.get(a.id) ?? { keys: 0, active: 0 }), twoFactor: twoFactor.has(a.id) }));
     const data = rows.map((a) => ({
       id: a.id,
       email: a.email,
       balance_usd: usd(a.balanceNano),
       status: statusOf(a),
       admin: a.admin,
+      two_factor: a.twoFactor,
       keys: a.keys,
       active_keys: a.active,
       created_at: iso(a.createdAt),
     }));
     const human = rows.length
       ? table(
-          ["id", "email", "balance USD", "status", "keys (active)", "admin", "created"],
-          rows.map((a, i) => [a.id, a.email, formatUsd(a.balanceNano), data[i]!.status, `${a.keys} (${a.active})`, a.admin ? "yes" : "", data[i]!.created_at]),
+          ["id", "email", "balance USD", "status", "keys (active)", "admin", "2fa", "created"],
+          rows.map((a, i) => [a.id, a.email, formatUsd(a.balanceNano), data[i]!.status, `${a.keys} (${a.active})`, a.admin ? "yes" : "", a.twoFactor ? "on" : "", data[i]!.created_at]),
         )
       : "no accounts";
     output(ctx, data, human);
@@ -130,12 +138,14 @@ export async function accountCommand(argv: string[]): Promise<void> {
     const entries = await ctx.accounts.recentEntries(acc.id, 10);
     const note = await ctx.adminQueries.noteOf(acc.id);
     const status = statusOf(acc);
+    const twoFactor = (await ctx.twoFactor.enabledAmong([acc.id])).has(acc.id);
     const data = {
       id: acc.id,
       email: acc.email,
       balance_usd: usd(acc.balanceNano),
       status,
       admin: acc.admin,
+      two_factor: twoFactor,
       disabled_at: iso(acc.disabledAt),
       closed_at: iso(acc.closedAt),
       created_at: iso(acc.createdAt),
@@ -144,7 +154,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
       recent_ledger: entries.map((e) => ({ id: e.id, kind: e.kind, amount_usd: usd(e.amountNano), note: e.note, request_id: e.requestId, created_at: iso(e.createdAt) })),
     };
     const human = [
-      `account ${acc.id} ${acc.email} (${status}${acc.disabledAt === null ? "" : ` since ${acc.closedAt === null ? data.disabled_at : data.closed_at}`}${acc.admin ? ", admin" : ""})`,
+      `account ${acc.id} ${acc.email} (${status}${acc.disabledAt === null ? "" : ` since ${acc.closedAt === null ? data.disabled_at : data.closed_at}`}${acc.admin ? ", admin" : ""}${twoFactor ? ", two-factor login on" : ""})`,
       `balance ${formatUsd(acc.balanceNano)} USD, created ${data.created_at}`,
       ...(data.note ? [`note (${data.note.updated_by ?? "the operator's CLI"}, ${data.note.updated_at}): ${data.note.text}`] : []),
       `keys:${keys.length ? "\n" + keys.map(keyLine).join("\n") : " none"}`,
@@ -168,9 +178,10 @@ export async function accountCommand(argv: string[]): Promise<void> {
   if (acc.closedAt !== null && sub !== "debit") throw alreadyClosed(acc.id);
   if (sub === "update") {
     const setsPassword = values["password-stdin"] === true;
+    const resets2fa = values["reset-2fa"] === true;
     if (values.admin && values["no-admin"]) throw new UsageError("account update takes one of --admin or --no-admin, not both");
-    if (values.admin === undefined && values["no-admin"] === undefined && !setsPassword) {
-      throw new UsageError("account update needs --admin or --no-admin, or --password-stdin");
+    if (values.admin === undefined && values["no-admin"] === undefined && !setsPassword && !resets2fa) {
+      throw new UsageError("account update needs --admin or --no-admin, --password-stdin, or --reset-2fa");
     }
     const data: Record<string, unknown> = { id: acc.id, email: acc.email };
     const said: string[] = [];
@@ -182,6 +193,12 @@ export async function accountCommand(argv: string[]): Promise<void> {
       await ctx.audit.record({ actorAccountId: null, action: "password_set", targetAccountId: acc.id });
       Object.assign(data, { password_set: true, sessions_ended: ended });
       said.push(`account ${acc.email} has a new password (${ended} session${ended === 1 ? "" : "s"} ended)`);
+    }
+    if (resets2fa) {
+      const removed = await ctx.twoFactor.remove(acc.id);
+      if (removed) await ctx.audit.record({ actorAccountId: null, action: "two_factor_reset", targetAccountId: acc.id });
+      Object.assign(data, { two_factor_reset: removed });
+      said.push(removed ? `account ${acc.email}: two-factor login removed; the next login asks for the password only` : `account ${acc.email} had no two-factor login`);
     }
     if (values.admin !== undefined || values["no-admin"] !== undefined) {
       const admin = values.admin === true;

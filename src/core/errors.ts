@@ -45,6 +45,10 @@ export type ErrorCode =
   // Address verification under [email] (docs/dashboard.md#address-verification).
   | "invalid_verification"
   | "already_verified"
+  // Two-factor login (docs/dashboard.md#two-factor-login).
+  | "invalid_second_factor"
+  | "second_factor_expired"
+  | "two_factor_conflict"
   // Password reset and change of email (docs/dashboard.md#password-reset, #change-of-email).
   | "email_not_configured"
   | "invalid_reset_token"
@@ -118,6 +122,12 @@ const TABLE: Record<ErrorCode, { status: number; type: string; kept?: true }> = 
   invalid_verification: { status: 400, type: "invalid_verification" },
   // A resend for an account with no pending verification.
   already_verified: { status: 409, type: "already_verified" },
+  // A wrong or spent TOTP or recovery code, and a login's pending token unknown, used or past its 5
+  // minutes: refusals of who is asking, as a wrong password is.
+  invalid_second_factor: { status: 401, type: "authentication_error" },
+  second_factor_expired: { status: 401, type: "authentication_error" },
+  // A setup while two-factor login is on, an enable with no setup pending, a disable while it is off.
+  two_factor_conflict: { status: 409, type: "two_factor_conflict" },
   // A reset asked of a gateway without [email]: it has no way to reach the holder (the operator sets passwords).
   email_not_configured: { status: 404, type: "email_not_configured" },
   // A reset or change-of-email link unknown, used, replaced by a newer one or expired: nothing changes.

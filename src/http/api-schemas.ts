@@ -36,6 +36,8 @@ export const AccountView = T.Object({
   low_balance: T.Object({ threshold_usd: Nullable(Usd), below: T.Boolean() }),
   /** False until the emailed link is used, for a registration under [email] (docs/dashboard.md#address-verification). */
   email_verified: T.Boolean(),
+  /** Whether a login asks for a code from an authenticator app too (docs/dashboard.md#two-factor-login). */
+  two_factor: T.Boolean(),
 });
 export type AccountView = Static<typeof AccountView>;
 
@@ -91,6 +93,31 @@ export const AccountClosed = T.Object({
   sessions_ended: Count,
 });
 export type AccountClosed = Static<typeof AccountClosed>;
+
+// Two-factor login (docs/dashboard.md#two-factor-login).
+
+/**
+ * POST /api/login's answer for an account with two-factor login on: no session yet; `token` goes
+ * with a code to POST /api/login/second-factor, once, before `expires_at` (5 minutes).
+ */
+export const SecondFactorRequired = T.Object({ second_factor_required: T.Literal(true), token: T.String(), expires_at: Time });
+export type SecondFactorRequired = Static<typeof SecondFactorRequired>;
+export const LoginAnswer = T.Union([AccountView, SecondFactorRequired]);
+export type LoginAnswer = Static<typeof LoginAnswer>;
+/** POST /api/me/2fa/setup: a secret for the authenticator app, not in force until enabled with a code of it. */
+export const TwoFactorSetup = T.Object({
+  secret: T.String(),
+  otpauth_uri: T.String(),
+  /** The URI as a QR code: an SVG image as a data: URL. */
+  qr_code: T.String({ pattern: "^data:image/svg\\+xml;base64," }),
+  enabled: T.Literal(false),
+});
+export type TwoFactorSetup = Static<typeof TwoFactorSetup>;
+/** POST /api/me/2fa/enable: on, with the recovery codes shown this once; the account's other sessions ended. */
+export const TwoFactorEnabled = T.Object({ enabled: T.Literal(true), recovery_codes: T.Array(T.String()), sessions_ended: Count });
+export type TwoFactorEnabled = Static<typeof TwoFactorEnabled>;
+export const TwoFactorDisabled = T.Object({ enabled: T.Literal(false) });
+export type TwoFactorDisabled = Static<typeof TwoFactorDisabled>;
 
 const Names = Nullable(T.Array(T.String()));
 const Period = T.Union([T.Literal("day"), T.Literal("week"), T.Literal("month")]);
@@ -247,6 +274,8 @@ export type WebhookReceived = Static<typeof WebhookReceived>;
 export const AdminAccount = T.Object({
   ...ACCOUNT_WHO,
   disabled: T.Boolean(),
+  /** Whether its logins ask for a second factor (`gateway account update --reset-2fa` removes it). */
+  two_factor: T.Boolean(),
   /** Closed by its holder (docs/dashboard.md#closing-the-account): final; its email is anonymised. */
   closed: T.Boolean(),
   ...ACCOUNT_MONEY,

@@ -14,6 +14,7 @@ import { getDailyUsage, getLedger, getLedgerCsv, getRequests, getRequestsCsv } f
 import { getUsageSummary } from "./handlers/dashboard-summary.ts";
 import { createTopUp, getReceipt, listTopUps, stripeWebhook, TopUpBody } from "./handlers/dashboard-topups.ts";
 import { Credentials, Registration, getMe, getSession, login, LowBalance, logout, logoutAll, newPassword, PasswordChange, putLowBalance, register } from "./handlers/dashboard-account.ts";
+import { disableTwoFactor, enableTwoFactor, loginSecondFactor, SecondFactorBody, setupTwoFactor, TwoFactorBody } from "./handlers/dashboard-two-factor.ts";
 import { closeAccount, CloseBody } from "./handlers/dashboard-close.ts";
 import { CodeBatchBody, createCodeBatch, listCodeBatches, redeem, RedeemBody } from "./handlers/dashboard-codes.ts";
 import { resendVerification, verify, VerifyBody } from "./handlers/dashboard-verify.ts";
@@ -129,7 +130,8 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "GET", path: "/v1/me", auth: "key", summary: "The key's quota, the balance and the limits", handler: me }),
   // The dashboard's endpoints (docs/dashboard.md): a browser session, never an API key; not the model API.
   row({ method: "POST", path: "/api/register", auth: "visitor", body: "json", schema: Registration, response: A.created(A.Registered), summary: "Register: an account with the starting credit, logged in", handler: register }),
-  row({ method: "POST", path: "/api/login", auth: "visitor", body: "json", schema: Credentials, response: A.ok(A.AccountView), summary: "Log in", handler: login }),
+  row({ method: "POST", path: "/api/login", auth: "visitor", body: "json", schema: Credentials, response: A.ok(A.LoginAnswer), summary: "Log in (with two-factor login on: a token for the code's step, no session yet)", handler: login }),
+  row({ method: "POST", path: "/api/login/second-factor", auth: "visitor", body: "json", schema: SecondFactorBody, response: A.ok(A.AccountView), summary: "Log in, second step: the login's token with a TOTP or recovery code", handler: loginSecondFactor }),
   row({ method: "POST", path: "/api/logout", auth: "visitor", response: A.ok(A.LoggedOut), summary: "Log out this browser", handler: logout }),
   row({ method: "POST", path: "/api/logout-all", auth: "session", response: A.ok(A.LoggedOutAll), summary: "Log out every session of the account", handler: logoutAll }),
   row({ method: "POST", path: "/api/password", auth: "session", body: "json", schema: PasswordChange, response: A.ok(A.PasswordChanged), summary: "Change the password; other sessions end", handler: newPassword }),
@@ -141,6 +143,9 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/api/verify/resend", auth: "session", response: A.ok(A.VerificationSent), summary: "Email a new verification link (at most once a minute)", handler: resendVerification }),
   row({ method: "GET", path: "/api/session", auth: "visitor", response: A.ok(A.SessionState), summary: "Whether the cookie opens a session, and its account: 200 either way", handler: getSession }),
   row({ method: "GET", path: "/api/me", auth: "session", response: A.ok(A.AccountView), summary: "The account, its balance, holds and low-balance notice", handler: getMe }),
+  row({ method: "POST", path: "/api/me/2fa/setup", auth: "session", response: A.ok(A.TwoFactorSetup), summary: "Two-factor login: a new secret for an authenticator app, not yet in force", handler: setupTwoFactor }),
+  row({ method: "POST", path: "/api/me/2fa/enable", auth: "session", body: "json", schema: TwoFactorBody, response: A.ok(A.TwoFactorEnabled), summary: "Two-factor login on (password and a code); recovery codes shown once; other sessions end", handler: enableTwoFactor }),
+  row({ method: "POST", path: "/api/me/2fa/disable", auth: "session", body: "json", schema: TwoFactorBody, response: A.ok(A.TwoFactorDisabled), summary: "Two-factor login off (password and a code or a recovery code)", handler: disableTwoFactor }),
   row({ method: "POST", path: "/api/me/close", auth: "session", body: "json", schema: CloseBody, response: A.ok(A.AccountClosed), summary: "Close the account for good: keys revoked, sessions ended, the balance forfeited as confirmed", handler: closeAccount }),
   row({ method: "PUT", path: "/api/me/low-balance", auth: "session", body: "json", schema: LowBalance, response: A.ok(A.AccountView), summary: "The low-balance threshold", handler: putLowBalance }),
   row({ method: "GET", path: "/api/keys", auth: "session", response: A.ok(A.KeyList), summary: "The account's keys", handler: listKeys }),

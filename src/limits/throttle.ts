@@ -151,6 +151,12 @@ export interface AccountThrottles {
   loginPerIp: Throttle;
   /** Failed logins (and failed current passwords) per account email; a login that succeeds clears it. */
   loginPerAccount: Throttle;
+  /**
+   * Wrong second-factor codes per account (login's second step, enabling and disabling two-factor
+   * login); a right code clears it. Apart from loginPerAccount, which a right password clears: one
+   * throttle would let whoever knows the password reset the count of guessed codes at each login.
+   */
+  secondFactorPerAccount: Throttle;
   /** Registrations per address (an IPv6 /64), refused or not. */
   registerPerIp: Throttle;
   /** Registration attempts per email. */
@@ -170,6 +176,7 @@ export interface AccountThrottles {
 const LIMITS: Record<keyof AccountThrottles, [limit: number, windowMs: number]> = {
   loginPerIp: [20, 10 * MINUTE],
   loginPerAccount: [5, 15 * MINUTE],
+  secondFactorPerAccount: [5, 15 * MINUTE],
   registerPerIp: [10, 60 * MINUTE],
   registerPerEmail: [5, 60 * MINUTE],
   redeemPerAccount: [10, 60 * MINUTE],
@@ -188,6 +195,7 @@ export function accountThrottles(store: RedisStore | null, prefix?: string): Acc
   return {
     loginPerIp: one("loginPerIp"),
     loginPerAccount: one("loginPerAccount"),
+    secondFactorPerAccount: one("secondFactorPerAccount"),
     registerPerIp: one("registerPerIp"),
     registerPerEmail: one("registerPerEmail"),
     redeemPerAccount: one("redeemPerAccount"),

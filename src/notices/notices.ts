@@ -170,6 +170,15 @@ export class Notices {
     })).catch((e) => this.log.noticeFailed({ channel: "email", type: "budget.reached", accountId: b.accountId, attempts: 0, reason: (e as Error).message })));
   }
 
+  /** A recovery code opened a login or turned two-factor login off: the holder hears of it, in case it was not them. */
+  recoveryCodeUsed(accountId: number, left: number): void {
+    this.deliveries.track(this.emailAccount(accountId, "recovery_code.used", (email) => ({
+      to: email,
+      subject: "A recovery code of your gateway account was used",
+      text: `One of the two-factor recovery codes of your gateway account was just used; ${left} unused ${left === 1 ? "code remains" : "codes remain"}. Each works once.\n\nIf this was not you, someone has your password and a recovery code: change the password and turn two-factor login off and on again at ${this.site}/ for new codes.\n`,
+    })).catch((e) => this.log.noticeFailed({ channel: "email", type: "recovery_code.used", accountId, attempts: 0, reason: (e as Error).message })));
+  }
+
   /** Waits for what is being sent, at most `timeoutMs`; balance checks queued are run first. */
   async drain(timeoutMs: number): Promise<void> {
     if (this.checkTimer) {

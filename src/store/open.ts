@@ -51,6 +51,9 @@ import { onPostgres, onSqlite } from "./engine/either.ts";
 import { Settings } from "./settings/sqlite.ts";
 import { PgSettings } from "./settings/postgres.ts";
 import type { SettingsStore } from "./settings/contract.ts";
+import { TwoFactor } from "./two-factor/sqlite.ts";
+import { PgTwoFactor } from "./two-factor/postgres.ts";
+import type { TwoFactorStore } from "./two-factor/contract.ts";
 
 // The one place that names the engines: it builds the SQLite set or the PostgreSQL set of stores
 // from the config, so that services.ts and the CLI ask contracts only (tests/architecture/imports.test.ts).
@@ -69,6 +72,8 @@ export interface OperatorStores {
   codes: CodeStore;
   /** The dashboard's sessions: a password the operator sets ends them. */
   sessions: SessionStore;
+  /** Two-factor login: the operator may remove an account's (`account update --reset-2fa`). */
+  twoFactor: TwoFactorStore;
   /** The emailed links: a password the operator sets voids a pending reset link. */
   links: LinkStore;
   /** The operator's notes on accounts, shared with the admin page. */
@@ -89,6 +94,8 @@ export interface Stores {
   accounts: AccountStore;
   /** The dashboard's sessions (`[dashboard] session_days`). */
   sessions: SessionStore;
+  /** Two-factor login's secrets, recovery codes and logins waiting for a code (docs/dashboard.md#two-factor-login). */
+  twoFactor: TwoFactorStore;
   /** The emailed password-reset and change-of-email links (docs/dashboard.md#password-reset). */
   links: LinkStore;
   audit: AuditTrail;
@@ -154,6 +161,7 @@ export function openSqliteStores(config: Config, db: Db, hooks: Pick<StoreHooks,
     keys: new Keys(db),
     accounts: new Accounts(db, ledger),
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
+    twoFactor: new TwoFactor(db),
     links: new LinksOn(onSqlite(db)),
     audit: new Audit(db),
     reports: new Reports(db),
@@ -204,6 +212,7 @@ export async function openPostgresStores(config: Config, hooks: StoreHooks): Pro
     keys,
     accounts: new PgAccounts(pg, ledger),
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
+    twoFactor: new PgTwoFactor(pg),
     links: new LinksOn(onPostgres(pg)),
     audit: new PgAudit(pg),
     reports: new PgLogReports(pg),
@@ -235,6 +244,7 @@ export function sqliteOperatorStores(config: Config, db: Db): OperatorStores {
     idempotency: new Idempotency(db),
     codes: new Codes(db, ledger),
     sessions: new Sessions(db, config.dashboard.sessionTtlMs),
+    twoFactor: new TwoFactor(db),
     links: new LinksOn(onSqlite(db)),
     adminQueries: new AdminSqlite(db),
     askReload: null,
@@ -256,6 +266,7 @@ export function postgresOperatorStores(config: Config, pg: PgDb): OperatorStores
     idempotency: new PgIdempotency(pg, config.cluster.instanceId),
     codes: new PgCodes(pg, ledger),
     sessions: new PgSessions(pg, config.dashboard.sessionTtlMs),
+    twoFactor: new PgTwoFactor(pg),
     links: new LinksOn(onPostgres(pg)),
     adminQueries: new PgAdmin(pg),
     askReload: () => askReload(pg.$client),

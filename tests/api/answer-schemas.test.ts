@@ -6,6 +6,7 @@ import { startGatewayOnMock, type TestGateway } from "../support/gateway.ts";
 import { postWithApiKey } from "../support/keyed.ts";
 import { startStripeMock, type StripeMock } from "../support/stripe-mock.ts";
 import { fragmentTokenIn, linkIn, mailTo, noticeGateway, type NoticeRig } from "../notices/support.ts";
+import { codeAt } from "../support/two-factor.ts";
 import { body } from "./support.ts";
 
 // The /api/ answers against their schemas (src/http/api-schemas.ts): the OpenAPI document shows each
@@ -77,6 +78,13 @@ beforeAll(async () => {
   await hit(visitor, "GET", "/api/topups");
   await hit(visitor, "GET", "/api/topups/{id}/receipt", `/api/topups/${topUp.id}/receipt`);
   await hit(visitor, "POST", "/api/password", undefined, { current_password: "correct horse", new_password: "correct horse battery" });
+  // Two-factor login on, a login through both steps (its token and a recovery code), then off.
+  const setup = await hit(visitor, "POST", "/api/me/2fa/setup");
+  const on = await hit(visitor, "POST", "/api/me/2fa/enable", undefined, { password: "correct horse battery", code: await codeAt(setup.secret, 0) });
+  await hit(visitor, "POST", "/api/logout");
+  const step = await hit(visitor, "POST", "/api/login", undefined, { email, password: "correct horse battery" });
+  await hit(visitor, "POST", "/api/login/second-factor", undefined, { token: step.token, code: on.recovery_codes[0] });
+  await hit(visitor, "POST", "/api/me/2fa/disable", undefined, { password: "correct horse battery", code: await codeAt(setup.secret, 30) });
   // A change of address and back through its emailed links, then a reset: the session the reset ends is logged in again.
   const moved = `moved${process.pid}@test.local`;
   await hit(visitor, "POST", "/api/me/email", undefined, { new_email: moved, password: "correct horse battery" });

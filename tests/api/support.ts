@@ -81,6 +81,8 @@ const TYPE: Record<string, string> = {
   "no-session": "authentication_error",
   "no-key": "authentication_error",
   invalid_credentials: "authentication_error",
+  invalid_second_factor: "authentication_error",
+  second_factor_expired: "authentication_error",
   origin: "permission_error",
   admin: "permission_error",
   inactive: "permission_error",

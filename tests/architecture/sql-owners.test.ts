@@ -30,6 +30,9 @@ const OWNERS: Record<string, string[]> = {
   code_batches: ["store/codes/sqlite.ts", "store/codes/postgres.ts"],
   redemption_codes: ["store/codes/sqlite.ts", "store/codes/postgres.ts"],
   account_notes: ["store/admin/queries.ts"],
+  two_factor: ["store/two-factor/queries.ts"],
+  recovery_codes: ["store/two-factor/queries.ts"],
+  login_challenges: ["store/two-factor/queries.ts"],
   // PostgreSQL only (store/schema/postgres.ts): the holds of running requests as rows, and the instances that
   // take them, heartbeat and release a silent one's; SQLite keeps holds in memory (store/ledger/holds.ts).
   holds: ["store/ledger/postgres.ts", "store/ledger/postgres-batch.ts", "store/ledger/postgres-post.ts", "store/ledger/postgres-reserve.ts", "store/ledger/postgres-lease.ts"],

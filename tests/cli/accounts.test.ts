@@ -4,6 +4,7 @@ import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { hi, postJson } from "../support/http.ts";
 import { expectError } from "../support/errors.ts";
 import { Browser } from "../api/support.ts";
+import { enrolled, loginFirstStep } from "../support/two-factor.ts";
 
 // gateway account list / show / debit / disable / enable, against the database of a running
 // server, whose answers show each command took effect.
@@ -337,5 +338,36 @@ describe("account create --password-stdin", () => {
     const r = await gateway(["account", "create", "--email", e, "--password-stdin", "--db", db], { stdin: `${"x".repeat(1_025)}\n` });
     expect(expectOneLineFailure(r)).toBe("gateway: the password from stdin: at most 1024 characters");
     expect(gw.services.db.$client.query("SELECT count(*) AS n FROM accounts WHERE email = ?").get(e)).toEqual({ n: 0 });
+  });
+});
+
+describe("account update --reset-2fa", () => {
+  const auditOf = (id: number) => gw.services.db.$client.query("SELECT actor_account_id AS actor, action FROM audit_log WHERE target_account_id = ? ORDER BY id").all(id);
+
+  it("removes the account's two-factor login: the next login asks for the password only, in the audit log as the operator's", async () => {
+    const h = await enrolled(gw);
+    expect((await loginFirstStep(gw, h)).token).toBeString();
+    expect(await run("account", "update", "--email", h.email, "--reset-2fa")).toEqual({ id: h.id, email: h.email, two_factor_reset: true });
+    const b = new Browser(gw.url);
+    expect(await (await b.call("POST", "/api/login", { email: h.email, password: h.password })).json()).toMatchObject({ object: "account", two_factor: false });
+    expect(auditOf(h.id)).toEqual([
+      { actor: h.id, action: "two_factor_enabled" },
+      { actor: null, action: "two_factor_reset" },
+    ]);
+  });
+
+  it("list and show say which accounts have two-factor login on", async () => {
+    const h = await enrolled(gw);
+    expect((await run<Record<string, unknown>[]>("account", "list")).find((r) => r.email === h.email)).toMatchObject({ two_factor: true });
+    expect(await run("account", "show", "--email", h.email)).toMatchObject({ two_factor: true });
+    const human = await gateway(["account", "show", "--email", h.email, "--db", db]);
+    expect(human.stdout.split("\n")[0]).toContain("two-factor login on");
+  });
+
+  it("says so on an account without it, and writes no audit row", async () => {
+    const e = email();
+    const made = await run<{ id: number }>("account", "create", "--email", e);
+    expect(await run("account", "update", "--email", e, "--reset-2fa")).toMatchObject({ two_factor_reset: false });
+    expect(auditOf(made.id)).toEqual([]);
   });
 });

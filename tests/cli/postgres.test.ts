@@ -80,6 +80,17 @@ describe("gateway account on PostgreSQL", () => {
     const [r] = await db`SELECT count(*)::int AS n FROM audit_log WHERE action = 'admin_granted'`;
     expect(r.n).toBe(1);
   });
+
+  it("update --reset-2fa removes the account's two-factor rows, with an audit row; list and show say it was on", async () => {
+    const made = await json<{ id: number }>("account", "create", "--email", "tf@pg.test");
+    await db`INSERT INTO two_factor (account_id, secret, enabled_at, last_step, created_at) VALUES (${made.id}, 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP', 1000, 5, 900)`;
+    await db`INSERT INTO recovery_codes (code_hash, account_id, created_at) VALUES ('sha-tf-1', ${made.id}, 1000)`;
+    expect((await json<{ email: string; two_factor: boolean }[]>("account", "list")).find((a) => a.email === "tf@pg.test")?.two_factor).toBe(true);
+    expect((await json<{ two_factor: boolean }>("account", "show", "--email", "tf@pg.test")).two_factor).toBe(true);
+    expect(await json("account", "update", "--email", "tf@pg.test", "--reset-2fa")).toEqual({ id: made.id, email: "tf@pg.test", two_factor_reset: true });
+    const [rows] = await db`SELECT (SELECT count(*)::int FROM two_factor WHERE account_id = ${made.id}) AS f, (SELECT count(*)::int FROM recovery_codes WHERE account_id = ${made.id}) AS c, (SELECT count(*)::int FROM audit_log WHERE action = 'two_factor_reset' AND target_account_id = ${made.id}) AS a`;
+    expect(rows).toEqual({ f: 0, c: 0, a: 1 });
+  });
 });
 
 describe("gateway key on PostgreSQL", () => {

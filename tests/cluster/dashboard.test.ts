@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
 import OpenAI from "openai";
 import { startGatewayOnPostgres, type RunningGateway } from "../../src/server.ts";
-import { body, Browser } from "../api/support.ts";
+import { body, Browser, refusedWith } from "../api/support.ts";
+import { codeAt, enrolled, loginFirstStep } from "../support/two-factor.ts";
 import { postgresConfig } from "../support/cluster.ts";
 import { startMockUpstream, type MockUpstream } from "../support/mock-upstream.ts";
 import { startPostgres, type TestPostgres } from "../support/postgres.ts";
@@ -146,5 +147,22 @@ describe("the dashboard on PostgreSQL", () => {
       expect(i).toMatchObject({ holds: 0, held_usd: 0 });
       expect(Date.now() - Date.parse(i.heartbeat_at)).toBeLessThan(30_000);
     }
+  });
+});
+
+describe("two-factor login on PostgreSQL", () => {
+  it("the password on one instance, the code on the other; that code on a new login is refused on either", async () => {
+    const h = await enrolled(one);
+    const code = await codeAt(h.secret, 30);
+    const first = await loginFirstStep(one, h);
+    const there = new Browser(two.url, first.b.ip);
+    const res = await there.call("POST", "/api/login/second-factor", { token: first.token, code });
+    expect(res.status).toBe(200);
+    expect((await there.call("GET", "/api/me")).status).toBe(200);
+    for (const gw of [one, two]) {
+      const again = await loginFirstStep(gw, h);
+      await refusedWith(await again.b.call("POST", "/api/login/second-factor", { token: again.token, code }), 401, "invalid_second_factor");
+    }
+    await refusedWith(await there.call("POST", "/api/login/second-factor", { token: first.token, code: h.recovery[0] }), 401, "second_factor_expired");
   });
 });

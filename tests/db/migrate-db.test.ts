@@ -57,6 +57,9 @@ function fillSource(file: string): void {
   s.run("INSERT INTO audit_log (id, actor_account_id, action, target_account_id, detail, created_at) VALUES (1, NULL, 'account.disable', 5, NULL, 9000)");
   s.run("INSERT INTO audit_log (id, actor_account_id, action, target_account_id, detail, created_at) VALUES (3, 1, 'account.admin', 2, '{\"admin\":false}', 9100)");
   s.run("INSERT INTO account_notes (account_id, note, updated_at, updated_by) VALUES (2, 'pays by invoice', 9200, 1)");
+  s.run("INSERT INTO two_factor (account_id, secret, enabled_at, last_step, created_at) VALUES (1, 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP', 1100, 59859781, 1090)");
+  s.run("INSERT INTO recovery_codes (code_hash, account_id, created_at, used_at) VALUES ('sha-of-code-1', 1, 1100, NULL), ('sha-of-code-2', 1, 1100, 1150)");
+  s.run("INSERT INTO login_challenges (id, account_id, created_at, expires_at, used_at) VALUES ('sha-of-challenge', 1, 1140, 1440, 1150)");
   s.run("INSERT INTO idempotency_records (key_id, idempotency_key, body_sha256, state, status, content_type, response_body, request_id, created_at) VALUES (1, 'idem-1', 'sha', 'done', 200, 'application/json', '{}', 'gw_a', 1300)");
   s.run("INSERT INTO idempotency_records (key_id, idempotency_key, body_sha256, state, request_id, created_at) VALUES (2, 'idem-2', 'sha2', 'in_flight', 'gw_c', 1500)");
   s.run("INSERT INTO settings (name, value) VALUES ('paused', 'false'), ('calibration:m', '{\"bytes\":[1]}')");
@@ -82,6 +85,9 @@ const expectedRows: Record<string, number> = {
   code_batches: 0,
   redemption_codes: 0,
   account_notes: 1,
+  two_factor: 1,
+  recovery_codes: 2,
+  login_challenges: 1,
 };
 
 const migrateDb = (to: string, from = install.db) => gateway(["migrate-db", "--from", from, "--to", to, "--json"]);

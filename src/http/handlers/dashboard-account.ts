@@ -5,12 +5,11 @@ import { GatewayError, invalidRequest } from "../../core/errors.ts";
 import { formatUsd, nanoToUsd, usdToNano } from "../../core/money.ts";
 import { hashOrRefuse } from "../../payments/codes.ts";
 import { throttleAddress } from "../../core/ip.ts";
-import type { Attempt, Throttle } from "../../limits/throttle.ts";
-import type { Services } from "../../services.ts";
-import { lowBalanceView } from "./v1-account.ts";
+import { secondFactorNeeded } from "./dashboard-two-factor.ts";
+import { currentPasswordCheck, loggedIn, meView, throttledCheck } from "./dashboard-login.ts";
 import { sessionCookie, type SessionCall } from "../session-guard.ts";
 import { json } from "../exchange.ts";
-import type { AccountView, LoggedOut, SessionState, LoggedOutAll, PasswordChanged, Registered } from "../api-schemas.ts";
+import type { AccountView, LoggedOut, SessionState, LoggedOutAll, PasswordChanged } from "../api-schemas.ts";
 
 // The account holder's /api/ (docs/dashboard.md): register, log in and out, the password, the
 // account's money. The keys are dashboard-keys.ts's; the guard every dashboard endpoint passes is
@@ -22,25 +21,6 @@ export const Registration = T.Object({ email: T.String({ minLength: 1, maxLength
 export const PasswordChange = T.Object({ current_password: T.String(), new_password: T.String() });
 export const LowBalance = T.Object({ threshold_usd: T.Union([T.Number(), T.String(), T.Null()]) });
 
-/** GET /api/me's answer: the account and its money, as the ledger and the running requests' holds have it. */
-export async function meView(svc: Services, accountId: number): Promise<AccountView> {
-  const [p, b, v] = await Promise.all([svc.accounts.profileOf(accountId), svc.ledger.balance(accountId), svc.accounts.verificationOf(accountId)]);
-  if (!p) throw new GatewayError("no-session", "Log in to use the dashboard.");
-  const spendable = Math.max(b.spendableNano, 0);
-  return {
-    object: "account",
-    id: p.id,
-    email: p.email,
-    admin: p.admin,
-    balance_usd: nanoToUsd(b.balanceNano),
-    held_usd: nanoToUsd(b.reservedNano),
-    spendable_usd: nanoToUsd(spendable),
-    low_balance: lowBalanceView(p.lowBalanceNano, spendable),
-    // False until the emailed link is opened, for a registration under [email]; the starting credit waits for it.
-    email_verified: v === null || v.verified,
-  };
-}
-
 /**
  * The email and password of a register or login body, with the keys its throttles count by: the
  * client's address grouped as docs/dashboard.md#throttles says (an IPv6 /64), the email as stored.
@@ -48,35 +28,6 @@ export async function meView(svc: Services, accountId: number): Promise<AccountV
 function credentialsOf(c: SessionCall) {
   const { email, password } = c.json as { email: string; password: string };
   return { email, password, ip: throttleAddress(c.clientIp() ?? "unknown"), who: email.trim().toLowerCase() };
-}
-
-/**
- * Runs a password check whose attempt `failure` has already counted against the account's throttle
- * (counted before the Argon2id await, so that parallel requests cannot all pass a check that has not
- * counted them yet). A wrong password keeps it; a right one clears the account's failures; any other
- * refusal (a disabled account, a weak new password) gives it back.
- */
-export async function passwordCheck<T>(throttle: Throttle, failure: Attempt, attempt: () => Promise<T>): Promise<T> {
-  let result: T;
-  try {
-    result = await attempt();
-  } catch (e) {
-    if (!(e instanceof GatewayError && e.code === "invalid_credentials")) await throttle.refund(failure);
-    throw e;
-  }
-  await throttle.clear(failure.key);
-  return result;
-}
-
-/**
- * A new session for the account, answered with the cookie. The request's old session, if any, ends:
- * the id changes at every login, so a token planted before it (fixation) opens nothing after.
- */
-async function loggedIn(c: SessionCall, accountId: number, status: number, extra: Omit<Registered, keyof AccountView> | null = null): Promise<Response> {
-  const { sessions } = c.dash;
-  if (c.token) await sessions.revoke(c.token);
-  const opened = await sessions.open(accountId);
-  return json<AccountView | Registered>({ ...(await meView(c.svc, accountId)), ...extra }, status, { "set-cookie": sessionCookie(c.svc, c.request, opened) });
 }
 
 export async function register(c: SessionCall): Promise<Response> {
@@ -124,7 +75,9 @@ export async function login(c: SessionCall): Promise<Response> {
   const { email, password, ip, who } = credentialsOf(c);
   await t.loginPerIp.take(ip, "login attempts from this address");
   const failure = await t.loginPerAccount.take(who, "failed logins for this account");
-  const accountId = await passwordCheck(t.loginPerAccount, failure, () => checkLogin(c.svc.accounts, email, password));
+  const accountId = await throttledCheck(t.loginPerAccount, failure, () => checkLogin(c.svc.accounts, email, password));
+  // The password alone opens no session of an account with two-factor login on: its code does.
+  if ((await c.svc.twoFactor.stateOf(accountId))?.enabledAt != null) return secondFactorNeeded(c, accountId);
   return loggedIn(c, accountId, 200);
 }
 
@@ -139,11 +92,8 @@ export async function logoutAll(c: SessionCall): Promise<Response> {
 }
 
 export async function newPassword(c: SessionCall): Promise<Response> {
-  const t = c.dash.throttles;
   const { current_password, new_password } = c.json as { current_password: string; new_password: string };
-  const who = (await c.svc.accounts.profileOf(c.session!.accountId))!.email;
-  const failure = await t.loginPerAccount.take(who, "failed logins for this account");
-  await passwordCheck(t.loginPerAccount, failure, () => changePassword(c.svc.accounts, c.session!.accountId, current_password, new_password));
+  await currentPasswordCheck(c, () => changePassword(c.svc.accounts, c.session!.accountId, current_password, new_password));
   // Whoever else knew the old password is logged out; this browser stays in. A reset link asked
   // before is void: it was for the password replaced now.
   const ended = await c.dash.sessions.revokeAll(c.session!.accountId, c.session!.id);

@@ -42,11 +42,12 @@ const monthStart = (now = new Date()) => Date.UTC(now.getUTCFullYear(), now.getU
 
 /** Accounts as the admin page lists them; held is what the running requests hold (on every instance). */
 export async function accountViews(svc: Services, list: Account[]): Promise<AdminAccount[]> {
-  const [keys, charged, last, balances] = await Promise.all([
+  const [keys, charged, last, balances, twoFactor] = await Promise.all([
     svc.keys.countsByAccount(),
     svc.accounts.chargedSince(list.map((a) => a.id), monthStart()),
     svc.reports.lastRequestByAccount(),
     Promise.all(list.map((a) => svc.ledger.balance(a.id))),
+    svc.twoFactor.enabledAmong(list.map((a) => a.id)),
   ]);
   return list.map((a, i) => ({
     object: "account",
@@ -54,6 +55,7 @@ export async function accountViews(svc: Services, list: Account[]): Promise<Admi
     email: a.email,
     admin: a.admin,
     disabled: a.disabledAt !== null,
+    two_factor: twoFactor.has(a.id),
     closed: a.closedAt !== null,
     balance_usd: nanoToUsd(a.balanceNano),
     held_usd: nanoToUsd(balances[i]!.reservedNano),

@@ -6,7 +6,7 @@ import { isoTime } from "../../core/time.ts";
 import type { AccountClosed } from "../api-schemas.ts";
 import { json } from "../exchange.ts";
 import { sessionCookie, type SessionCall } from "../session-guard.ts";
-import { passwordCheck } from "./dashboard-account.ts";
+import { throttledCheck } from "./dashboard-login.ts";
 
 // POST /api/me/close (docs/dashboard.md#closing-the-account): the holder closes the account for good.
 // The store's closure is one transaction (the forfeit entry, the row disabled, marked closed and
@@ -44,7 +44,7 @@ export async function closeAccount(c: SessionCall): Promise<Response> {
   }
   const t = c.dash.throttles;
   const failure = await t.loginPerAccount.take(profile.email, "failed logins for this account");
-  await passwordCheck(t.loginPerAccount, failure, () => checkLogin(svc.accounts, profile.email, body.password));
+  await throttledCheck(t.loginPerAccount, failure, () => checkLogin(svc.accounts, profile.email, body.password));
   const now = Date.now();
   const closed = await svc.accounts.close(accountId, forfeitNano, now);
   let revoked = 0;

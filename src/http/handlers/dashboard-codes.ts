@@ -5,7 +5,7 @@ import { formatUsd, nanoToUsd, usdToNano } from "../../core/money.ts";
 import { readIsoTime } from "../../core/time.ts";
 import { batchView, hashOrRefuse, mintBatch } from "../../payments/codes.ts";
 import { adminOnly } from "./dashboard-admin.ts";
-import { meView } from "./dashboard-account.ts";
+import { meView } from "./dashboard-login.ts";
 import type { SessionCall } from "../session-guard.ts";
 import { json } from "../exchange.ts";
 import type { CodeBatchList, NewCodeBatch, Redeemed } from "../api-schemas.ts";

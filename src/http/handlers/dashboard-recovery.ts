@@ -8,7 +8,7 @@ import { normalizedEmail } from "../../core/email-address.ts";
 import type { Services } from "../../services.ts";
 import type { EmailChange, PasswordReset, ResetRequested } from "../api-schemas.ts";
 import { json } from "../exchange.ts";
-import { passwordCheck } from "./dashboard-account.ts";
+import { throttledCheck } from "./dashboard-login.ts";
 import type { SessionCall } from "../session-guard.ts";
 
 // A forgotten password and a change of address (docs/dashboard.md#password-reset,
@@ -105,7 +105,7 @@ export async function requestEmailChange(c: SessionCall): Promise<Response> {
   const next = normalizedEmail(new_email);
   if (next === current) throw invalidRequest("new_email: this is the account's address already.");
   const failure = await t.loginPerAccount.take(current, "failed logins for this account");
-  await passwordCheck(t.loginPerAccount, failure, async () => {
+  await throttledCheck(t.loginPerAccount, failure, async () => {
     if (!(await verifyPassword(password, (await svc.accounts.loginOf(accountId))?.passwordHash ?? null))) {
       throw new GatewayError("invalid_credentials", "The current password is incorrect.");
     }

@@ -80,6 +80,42 @@ export const sessions = pgTable(
   (t) => [index("sessions_account").on(t.accountId)],
 );
 
+export const twoFactor = pgTable(
+  "two_factor",
+  {
+    accountId: id("account_id").notNull().references(() => accounts.id),
+    secret: text("secret").notNull(),
+    enabledAt: time("enabled_at"),
+    // A TOTP time step (unix seconds / 30): bigint as the times are.
+    lastStep: bigint("last_step", { mode: "number" }),
+    createdAt: time("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId] })],
+);
+
+export const recoveryCodes = pgTable(
+  "recovery_codes",
+  {
+    codeHash: text("code_hash").primaryKey(),
+    accountId: id("account_id").notNull().references(() => accounts.id),
+    createdAt: time("created_at").notNull(),
+    usedAt: time("used_at"),
+  },
+  (t) => [index("recovery_codes_account").on(t.accountId)],
+);
+
+export const loginChallenges = pgTable(
+  "login_challenges",
+  {
+    id: text("id").primaryKey(),
+    accountId: id("account_id").notNull().references(() => accounts.id),
+    createdAt: time("created_at").notNull(),
+    expiresAt: time("expires_at").notNull(),
+    usedAt: time("used_at"),
+  },
+  (t) => [index("login_challenges_expiry").on(t.expiresAt)],
+);
+
 export const auditLog = pgTable(
   "audit_log",
   {

@@ -74,6 +74,50 @@ export const sessions = sqliteTable(
   (t) => [index("sessions_account").on(t.accountId)],
 );
 
+// Two-factor login (docs/dashboard.md#two-factor-login): one row per account that set it up. While
+// enabled_at is null the secret awaits its first code and a login asks for none. last_step is the
+// TOTP time step of the newest code accepted: a code of that step or older is refused (replay).
+// The secret is stored as the authenticator app holds it (base32): no key in the config could
+// encrypt it, so a copy of the database holds it; docs/database.md#two_factor says what that means.
+export const twoFactor = sqliteTable(
+  "two_factor",
+  {
+    accountId: integer("account_id").notNull().references(() => accounts.id),
+    secret: text("secret").notNull(),
+    enabledAt: integer("enabled_at"),
+    lastStep: integer("last_step"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId] })],
+);
+
+// The single-use recovery codes of an account with two-factor login: their SHA-256 (80 random bits
+// each, so a hash opens nothing), shown once at enabling; used_at set by the login that used one.
+export const recoveryCodes = sqliteTable(
+  "recovery_codes",
+  {
+    codeHash: text("code_hash").primaryKey(),
+    accountId: integer("account_id").notNull().references(() => accounts.id),
+    createdAt: integer("created_at").notNull(),
+    usedAt: integer("used_at"),
+  },
+  (t) => [index("recovery_codes_account").on(t.accountId)],
+);
+
+// A login whose password was right, waiting for its second factor: the SHA-256 of the token handed
+// to the browser, good for 5 minutes and for one completed login (used_at).
+export const loginChallenges = sqliteTable(
+  "login_challenges",
+  {
+    id: text("id").primaryKey(),
+    accountId: integer("account_id").notNull().references(() => accounts.id),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    usedAt: integer("used_at"),
+  },
+  (t) => [index("login_challenges_expiry").on(t.expiresAt)],
+);
+
 // Who did what to whom from the admin side: actions that are not money (money is a ledger row).
 // actor_account_id is null for the operator's CLI.
 export const auditLog = sqliteTable(

@@ -29,6 +29,7 @@ const row = (a: AdminAccount) => [
   usd(a.spent_month_usd),
   when(a.last_activity_at),
   a.closed ? "closed" : a.disabled ? "disabled" : "active",
+  h("span", { "data-testid": `two-factor-${a.id}` }, a.two_factor ? "on" : "off"),
 ];
 
 function newAccountForm(ctx: Ctx): HTMLElement {
@@ -82,7 +83,7 @@ export async function accountsSection(ctx: Ctx): Promise<HTMLElement> {
     h("h2", {}, "Accounts"),
     search,
     newAccountForm(ctx),
-    table("Accounts", ["Email", "Role", "Balance", "Held", "Keys", "Spent this month", "Last activity", "State"], list.data.map(row), q ? `No account matches “${q}”.` : "No accounts.", {
+    table("Accounts", ["Email", "Role", "Balance", "Held", "Keys", "Spent this month", "Last activity", "State", "Two-factor"], list.data.map(row), q ? `No account matches “${q}”.` : "No accounts.", {
       oneLine: true,
       numeric: [2, 3, 4, 5],
     }),

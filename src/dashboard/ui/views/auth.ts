@@ -2,8 +2,9 @@ import { closeSection } from "./close-account.ts";
 import { api } from "../api.ts";
 import { account, type Ctx } from "../context.ts";
 import { field, h, heading, input, messages, onSubmit } from "../dom.ts";
-import type { AccountView, Registered } from "../../../http/api-schemas.ts";
+import type { AccountView, LoginAnswer, Registered } from "../../../http/api-schemas.ts";
 import { emailChangeForm, forgotLine } from "./recovery.ts";
+import { secondStepForm, twoFactorSection } from "./two-factor.ts";
 
 // Logging in and out, registering, the password, the address and "log out everywhere" (docs/dashboard.md).
 
@@ -21,14 +22,17 @@ function credentialsForm(ctx: Ctx, path: "/api/login" | "/api/register", submit:
     path === "/api/register" ? field("Invite code", input({ name: "code", autocomplete: "off", spellcheck: "false", maxlength: 100 }), "Only if this gateway gave you one: its value is your starting credit.") : null,
     h("button", { type: "submit" }, submit),
   );
+  const box = h("div", { class: "narrow" }, form, msg.el);
   onSubmit(form, msg, async (d) => {
     const code = String(d.get("code") ?? "").trim();
-    const me = await api<AccountView | Registered>("POST", path, { email: d.get("email"), password: d.get("password"), ...(code ? { code } : {}) });
+    const me = await api<LoginAnswer | Registered>("POST", path, { email: d.get("email"), password: d.get("password"), ...(code ? { code } : {}) });
+    // The password was right and the account asks for a code: the same place asks for it.
+    if ("second_factor_required" in me) return void box.replaceChildren(secondStepForm(ctx, me.token));
     ctx.signedIn(me);
     // The overview says why a new account has no starting credit (the day's are given out).
     ctx.go("starting_credit_limited" in me && me.starting_credit_limited ? "?starting_credit=limited" : "");
   });
-  return h("div", { class: "narrow" }, form, msg.el);
+  return box;
 }
 
 export async function loginView(ctx: Ctx): Promise<HTMLElement> {
@@ -88,6 +92,8 @@ export async function accountView(ctx: Ctx): Promise<HTMLElement> {
     h("div", { class: "narrow" }, pw, pwMsg.el),
     h("h2", {}, "Email address"),
     emailChangeForm(ctx),
+    h("h2", {}, "Two-factor login"),
+    twoFactorSection(ctx),
     h("h2", {}, "Sessions"),
     h("p", {}, "Ends every session of this account, on every device, this one too."),
     all,

@@ -113,5 +113,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795796026399,
     "breakpoints": true,
     "sql": "CREATE TABLE `account_links` (\n\t`account_id` integer NOT NULL,\n\t`purpose` text NOT NULL,\n\t`token_hash` text NOT NULL,\n\t`new_email` text,\n\t`expires_at` integer NOT NULL,\n\t`sent_at` integer NOT NULL,\n\t`used_at` integer,\n\tPRIMARY KEY(`account_id`, `purpose`),\n\tFOREIGN KEY (`account_id`) REFERENCES `accounts`(`id`) ON UPDATE no action ON DELETE no action\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `account_links_token` ON `account_links` (`token_hash`);"
+  },
+  {
+    "tag": "0019_two_factor",
+    "when": 1795796195550,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `login_challenges` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`account_id` integer NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`expires_at` integer NOT NULL,\n\t`used_at` integer,\n\tFOREIGN KEY (`account_id`) REFERENCES `accounts`(`id`) ON UPDATE no action ON DELETE no action\n);\n--> statement-breakpoint\nCREATE INDEX `login_challenges_expiry` ON `login_challenges` (`expires_at`);--> statement-breakpoint\nCREATE TABLE `recovery_codes` (\n\t`code_hash` text PRIMARY KEY NOT NULL,\n\t`account_id` integer NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`used_at` integer,\n\tFOREIGN KEY (`account_id`) REFERENCES `accounts`(`id`) ON UPDATE no action ON DELETE no action\n);\n--> statement-breakpoint\nCREATE INDEX `recovery_codes_account` ON `recovery_codes` (`account_id`);--> statement-breakpoint\nCREATE TABLE `two_factor` (\n\t`account_id` integer PRIMARY KEY NOT NULL,\n\t`secret` text NOT NULL,\n\t`enabled_at` integer,\n\t`last_step` integer,\n\t`created_at` integer NOT NULL,\n\tFOREIGN KEY (`account_id`) REFERENCES `accounts`(`id`) ON UPDATE no action ON DELETE no action\n);\n"
   }
 ];
