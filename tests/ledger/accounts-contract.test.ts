@@ -90,7 +90,7 @@ for (const engine of ENGINES) {
       expect(await accounts.count()).toBe(before + 2);
       const list = await accounts.list();
       expect(list.slice(-2).map((x) => x.id)).toEqual([a.id, b.id]);
-      expect(Object.keys(list.at(-2)!).sort()).toEqual(["admin", "balanceNano", "createdAt", "disabledAt", "email", "id", "lowBalanceNano"]);
+      expect(Object.keys(list.at(-2)!).sort()).toEqual(["admin", "balanceNano", "closedAt", "createdAt", "disabledAt", "email", "id", "lowBalanceNano"]);
     });
 
     it("lists an account's newest ledger entries first, at most the limit", async () => {
