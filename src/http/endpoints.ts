@@ -24,6 +24,7 @@ import { healthz, metrics, readyz, reload } from "./handlers/operator.ts";
 import { getModel, listModels, pricing, status } from "./handlers/public.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
 import * as A from "./api-schemas.ts";
+import { SPEC_PATH } from "./openapi.ts";
 
 // The endpoints as data, one row per method and path. Everything else reads this table: Elysia's
 // routes and the OpenAPI document (app.ts, openapi.ts), the answers to unknown paths, other methods,
@@ -195,6 +196,14 @@ export const ENDPOINTS: readonly Endpoint[] = [
   // Callers on this machine only, whatever [server] metrics says (operator-guard.ts): `gateway reload`.
   row({ method: "POST", path: "/reload", auth: "operator", published: false, quiet: true, summary: "Read the config again (as SIGHUP does)", handler: reload }),
 ];
+
+/**
+ * GET /openapi.json, which Elysia's OpenAPI plugin serves (openapi.ts) outside the table: its row,
+ * looked up but not registered, makes another method a 405 with allow as on the operator's paths.
+ * `serve` answers a target that reaches it some other way (a trailing slash) with the plugin's document.
+ */
+export const specEndpoint = (serve: (x: OpenCall) => Response | Promise<Response>): Endpoint =>
+  row({ method: "GET", path: SPEC_PATH, auth: "public", published: false, summary: "This OpenAPI document", handler: serve });
 
 const PUBLISHED = ENDPOINTS.filter((e) => e.published);
 

@@ -8,7 +8,7 @@ import type { Endpoint } from "./endpoints.ts";
 // their schemas are given to the document as `detail` rather than as route schemas Elysia would
 // enforce first.
 
-const SPEC_PATH = "/openapi.json";
+export const SPEC_PATH = "/openapi.json";
 
 const errors = {
   "4XX": { description: "The request or the key is at fault (docs/api.md, Errors).", content: { "application/json": { schema: ErrorEnvelope } } },
