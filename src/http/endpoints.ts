@@ -24,7 +24,6 @@ import { healthz, metrics, readyz, reload } from "./handlers/operator.ts";
 import { getModel, listModels, pricing, status } from "./handlers/public.ts";
 import { ChatBody, CountTokensBody, ImageEditForm, ImageGenerationBody, MessagesBody, ResponsesBody } from "./schemas.ts";
 import * as A from "./api-schemas.ts";
-import { SPEC_PATH } from "./openapi.ts";
 
 // The endpoints as data, one row per method and path. Everything else reads this table: Elysia's
 // routes and the OpenAPI document (app.ts, openapi.ts), the answers to unknown paths, other methods,
@@ -196,6 +195,9 @@ export const ENDPOINTS: readonly Endpoint[] = [
   // Callers on this machine only, whatever [server] metrics says (operator-guard.ts): `gateway reload`.
   row({ method: "POST", path: "/reload", auth: "operator", published: false, quiet: true, summary: "Read the config again (as SIGHUP does)", handler: reload }),
 ];
+
+/** Where the OpenAPI document is served (openapi.ts). */
+export const SPEC_PATH = "/openapi.json";
 
 /**
  * GET /openapi.json, which Elysia's OpenAPI plugin serves (openapi.ts) outside the table: its row,
