@@ -9,7 +9,7 @@ import { encodeSse } from "../wire/sse.ts";
 import { redactSecrets } from "../wire/scrub.ts";
 import { plainChatText, plainText } from "./stream-scan.ts";
 import { estimatedUsage, inputEstimate, mergeMessagesUsage } from "./stream-usage.ts";
-import { billableChatUsage, billableMessagesUsage, chatUsage, messagesUsage, usageFromChat } from "./usage.ts";
+import { billableChatUsage, billableMessagesUsage, chatUsage, messagesUsage, startMessagesUsage, usageFromChat } from "./usage.ts";
 import { CountsOutput, parseObject as parse, type StreamMachine, type StreamOutcome } from "./stream-machine.ts";
 import type { ChatUsage, JsonObject } from "../wire/shapes.ts";
 import { isObject } from "./fields.ts";
@@ -125,8 +125,9 @@ export class NativeMessagesMachine extends CountsOutput implements StreamMachine
       this.inputReported = true;
     } else if (!isObject(msg.usage) || hasCount(msg.usage)) {
       // The SDKs' stream helpers write into message.usage on every message_delta: it must exist. Counts
-      // that are not counts (negative, strings) are replaced by ours, as if none had been sent.
-      msg.usage = messagesUsage({ input: this.opts.estimatedInputTokens, output: 0, cacheRead: 0, cacheWrite: 0 });
+      // that are not counts (negative, strings) are replaced by ours, as if none had been sent. The SDK's
+      // whole Usage, as a translated stream's message_start has it, so typed clients find every field.
+      msg.usage = startMessagesUsage(this.opts.estimatedInputTokens, undefined);
       changed = true;
     }
     if (this.opts.model !== undefined && msg.model !== this.opts.model) {

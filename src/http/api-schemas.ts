@@ -385,6 +385,11 @@ export const PriceTable = T.Object(PriceFields);
 export type PriceTable = Static<typeof PriceTable>;
 const Optionally = <P extends Record<string, TSchema>>(p: P) => T.Partial(T.Object(p)).properties;
 
+/** Long-context tiers, lowest threshold first: the prices of a request whose prompt is above `above_input_tokens`. */
+const PricingTiers = T.Optional(T.Array(T.Composite([T.Object({ above_input_tokens: Count }), PriceTable])));
+/** A service tier's prices, and its long-context tiers stacked on them as billed (docs/pricing.md#service-and-long-context-tiers). */
+const ServiceTable = T.Composite([PriceTable, T.Object({ pricing_tiers: PricingTiers })]);
+
 /**
  * One model's prices. A text model: `unit` and every token class, its long-context tiers and service
  * tiers when configured. An image model: `per_image`, and when billed by the upstream's usage its
@@ -397,8 +402,8 @@ export const PricedModel = T.Object({
   currency: T.Literal("USD"),
   unit: T.Optional(T.Literal("per 1M tokens")),
   ...Optionally(PriceFields),
-  pricing_tiers: T.Optional(T.Array(T.Composite([T.Object({ above_input_tokens: Count }), PriceTable]))),
-  service_tiers: T.Optional(T.Record(T.String(), PriceTable)),
+  pricing_tiers: PricingTiers,
+  service_tiers: T.Optional(T.Record(T.String(), ServiceTable)),
   per_image: T.Optional(Usd),
   image_input: T.Optional(Usd),
   image_output: T.Optional(Usd),

@@ -6,7 +6,7 @@ import { RefusalGate, type RefusalGateOptions } from "../limits/refusals.ts";
 import { writeBatched } from "../store/request-log/contract.ts";
 import { leavesBodyUnread } from "./body.ts";
 import type { Services } from "../services.ts";
-import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowed, preflight, type AuthKind, type Endpoint } from "./endpoints.ts";
+import { CORS_HEADERS, ENDPOINTS, endpointNotFound, endpointsAt, methodNotAllowed, preflight, SPEC_PATH, specEndpoint, type AuthKind, type Endpoint } from "./endpoints.ts";
 import { errorBody, errorResponse, setRequestIdHeaders, toGatewayError } from "./errors.ts";
 import { newExchange, type Exchange } from "./exchange.ts";
 import { detailOf, openapiDocument } from "./openapi.ts";
@@ -186,7 +186,7 @@ export function buildApp(svc: Services, gateOptions: RefusalGateOptions = {}, pa
     const handle = (request: Request, server: Server<unknown> | null) => answer(newExchange(svc.live.current(), request, server, e), run);
     return { e, path: e.path.replace(/\{(\w+)\}/g, ":$1"), handle };
   });
-  const registered = served.map((s) => s.e);
+  const registered = [...served.map((s) => s.e), specEndpoint((x) => app.handle(new Request(new URL(SPEC_PATH, x.request.url).href)))];
   const routes: Record<string, Record<string, typeof served[number]["handle"]>> = {};
   for (const { e, path, handle } of served) (routes[encodeURI(path)] ??= {})[e.method] = handle;
   const app = new Elysia({ normalize: false, serve: { routes } as never }).use(openapiDocument(svc.version));

@@ -196,6 +196,17 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({ method: "POST", path: "/reload", auth: "operator", published: false, quiet: true, summary: "Read the config again (as SIGHUP does)", handler: reload }),
 ];
 
+/** Where the OpenAPI document is served (openapi.ts). */
+export const SPEC_PATH = "/openapi.json";
+
+/**
+ * GET /openapi.json, which Elysia's OpenAPI plugin serves (openapi.ts) outside the table: its row,
+ * looked up but not registered, makes another method a 405 with allow as on the operator's paths.
+ * `serve` answers a target that reaches it some other way (a trailing slash) with the plugin's document.
+ */
+export const specEndpoint = (serve: (x: OpenCall) => Response | Promise<Response>): Endpoint =>
+  row({ method: "GET", path: SPEC_PATH, auth: "public", published: false, summary: "This OpenAPI document", handler: serve });
+
 const PUBLISHED = ENDPOINTS.filter((e) => e.published);
 
 export const CORS_HEADERS = { "access-control-allow-origin": "*" } as const;

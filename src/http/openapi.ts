@@ -1,14 +1,13 @@
 import { openapi } from "@elysiajs/openapi";
 import type { TSchema } from "@sinclair/typebox";
 import { ErrorEnvelope, type Answer } from "./api-schemas.ts";
-import type { Endpoint } from "./endpoints.ts";
+import { SPEC_PATH, type Endpoint } from "./endpoints.ts";
 
 // GET /openapi.json: Elysia's OpenAPI plugin over the endpoint table. The key endpoints validate
 // their bodies inside the pipeline (in the documented order: pause, size, key, limits, then the body; docs/api.md#limits), so
 // their schemas are given to the document as `detail` rather than as route schemas Elysia would
 // enforce first.
 
-const SPEC_PATH = "/openapi.json";
 
 const errors = {
   "4XX": { description: "The request or the key is at fault (docs/api.md, Errors).", content: { "application/json": { schema: ErrorEnvelope } } },

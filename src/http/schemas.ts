@@ -13,11 +13,19 @@ const Message = T.Object({ role: T.String(), content: T.Optional(T.Unknown()) })
 // max_tokens` (vLLM, SGLang: 0 counts as unset) answer at length: the shortfall would be unpaid.
 const NullableCap = T.Optional(T.Union([T.Integer({ minimum: 1 }), T.Null()]));
 
+// A Messages field Anthropic's API refuses as null ("temperature: Input should be a valid number"):
+// its description types it without `| null`. Refused here, before the hold, whichever upstream
+// serves the model: a Chat upstream's translation took it as absent while Anthropic answered 400
+// (docs/api.md#rules, rule 12). The value itself is the upstream's or the translator's to judge.
+const NotNull = T.Optional(T.Not(T.Null()));
+const NOT_NULL = ["temperature", "top_p", "top_k", "system", "stop_sequences", "tools", "tool_choice", "thinking", "metadata", "output_config", "service_tier", "mcp_servers"] as const;
+
 export const MessagesBody = T.Object({
   model: T.String({ minLength: 1 }),
   messages: T.Array(Message),
   max_tokens: T.Integer({ minimum: 1 }),
   stream: T.Optional(T.Boolean()),
+  ...Object.fromEntries(NOT_NULL.map((k) => [k, NotNull])),
 });
 
 export const CountTokensBody = T.Object({
@@ -119,6 +127,7 @@ export function validate<S extends TSchema>(schema: S, body: unknown): void {
  * takes: "Expected integer to be greater or equal to 1, or null".
  */
 function describe(error: ValueError): string {
+  if (error.type === ValueErrorType.Not) return "must not be null (Anthropic's API refuses it); leave the field out";
   if (error.type !== ValueErrorType.Union) return error.message;
   const each = error.errors.map((variant) => variant.First()?.message).filter((m): m is string => m !== undefined);
   if (each.length === 0) return error.message;

@@ -17,6 +17,21 @@ const ENUMS: Record<string, readonly string[]> = {
 };
 
 /**
+ * Values OpenAI takes that no hold can be sized for (docs/pricing.md#images), and why: refused by
+ * name rather than as unknown, so the client learns it is the gateway's choice, not a typo.
+ */
+const UNPRICED: Record<string, Record<string, string>> = {
+  quality: {
+    xhigh: "OpenAI publishes no output tokens per image for it, so no hold can be sized to cover it; use low, medium, high or auto",
+    max: "OpenAI publishes no output tokens per image for it, so no hold can be sized to cover it; use low, medium, high or auto",
+  },
+  output_format: {
+    gif: "OpenAI publishes no output tokens for a GIF's frames, so no hold can be sized to cover it; use png, jpeg or webp",
+    svg: "SVG output also bills an author model's text tokens (svg_usage), which an image model's prices do not cover; use png, jpeg or webp",
+  },
+};
+
+/**
  * A value outside its field's set is refused, not passed on: `"background": "true"` was accepted,
  * forwarded and silently ignored (an opaque image charged as the transparent one asked for).
  */
@@ -24,6 +39,8 @@ export function checkEnumerated(get: (field: string) => unknown): void {
   for (const [field, allowed] of Object.entries(ENUMS)) {
     const v = get(field);
     if (v === undefined || v === null) continue;
+    const why = typeof v === "string" && Object.hasOwn(UNPRICED, field) && Object.hasOwn(UNPRICED[field]!, v) ? UNPRICED[field]![v] : undefined;
+    if (why) throw new GatewayError("invalid_request", `${field}: ${JSON.stringify(v)} is not priced by this gateway: ${why}.`);
     if (typeof v !== "string" || !allowed.includes(v)) {
       throw new GatewayError("invalid_request", `${field}: must be one of ${allowed.join(", ")}; got ${JSON.stringify(v)}.`);
     }

@@ -168,6 +168,7 @@ describe("GET /api/pricing of a catalog with every kind of price", () => {
       models: [
         text("tiered", "anthropic", { pricing: { input: 3, output: 15 }, pricing_tiers: [{ above_input_tokens: 200000, input: 6, output: 22.5 }] }),
         text("served", "openai", { pricing: { input: 1.25, output: 10 }, service_tiers: { flex: { input: 0.625, output: 5 } } }),
+        text("both", "openai", { pricing: { input: 2.5, output: 15 }, pricing_tiers: [{ above_input_tokens: 272000, input: 5, output: 22.5 }], service_tiers: { flex: { input: 1.25, output: 7.5 } } }),
         image("by-tokens", { input: 5, image_input: 10, image_output: 40, per_image: 0.167 }),
         image("flat", { per_image: 0.04 }),
       ],
@@ -175,9 +176,12 @@ describe("GET /api/pricing of a catalog with every kind of price", () => {
     try {
       const prices = (await (await fetch(`${mock.gw.url}/api/pricing`)).json()) as Pricing;
       expect([...Value.Errors(Pricing, prices)].map((x) => `${x.path}: ${x.message}`)).toEqual([]);
+      // GPT-5.4's flex above 272k (docs/pricing.md#service-and-long-context-tiers): 2x input, 1.5x output of flex.
+      expect(prices.models[2]!.service_tiers!.flex!.pricing_tiers).toEqual([expect.objectContaining({ above_input_tokens: 272000, input: 2.5, output: 11.25 })]);
       expect(prices.models.map((m) => Object.keys(m).filter((k) => /tiers|image/.test(k)))).toEqual([
         ["pricing_tiers"],
         ["service_tiers"],
+        ["pricing_tiers", "service_tiers"],
         ["per_image", "image_input", "image_output"],
         ["per_image"],
       ]);

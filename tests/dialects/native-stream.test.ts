@@ -108,11 +108,31 @@ describe("NativeMessagesMachine", () => {
     });
   });
 
-  it("gives a message_start without usage one with the input estimate, which the SDKs' stream helpers write into", () => {
+  // The SDK's full Usage, as a translated stream's message_start has it: null where nothing is known yet.
+  const fallbackStartUsage = {
+    input_tokens: 2000,
+    output_tokens: 0,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    cache_creation: null,
+    server_tool_use: null,
+    output_tokens_details: null,
+    inference_geo: null,
+    service_tier: null,
+    speed: null,
+  };
+  const startWith = (usage: unknown) => ({ type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "m", content: [], ...(usage === undefined ? {} : { usage }) } });
+
+  it("gives a message_start without usage the full Usage shape with the input estimate, which the SDKs' stream helpers write into", () => {
     const s = messagesStream();
-    const start = { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "m", content: [] } };
-    const out = json(parsed(s.push({ event: "message_start", data: JSON.stringify(start) }))[0]);
-    expect(out.message.usage).toEqual({ input_tokens: 2000, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
+    const out = json(parsed(s.push({ event: "message_start", data: JSON.stringify(startWith(undefined)) }))[0]);
+    expect(out.message.usage).toEqual(fallbackStartUsage);
+  });
+
+  it("replaces a message_start usage whose counts are not counts with the full Usage shape and the input estimate", () => {
+    const s = messagesStream();
+    const out = json(parsed(s.push({ event: "message_start", data: JSON.stringify(startWith({ input_tokens: "-5", output_tokens: 1 })) }))[0]);
+    expect(out.message.usage).toEqual(fallbackStartUsage);
   });
 
   it("forwards a message_delta it cannot parse unchanged", () => {

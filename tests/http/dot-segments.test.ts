@@ -42,6 +42,18 @@ describe("a request target that normalises to a published route", () => {
     expect(res.body.type).toBe("message");
   });
 
+  it("serves GET /v1/../openapi.json the OpenAPI document", async () => {
+    const res = await requestLine("GET", "/v1/../openapi.json");
+    expect(res.status).toBe(200);
+    expect(res.body.info.title).toBe("gateway");
+  });
+
+  it("serves GET /openapi.json/ with its trailing slash the OpenAPI document", async () => {
+    const res = await requestLine("GET", "/openapi.json/");
+    expect(res.status).toBe(200);
+    expect(res.body.info.title).toBe("gateway");
+  });
+
   it("serves GET /v1/./models", async () => {
     const res = await requestLine("GET", "/v1/./models");
     expect(res.status).toBe(200);

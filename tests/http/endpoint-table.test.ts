@@ -108,6 +108,14 @@ describe("the operator's rows", () => {
     expect(err.message).not.toContain("API key");
   });
 
+  // The OpenAPI document is the plugin's route, outside the table, yet a path the gateway serves like them.
+  it.each(["POST", "DELETE", "OPTIONS"])("answer %s on /openapi.json with 405 method_not_allowed and allow: GET, as on the other operator paths", async (method) => {
+    const res = await fetch(`${t.gw.url}/openapi.json`, { method });
+    const err = await expectError(res, 405, "method_not_allowed");
+    expect(res.headers.get("allow")).toBe("GET");
+    expect(err.message).toBe(`Method ${method} is not allowed on /openapi.json; use GET.`);
+  });
+
   it("carry no request id on a success", async () => {
     const res = await fetch(`${t.gw.url}/healthz`);
     expect(res.status).toBe(200);

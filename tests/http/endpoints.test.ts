@@ -113,6 +113,27 @@ describe("GET /api/pricing", () => {
     }
   });
 
+  // docs/pricing.md#service-and-long-context-tiers: Opus 4.6's fast mode above 200k is 60 / 225, not fast's 30 / 150.
+  it("shows each service tier's long-context prices stacked as they are billed", async () => {
+    const opus = {
+      id: "opus-like", modalities: ["text"], endpoints: ["chat.completions"],
+      pricing: { input: 5, output: 25 },
+      pricing_tiers: [{ above_input_tokens: 200000, input: 10, output: 37.5 }],
+      service_tiers: { fast: { input: 30, output: 150 } },
+      routes: [{ provider: "demo", model: "demo-text" }],
+    };
+    const other = await startAppGateway({ providers: [{ id: "demo", kind: "demo" }], models: [opus] });
+    try {
+      const body = (await (await send(other, "/api/pricing")).json()) as { models: Record<string, any>[] };
+      const fast = body.models[0]!.service_tiers.fast;
+      expect(fast).toMatchObject({ input: 30, output: 150 });
+      expect(fast.pricing_tiers).toHaveLength(1);
+      expect(fast.pricing_tiers[0]).toMatchObject({ above_input_tokens: 200000, input: 60, output: 225 });
+    } finally {
+      await other.stop();
+    }
+  });
+
   it("names no starting credit when registration is closed", async () => {
     const other = await startAppGateway({ providers: [{ id: "demo", kind: "demo" }], models: DEFAULT_MODELS, dashboard: { registration: "closed" } });
     try {

@@ -16,6 +16,7 @@ const MODELS = [
   model("dalle-3", "dall-e-3"),
   model("dalle-2", "dall-e-2"),
   model("other-vendor", "flux-pro"),
+  model("img-2.5", "gpt-image-2.5-sunburst"),
   // A fallback to gpt-image-1 behind gpt-image-2: a size only gpt-image-2 takes could reach gpt-image-1.
   { ...model("img-2-fallback-1", "gpt-image-2"), routes: [{ provider: "openai", model: "gpt-image-2" }, { provider: "openai", model: "gpt-image-1" }] },
 ];
@@ -92,6 +93,22 @@ describe("a quality or n the model does not take", () => {
     expect(err.error.message).toStartWith("size: the model 'img-1' takes ");
     expect(gw.money(account.accountId)).toEqual(before);
     expect(up.requests).toHaveLength(0);
+  });
+});
+
+// The openai SDK (7.57) lists them: OpenAI publishes no output tokens per image for xhigh or max
+// (gpt-image-2.5), a GIF's frames have no published count, and SVG bills an author model's text
+// tokens in a separate svg_usage. No hold can be sized to cover them (docs/pricing.md#images).
+describe("a quality or output format the gateway cannot price", () => {
+  it.each([
+    ["quality", "xhigh"],
+    ["quality", "max"],
+    ["output_format", "gif"],
+    ["output_format", "svg"],
+  ])("refuses %s %j, even on gpt-image-2.5 which takes it, with 400 naming why, before any hold", async (field, value) => {
+    const e = await refused({ model: "img-2.5", [field]: value });
+    expect(e).toMatchObject({ status: 400, code: "invalid_request" });
+    expect(e.message).toStartWith(`${field}: ${JSON.stringify(value)} is not priced by this gateway: `);
   });
 });
 

@@ -26,6 +26,22 @@ describe("Messages", () => {
     expect(await r.gw.money(r.acct.accountId)).toEqual(before);
   });
 
+  // Fields Anthropic's API refuses as null ("temperature: Input should be a valid number"): its description
+  // types them without `| null` (@anthropic-ai/sdk's MessageCreateParams; temperature, top_p and top_k
+  // on the models that take them). Refused by the gateway whichever upstream serves the model, before
+  // the hold: a Chat upstream once took them as absent while Anthropic's 400 came back on the native path.
+  const refused = ["temperature", "top_p", "top_k", "system", "stop_sequences", "tools", "tool_choice", "thinking", "metadata", "output_config", "service_tier", "mcp_servers"];
+  for (const model of ["claude-native", "gpt-native"]) {
+    it.each(refused)(`refuses a null %s with 400 naming it, before any hold or upstream call (served by ${model})`, async (field) => {
+      const before = await r.gw.money(r.acct.accountId);
+      const calls = r.up.requests.length;
+      const err = await expectError(await post("/v1/messages", { model, messages: hi, max_tokens: 16, [field]: null }), 400, "invalid_request");
+      expect(err.message).toStartWith(`${field}: `);
+      expect(r.up.requests.length).toBe(calls);
+      expect(await r.gw.money(r.acct.accountId)).toEqual(before);
+    });
+  }
+
   // The fields @anthropic-ai/sdk types as `| null` (its types follow Anthropic's API description).
   const nullable: [string, Record<string, unknown>][] = [
     ["cache_control", { cache_control: null }],

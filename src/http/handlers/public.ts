@@ -3,7 +3,7 @@ import type { ModelConfig } from "../../config/schema.ts";
 import { modelNotFound } from "../../core/errors.ts";
 import type { Services } from "../../services.ts";
 import { json, pathParam, type OpenCall } from "../exchange.ts";
-import { CONFIG_NAME, PRICE_CLASSES, type ModelPrices, type PriceSheet } from "../../catalog/prices.ts";
+import { CONFIG_NAME, PRICE_CLASSES, type ModelPrices, type PriceSheet, type ServiceSheet } from "../../catalog/prices.ts";
 import { nanoToUsd } from "../../core/money.ts";
 import { isoTime } from "../../core/time.ts";
 import { MINIMUM_TOP_UP_NANO } from "../../payments/topups.ts";
@@ -53,11 +53,20 @@ export function getModel(c: OpenCall): Response {
  * derives them; web_search per 1,000 searches; the long-context and service tiers when configured.
  */
 function publicTable(p: ModelPrices): Pick<PricedModel, keyof PriceTable | "pricing_tiers" | "service_tiers"> {
-  const usd = (s: PriceSheet) => Object.fromEntries(PRICE_CLASSES.map((c) => [CONFIG_NAME[c], nanoToUsd(s.prices[c])])) as PriceTable;
-  const out: ReturnType<typeof publicTable> = usd(p.standard.base);
-  if (p.standard.tiers.length) out.pricing_tiers = [...p.standard.tiers].reverse().map((t) => ({ above_input_tokens: t.above, ...usd(t) }));
-  const service = Object.entries(p.service).map(([name, s]) => [name, usd(s.base)]);
+  const out: ReturnType<typeof publicTable> = tableOf(p.standard);
+  // Each service tier with its own long-context tiers, stacked as they are billed (catalog/prices.ts):
+  // its base alone read as the price of its long prompts too, a sixth of fast mode's bill above 200k.
+  const service = Object.entries(p.service).map(([name, s]) => [name, tableOf(s)]);
   if (service.length) out.service_tiers = Object.fromEntries(service);
+  return out;
+}
+
+const usd = (s: PriceSheet) => Object.fromEntries(PRICE_CLASSES.map((c) => [CONFIG_NAME[c], nanoToUsd(s.prices[c])])) as PriceTable;
+
+/** One service tier's table: its base prices, and its long-context tiers (lowest threshold first) when there are any. */
+function tableOf(s: ServiceSheet): PriceTable & Pick<PricedModel, "pricing_tiers"> {
+  const out: PriceTable & Pick<PricedModel, "pricing_tiers"> = usd(s.base);
+  if (s.tiers.length) out.pricing_tiers = [...s.tiers].reverse().map((t) => ({ above_input_tokens: t.above, ...usd(t) }));
   return out;
 }
 
