@@ -62,7 +62,7 @@ describe("README and docs/", () => {
 
   // A citation in code (a comment, a help text) or in a Markdown code span is no link the test above
   // reads, yet it sends a reader to a heading all the same.
-  it("every docs/x.md#anchor cited in src/, and in docs/ and the README inside code, names a heading", () => {
+  it("every anchor of a page cited in src/, and in docs/ and the README inside code, names a heading", () => {
     const walk = (dir: string): string[] =>
       readdirSync(dir).flatMap((name) => {
         const path = join(dir, name);
