@@ -5,6 +5,7 @@ import { invocation, parse, required, UsageError, usdFlag } from "./args.ts";
 import { openInstallation, output, type CliContext } from "./context.ts";
 import { scopedIdempotencyKey } from "../store/idempotency/contract.ts";
 import { formatUsd, iso, table, usd } from "./format.ts";
+import { GatewayError } from "../core/errors.ts";
 import { accountOf, keyLine, keyView } from "./key.ts";
 
 export const ACCOUNT_USAGE = `Usage:
@@ -266,7 +267,12 @@ interface Moved {
 async function once(ctx: CliContext, accountId: number, command: string, key: string, body: string, move: () => Promise<Moved>): Promise<Moved & { replayed: boolean }> {
   const scoped = scopedIdempotencyKey(command, key);
   if (!scoped) throw new UsageError("--idempotency-key needs a value");
-  const begun = await ctx.idempotency.begin(accountId, scoped, Bun.SHA256.hash(body, "hex"), `cli_${crypto.randomUUID()}`);
+  // The store's refusal speaks HTTP (a header, a request body); the operator gave a flag, an amount and a note.
+  const begun = await ctx.idempotency.begin(accountId, scoped, Bun.SHA256.hash(body, "hex"), `cli_${crypto.randomUUID()}`).catch((e: unknown) => {
+    if (e instanceof GatewayError && e.code === "idempotency_conflict")
+      throw new UsageError(`--idempotency-key '${key}' was used within 24 h for this account with another amount or note (idempotency_conflict): nothing moved; give a new key for a new move`);
+    throw e;
+  });
   if (begun.kind === "replay") return { ...(JSON.parse(begun.answer.body) as Moved), replayed: true };
   let moved: Moved;
   try {

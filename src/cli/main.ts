@@ -30,9 +30,9 @@ Usage:
   gateway migrate
   gateway migrate-db --from FILE --to postgres://…      # copy an installation to PostgreSQL, proved
   gateway account create --email E [--balance USD] [--password-stdin] [--admin]
-  gateway account update --email E [--admin|--no-admin] [--password-stdin]
-  gateway account credit --email E --usd N [--note T]
-  gateway account debit --email E --usd N --note T
+  gateway account update --email E [--admin|--no-admin] [--password-stdin] [--reset-2fa]
+  gateway account credit --email E --usd N [--note T] [--idempotency-key K]
+  gateway account debit --email E --usd N --note T [--idempotency-key K]
   gateway account list | account show --email E
   gateway account note --email E --text T              # the operator's note on the account ("" removes it)
   gateway account disable --email E | account enable --email E
@@ -51,7 +51,7 @@ Usage:
   gateway healthcheck [--port N]                     # GET /healthz on loopback: exit 0 when healthy
   gateway reload [--local] [--port N]                 # the running server reads its config again (as SIGHUP);
                                                       # on PostgreSQL every instance, --local this machine's only
-  gateway config check FILE                           # validate a config file without serving
+  gateway config check FILE | --config FILE           # validate a config file without serving
   gateway --version | gateway COMMAND --help
 
 account create without --balance credits the starting balance of 1 USD.

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from "bu
 import { expectError } from "../support/errors.ts";
 import { noticeGateway, type NoticeRig } from "../notices/support.ts";
 import { body } from "./support.ts";
+import { enrolled } from "../support/two-factor.ts";
 
 // POST /api/me/close's refusals and what it tells (docs/dashboard.md#closing-the-account): each
 // refusal changes nothing; the admin page answers a closed account's credit and enable 409.
@@ -72,5 +73,15 @@ describe("POST /api/me/close", () => {
     await expectError(await admin.b.call("POST", `/api/admin/accounts/${h.id}/credit`, { usd: 1 }), 409, "account_closed");
     await expectError(await admin.b.call("POST", `/api/admin/accounts/${h.id}/enable`), 409, "account_closed");
     expect(await balanceOf(h.id)).toBe(0);
+  });
+
+  // Before, the secret and the codes stayed: the operator's list said two-factor "on" for an account
+  // nobody can log into, and the database kept a credential of it.
+  it("removes the account's two-factor login: its secret and recovery codes", async () => {
+    const h = await holder();
+    await enrolled(rig.gw, h);
+    expect((await h.b.call("POST", "/api/me/close", { password: PASSWORD, confirm: h.email })).status).toBe(200);
+    expect(await rig.gw.services.twoFactor.stateOf(h.id)).toBeNull();
+    expect(rig.gw.services.db!.$client.query("SELECT count(*) AS n FROM recovery_codes WHERE account_id = ?").get(h.id)).toEqual({ n: 0 });
   });
 });

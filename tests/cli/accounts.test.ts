@@ -132,7 +132,7 @@ describe("account credit and debit with --idempotency-key", () => {
       const acc = await run<{ id: number }>("account", "create", "--email", e, "--balance", "5");
       await run("account", op, "--email", e, "--usd", "2", "--note", "retried", "--idempotency-key", "job-8");
       const line = expectOneLineFailure(await gateway(["account", op, "--email", e, "--usd", "3", "--note", "retried", "--idempotency-key", "job-8", "--db", db]));
-      expect(line).toContain("Idempotency-Key was already used with a different request body");
+      expect(line).toBe(`gateway: --idempotency-key 'job-8' was used within 24 h for this account with another amount or note (idempotency_conflict): nothing moved; give a new key for a new move`);
       expect(operatorEntries(acc.id)).toEqual([{ kind: `operator_${op}`, amount_nano: sign * 2e9 }]);
     });
   }

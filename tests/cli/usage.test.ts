@@ -50,6 +50,18 @@ describe("help", () => {
     });
   }
 
+  // The summary is where an operator looks first: a flag only a command's own help names is one they never find.
+  it("gateway --help names every flag that each command's own usage names", async () => {
+    const flags = (text: string) => new Set(text.match(/--[a-z0-9-]+/g) ?? []);
+    const usageBlock = (text: string) => text.slice(0, text.indexOf("\n\n"));
+    const summary = flags((await gateway(["--help"])).stdout);
+    const missing: string[] = [];
+    for (const command of ["serve", "migrate", "migrate-db", "account", "key", "code", "pause", "logs", "usage", "prices", "reload", "config", "healthcheck"]) {
+      for (const flag of flags(usageBlock((await gateway([command, "--help"])).stdout))) if (flag !== "--json" && !summary.has(flag)) missing.push(`${command} ${flag}`);
+    }
+    expect(missing).toEqual([]);
+  });
+
   it("gateway key create --help shows the key flags", async () => {
     const r = await gateway(["key", "create", "--help"]);
     expect(r.code).toBe(0);

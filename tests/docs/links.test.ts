@@ -60,6 +60,27 @@ describe("README and docs/", () => {
     });
   }
 
+  // A citation in code (a comment, a help text) or in a Markdown code span is no link the test above
+  // reads, yet it sends a reader to a heading all the same.
+  it("every anchor of a page cited in src/, and in docs/ and the README inside code, names a heading", () => {
+    const walk = (dir: string): string[] =>
+      readdirSync(dir).flatMap((name) => {
+        const path = join(dir, name);
+        return statSync(path).isDirectory() ? walk(path) : /\.(ts|md|html|css)$/.test(name) ? [path] : [];
+      });
+    const broken: string[] = [];
+    for (const file of [...walk(join(ROOT, "src")), ...files]) {
+      const text = readFileSync(file, "utf8");
+      for (const [cited, page, fragment] of text.matchAll(/((?:docs\/)?[a-z-]+\.md)#([a-z0-9][a-z0-9_-]*)/g)) {
+        const dest = page!.startsWith("docs/") || page === "README.md" ? join(ROOT, page!) : file.endsWith(".md") ? resolve(dirname(file), page!) : join(ROOT, "docs", page!);
+        if (!existsSync(dest) || !anchors(dest).has(fragment!)) broken.push(`${relative(ROOT, file)}: ${cited}`);
+      }
+      if (file.endsWith(".md"))
+        for (const [cited, fragment] of text.matchAll(/\(#([a-z0-9][a-z0-9_-]*)\)/g)) if (!anchors(file).has(fragment!)) broken.push(`${relative(ROOT, file)}: ${cited}`);
+    }
+    expect(broken).toEqual([]);
+  });
+
   it("the README links the client contract and the operations guide", () => {
     const readme = links(readFileSync(join(ROOT, "README.md"), "utf8"));
     expect(readme).toContain("docs/api.md");

@@ -118,6 +118,19 @@ describe("a change of address under [email]", () => {
     await refusedWith(await rig.browser().call("POST", "/api/password/reset", { token: reset, password: "from the old mailbox" }), 400, "invalid_reset_token");
   });
 
+  // Before, the link outlived the closure: used afterwards, it gave the anonymised row (closed-account-ID)
+  // the new address back, and took that address from whoever would register it.
+  test("pending, is ended by closing the account: the closed account gets no address back", async () => {
+    const h = await verifiedHolder(rig);
+    const next = freshEmail();
+    const token = await askFor(h, next);
+    const closed = await h.b.call("POST", "/api/me/close", { password: h.password, confirm: h.email, forfeit_usd: 1 });
+    expect(closed.status).toBe(200);
+    await refusedWith(await confirm(token), 400, "invalid_email_change");
+    expect((await rig.gw.services.accounts.profileOf(h.id))!.email).toBe(`closed-account-${h.id}`);
+    expect((await rig.browser().register(next)).res.status).toBe(201);
+  });
+
   test("pending, is ended by a password reset", async () => {
     const h = await verifiedHolder(rig);
     const change = await askFor(h, freshEmail());

@@ -78,7 +78,7 @@ export const sessions = sqliteTable(
 // enabled_at is null the secret awaits its first code and a login asks for none. last_step is the
 // TOTP time step of the newest code accepted: a code of that step or older is refused (replay).
 // The secret is stored as the authenticator app holds it (base32): no key in the config could
-// encrypt it, so a copy of the database holds it; docs/database.md#two_factor says what that means.
+// encrypt it, so a copy of the database holds it; docs/database.md#the-two-factor-secret says what that means.
 export const twoFactor = sqliteTable(
   "two_factor",
   {
