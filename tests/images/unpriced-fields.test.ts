@@ -31,13 +31,14 @@ const PROMPT = "a cat in a hat"; // 14 characters: the mock counts 4 text tokens
 const charged = (accountId: number, startUsd: number) => startUsd * 1e9 - gw.money(accountId).balance;
 
 /** The SDK's error for a request the gateway refuses, with the balance and the upstream untouched. */
-async function refused(run: (c: OpenAI) => Promise<unknown>): Promise<{ status: number; code: string; message: string }> {
+async function refused(run: (c: OpenAI) => Promise<unknown>): Promise<{ status: number | undefined; code: string; message: string }> {
   const a = await gw.account(5);
-  const err = await run(sdk(a.key)).catch((e) => e);
+  const err = (await run(sdk(a.key)).catch((e) => e)) as InstanceType<typeof OpenAI.APIError>;
   expect(err).toBeInstanceOf(OpenAI.APIError);
   expect(gw.money(a.accountId)).toMatchObject({ balance: 5_000_000_000, reserved: 0, openHolds: 0 });
   expect(up.requests).toHaveLength(0);
-  return { status: err.status, code: err.error.code, message: err.error.message };
+  const body = err.error as { code: string; message: string };
+  return { status: err.status, code: body.code, message: body.message };
 }
 
 const UNPRICED: [string, unknown][] = [
