@@ -32,6 +32,42 @@ const UNPRICED: Record<string, Record<string, string>> = {
 };
 
 /**
+ * Fields OpenAI's images API takes that no hold can be sized for, or that only act with an output
+ * or a mode refused above, and why: the upstream read them while the hold and the price did not.
+ */
+const UNPRICED_FIELDS: Record<string, string> = {
+  complexity:
+    "it sets the computation spent planning the image apart from its quality, and OpenAI publishes no token count for any of its levels, so no hold can be sized to cover it; omit it for the model's default",
+  frame_count: "it sets a GIF's frames (2 to 16), for which OpenAI publishes no output tokens, and output_format gif is not priced by this gateway; omit it",
+  frame_duration_ms: "it only acts with output_format gif, which is not priced by this gateway; omit it",
+  svg: "it picks the model and reasoning effort of an SVG author billed apart (svg_usage) at that model's text prices, which an image model's prices do not cover, and output_format svg is not priced by this gateway; omit it",
+  partial_images: "partial images are only sent in a stream, and image streaming is not supported by this gateway; omit it",
+};
+
+/** The fields the gateway knows and prices on each image route (the SDK's ImageGenerateParams and ImageEditParams less UNPRICED_FIELDS). */
+const COMMON = ["model", "prompt", "n", "size", "quality", "background", "output_compression", "output_format", "response_format", "safety_identifier", "user", "stream"];
+const KNOWN: Record<"images.generations" | "images.edits", ReadonlySet<string>> = {
+  "images.generations": new Set([...COMMON, "moderation", "style"]),
+  "images.edits": new Set([...COMMON, "image", "mask", "markup", "input_fidelity"]),
+};
+
+/**
+ * Refuses, before the hold, a field the hold does not cover: one of UNPRICED_FIELDS by name with
+ * why, and one the gateway does not know (a newer API's, a typo) since what it bills is unknown.
+ * A multipart name is read by its head (`svg[model]` is `svg`, `image[0]` is `image`); a JSON field
+ * sent as null is absent, as OpenAI reads it.
+ */
+export function checkFieldsKnown(endpoint: "images.generations" | "images.edits", names: Iterable<string>): void {
+  for (const name of names) {
+    const field = name.split("[", 1)[0]!;
+    if (Object.hasOwn(UNPRICED_FIELDS, field)) throw new GatewayError("invalid_request", `${field}: not priced by this gateway: ${UNPRICED_FIELDS[field]}.`);
+    if (!KNOWN[endpoint].has(field)) {
+      throw new GatewayError("invalid_request", `${field}: not a field this gateway knows on ${endpoint}, so what the upstream would bill for it is unknown; omit it.`);
+    }
+  }
+}
+
+/**
  * A value outside its field's set is refused, not passed on: `"background": "true"` was accepted,
  * forwarded and silently ignored (an opaque image charged as the transparent one asked for).
  */
@@ -82,6 +118,10 @@ export function readEditForm(form: FormData): EditForm {
   sources.forEach((f, i) => {
     if (typeof f === "string") throw new GatewayError("invalid_request", `image[${i}]: expected a file, got a string.`);
   });
+  checkFieldsKnown("images.edits", seen);
+  if (form.get("markup") !== null && form.get("mask") !== null) {
+    throw new GatewayError("invalid_request", "markup: cannot be combined with mask (OpenAI refuses both); send one.");
+  }
   checkEnumerated((field) => form.get(field) ?? undefined);
   const nRaw = form.get("n");
   const n = nRaw === null ? 1 : Number(nRaw);
@@ -120,10 +160,10 @@ export async function typedEditForm(form: FormData): Promise<FormData> {
   let source = 0;
   for (const [name, value] of form.entries()) {
     const v = value as string | File;
-    if (typeof v === "string" && name === "mask") throw new GatewayError("invalid_request", "mask: expected a file, got a string.");
+    if (typeof v === "string" && (name === "mask" || name === "markup")) throw new GatewayError("invalid_request", `${name}: expected a file, got a string.`);
     if (typeof v === "string") out.append(name, v);
     else if (isSource(name)) out.append(name, await typedImage(v, `image[${source++}]`, ["png", "jpg", "webp"]));
-    else if (name === "mask") out.append(name, await typedImage(v, "mask", ["png"]));
+    else if (name === "mask" || name === "markup") out.append(name, await typedImage(v, name, ["png"]));
     else out.append(name, v);
   }
   return out;

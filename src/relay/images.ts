@@ -6,7 +6,7 @@ import { attemptRoutes, readJsonAnswer } from "./routes.ts";
 import { resolveModel } from "./text.ts";
 import { post, reserve } from "./charge.ts";
 import { describe } from "../core/events.ts";
-import { checkEnumerated, readEditForm, typedEditForm } from "./image-fields.ts";
+import { checkEnumerated, checkFieldsKnown, readEditForm, typedEditForm } from "./image-fields.ts";
 import { checkImageOptions } from "./image-options.ts";
 import { billImages, imageHoldNano, readImageUsage, usageShown, type ImageAsk } from "./image-billing.ts";
 import type { ImageUsage } from "../catalog/image-prices.ts";
@@ -30,12 +30,14 @@ function readRequest(call: RelayCall, endpoint: ImageEndpoint): { model: unknown
   if (endpoint === "images.edits") {
     const form = call.form!;
     const edit = readEditForm(form);
-    const mask = form.get("mask") instanceof File ? 1 : 0;
-    const ask = { n: edit.n, quality: form.get("quality") ?? undefined, size: form.get("size") ?? undefined, promptBytes: bytes(edit.prompt), inputImages: edit.sources.length + mask };
+    // The mask and the markup are input images the upstream bills as image input tokens, as a source is.
+    const extra = ["mask", "markup"].filter((f) => form.get(f) instanceof File).length;
+    const ask = { n: edit.n, quality: form.get("quality") ?? undefined, size: form.get("size") ?? undefined, promptBytes: bytes(edit.prompt), inputImages: edit.sources.length + extra };
     return { model: edit.model, ask };
   }
   const json = call.json;
   if (json.stream === true) throw new GatewayError("invalid_request", "stream: streamed image generation is not supported by this gateway; omit stream.");
+  checkFieldsKnown("images.generations", Object.keys(json).filter((k) => json[k] !== null && json[k] !== undefined));
   checkEnumerated((field) => json[field]);
   const n = (json.n as number | null | undefined) ?? 1;
   return { model: json.model, ask: { n, quality: json.quality, size: json.size, promptBytes: bytes(json.prompt), inputImages: 0 } };

@@ -92,7 +92,8 @@ export interface ImageRequest {
 /** Reads a generations/edits body (JSON, or recorded multipart fields, numbers as strings). */
 export function imageRequest(f: Record<string, unknown>, override: { n?: number; size?: string } = {}): ImageRequest {
   const str = (v: unknown) => (typeof v === "string" ? v : typeof v === "number" ? String(v) : undefined);
-  const files = [f.image, f["image[]"]].flat()
+  // A markup (GPT Image 2.5 edits) is an input image billed as a source is; the mask is not counted.
+  const files = [f.image, f["image[]"], f.markup].flat()
     .filter((v): v is MockFile => typeof v === "object" && v !== null && (v as MockFile).bytes instanceof Uint8Array);
   const first = files[0];
   return {
