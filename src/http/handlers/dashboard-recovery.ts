@@ -6,6 +6,7 @@ import { events } from "../../core/events.ts";
 import { GatewayError, invalidRequest } from "../../core/errors.ts";
 import { normalizedEmail } from "../../core/email-address.ts";
 import type { Services } from "../../services.ts";
+import { alreadyClosed } from "../../store/accounts/contract.ts";
 import type { EmailChange, PasswordReset, ResetRequested } from "../api-schemas.ts";
 import { json } from "../exchange.ts";
 import { throttledCheck } from "./dashboard-login.ts";
@@ -74,8 +75,7 @@ export async function resetPassword(c: SessionCall): Promise<Response> {
   const tokenHash = hashVerifyToken(token);
   const seen = await svc.links.peek(tokenHash, "password_reset", Date.now());
   if (!seen) throw deadResetLink();
-  const login = await svc.accounts.loginOf(seen.accountId);
-  if (!login || login.disabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
+  await refuseInactive(svc, seen.accountId);
   const hash = await hashPassword(password);
   const now = Date.now();
   const used = await svc.links.consume(tokenHash, "password_reset", now);
@@ -89,6 +89,13 @@ export async function resetPassword(c: SessionCall): Promise<Response> {
   await svc.audit.record({ actorAccountId: used.accountId, action: "password_reset", targetAccountId: used.accountId, detail: `by emailed link; sessions ended: ${ended}` });
   svc.notices.passwordChanged(used.accountId, profile.email);
   return json<PasswordReset>({ password_reset: true, sessions_ended: ended });
+}
+
+/** A link of a closed or disabled account opens nothing: its password and address stay as they are. */
+async function refuseInactive(svc: Services, accountId: number): Promise<void> {
+  const profile = await svc.accounts.profileOf(accountId);
+  if (profile?.closedAt != null) throw alreadyClosed(accountId);
+  if (!profile || profile.disabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
 }
 
 /**
@@ -136,7 +143,11 @@ export async function requestEmailChange(c: SessionCall): Promise<Response> {
 export async function confirmEmailChange(c: SessionCall): Promise<Response> {
   const { svc } = c;
   const now = Date.now();
-  const used = await svc.links.consume(hashVerifyToken((c.json as { token: string }).token), "email_change", now);
+  const tokenHash = hashVerifyToken((c.json as { token: string }).token);
+  const seen = await svc.links.peek(tokenHash, "email_change", now);
+  if (seen) await refuseInactive(svc, seen.accountId);
+  // A closure after the look deletes the link (this use finds none) or comes after the use (setEmail refuses a closed account).
+  const used = seen && (await svc.links.consume(tokenHash, "email_change", now));
   if (!used?.newEmail) throw new GatewayError("invalid_email_change", "This confirmation link is not valid: it was used already, replaced by a newer one, or is more than 24 hours old. Ask again from the account page.");
   const profile = (await svc.accounts.profileOf(used.accountId))!;
   // A link used in the moment between a closure and its cancelling the links: closure is final.
