@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { body, freshEmail, refusedWith } from "../api/support.ts";
+import { gateway, tempInstallation } from "../support/cli.ts";
 import { sqlGet } from "../support/keyed.ts";
 import { codeAt, enrolled, loginFirstStep } from "../support/two-factor.ts";
-import { fragmentTokenIn, mailTo, noticeGateway, verifiedHolder, type NoticeRig } from "./support.ts";
+import { fragmentTokenIn, mailsTo, mailTo, noticeGateway, verifiedHolder, type NoticeRig } from "./support.ts";
 
 // Where the holder's account features meet (docs/reliability.md#where-the-holders-features-meet): a
 // pending emailed link or login step outliving the closure or the operator's disable, and the
@@ -26,10 +27,21 @@ async function askFor(h: Pick<Holder, "b" | "password">, next: string): Promise<
   return fragmentTokenIn((await mailTo(rig, next, before)).text, "confirm-email");
 }
 
+/** The first mail to `to` since the `from`-th whose text contains `words`, waited for (other mails of the holder may come first). */
+async function mailSaying(to: string, from: number, words: string): Promise<string> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const mail = mailsTo(rig, to, from).find((m) => m.text.includes(words));
+    if (mail) return mail.text;
+    if (Date.now() > until) throw new Error(`no mail to ${to} saying "${words}" within 10 s`);
+    await Bun.sleep(10);
+  }
+}
+
 async function resetLinkOf(h: Holder): Promise<string> {
   const before = rig.smtp.mails.length;
   await rig.browser().call("POST", "/api/password/forgot", { email: h.email });
-  return fragmentTokenIn((await mailTo(rig, h.email, before)).text, "reset");
+  return fragmentTokenIn(await mailSaying(h.email, before, "#/reset"), "reset");
 }
 
 const confirm = (token: string) => rig.browser().call("POST", "/api/me/email/confirm", { token });
@@ -104,5 +116,56 @@ describe("a password reset of an account with two-factor login", () => {
     expect((await rig.browser().call("POST", "/api/password/reset", { token, password: "a new horse" })).status).toBe(200);
     const answer = await body(await rig.browser().call("POST", "/api/login", { email: h.email, password: "a new horse" }));
     expect(answer.second_factor_required).toBe(true);
+  });
+});
+
+describe("the operator's webhook at a change of address", () => {
+  test("gets account.email_changed with the new and the previous address once the link is confirmed", async () => {
+    const h = await verifiedHolder(rig);
+    const next = freshEmail();
+    expect((await confirm(await askFor(h, next))).status).toBe(200);
+    const event = await rig.hook.waitFor("account.email_changed", { account_id: h.id });
+    expect(event.event.data).toEqual({ account_id: h.id, email: next, previous_email: h.email });
+  });
+});
+
+describe("two-factor login turned on or off", () => {
+  test("is mailed to the account's address when the holder turns it on, and again when off", async () => {
+    const h = await enrolled(rig.gw, await verifiedHolder(rig));
+    expect(await mailSaying(h.email, 0, "Two-factor login")).toContain("was turned on: each login now asks for a code");
+    const before = rig.smtp.mails.length;
+    expect((await h.b.call("POST", "/api/me/2fa/disable", { password: h.password, code: await codeAt(h.secret, 30) })).status).toBe(200);
+    expect(await mailSaying(h.email, before, "Two-factor login")).toContain("was turned off: a login asks for the password only");
+  });
+
+  test("removed by the operator's --reset-2fa is mailed to the holder", async () => {
+    const h = await enrolled(rig.gw, await verifiedHolder(rig));
+    const install = tempInstallation(`[server]\npublic_url = "https://gateway.test"\n\n[email]\nsmtp_url = "${rig.smtp.url("gw", "smtp-pass-1")}"\nfrom = "Gateway <gateway@test.local>"\n`);
+    try {
+      const before = rig.smtp.mails.length;
+      const r = await gateway(["account", "update", "--email", h.email, "--reset-2fa", "--config", install.config, "--db", rig.gw.config.database]);
+      expect(r.code).toBe(0);
+      expect(await mailSaying(h.email, before, "removed by the gateway's operator")).toStartWith("From: Gateway");
+    } finally {
+      install.remove();
+    }
+  });
+});
+
+describe("the holder's mails after a change of address", () => {
+  test("go to the new address: the reset link, and a recovery code's use; the old address gets neither", async () => {
+    const h = await enrolled(rig.gw, await verifiedHolder(rig));
+    const next = freshEmail();
+    expect((await confirm(await askFor(h, next))).status).toBe(200);
+    const before = rig.smtp.mails.length;
+    await rig.browser().call("POST", "/api/password/forgot", { email: next });
+    await rig.browser().call("POST", "/api/password/forgot", { email: h.email });
+    await mailSaying(next, before, "#/reset");
+    const step = await loginFirstStep(rig.gw, { email: next, password: h.password }, rig.browser());
+    expect((await step.b.call("POST", "/api/login/second-factor", { token: step.token, code: h.recovery[0] })).status).toBe(200);
+    await mailSaying(next, before, "recovery codes of your gateway account was just used");
+    await rig.gw.services.notices.drain(5_000);
+    // The old address hears only that the address changed (docs/dashboard.md#change-of-email).
+    expect(mailsTo(rig, h.email, before).filter((m) => /#\/reset|recovery code/.test(m.text))).toEqual([]);
   });
 });

@@ -122,6 +122,7 @@ export async function requestEmailChange(c: SessionCall): Promise<Response> {
   if (!svc.notices.verifiesEmail) {
     await svc.accounts.setEmail(accountId, next);
     await svc.audit.record({ actorAccountId: accountId, action: "email_changed", targetAccountId: accountId, detail: "with the password (no [email] to confirm it)" });
+    svc.notices.addressChanged(accountId, current, next);
     return json<EmailChange>({ email_changed: true, confirmation_sent: false, email: next });
   }
   const now = Date.now();
@@ -158,6 +159,7 @@ export async function confirmEmailChange(c: SessionCall): Promise<Response> {
   // A reset link mailed to the old address must not open the account any more.
   await svc.links.cancel(used.accountId, "password_reset", now);
   await svc.audit.record({ actorAccountId: used.accountId, action: "email_changed", targetAccountId: used.accountId, detail: "confirmed from the new address" });
+  svc.notices.addressChanged(used.accountId, old, used.newEmail);
   if (verification && !verification.verified) await completeVerification(svc, used.accountId, now);
   else svc.notices.emailChanged(used.accountId, old, used.newEmail);
   return json<EmailChange>({ email_changed: true, confirmation_sent: false, email: used.newEmail });
