@@ -199,7 +199,8 @@ export async function accountCommand(argv: string[]): Promise<void> {
       await ctx.accounts.setPasswordHash(acc.id, await hashPassword(await readPasswordFromStdin()));
       // Whoever logged in with the old password (or a stolen session) is out.
       const ended = await ctx.sessions.revokeAll(acc.id);
-      await ctx.links.cancel(acc.id, "password_reset", Date.now());
+      // A reset link or a change of address asked with the old password opens nothing now.
+      await ctx.links.cancelAll(acc.id, Date.now());
       await ctx.audit.record({ actorAccountId: null, action: "password_set", targetAccountId: acc.id });
       Object.assign(data, { password_set: true, sessions_ended: ended });
       said.push(`account ${acc.email} has a new password (${ended} session${ended === 1 ? "" : "s"} ended)`);

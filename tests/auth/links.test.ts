@@ -86,6 +86,18 @@ for (const engine of ENGINES) {
       expect((await accounts.findById(b))!.email).toBe(`l${n}@test.local`);
     });
 
+    it("cancel every pending link of an account at a change of password, and no other account's", async () => {
+      const acc = await account();
+      const other = await account();
+      const reset = await issue(acc, "password_reset", 1_000);
+      const change = await issue(acc, "email_change", 1_000, "thief@test.local");
+      const theirs = await issue(other, "email_change", 1_000, "theirs@test.local");
+      await links.cancelAll(acc, 2_000);
+      expect(await links.peek(reset, "password_reset", 2_000)).toBeNull();
+      expect(await links.peek(change, "email_change", 2_000)).toBeNull();
+      expect(await links.peek(theirs, "email_change", 2_000)).toEqual({ accountId: other, newEmail: "theirs@test.local" });
+    });
+
     it("forget every link of an account at its closure, used or pending, and no other account's", async () => {
       const acc = await account();
       const other = await account();

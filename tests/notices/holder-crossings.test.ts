@@ -169,3 +169,31 @@ describe("the holder's mails after a change of address", () => {
     expect(mailsTo(rig, h.email, before).filter((m) => /#\/reset|recovery code/.test(m.text))).toEqual([]);
   });
 });
+
+describe("a change of address pending when the password changes", () => {
+  // Whoever had the old password (and a session) may have asked for it, to an address of theirs.
+  test("is ended by the holder's change of password on the account page", async () => {
+    const h = await verifiedHolder(rig);
+    const token = await askFor(h, freshEmail());
+    expect((await h.b.call("POST", "/api/password", { current_password: h.password, new_password: "a fresh horse" })).status).toBe(200);
+    await refusedWith(await confirm(token), 400, "invalid_email_change");
+    expect((await row(h.id))!.email).toBe(h.email);
+  });
+
+  test("is ended by the admin's Set password", async () => {
+    const h = await verifiedHolder(rig);
+    const token = await askFor(h, freshEmail());
+    const admin = await verifiedHolder(rig);
+    await rig.gw.services.accounts.setAdmin(admin.id, true);
+    expect((await admin.b.call("PUT", `/api/admin/accounts/${h.id}/password`, { password: "set by the operator" })).status).toBe(200);
+    await refusedWith(await confirm(token), 400, "invalid_email_change");
+  });
+
+  test("is ended by the operator's account update --password-stdin", async () => {
+    const h = await verifiedHolder(rig);
+    const token = await askFor(h, freshEmail());
+    const r = await gateway(["account", "update", "--email", h.email, "--password-stdin", "--db", rig.gw.config.database], { stdin: "set on the command line\n" });
+    expect(r.code).toBe(0);
+    await refusedWith(await confirm(token), 400, "invalid_email_change");
+  });
+});

@@ -82,7 +82,7 @@ export async function resetPassword(c: SessionCall): Promise<Response> {
   if (!used) throw deadResetLink();
   await svc.accounts.setPasswordHash(used.accountId, hash);
   const ended = await c.dash.sessions.revokeAll(used.accountId);
-  await svc.links.cancel(used.accountId, "email_change", now);
+  await svc.links.cancelAll(used.accountId, now);
   const profile = (await svc.accounts.profileOf(used.accountId))!;
   // The failed logins of the forgotten password no longer hold the new one back.
   await c.dash.throttles.loginPerAccount.clear(profile.email);
