@@ -197,3 +197,16 @@ describe("a change of address pending when the password changes", () => {
     await refusedWith(await confirm(token), 400, "invalid_email_change");
   });
 });
+
+describe("the audit trail of the holder's credentials", () => {
+  test("has a row for each change the holder makes: password on the account page, address, two-factor, closure", async () => {
+    const h = await verifiedHolder(rig);
+    expect((await h.b.call("POST", "/api/password", { current_password: h.password, new_password: "correct horse" })).status).toBe(200);
+    const next = freshEmail();
+    expect((await confirm(await askFor({ b: h.b, password: "correct horse" }, next))).status).toBe(200);
+    await enrolled(rig.gw, { b: h.b, id: h.id, email: next });
+    expect((await close({ b: h.b, email: next, password: "correct horse" })).status).toBe(200);
+    const rows = rig.gw.services.db!.$client.query("SELECT actor_account_id AS actor, action FROM audit_log WHERE target_account_id = ? ORDER BY id").all(h.id);
+    expect(rows).toEqual(["password_changed", "email_changed", "two_factor_enabled", "account_closed"].map((action) => ({ actor: h.id, action })));
+  });
+});
