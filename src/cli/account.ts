@@ -201,6 +201,7 @@ export async function accountCommand(argv: string[]): Promise<void> {
       const ended = await ctx.sessions.revokeAll(acc.id);
       // A reset link or a change of address asked with the old password opens nothing now.
       await ctx.links.cancelAll(acc.id, Date.now());
+      await ctx.twoFactor.endChallenges(acc.id);
       await ctx.audit.record({ actorAccountId: null, action: "password_set", targetAccountId: acc.id });
       Object.assign(data, { password_set: true, sessions_ended: ended });
       said.push(`account ${acc.email} has a new password (${ended} session${ended === 1 ? "" : "s"} ended)`);

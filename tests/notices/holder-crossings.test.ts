@@ -38,7 +38,7 @@ async function mailSaying(to: string, from: number, words: string): Promise<stri
   }
 }
 
-async function resetLinkOf(h: Holder): Promise<string> {
+async function resetLinkOf(h: { email: string }): Promise<string> {
   const before = rig.smtp.mails.length;
   await rig.browser().call("POST", "/api/password/forgot", { email: h.email });
   return fragmentTokenIn(await mailSaying(h.email, before, "#/reset"), "reset");
@@ -208,5 +208,23 @@ describe("the audit trail of the holder's credentials", () => {
     expect((await close({ b: h.b, email: next, password: "correct horse" })).status).toBe(200);
     const rows = rig.gw.services.db!.$client.query("SELECT actor_account_id AS actor, action FROM audit_log WHERE target_account_id = ? ORDER BY id").all(h.id);
     expect(rows).toEqual(["password_changed", "email_changed", "two_factor_enabled", "account_closed"].map((action) => ({ actor: h.id, action })));
+  });
+});
+
+describe("a login waiting for its code when the password changes", () => {
+  // The login's first step proved the old password; the new one is what a login needs now.
+  test("opens no session after a password reset, even with a right code", async () => {
+    const h = await enrolled(rig.gw, await verifiedHolder(rig));
+    const thief = await loginFirstStep(rig.gw, h, rig.browser());
+    const token = await resetLinkOf(h);
+    expect((await rig.browser().call("POST", "/api/password/reset", { token, password: "taken back now" })).status).toBe(200);
+    await refusedWith(await thief.b.call("POST", "/api/login/second-factor", { token: thief.token, code: await codeAt(h.secret, 30) }), 401, "second_factor_expired");
+  });
+
+  test("opens no session after the holder's change of password on the account page", async () => {
+    const h = await enrolled(rig.gw, await verifiedHolder(rig));
+    const thief = await loginFirstStep(rig.gw, h, rig.browser());
+    expect((await h.b.call("POST", "/api/password", { current_password: h.password, new_password: "taken back now" })).status).toBe(200);
+    await refusedWith(await thief.b.call("POST", "/api/login/second-factor", { token: thief.token, code: await codeAt(h.secret, 30) }), 401, "second_factor_expired");
   });
 });

@@ -99,6 +99,7 @@ export async function newPassword(c: SessionCall): Promise<Response> {
   // with the old password may have asked for one to a mailbox of theirs.
   const ended = await c.dash.sessions.revokeAll(c.session!.accountId, c.session!.id);
   await c.svc.links.cancelAll(c.session!.accountId, Date.now());
+  await c.svc.twoFactor.endChallenges(c.session!.accountId);
   // On the audit trail as every other change of the account's credentials is (reset, set, two-factor, address).
   await c.svc.audit.record({ actorAccountId: c.session!.accountId, action: "password_changed", targetAccountId: c.session!.accountId, detail: `on the account page; sessions ended: ${ended}` });
   return json<PasswordChanged>({ password_changed: true, sessions_ended: ended });

@@ -80,6 +80,7 @@ export const setPasswordOf = adminOnly(async (c, adminId) => {
   const ended = await c.dash.sessions.revokeAll(target.id, target.id === adminId ? c.session!.id : null);
   // A reset link or a change of address asked with the old password opens nothing now.
   await c.svc.links.cancelAll(target.id, Date.now());
+  await c.svc.twoFactor.endChallenges(target.id);
   await c.svc.audit.record({ actorAccountId: adminId, action: "password_set", targetAccountId: target.id });
   return json<PasswordChanged>({ password_changed: true, sessions_ended: ended });
 });

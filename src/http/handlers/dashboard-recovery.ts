@@ -83,6 +83,8 @@ export async function resetPassword(c: SessionCall): Promise<Response> {
   await svc.accounts.setPasswordHash(used.accountId, hash);
   const ended = await c.dash.sessions.revokeAll(used.accountId);
   await svc.links.cancelAll(used.accountId, now);
+  // A login past the old password, waiting for its code, would open a session the reset was meant to end.
+  await svc.twoFactor.endChallenges(used.accountId);
   const profile = (await svc.accounts.profileOf(used.accountId))!;
   // The failed logins of the forgotten password no longer hold the new one back.
   await c.dash.throttles.loginPerAccount.clear(profile.email);
