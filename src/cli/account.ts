@@ -252,8 +252,11 @@ export async function accountCommand(argv: string[]): Promise<void> {
   }
   const disable = sub === "disable";
   const changed = await ctx.accounts.setDisabled(acc.id, disable);
-  // Sessions opened before the disable stay ended: enabling must not bring back a stolen one.
-  if (changed && !disable) await ctx.sessions.revokeAll(acc.id);
+  // Sessions opened before the disable stay ended, and logins waiting for their code: enabling must not bring back a stolen one.
+  if (changed && !disable) {
+    await ctx.sessions.revokeAll(acc.id);
+    await ctx.twoFactor.endChallenges(acc.id);
+  }
   const status = disable ? "disabled" : "active";
   output(
     ctx,

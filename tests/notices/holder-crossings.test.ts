@@ -228,3 +228,22 @@ describe("a login waiting for its code when the password changes", () => {
     await refusedWith(await thief.b.call("POST", "/api/login/second-factor", { token: thief.token, code: await codeAt(h.secret, 30) }), 401, "second_factor_expired");
   });
 });
+
+describe("a login waiting for its code across the operator's disable and enable", () => {
+  test("opens no session once the account is enabled again, as the sessions before the disable", async () => {
+    const h = await enrolled(rig.gw, await verifiedHolder(rig));
+    const thief = await loginFirstStep(rig.gw, h, rig.browser());
+    const admin = await verifiedHolder(rig);
+    await rig.gw.services.accounts.setAdmin(admin.id, true);
+    expect((await admin.b.call("POST", `/api/admin/accounts/${h.id}/disable`)).status).toBe(200);
+    expect((await admin.b.call("POST", `/api/admin/accounts/${h.id}/enable`)).status).toBe(200);
+    await refusedWith(await thief.b.call("POST", "/api/login/second-factor", { token: thief.token, code: await codeAt(h.secret, 30) }), 401, "second_factor_expired");
+  });
+
+  test("opens no session once the operator's CLI enabled the account again", async () => {
+    const h = await enrolled(rig.gw, await verifiedHolder(rig));
+    const thief = await loginFirstStep(rig.gw, h, rig.browser());
+    for (const sub of ["disable", "enable"]) expect((await gateway(["account", sub, "--email", h.email, "--db", rig.gw.config.database])).code).toBe(0);
+    await refusedWith(await thief.b.call("POST", "/api/login/second-factor", { token: thief.token, code: await codeAt(h.secret, 30) }), 401, "second_factor_expired");
+  });
+});
