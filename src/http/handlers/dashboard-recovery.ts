@@ -64,8 +64,8 @@ async function mailResetLink(svc: Services, email: string): Promise<void> {
 /**
  * POST /api/password/reset: the link's account gets the new password, once. The link is looked at
  * before the Argon2id work (a dead link costs none) and used after it, in one conditional write, so
- * of two uses at once one sets the password. Every session ends; a pending change of address ends
- * too (whoever knew the old password may have asked for it).
+ * of two uses at once one sets the password. Every session ends, and every login waiting for its
+ * second factor; a pending change of address ends too (whoever knew the old password may have asked for it).
  */
 export async function resetPassword(c: SessionCall): Promise<Response> {
   const { svc } = c;
