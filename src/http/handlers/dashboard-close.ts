@@ -55,11 +55,6 @@ export async function closeAccount(c: SessionCall): Promise<Response> {
   let revoked = 0;
   for (const key of await svc.keys.ofAccount(accountId)) if (await svc.keys.revoke(key.id, now)) revoked++;
   const ended = await c.dash.sessions.revokeAll(accountId);
-  // What could still act for the account goes too: a pending link (a change of address confirmed
-  // later gave the anonymised row its address back) and the second factor (a secret kept for nobody).
-  await svc.links.cancel(accountId, "email_change", now);
-  await svc.links.cancel(accountId, "password_reset", now);
-  await svc.twoFactor.remove(accountId);
   await svc.audit.record({ actorAccountId: accountId, action: "account_closed", targetAccountId: accountId, detail: `forfeited ${nanoToUsd(forfeitNano)} USD, ${revoked} keys revoked` });
   svc.notices.closed(closed);
   return json<AccountClosed>(

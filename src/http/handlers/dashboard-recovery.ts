@@ -152,10 +152,8 @@ export async function confirmEmailChange(c: SessionCall): Promise<Response> {
   // A closure after the look deletes the link (this use finds none) or comes after the use (setEmail refuses a closed account).
   const used = seen && (await svc.links.consume(tokenHash, "email_change", now));
   if (!used?.newEmail) throw new GatewayError("invalid_email_change", "This confirmation link is not valid: it was used already, replaced by a newer one, or is more than 24 hours old. Ask again from the account page.");
-  const profile = (await svc.accounts.profileOf(used.accountId))!;
-  // A link used in the moment between a closure and its cancelling the links: closure is final.
-  if (profile.closedAt !== null) throw new GatewayError("invalid_email_change", "This confirmation link is not valid: its account was closed.");
-  const old = profile.email;
+  // A closure between the look and here: setEmail refuses the closed account (409 account_closed).
+  const old = (await svc.accounts.profileOf(used.accountId))!.email;
   const verification = await svc.accounts.verificationOf(used.accountId);
   await svc.accounts.setEmail(used.accountId, used.newEmail);
   // A reset link mailed to the old address must not open the account any more.
