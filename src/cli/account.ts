@@ -47,6 +47,15 @@ account shows them).`;
 const statusOf = (a: Account) => (a.closedAt !== null ? "closed" : a.disabledAt === null ? "active" : "disabled");
 
 /** Who wrote a note: the admin account's email, or null when the CLI (no account) did. */
+/** Sends what `send` asks of a Notices of the config's [email] and [notifications], and waits for the send (a command ends after it). */
+async function notify(ctx: CliContext, send: (n: Notices) => void): Promise<void> {
+  const notices = new Notices(ctx.config, ctx);
+  notices.deliveries.retryDelaysMs = [1_000];
+  send(notices);
+  await notices.drain(15_000);
+  notices.close();
+}
+
 async function noteAuthor(ctx: CliContext, by: number | null): Promise<string | null> {
   return by === null ? null : ((await ctx.accounts.findById(by))?.email ?? null);
 }
@@ -190,14 +199,20 @@ export async function accountCommand(argv: string[]): Promise<void> {
       await ctx.accounts.setPasswordHash(acc.id, await hashPassword(await readPasswordFromStdin()));
       // Whoever logged in with the old password (or a stolen session) is out.
       const ended = await ctx.sessions.revokeAll(acc.id);
-      await ctx.links.cancel(acc.id, "password_reset", Date.now());
+      // A reset link or a change of address asked with the old password opens nothing now.
+      await ctx.links.cancelAll(acc.id, Date.now());
+      await ctx.twoFactor.endChallenges(acc.id);
       await ctx.audit.record({ actorAccountId: null, action: "password_set", targetAccountId: acc.id });
       Object.assign(data, { password_set: true, sessions_ended: ended });
       said.push(`account ${acc.email} has a new password (${ended} session${ended === 1 ? "" : "s"} ended)`);
     }
     if (resets2fa) {
       const removed = await ctx.twoFactor.remove(acc.id);
-      if (removed) await ctx.audit.record({ actorAccountId: null, action: "two_factor_reset", targetAccountId: acc.id });
+      if (removed) {
+        await ctx.audit.record({ actorAccountId: null, action: "two_factor_reset", targetAccountId: acc.id });
+        // The holder hears of it as of a change in the dashboard: the account is back to its password alone.
+        await notify(ctx, (n) => n.twoFactorChanged(acc.id, "reset"));
+      }
       Object.assign(data, { two_factor_reset: removed });
       said.push(removed ? `account ${acc.email}: two-factor login removed; the next login asks for the password only` : `account ${acc.email} had no two-factor login`);
     }
@@ -230,21 +245,18 @@ export async function accountCommand(argv: string[]): Promise<void> {
       output(ctx, { ...done.data, replayed: true }, `already ${verb} with this --idempotency-key, nothing moved now: ${done.human}`);
       return;
     }
-    if (sub === "credit") {
-      // The operator's webhook hears of it as of a credit in the dashboard; the command waits for the send.
-      const notices = new Notices(ctx.config, ctx);
-      notices.deliveries.retryDelaysMs = [1_000];
-      notices.credited(acc.id, nano, "operator_credit");
-      await notices.drain(15_000);
-      notices.close();
-    }
+    // The operator's webhook hears of it as of a credit in the dashboard.
+    if (sub === "credit") await notify(ctx, (n) => n.credited(acc.id, nano, "operator_credit"));
     output(ctx, done.data, done.human);
     return;
   }
   const disable = sub === "disable";
   const changed = await ctx.accounts.setDisabled(acc.id, disable);
-  // Sessions opened before the disable stay ended: enabling must not bring back a stolen one.
-  if (changed && !disable) await ctx.sessions.revokeAll(acc.id);
+  // Sessions opened before the disable stay ended, and logins waiting for their code: enabling must not bring back a stolen one.
+  if (changed && !disable) {
+    await ctx.sessions.revokeAll(acc.id);
+    await ctx.twoFactor.endChallenges(acc.id);
+  }
   const status = disable ? "disabled" : "active";
   output(
     ctx,

@@ -98,6 +98,14 @@ export class Notices {
     });
   }
 
+  /**
+   * The account's address changed: the operator hears of it, as of the address every other account
+   * event carries (a receiver that keeps them would otherwise go on naming the old one).
+   */
+  addressChanged(accountId: number, oldEmail: string, newEmail: string): void {
+    this.event("account.email_changed", { account_id: accountId, email: newEmail, previous_email: oldEmail });
+  }
+
   /** Told to the address the account had, when it was verified (an unverified one may be someone else's). */
   emailChanged(accountId: number, oldEmail: string, newEmail: string): void {
     this.email(accountId, "email_changed", {
@@ -177,6 +185,20 @@ export class Notices {
       subject: "A recovery code of your gateway account was used",
       text: `One of the two-factor recovery codes of your gateway account was just used; ${left} unused ${left === 1 ? "code remains" : "codes remain"}. Each works once.\n\nIf this was not you, someone has your password and a recovery code: change the password and turn two-factor login off and on again at ${this.site}/ for new codes.\n`,
     })).catch((e) => this.log.noticeFailed({ channel: "email", type: "recovery_code.used", accountId, attempts: 0, reason: (e as Error).message })));
+  }
+
+  /**
+   * Two-factor login turned on or off (by the holder, or removed by the operator): the account's
+   * current address hears of it, as of a changed password. Turned on by someone holding the password
+   * and a session, it would lock the holder out; turned off, the account is back to the password alone.
+   */
+  twoFactorChanged(accountId: number, change: "enabled" | "disabled" | "reset"): void {
+    const what = { enabled: "turned on: each login now asks for a code from the authenticator app", disabled: "turned off: a login asks for the password only", reset: "removed by the gateway's operator: a login asks for the password only" }[change];
+    this.deliveries.track(this.emailAccount(accountId, `two_factor_${change}`, (email) => ({
+      to: email,
+      subject: `Two-factor login of your gateway account was ${change === "enabled" ? "turned on" : "turned off"}`,
+      text: `Two-factor login of your gateway account was ${what}.\n\nIf this was not you, reset your password at ${this.site}/#/login and tell the gateway's operator.\n`,
+    })).catch((e) => this.log.noticeFailed({ channel: "email", type: `two_factor_${change}`, accountId, attempts: 0, reason: (e as Error).message })));
   }
 
   /** Waits for what is being sent, at most `timeoutMs`; balance checks queued are run first. */

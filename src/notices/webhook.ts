@@ -5,7 +5,7 @@ import type { NotificationsConfig } from "../config/notices.ts";
 // POST signed as Stripe signs its own, so that a receiver verifies it with the same few lines:
 // x-gateway-signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>.
 
-export type EventType = "account.registered" | "account.verified" | "balance.low" | "budget.reached" | "topup.credited" | "account.closed";
+export type EventType = "account.registered" | "account.verified" | "balance.low" | "budget.reached" | "topup.credited" | "account.closed" | "account.email_changed";
 
 export interface GatewayEvent {
   id: string;

@@ -132,5 +132,20 @@ for (const engine of GATEWAY_ENGINES) {
       const again = await gw.services.accounts.create(h.email, { balanceNano: 0 });
       expect(again.id).not.toBe(h.accountId);
     });
+
+    it("deletes the two-factor secret, recovery codes, pending login steps and emailed links", async () => {
+      const h = await holder(gw, 0);
+      const { twoFactor, links } = gw.services;
+      const now = Date.now();
+      await twoFactor.begin(h.accountId, "JBSWY3DPEHPK3PXP", now);
+      expect(await twoFactor.enable(h.accountId, "JBSWY3DPEHPK3PXP", 1, [`rc-${h.accountId}`], now)).toBe(true);
+      await twoFactor.openChallenge(h.accountId, `ch-${h.accountId}`, now, now + 300_000);
+      await links.issue(h.accountId, "email_change", { tokenHash: `ln-${h.accountId}`, expiresAt: now + 3_600_000, newEmail: `next-${h.accountId}@test.local` }, now, now);
+      expect((await close(h.b, h.email)).status).toBe(200);
+      expect(await twoFactor.stateOf(h.accountId)).toBeNull();
+      expect(await twoFactor.recoveryCodesLeft(h.accountId)).toBe(0);
+      expect(await twoFactor.challengeOf(`ch-${h.accountId}`, Date.now())).toBeNull();
+      expect(await links.peek(`ln-${h.accountId}`, "email_change", Date.now())).toBeNull();
+    });
   });
 }

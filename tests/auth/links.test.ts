@@ -85,5 +85,36 @@ for (const engine of ENGINES) {
       await expect(accounts.setEmail(b, "moved@test.local")).rejects.toThrow("already exists");
       expect((await accounts.findById(b))!.email).toBe(`l${n}@test.local`);
     });
+
+    it("cancel every pending link of an account at a change of password, and no other account's", async () => {
+      const acc = await account();
+      const other = await account();
+      const reset = await issue(acc, "password_reset", 1_000);
+      const change = await issue(acc, "email_change", 1_000, "thief@test.local");
+      const theirs = await issue(other, "email_change", 1_000, "theirs@test.local");
+      await links.cancelAll(acc, 2_000);
+      expect(await links.peek(reset, "password_reset", 2_000)).toBeNull();
+      expect(await links.peek(change, "email_change", 2_000)).toBeNull();
+      expect(await links.peek(theirs, "email_change", 2_000)).toEqual({ accountId: other, newEmail: "theirs@test.local" });
+    });
+
+    it("forget every link of an account at its closure, used or pending, and no other account's", async () => {
+      const acc = await account();
+      const other = await account();
+      const reset = await issue(acc, "password_reset", 1_000);
+      const change = await issue(acc, "email_change", 1_000, "kept-private@test.local");
+      const theirs = await issue(other, "password_reset", 1_000);
+      await links.forget(acc);
+      expect(await links.consume(reset, "password_reset", 2_000)).toBeNull();
+      expect(await links.consume(change, "email_change", 2_000)).toBeNull();
+      expect(await links.peek(theirs, "password_reset", 2_000)).toEqual({ accountId: other, newEmail: null });
+    });
+
+    it("refuse to change a closed account's address 409 account_closed, keeping it anonymised", async () => {
+      const a = await account();
+      await accounts.close(a, (await accounts.findById(a))!.balanceNano, 2_000);
+      await expect(accounts.setEmail(a, `revived${n}@test.local`)).rejects.toMatchObject({ code: "account_closed" });
+      expect((await accounts.findById(a))!.email).toBe(`closed-account-${a}`);
+    });
   });
 }

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, setDefaultTimeout } from "bun:test";
+import { hashPassword } from "../../src/auth/passwords.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { openTab, signIn, visit, type Tab } from "./support.ts";
 
@@ -58,5 +59,23 @@ describe("Close account on the account page", () => {
     await page.getByText(/incorrect|invalid/i).first().waitFor();
     expect(await page.getByRole("heading", { level: 1, name: "Overview" }).count()).toBe(0);
     expect(tab.problems()).toEqual([expect.stringMatching(/^HTTP 401: POST .*\/api\/login$/), expect.stringContaining("status of 401")]);
+  });
+
+  it("leaves the admin page of the closed account without the controls the server refuses: credit, password, new key", async () => {
+    const { page } = tab;
+    const id = (await gw.services.accounts.list()).find((a) => a.closedAt !== null)!.id;
+    await gw.services.accounts.create("operator@example.test", { passwordHash: await hashPassword(PASSWORD), admin: true, balanceNano: 0 });
+    await signIn(page, gw.url, "login", "operator@example.test", PASSWORD);
+    await page.goto(`${gw.url}/#/admin/account/${id}`);
+    await page.getByTestId("closed-note").waitFor();
+    await tab.shot("admin-closed-account");
+    expect(await page.getByTestId("account-state").textContent()).toContain("closed");
+    const money = page.getByRole("form", { name: `Debit closed-account-${id}` });
+    expect(await money.getByRole("radio").count()).toBe(1);
+    expect(await money.getByRole("radio", { name: "Debit" }).isChecked()).toBe(true);
+    expect(await page.getByRole("radio", { name: "Credit" }).count()).toBe(0);
+    expect(await page.getByRole("form", { name: "Set the dashboard password" }).count()).toBe(0);
+    expect(await page.getByRole("form", { name: "Create a key for this account" }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: /^(Enable|Disable)/ }).count()).toBe(0);
   });
 });

@@ -34,11 +34,19 @@ describe("a closed account on the CLI", () => {
     ["account credit", ["account", "credit", "--usd", "1"]],
     ["account enable", ["account", "enable"]],
     ["key create", ["key", "create"]],
+    ["account update --reset-2fa", ["account", "update", "--reset-2fa"]],
   ];
   it.each(refused)("refuses %s in one line: closure is final, nothing changes", async (_, args) => {
     const r = await gateway([...args.slice(0, 2), "--email", closed, ...args.slice(2), "--db", db]);
     expect(expectOneLineFailure(r)).toContain("closure is final");
     const shown = await run("account", "show", "--email", closed);
     expect([shown.balance_usd, shown.keys.length, shown.status]).toEqual([0, 0, "closed"]);
+  });
+
+  it("refuses account update --password-stdin in one line: a closed account gets no password back", async () => {
+    const r = await gateway(["account", "update", "--email", closed, "--password-stdin", "--db", db], { stdin: "a password for no one\n" });
+    expect(expectOneLineFailure(r)).toContain("closure is final");
+    const id = Number(closed.replace("closed-account-", ""));
+    expect((await gw.services.accounts.loginOf(id))!.passwordHash).toBeNull();
   });
 });

@@ -80,6 +80,19 @@ describe("GET /api/topups/:id/receipt", () => {
     expect(await res.text()).toContain(owner.email);
   });
 
+  it("shows an admin a closed account's receipt, naming its anonymised address and no longer the old one", async () => {
+    const owner = await holder();
+    const { session, paymentRef } = await paidTopUp(owner.b);
+    await rig.gw.services.accounts.close(owner.id, 12_500_000_000);
+    const admin = await holder();
+    await rig.gw.services.accounts.setAdmin(admin.id, true);
+    const res = await admin.b.call("GET", `/api/topups/${session}/receipt`);
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    for (const part of ["12.50 USD", paymentRef, `closed-account-${owner.id}`]) expect(html).toContain(part);
+    expect(html).not.toContain(owner.email);
+  });
+
   it("mails the receipt to the holder when the webhook credits the top-up, under [email]", async () => {
     const h = await holder();
     const { paymentRef } = await paidTopUp(h.b);

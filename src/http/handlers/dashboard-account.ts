@@ -95,9 +95,13 @@ export async function newPassword(c: SessionCall): Promise<Response> {
   const { current_password, new_password } = c.json as { current_password: string; new_password: string };
   await currentPasswordCheck(c, () => changePassword(c.svc.accounts, c.session!.accountId, current_password, new_password));
   // Whoever else knew the old password is logged out; this browser stays in. A reset link asked
-  // before is void: it was for the password replaced now.
+  // before is void (it was for the password replaced now), and so is a change of address: a thief
+  // with the old password may have asked for one to a mailbox of theirs.
   const ended = await c.dash.sessions.revokeAll(c.session!.accountId, c.session!.id);
-  await c.svc.links.cancel(c.session!.accountId, "password_reset", Date.now());
+  await c.svc.links.cancelAll(c.session!.accountId, Date.now());
+  await c.svc.twoFactor.endChallenges(c.session!.accountId);
+  // On the audit trail as every other change of the account's credentials is (reset, set, two-factor, address).
+  await c.svc.audit.record({ actorAccountId: c.session!.accountId, action: "password_changed", targetAccountId: c.session!.accountId, detail: `on the account page; sessions ended: ${ended}` });
   return json<PasswordChanged>({ password_changed: true, sessions_ended: ended });
 }
 

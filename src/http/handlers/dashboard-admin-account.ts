@@ -78,7 +78,9 @@ export const setPasswordOf = adminOnly(async (c, adminId) => {
   checkNewPassword(password);
   await c.svc.accounts.setPasswordHash(target.id, await hashPassword(password));
   const ended = await c.dash.sessions.revokeAll(target.id, target.id === adminId ? c.session!.id : null);
-  await c.svc.links.cancel(target.id, "password_reset", Date.now());
+  // A reset link or a change of address asked with the old password opens nothing now.
+  await c.svc.links.cancelAll(target.id, Date.now());
+  await c.svc.twoFactor.endChallenges(target.id);
   await c.svc.audit.record({ actorAccountId: adminId, action: "password_set", targetAccountId: target.id });
   return json<PasswordChanged>({ password_changed: true, sessions_ended: ended });
 });

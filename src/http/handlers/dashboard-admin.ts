@@ -140,8 +140,11 @@ const switchAccount = (disable: boolean) =>
     // An admin who disables itself is locked out of the page that would undo it.
     if (disable && target.id === adminId) throw invalidRequest("An admin cannot disable its own account; another admin or `gateway account disable` can.");
     if (await c.svc.accounts.setDisabled(target.id, disable)) {
-      // Sessions opened before the disable stay ended: enabling must not bring back a stolen one.
-      if (!disable) await c.dash.sessions.revokeAll(target.id);
+      // Sessions opened before the disable stay ended, and logins waiting for their code: enabling must not bring back a stolen one.
+      if (!disable) {
+        await c.dash.sessions.revokeAll(target.id);
+        await c.svc.twoFactor.endChallenges(target.id);
+      }
       await c.svc.audit.record({ actorAccountId: adminId, action: disable ? "account_disabled" : "account_enabled", targetAccountId: target.id });
     }
     return accountAnswer(c.svc, target.id);

@@ -10,7 +10,8 @@ import { throttledCheck } from "./dashboard-login.ts";
 
 // POST /api/me/close (docs/dashboard.md#closing-the-account): the holder closes the account for good.
 // The store's closure is one transaction (the forfeit entry, the row disabled, marked closed and
-// anonymised); the keys and sessions are ended after it, though the disabled row already refuses both.
+// anonymised); the keys, sessions, emailed links and two-factor rows are ended after it (each by its
+// own store), though the disabled row already refuses keys and sessions, and a link's use the row's state.
 
 export const CloseBody = T.Object(
   {
@@ -47,14 +48,13 @@ export async function closeAccount(c: SessionCall): Promise<Response> {
   await throttledCheck(t.loginPerAccount, failure, () => checkLogin(svc.accounts, profile.email, body.password));
   const now = Date.now();
   const closed = await svc.accounts.close(accountId, forfeitNano, now);
+  // Credentials and pending links are not needed for the books: a reset or change-of-address link
+  // mailed before, or a login waiting for its code, opens nothing now; a secret outlives no account.
+  await svc.links.forget(accountId);
+  await svc.twoFactor.remove(accountId);
   let revoked = 0;
   for (const key of await svc.keys.ofAccount(accountId)) if (await svc.keys.revoke(key.id, now)) revoked++;
   const ended = await c.dash.sessions.revokeAll(accountId);
-  // What could still act for the account goes too: a pending link (a change of address confirmed
-  // later gave the anonymised row its address back) and the second factor (a secret kept for nobody).
-  await svc.links.cancel(accountId, "email_change", now);
-  await svc.links.cancel(accountId, "password_reset", now);
-  await svc.twoFactor.remove(accountId);
   await svc.audit.record({ actorAccountId: accountId, action: "account_closed", targetAccountId: accountId, detail: `forfeited ${nanoToUsd(forfeitNano)} USD, ${revoked} keys revoked` });
   svc.notices.closed(closed);
   return json<AccountClosed>(

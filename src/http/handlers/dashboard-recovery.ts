@@ -6,6 +6,7 @@ import { events } from "../../core/events.ts";
 import { GatewayError, invalidRequest } from "../../core/errors.ts";
 import { normalizedEmail } from "../../core/email-address.ts";
 import type { Services } from "../../services.ts";
+import { alreadyClosed } from "../../store/accounts/contract.ts";
 import type { EmailChange, PasswordReset, ResetRequested } from "../api-schemas.ts";
 import { json } from "../exchange.ts";
 import { throttledCheck } from "./dashboard-login.ts";
@@ -63,8 +64,8 @@ async function mailResetLink(svc: Services, email: string): Promise<void> {
 /**
  * POST /api/password/reset: the link's account gets the new password, once. The link is looked at
  * before the Argon2id work (a dead link costs none) and used after it, in one conditional write, so
- * of two uses at once one sets the password. Every session ends; a pending change of address ends
- * too (whoever knew the old password may have asked for it).
+ * of two uses at once one sets the password. Every session ends, and every login waiting for its
+ * second factor; a pending change of address ends too (whoever knew the old password may have asked for it).
  */
 export async function resetPassword(c: SessionCall): Promise<Response> {
   const { svc } = c;
@@ -74,21 +75,29 @@ export async function resetPassword(c: SessionCall): Promise<Response> {
   const tokenHash = hashVerifyToken(token);
   const seen = await svc.links.peek(tokenHash, "password_reset", Date.now());
   if (!seen) throw deadResetLink();
-  const login = await svc.accounts.loginOf(seen.accountId);
-  if (!login || login.disabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
+  await refuseInactive(svc, seen.accountId);
   const hash = await hashPassword(password);
   const now = Date.now();
   const used = await svc.links.consume(tokenHash, "password_reset", now);
   if (!used) throw deadResetLink();
   await svc.accounts.setPasswordHash(used.accountId, hash);
   const ended = await c.dash.sessions.revokeAll(used.accountId);
-  await svc.links.cancel(used.accountId, "email_change", now);
+  await svc.links.cancelAll(used.accountId, now);
+  // A login past the old password, waiting for its code, would open a session the reset was meant to end.
+  await svc.twoFactor.endChallenges(used.accountId);
   const profile = (await svc.accounts.profileOf(used.accountId))!;
   // The failed logins of the forgotten password no longer hold the new one back.
   await c.dash.throttles.loginPerAccount.clear(profile.email);
   await svc.audit.record({ actorAccountId: used.accountId, action: "password_reset", targetAccountId: used.accountId, detail: `by emailed link; sessions ended: ${ended}` });
   svc.notices.passwordChanged(used.accountId, profile.email);
   return json<PasswordReset>({ password_reset: true, sessions_ended: ended });
+}
+
+/** A link of a closed or disabled account opens nothing: its password and address stay as they are. */
+async function refuseInactive(svc: Services, accountId: number): Promise<void> {
+  const profile = await svc.accounts.profileOf(accountId);
+  if (profile?.closedAt != null) throw alreadyClosed(accountId);
+  if (!profile || profile.disabledAt !== null) throw new GatewayError("inactive", "This account is disabled by the operator.");
 }
 
 /**
@@ -115,6 +124,7 @@ export async function requestEmailChange(c: SessionCall): Promise<Response> {
   if (!svc.notices.verifiesEmail) {
     await svc.accounts.setEmail(accountId, next);
     await svc.audit.record({ actorAccountId: accountId, action: "email_changed", targetAccountId: accountId, detail: "with the password (no [email] to confirm it)" });
+    svc.notices.addressChanged(accountId, current, next);
     return json<EmailChange>({ email_changed: true, confirmation_sent: false, email: next });
   }
   const now = Date.now();
@@ -136,17 +146,20 @@ export async function requestEmailChange(c: SessionCall): Promise<Response> {
 export async function confirmEmailChange(c: SessionCall): Promise<Response> {
   const { svc } = c;
   const now = Date.now();
-  const used = await svc.links.consume(hashVerifyToken((c.json as { token: string }).token), "email_change", now);
+  const tokenHash = hashVerifyToken((c.json as { token: string }).token);
+  const seen = await svc.links.peek(tokenHash, "email_change", now);
+  if (seen) await refuseInactive(svc, seen.accountId);
+  // A closure after the look deletes the link (this use finds none) or comes after the use (setEmail refuses a closed account).
+  const used = seen && (await svc.links.consume(tokenHash, "email_change", now));
   if (!used?.newEmail) throw new GatewayError("invalid_email_change", "This confirmation link is not valid: it was used already, replaced by a newer one, or is more than 24 hours old. Ask again from the account page.");
-  const profile = (await svc.accounts.profileOf(used.accountId))!;
-  // A link used in the moment between a closure and its cancelling the links: closure is final.
-  if (profile.closedAt !== null) throw new GatewayError("invalid_email_change", "This confirmation link is not valid: its account was closed.");
-  const old = profile.email;
+  // A closure between the look and here: setEmail refuses the closed account (409 account_closed).
+  const old = (await svc.accounts.profileOf(used.accountId))!.email;
   const verification = await svc.accounts.verificationOf(used.accountId);
   await svc.accounts.setEmail(used.accountId, used.newEmail);
   // A reset link mailed to the old address must not open the account any more.
   await svc.links.cancel(used.accountId, "password_reset", now);
   await svc.audit.record({ actorAccountId: used.accountId, action: "email_changed", targetAccountId: used.accountId, detail: "confirmed from the new address" });
+  svc.notices.addressChanged(used.accountId, old, used.newEmail);
   if (verification && !verification.verified) await completeVerification(svc, used.accountId, now);
   else svc.notices.emailChanged(used.accountId, old, used.newEmail);
   return json<EmailChange>({ email_changed: true, confirmation_sent: false, email: used.newEmail });

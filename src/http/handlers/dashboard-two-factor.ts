@@ -93,6 +93,7 @@ export async function enableTwoFactor(c: SessionCall): Promise<Response> {
   if (!(await store.enable(accountId, state.secret, step, hashes, Date.now()))) throw conflict("The setup changed meanwhile (another setup, or already enabled): start again.");
   const ended = await c.dash.sessions.revokeAll(accountId, sessionId);
   await c.svc.audit.record({ actorAccountId: accountId, action: "two_factor_enabled", targetAccountId: accountId });
+  c.svc.notices.twoFactorChanged(accountId, "enabled");
   return json<TwoFactorEnabled>({ enabled: true, recovery_codes: codes, sessions_ended: ended });
 }
 
@@ -108,5 +109,6 @@ export async function disableTwoFactor(c: SessionCall): Promise<Response> {
   await store.remove(accountId);
   told(c, accountId, used);
   await c.svc.audit.record({ actorAccountId: accountId, action: "two_factor_disabled", targetAccountId: accountId });
+  c.svc.notices.twoFactorChanged(accountId, "disabled");
   return json<TwoFactorDisabled>({ enabled: false });
 }

@@ -78,7 +78,10 @@ export interface AccountStore {
   loginOf(accountId: number): Promise<AccountLogin | null>;
   profileOf(accountId: number): Promise<AccountProfile | null>;
   setPasswordHash(accountId: number, hash: string): Promise<void>;
-  /** Changes the account's address (normalized); refused as registration refuses an address another account has. */
+  /**
+   * Changes the account's address (normalized); refused as registration refuses an address another
+   * account has, and account_closed for a closed account (its anonymised address is final).
+   */
   setEmail(accountId: number, email: string): Promise<void>;
   setLowBalanceThreshold(accountId: number, nano: number | null): Promise<void>;
   statementPage(accountId: number, upTo: number, before: StatementPosition | null, limit: number): Promise<StatementItem[]>;

@@ -2,7 +2,7 @@ import { and, asc, count, desc, eq, getTableColumns, isNotNull, isNull, lte, max
 import type { PgDb } from "../engine/postgres/client.ts";
 import { accounts, emailVerifications, ledgerEntries } from "../schema/postgres.ts";
 import { accountExists, checkDebitAmount, closureRefused, checkThreshold, DAY_MS, dayOf, debitRefused, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
-import { closedAddress, FORFEIT_NOTE, STARTING_BALANCE_NANO, type Account, type ClosedAccount, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type NewVerification, type StatementItem, type StatementPosition, type VerificationState, type Verified } from "./contract.ts";
+import { alreadyClosed, closedAddress, FORFEIT_NOTE, STARTING_BALANCE_NANO, type Account, type ClosedAccount, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type NewVerification, type StatementItem, type StatementPosition, type VerificationState, type Verified } from "./contract.ts";
 import type { PgLedger } from "../ledger/postgres.ts";
 import { countRegistrationCredit } from "../settings/postgres.ts";
 
@@ -138,7 +138,8 @@ export class PgAccounts implements AccountStore {
   async setEmail(accountId: number, email: string): Promise<void> {
     const normalized = normalizedEmail(email);
     try {
-      await this.db.update(accounts).set({ email: normalized }).where(eq(accounts.id, accountId));
+      const set = await this.db.update(accounts).set({ email: normalized }).where(and(eq(accounts.id, accountId), isNull(accounts.closedAt))).returning({ id: accounts.id });
+      if (set.length === 0) throw alreadyClosed(accountId);
     } catch (e) {
       // Drizzle wraps the driver's error; Bun's carries the SQLSTATE as errno.
       if ((e as { cause?: { errno?: string } }).cause?.errno === "23505") throw accountExists(normalized);

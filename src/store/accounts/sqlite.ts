@@ -5,7 +5,7 @@ import { accounts, emailVerifications, ledgerEntries } from "../schema/sqlite.ts
 import { countRegistrationCredit } from "../settings/sqlite.ts";
 import type { Ledger } from "../ledger/sqlite.ts";
 import type { Claim } from "../codes/contract.ts";
-import { closedAddress, FORFEIT_NOTE, STARTING_BALANCE_NANO, type Account, type ClosedAccount, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type NewVerification, type StatementItem, type StatementPosition, type VerificationState, type Verified } from "./contract.ts";
+import { alreadyClosed, closedAddress, FORFEIT_NOTE, STARTING_BALANCE_NANO, type Account, type ClosedAccount, type AccountLogin, type AccountProfile, type AccountStore, type LedgerEntry, type NewAccount, type NewVerification, type StatementItem, type StatementPosition, type VerificationState, type Verified } from "./contract.ts";
 import { accountColumns, accountExists, checkDebitAmount, closureRefused, checkThreshold, DAY_MS, dayOf, debitRefused, isEarlier, newestFirst, noAccount, normalizedEmail } from "./rules.ts";
 
 // The accounts' rows and their ledger history, for the CLI, the dashboard and first start: cold
@@ -155,7 +155,8 @@ export class Accounts implements AccountStore {
     this.db.$client.transaction(() => {
       const holder = accountByEmail(this.db, normalized);
       if (holder && holder.id !== accountId) throw accountExists(normalized);
-      this.db.update(accounts).set({ email: normalized }).where(eq(accounts.id, accountId)).run();
+      const set = this.db.update(accounts).set({ email: normalized }).where(and(eq(accounts.id, accountId), isNull(accounts.closedAt))).returning({ id: accounts.id }).all();
+      if (set.length === 0) throw alreadyClosed(accountId);
     }).immediate();
   }
 

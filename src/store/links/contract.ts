@@ -23,4 +23,11 @@ export interface LinkStore {
   consume(tokenHash: string, purpose: LinkPurpose, now: number): Promise<LinkUse | null>;
   /** Ends the account's pending link of `purpose` (its address changed, so the link went to a stale one). */
   cancel(accountId: number, purpose: LinkPurpose, now: number): Promise<void>;
+  /**
+   * Ends every pending link of the account: its password changed, and whoever knew the old one may
+   * have asked for a reset, or for a change of address to a mailbox of theirs.
+   */
+  cancelAll(accountId: number, now: number): Promise<void>;
+  /** Deletes every link of the account, used or not (its closure: a pending link opens nothing, and a change's new address is personal data). */
+  forget(accountId: number): Promise<void>;
 }

@@ -43,6 +43,16 @@ export class LinksOn implements LinkStore {
     await db.update(t.accountLinks).set({ usedAt: now }).where(and(eq(t.accountLinks.accountId, accountId), eq(t.accountLinks.purpose, purpose), isNull(t.accountLinks.usedAt)));
   }
 
+  async cancelAll(accountId: number, now: number): Promise<void> {
+    const { db, t } = this.on;
+    await db.update(t.accountLinks).set({ usedAt: now }).where(and(eq(t.accountLinks.accountId, accountId), isNull(t.accountLinks.usedAt)));
+  }
+
+  async forget(accountId: number): Promise<void> {
+    const { db, t } = this.on;
+    await db.delete(t.accountLinks).where(eq(t.accountLinks.accountId, accountId));
+  }
+
   private live(tokenHash: string, purpose: LinkPurpose, now: number) {
     const t = this.on.t.accountLinks;
     return and(eq(t.tokenHash, tokenHash), eq(t.purpose, purpose), isNull(t.usedAt), gt(t.expiresAt, now));

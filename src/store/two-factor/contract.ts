@@ -31,6 +31,8 @@ export interface TwoFactorStore {
   recoveryCodesLeft(accountId: number): Promise<number>;
   /** Removes the secret and the recovery codes; false when there was nothing to remove. */
   remove(accountId: number): Promise<boolean>;
+  /** Ends the account's logins waiting for their second factor: their first step proved a password that changed. */
+  endChallenges(accountId: number): Promise<void>;
   /** A login waiting for its second factor until `expiresAt`; expired ones are swept meanwhile. */
   openChallenge(accountId: number, tokenHash: string, now: number, expiresAt: number): Promise<void>;
   /** The account of a challenge neither used nor expired at `now`; null otherwise. */

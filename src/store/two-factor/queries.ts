@@ -85,8 +85,13 @@ export class TwoFactorOn implements TwoFactorStore {
     const gone = await db.delete(t.twoFactor).where(eq(t.twoFactor.accountId, accountId)).returning({ id: t.twoFactor.accountId });
     await db.delete(t.recoveryCodes).where(eq(t.recoveryCodes.accountId, accountId));
     // A login already past its password waits on a factor that is gone: it logs in again.
-    await db.delete(t.loginChallenges).where(eq(t.loginChallenges.accountId, accountId));
+    await this.endChallenges(accountId);
     return gone.length === 1;
+  }
+
+  async endChallenges(accountId: number): Promise<void> {
+    const { db, t } = this.on;
+    await db.delete(t.loginChallenges).where(eq(t.loginChallenges.accountId, accountId));
   }
 
   async openChallenge(accountId: number, tokenHash: string, now: number, expiresAt: number): Promise<void> {

@@ -107,10 +107,12 @@ export async function adminAccountView(ctx: Ctx): Promise<HTMLElement> {
     h("div", { class: "actions" }, moneyForm(ctx, a, msg), accountSwitch(ctx, a, msg)),
     h("h2", {}, "Note"),
     noteForm(a.id, d.note, msg),
-    h("h2", {}, "Dashboard password"),
-    passwordForm(a.id, msg),
+    // A closed account has no holder left to log in or to use a key: the server refuses both (409 account_closed).
+    ...(a.closed
+      ? [h("p", { class: "muted", "data-testid": "closed-note" }, "Closed by its holder: no password can be set and no key made; a debit can still correct money that reached it after the closure.")]
+      : [h("h2", {}, "Dashboard password"), passwordForm(a.id, msg)]),
     h("h2", {}, "Keys"),
-    newKeyForm(a.id, msg, shown, refresh),
+    a.closed ? null : newKeyForm(a.id, msg, shown, refresh),
     shown,
     keys,
     table(

@@ -22,13 +22,15 @@ const freshKey = () => Array.from(crypto.getRandomValues(new Uint8Array(16)), (b
 /**
  * Credit or debit: the direction is a required choice of its own, never read from which button was
  * pressed or guessed when absent, and a dialog states amount and direction before the money moves.
+ * A closed account offers Debit only: the server refuses its credit (closure is final), while a debit
+ * still corrects money that reached it after the closure.
  */
 export function moneyForm(ctx: Ctx, a: AdminAccount, msg: Messages): HTMLElement {
-  const op = (value: string, label: string) => h("label", { class: "check" }, input({ type: "radio", name: "op", value, required: true }), ` ${label}`);
+  const op = (value: string, label: string) => h("label", { class: "check" }, input({ type: "radio", name: "op", value, required: true, checked: a.closed || null }), ` ${label}`);
   const form = h(
     "form",
-    { "aria-label": `Credit or debit ${a.email}`, class: "inline" },
-    h("fieldset", { class: "op" }, h("legend", {}, "Direction"), op("credit", "Credit"), op("debit", "Debit")),
+    { "aria-label": `${a.closed ? "Debit" : "Credit or debit"} ${a.email}`, class: "inline" },
+    h("fieldset", { class: "op" }, h("legend", {}, "Direction"), a.closed ? null : op("credit", "Credit"), op("debit", "Debit")),
     field("USD", input({ type: "number", name: "usd", min: "0.01", step: "0.01", required: true, inputmode: "decimal", size: 6 })),
     field("Note", input({ name: "note", required: true, maxlength: 200, size: 14 })),
     h("button", { type: "submit" }, "Review"),
