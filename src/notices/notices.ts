@@ -82,11 +82,13 @@ export class Notices {
     });
   }
 
-  passwordChanged(accountId: number, email: string): void {
+  /** `how`: with an emailed reset link, or on the account page (with the old password, by whoever held a session). */
+  passwordChanged(accountId: number, email: string, how: "reset" | "account page" = "reset"): void {
+    const done = how === "reset" ? "with a reset link, and every session of the account was logged out" : "on the account page, and every other session of the account was logged out";
     this.email(accountId, "password_changed", {
       to: email,
       subject: "Your gateway password was changed",
-      text: `The password of your gateway account was changed with a reset link, and every session of the account was logged out.\n\nIf this was not you, reset it again at ${this.site}/#/login and tell the gateway's operator.\n`,
+      text: `The password of your gateway account was changed ${done}.\n\nIf this was not you, reset it at ${this.site}/#/forgot and tell the gateway's operator.\n`,
     });
   }
 

@@ -247,3 +247,13 @@ describe("a login waiting for its code across the operator's disable and enable"
     await refusedWith(await thief.b.call("POST", "/api/login/second-factor", { token: thief.token, code: await codeAt(h.secret, 30) }), 401, "second_factor_expired");
   });
 });
+
+describe("a change of the password on the account page", () => {
+  test("is mailed to the holder, as a reset is: a session taken with the old password could make it", async () => {
+    const h = await verifiedHolder(rig);
+    const before = rig.smtp.mails.length;
+    const changed = await h.b.call("POST", "/api/password", { current_password: h.password, new_password: "another horse battery staple" });
+    expect(changed.status).toBe(200);
+    expect(await mailSaying(h.email, before, "changed on the account page")).toContain("/#/forgot");
+  });
+});

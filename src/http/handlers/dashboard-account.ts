@@ -102,6 +102,8 @@ export async function newPassword(c: SessionCall): Promise<Response> {
   await c.svc.twoFactor.endChallenges(c.session!.accountId);
   // On the audit trail as every other change of the account's credentials is (reset, set, two-factor, address).
   await c.svc.audit.record({ actorAccountId: c.session!.accountId, action: "password_changed", targetAccountId: c.session!.accountId, detail: `on the account page; sessions ended: ${ended}` });
+  // Told by mail (under [email]) as a reset is: a session taken with the old password could change it.
+  c.svc.notices.passwordChanged(c.session!.accountId, (await c.svc.accounts.profileOf(c.session!.accountId))!.email, "account page");
   return json<PasswordChanged>({ password_changed: true, sessions_ended: ended });
 }
 
